@@ -1,0 +1,5 @@
+"""servesim's ground floor: pure simulation logic (no torch, no streamlit).
+
+Workloads, model and hardware specs, cost models, the KV block manager, the batching
+policies shared with the engine, the SimPy replica and cluster, and the metrics.
+"""

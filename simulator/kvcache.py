@@ -1,0 +1,132 @@
+"""The paged KV cache: how many blocks a replica has, and who holds them.
+
+Capacity follows vLLM: the GPU memory we may use (``memory x utilisation``, per GPU
+times tensor-parallel degree) minus the weights and a fixed reserve for activations and
+the CUDA context, divided into blocks of ``block_size`` tokens for every layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.errors import CapacityError, ConfigError
+
+
+@dataclass(slots=True, frozen=True)
+class KVCacheConfig:
+    """How a replica carves its memory into KV blocks."""
+
+    block_size: int = 16  # tokens per block (vLLM's default)
+    gpu_memory_utilization: float = 0.9  # fraction of each GPU's memory the engine may use
+    reserve_gb: float = 2.0  # per GPU: activations, CUDA graphs, context (not for KV)
+    num_blocks: int | None = None  # set to override the derived capacity
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1:
+            raise ConfigError(f"kv.block_size = {self.block_size}: must be >= 1")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError(
+                f"kv.gpu_memory_utilization = {self.gpu_memory_utilization}: must be in (0, 1]"
+            )
+        if self.reserve_gb < 0:
+            raise ConfigError(f"kv.reserve_gb = {self.reserve_gb}: must be >= 0")
+        if self.num_blocks is not None and self.num_blocks < 1:
+            raise ConfigError(f"kv.num_blocks = {self.num_blocks}: must be >= 1")
+
+    def capacity_blocks(
+        self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float
+    ) -> int:
+        """Blocks that fit; raises :class:`CapacityError` with the numbers when none do."""
+        if self.num_blocks is not None:
+            return self.num_blocks
+        usable = memory_bytes * tp * self.gpu_memory_utilization
+        reserve = self.reserve_gb * 1e9 * tp
+        left = usable - weight_bytes - reserve
+        block_bytes = kv_bytes_per_token * self.block_size
+        blocks = int(left // block_bytes) if left > 0 else 0
+        if blocks < 1:
+            raise CapacityError(
+                f"model does not fit: weights {weight_bytes / 1e9:.1f} GB + reserve "
+                f"{reserve / 1e9:.1f} GB > usable {usable / 1e9:.1f} GB "
+                f"({tp} GPU(s) x {memory_bytes / 1e9:.0f} GB x {self.gpu_memory_utilization}); "
+                "use more tensor parallelism, a smaller dtype or a bigger GPU"
+            )
+        return blocks
+
+
+class BlockManager:
+    """Paged KV cache bookkeeping: ``num_blocks`` blocks of ``block_size`` tokens.
+
+    Each sequence holds the blocks covering the tokens in its cache::
+
+        seq 7:  [b3 |b9 |b4 ]      tokens 0..47 with block_size 16, last block partly full
+        seq 8:  [b1 ]
+        free:   b0 b2 b5 b6 b7 b8 ...
+
+    Only counts matter for timing, so blocks are counted, not named. Queries and
+    commands come in pairs (``can_allocate``/``allocate``); ``free`` returns all of a
+    sequence's blocks. Invariant: ``used + num_free == num_blocks``.
+    """
+
+    __slots__ = ("num_blocks", "block_size", "used", "_held")
+
+    def __init__(self, num_blocks: int, block_size: int) -> None:
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.used = 0
+        self._held: dict[int, int] = {}
+
+    @property
+    def num_free(self) -> int:
+        """Blocks not held by any sequence."""
+        return self.num_blocks - self.used
+
+    def blocks_for(self, num_tokens: int) -> int:
+        """Blocks needed to cache ``num_tokens`` tokens."""
+        return -(-num_tokens // self.block_size)
+
+    def held(self, seq_id: int) -> int:
+        """Blocks held by ``seq_id``."""
+        return self._held.get(seq_id, 0)
+
+    def extra_for(self, seq_id: int, num_tokens: int) -> int:
+        """More blocks ``seq_id`` needs to cache ``num_tokens`` tokens in all."""
+        return max(0, self.blocks_for(num_tokens) - self._held.get(seq_id, 0))
+
+    def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
+        """Whether ``seq_id`` can grow to ``num_tokens`` tokens leaving ``reserve_blocks`` free."""
+        return self.extra_for(seq_id, num_tokens) + reserve_blocks <= self.num_free
+
+    def allocate(self, seq_id: int, num_tokens: int) -> None:
+        """Grow ``seq_id``'s blocks to cover ``num_tokens`` tokens."""
+        extra = self.extra_for(seq_id, num_tokens)
+        if extra > self.num_free:
+            raise RuntimeError(f"KV overcommit: seq {seq_id} needs {extra}, {self.num_free} free")
+        if extra:
+            self._held[seq_id] = self._held.get(seq_id, 0) + extra
+            self.used += extra
+
+    def free(self, seq_id: int) -> None:
+        """Return every block ``seq_id`` holds."""
+        self.used -= self._held.pop(seq_id, 0)
+
+    def check(self) -> None:
+        """Assert the conservation invariant (debug runs and property tests)."""
+        assert self.used == sum(self._held.values()), "KV blocks leaked"
+        assert 0 <= self.used <= self.num_blocks, f"KV used {self.used} of {self.num_blocks}"
+
+
+def blocks_after_steps(
+    num_computed: np.ndarray, held: np.ndarray, block_size: int, num_steps: int
+) -> np.ndarray:
+    """New blocks needed in total after each of ``num_steps`` one-token decode steps.
+
+    Row ``i`` (0-based) is the extra blocks the sequences need once step ``i + 1`` has
+    written its token: ``sum_s max(0, ceil((num_computed_s + i + 1) / block_size) - held_s)``.
+    """
+    steps = np.arange(1, num_steps + 1)
+    tokens = num_computed[None, :] + steps[:, None]
+    need = -(-tokens // block_size) - held[None, :]
+    return np.maximum(need, 0).sum(axis=1)

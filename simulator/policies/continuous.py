@@ -1,0 +1,130 @@
+"""Continuous (iteration-level) batching, as in Orca and vLLM, with optional chunked prefill.
+
+Without chunked prefill (vLLM v0's default): when a waiting request can be admitted, the
+step is a prefill-only step of as many whole prompts as fit; otherwise every running
+request decodes one token. With chunked prefill (Sarathi, vLLM v1): decodes go first,
+then running prefills continue and waiting requests are admitted in chunks that fill the
+token budget, so prefills ride along with decodes instead of stalling them.
+
+When a running request needs a KV block and none is free, the newest running request is
+preempted by recompute: its blocks are freed and it returns to the head of the queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.errors import ConfigError
+from simulator.kvcache import blocks_after_steps
+from simulator.policies.state import Batch, Sequence, ServerState, Wait
+from simulator.policies.step import unpadded_shape
+
+
+@dataclass(slots=True, frozen=True)
+class ContinuousPolicy:
+    """Admit and retire requests at every step, within sequence, token and KV limits."""
+
+    max_num_seqs: int = 256  # running requests at most
+    max_num_batched_tokens: int = 8192  # tokens computed per step at most
+    chunked_prefill: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1:
+            raise ConfigError(f"policy.max_num_seqs = {self.max_num_seqs}: must be >= 1")
+        if self.max_num_batched_tokens < 1:
+            raise ConfigError(
+                f"policy.max_num_batched_tokens = {self.max_num_batched_tokens}: must be >= 1"
+            )
+
+    def schedule(self, state: ServerState, now: float) -> Batch | Wait:
+        """The next step's batch, or Wait() when there is nothing to do."""
+        if not state.waiting and not state.running:
+            return Wait()
+        if self.chunked_prefill:
+            return self._mixed_step(state)
+        batch = self._admit(state, self.max_num_batched_tokens, [], [])
+        if batch.prefill:
+            return batch
+        return self._mixed_step(state)  # nothing admissible: decode what runs
+
+    def _mixed_step(self, state: ServerState) -> Batch:
+        """Running requests first (decode or next prefill chunk), then admissions."""
+        budget = self.max_num_batched_tokens
+        prefill: list[tuple[Sequence, int]] = []
+        decode: list[Sequence] = []
+        preempted: list[Sequence] = []
+        i = 0
+        while i < len(state.running) and budget > 0:
+            seq = state.running[i]
+            n = min(seq.pending, budget)
+            while not state.kv.can_allocate(seq.request_id, seq.num_computed + n):
+                victim = state.running[-1]
+                state.preempt(victim)
+                preempted.append(victim)
+                if victim is seq:
+                    break
+            else:
+                state.kv.allocate(seq.request_id, seq.num_computed + n)
+                (decode.append(seq) if seq.decoding else prefill.append((seq, n)))
+                budget -= n
+                i += 1
+                continue
+            break  # the sequence itself was preempted
+        if preempted or not self.chunked_prefill:
+            return Batch(prefill, decode, unpadded_shape(prefill, decode, 0), preempted)
+        return self._admit(state, budget, prefill, decode)
+
+    def _admit(
+        self,
+        state: ServerState,
+        budget: int,
+        prefill: list[tuple[Sequence, int]],
+        decode: list[Sequence],
+    ) -> Batch:
+        """Admit waiting requests FCFS while sequences, tokens and KV allow."""
+        admitted = 0
+        kv = state.kv
+        while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
+            seq = state.waiting[0]
+            n = seq.pending if not self.chunked_prefill else min(seq.pending, budget)
+            if n > budget:
+                if seq.pending > self.max_num_batched_tokens:
+                    state.waiting.popleft()
+                    state.reject(seq, f"needs {seq.pending} tokens in one step; "
+                                 f"max_num_batched_tokens = {self.max_num_batched_tokens} "
+                                 "(enable chunked_prefill)")
+                    continue
+                break
+            if not kv.can_allocate(seq.request_id, n):
+                break
+            state.waiting.popleft()
+            kv.allocate(seq.request_id, n)
+            state.running.append(seq)
+            prefill.append((seq, n))
+            budget -= n
+            if seq.preemptions == 0 and seq.num_generated == 0:
+                admitted += 1
+        return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
+
+    def repeats(self, state: ServerState, batch: Batch) -> int:
+        """Identical pure-decode steps ahead if nothing arrives (for the fast-forward).
+
+        A pure-decode step over every running request repeats until the first request
+        finishes or the KV cache cannot give the next block: admission stays blocked
+        (nothing was admitted now, and budget and free blocks only shrink).
+        """
+        if batch.prefill or batch.preempted or len(batch.decode) != len(state.running):
+            return 1
+        seqs = batch.decode
+        k = min(s.remaining for s in seqs)
+        if k <= 1:
+            return 1
+        kv = state.kv
+        # KV already holds this step's token; steps 2..k each write one more per sequence.
+        computed = np.fromiter((s.num_computed + 1 for s in seqs), np.int64, len(seqs))
+        held = np.fromiter((kv.held(s.request_id) for s in seqs), np.int64, len(seqs))
+        extra = blocks_after_steps(computed, held, kv.block_size, k - 1)
+        fits = int(np.searchsorted(extra, kv.num_free, side="right"))
+        return 1 + fits

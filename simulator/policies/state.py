@@ -1,0 +1,138 @@
+"""What a batching policy sees and what it decides: sequences, server state, batches.
+
+Shared by the simulator's replicas and the real engine's serving loop. A request's
+progress is counted in tokens, as in vLLM v1: ``num_computed`` tokens have their KV in
+the cache, and a step computes ``pending`` more of them. A step that computes a
+sequence's last pending token emits one output token. Prefill, chunked prefill,
+recompute after preemption and decode are all the same rule with different chunk sizes.
+No SimPy here: time arrives as plain floats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from simulator.kvcache import BlockManager
+from simulator.shapes import StepShape
+
+NAN = math.nan
+
+
+@dataclass(slots=True, eq=False)
+class Sequence:
+    """One request's progress through a replica."""
+
+    request_id: int
+    arrival_s: float  # when it reached the server
+    prompt_tokens: int
+    output_tokens: int  # tokens to generate (EOS ignored, as in benchmarks)
+    client_id: int = -1  # closed-loop client that sent it (-1 for open loop)
+    num_computed: int = 0  # tokens whose KV is in the cache
+    num_generated: int = 0  # output tokens emitted so far
+    scheduled_s: float = NAN  # start of the first step that worked on it
+    first_token_s: float = NAN  # end of the step that emitted its first token
+    finish_s: float = NAN  # end of the step that emitted its last token
+    preemptions: int = 0  # times evicted and recomputed
+    reason: str = ""  # why it was rejected, if it was
+    replica: int = -1  # replica that took it (-1 before routing)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens known so far: the prompt plus the outputs generated."""
+        return self.prompt_tokens + self.num_generated
+
+    @property
+    def pending(self) -> int:
+        """Tokens to compute before the next output token appears."""
+        return self.num_tokens - self.num_computed
+
+    @property
+    def remaining(self) -> int:
+        """Output tokens still to generate."""
+        return self.output_tokens - self.num_generated
+
+    @property
+    def decoding(self) -> bool:
+        """True when the next step for this sequence is a one-token decode."""
+        return self.num_generated > 0 and self.num_computed == self.num_tokens - 1
+
+
+@dataclass(slots=True)
+class PaddedGroup:
+    """A static/dynamic batch run to completion as one padded tensor.
+
+    Every row is padded to the longest prompt, and the batch decodes until its longest
+    output ends; finished rows keep costing (and keep their KV) until then.
+    """
+
+    rows: list[Sequence]
+    max_prompt: int  # padded prompt length
+    max_output: int  # decode runs until this many tokens exist for every row
+    prefilled: bool = False
+    decode_steps_done: int = 0
+
+    @property
+    def decode_steps_left(self) -> int:
+        """Decode steps still to run (the prefill step emits each row's first token)."""
+        return self.max_output - 1 - self.decode_steps_done
+
+    def decode_shape(self, step_offset: int = 0) -> StepShape:
+        """Shape of the next decode step (``step_offset`` steps later)."""
+        n = len(self.rows)
+        ctx = self.max_prompt + self.decode_steps_done + step_offset + 1
+        finishing = sum(1 for r in self.rows if r.remaining == 1 + step_offset)
+        return StepShape(num_decode_seqs=n, decode_context_tokens=n * ctx, num_finished=finishing)
+
+
+@dataclass(slots=True)
+class ServerState:
+    """Everything a policy may look at and change on one replica."""
+
+    kv: BlockManager
+    waiting: deque[Sequence] = field(default_factory=deque)  # FCFS; preempted go to the front
+    running: list[Sequence] = field(default_factory=list)  # hold KV; oldest first
+    group: PaddedGroup | None = None  # the padded batch in flight (static/dynamic)
+    rejected: list[Sequence] = field(default_factory=list)  # never runnable here, with reason
+    arrivals_done: bool = False  # no request will arrive any more (lets static flush)
+
+    @property
+    def num_outstanding(self) -> int:
+        """Requests waiting or running (what a least-outstanding router compares)."""
+        return len(self.waiting) + len(self.running)
+
+    def reject(self, seq: Sequence, reason: str) -> None:
+        """Drop ``seq`` for good with ``reason`` (it could never run on this replica)."""
+        seq.reason = reason
+        self.rejected.append(seq)
+
+    def preempt(self, seq: Sequence) -> None:
+        """Evict ``seq`` (recompute policy): free its KV, send it to the head of the queue."""
+        self.running.remove(seq)
+        self.kv.free(seq.request_id)
+        seq.num_computed = 0
+        seq.preemptions += 1
+        self.waiting.appendleft(seq)
+
+
+@dataclass(slots=True)
+class Batch:
+    """One step's work, as decided by a policy."""
+
+    prefill: list[tuple[Sequence, int]]  # (sequence, tokens computed this step), not decoding
+    decode: list[Sequence]  # sequences computing exactly one token by decoding
+    shape: StepShape  # what the cost model prices (padding included)
+    preempted: list[Sequence] = field(default_factory=list)  # evicted while building it
+
+    @property
+    def sequences(self) -> list[Sequence]:
+        """Every sequence that computes tokens this step."""
+        return [s for s, _ in self.prefill] + self.decode
+
+
+@dataclass(slots=True, frozen=True)
+class Wait:
+    """Nothing to run before ``until`` (a timeout) or, if ``None``, before the next arrival."""
+
+    until: float | None = None

@@ -1,0 +1,148 @@
+"""One serving replica as a SimPy process: schedule -> wait the step's cost -> complete.
+
+The loop is the same three calls the real engine makes, with a cost model where the
+engine runs a forward pass. Runs of identical pure-decode steps are fast-forwarded
+(see :mod:`simulator.fastforward`); an arrival during such a run cuts it at the first
+step boundary after the arrival, where a real engine would first see the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from simulator.costs.base import CostModel
+from simulator.fastforward import apply_decode_run, plan_decode_run
+from simulator.kvcache import BlockManager
+from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
+from simulator.policies.step import decode_emitters
+from simulator.steplog import StepLog
+
+
+class Replica:
+    """A replica: a policy, a cost model, a KV cache, and the process that runs steps."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        index: int,
+        policy: Policy,
+        cost: CostModel,
+        kv: BlockManager,
+        on_done: Callable[[Sequence], None],
+        *,
+        fast_forward: bool = True,
+        check_invariants: bool = False,
+    ) -> None:
+        self.env = env
+        self.index = index
+        self.policy = policy
+        self.cost = cost
+        self.state = ServerState(kv=kv)
+        self.log = StepLog(index)
+        self.on_done = on_done  # called once per request that finishes or is rejected here
+        self.fast_forward = fast_forward
+        self.check_invariants = check_invariants
+        self.num_events = 0  # SimPy events this replica waited on
+        self._interruptible = False  # in an idle wait or a fast-forward the next arrival cuts
+        self._arrived_in_run = 0
+        self.process = env.process(self._loop())
+
+    def submit(self, seq: Sequence) -> None:
+        """A request arrives at this replica."""
+        seq.replica = self.index
+        kv = self.state.kv
+        need = kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
+        if need > kv.num_blocks:
+            seq.reason = (f"needs {need} KV blocks for {seq.prompt_tokens}+{seq.output_tokens}"
+                          f" tokens; the replica has {kv.num_blocks}")
+            self.state.rejected.append(seq)
+            self.on_done(seq)
+            return
+        self.state.waiting.append(seq)
+        self._arrived_in_run += 1
+        self._wake()
+
+    def close_arrivals(self) -> None:
+        """No more requests will come (a static batch may now run short)."""
+        self.state.arrivals_done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._interruptible:
+            self._interruptible = False
+            self.process.interrupt()
+
+    def _loop(self) -> Generator[simpy.Event, Any, None]:
+        env, state = self.env, self.state
+        while True:
+            decision = self.policy.schedule(state, env.now)
+            for seq in state.rejected:
+                self.on_done(seq)
+            state.rejected.clear()
+            if isinstance(decision, Wait):
+                yield from self._wait(decision)
+                continue
+            k = self.policy.repeats(state, decision) if self.fast_forward else 1
+            if k > 1:
+                finished = yield from self._decode_run(decision, k)
+            else:
+                finished = yield from self._step(decision)
+            if self.check_invariants:
+                state.kv.check()
+            for seq in finished:
+                self.on_done(seq)
+
+    def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:
+        self._interruptible = True
+        self.num_events += 1
+        try:
+            if wait.until is None:
+                yield self.env.event()
+            else:
+                yield self.env.timeout(max(0.0, wait.until - self.env.now))
+        except simpy.Interrupt:
+            pass
+        self._interruptible = False
+
+    def _step(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
+        start = self.env.now
+        emitted = decode_emitters(batch)
+        self.num_events += 1
+        yield self.env.timeout(self.cost.step_time(batch.shape))
+        finished = complete(self.state, batch, start, self.env.now)
+        s = self.state
+        self.log.add(start, self.env.now, batch.shape, emitted, len(s.running), len(s.waiting),
+                     s.kv.used)
+        return finished
+
+    def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
+        env, state = self.env, self.state
+        run = plan_decode_run(state, batch.decode, k)
+        start = env.now
+        ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(run.shapes))))[1:]
+        self._interruptible = True
+        self._arrived_in_run = 0
+        self.num_events += 1
+        try:
+            yield env.timeout(ends[-1] - start)
+        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
+            j = min(int(np.searchsorted(ends, env.now)), k - 1)
+            self.num_events += 1
+            yield env.timeout(max(0.0, ends[j] - env.now))
+            k = j + 1
+            ends = ends[:k]
+        self._interruptible = False
+        finished = apply_decode_run(state, run.seqs, ends)
+        queue = np.full(k, len(state.waiting) - self._arrived_in_run)
+        queue[-1] = len(state.waiting)
+        running, kv_used = run.running_after[:k].copy(), run.kv_after[:k].copy()
+        running[-1], kv_used[-1] = len(state.running), state.kv.used
+        starts = np.concatenate(([start], ends[:-1]))
+        shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
+        self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used)
+        return finished
+

@@ -1,0 +1,90 @@
+"""The shape of one engine step: what a cost model needs to price it.
+
+A policy turns its batch into a :class:`StepShape`; a cost model turns shapes into
+seconds. :class:`StepShapes` holds many steps as numpy arrays so cost models can
+price a whole fast-forwarded decode run in one vectorised call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True, frozen=True)
+class StepShape:
+    """Work done by one forward pass (one engine step)."""
+
+    num_prefill_tokens: int = 0  # P: prompt tokens processed this step, padding included
+    prefill_attn_work: float = 0.0  # A: sum over prefill chunks of n * (ctx + n / 2), tokens^2
+    num_decode_seqs: int = 0  # D: rows decoding one token this step, padded rows included
+    decode_context_tokens: int = 0  # C: sum over decode rows of tokens attended (cache + new)
+    num_admitted: int = 0  # requests whose first step this is (per-request CPU overhead)
+    num_finished: int = 0  # requests whose last token this step produces
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens through the model this step (prefill tokens plus one per decode row)."""
+        return self.num_prefill_tokens + self.num_decode_seqs
+
+
+@dataclass(slots=True)
+class StepShapes:
+    """Many steps' shapes as parallel numpy arrays (same meanings as :class:`StepShape`)."""
+
+    num_prefill_tokens: np.ndarray
+    prefill_attn_work: np.ndarray
+    num_decode_seqs: np.ndarray
+    decode_context_tokens: np.ndarray
+    num_admitted: np.ndarray
+    num_finished: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.num_decode_seqs)
+
+    def head(self, k: int) -> StepShapes:
+        """The first ``k`` steps."""
+        return StepShapes(
+            num_prefill_tokens=self.num_prefill_tokens[:k],
+            prefill_attn_work=self.prefill_attn_work[:k],
+            num_decode_seqs=self.num_decode_seqs[:k],
+            decode_context_tokens=self.decode_context_tokens[:k],
+            num_admitted=self.num_admitted[:k],
+            num_finished=self.num_finished[:k],
+        )
+
+    @classmethod
+    def from_shapes(cls, shapes: list[StepShape]) -> StepShapes:
+        """Stack single-step shapes into arrays."""
+
+        def col(name: str, dtype: type) -> np.ndarray:
+            return np.fromiter((getattr(s, name) for s in shapes), dtype=dtype, count=len(shapes))
+
+        return cls(
+            num_prefill_tokens=col("num_prefill_tokens", np.int64),
+            prefill_attn_work=col("prefill_attn_work", np.float64),
+            num_decode_seqs=col("num_decode_seqs", np.int64),
+            decode_context_tokens=col("decode_context_tokens", np.int64),
+            num_admitted=col("num_admitted", np.int64),
+            num_finished=col("num_finished", np.int64),
+        )
+
+    @classmethod
+    def decode_run(
+        cls, num_seqs: int, context_tokens: np.ndarray, num_finished: np.ndarray | None = None
+    ) -> StepShapes:
+        """Shapes of consecutive pure-decode steps with ``num_seqs`` rows each.
+
+        ``context_tokens[i]`` is C for step i. Used by the simulator's fast-forward.
+        """
+        k = len(context_tokens)
+        zeros = np.zeros(k, dtype=np.int64)
+        return cls(
+            num_prefill_tokens=zeros,
+            prefill_attn_work=np.zeros(k, dtype=np.float64),
+            num_decode_seqs=np.full(k, num_seqs, dtype=np.int64),
+            decode_context_tokens=np.asarray(context_tokens, dtype=np.int64),
+            num_admitted=zeros,
+            num_finished=zeros if num_finished is None else np.asarray(num_finished, np.int64),
+        )

@@ -1,0 +1,6 @@
+"""Make the tests folder importable so tests can share tests/helpers.py."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

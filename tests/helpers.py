@@ -1,0 +1,46 @@
+"""Small shared helpers for the tests: hand-checkable cost models and request tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simulator.shapes import StepShape, StepShapes
+
+
+@dataclass(frozen=True)
+class TokenCost:
+    """t = step_s + prefill_token_s * P + decode_seq_s * D: easy to check by hand."""
+
+    step_s: float = 0.0
+    prefill_token_s: float = 0.0
+    decode_seq_s: float = 0.0
+
+    def step_time(self, shape: StepShape) -> float:
+        return (self.step_s + self.prefill_token_s * shape.num_prefill_tokens
+                + self.decode_seq_s * shape.num_decode_seqs)
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        return (self.step_s + self.prefill_token_s * shapes.num_prefill_tokens
+                + self.decode_seq_s * shapes.num_decode_seqs)
+
+
+def table(rows: list[tuple[float, int, int]]) -> pd.DataFrame:
+    """A request table from (arrival_s, prompt_tokens, output_tokens) rows."""
+    return pd.DataFrame({
+        "request_id": np.arange(len(rows), dtype=np.int64),
+        "arrival_s": [r[0] for r in rows],
+        "prompt_tokens": [r[1] for r in rows],
+        "output_tokens": [r[2] for r in rows],
+    })
+
+
+def timeline(records: pd.DataFrame) -> list[tuple[int, float, float, float]]:
+    """(request_id, scheduled_s, first_token_s, finish_s) rows rounded to 1e-9."""
+    return [
+        (int(r.request_id), round(r.scheduled_s, 9), round(r.first_token_s, 9),
+         round(r.finish_s, 9))
+        for r in records.sort_values("request_id").itertuples()
+    ]
