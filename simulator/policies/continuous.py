@@ -43,11 +43,14 @@ class ContinuousPolicy:
         if not state.waiting and not state.running:
             return Wait()
         if self.chunked_prefill:
-            return self._mixed_step(state)
-        batch = self._admit(state, self.max_num_batched_tokens, [], [])
-        if batch.prefill:
+            batch = self._mixed_step(state)
+        else:
+            batch = self._admit(state, self.max_num_batched_tokens, [], [])
+            if not batch.prefill:
+                batch = self._mixed_step(state)  # nothing admissible: decode what runs
+        if batch.prefill or batch.decode:
             return batch
-        return self._mixed_step(state)  # nothing admissible: decode what runs
+        return Wait()  # everything waiting was rejected or preempted
 
     def _mixed_step(self, state: ServerState) -> Batch:
         """Running requests first (decode or next prefill chunk), then admissions."""
