@@ -25,30 +25,41 @@ class Policy(Protocol):
     def repeats(self, state: ServerState, batch: Batch) -> int: ...
 
 
-POLICIES: dict[str, type] = {
-    "static": StaticPolicy,
-    "dynamic": DynamicPolicy,
-    "continuous": ContinuousPolicy,
+POLICIES: dict[str, tuple[type, dict[str, Any]]] = {
+    "static": (StaticPolicy, {}),
+    "dynamic": (DynamicPolicy, {}),
+    "continuous": (ContinuousPolicy, {}),
+    "chunked": (ContinuousPolicy, {"chunked_prefill": True}),  # continuous + chunked prefill
 }
+
+
+def policy_knobs(name: str) -> set[str]:
+    """The knobs the policy called ``name`` takes."""
+    return set(_entry(name)[0].__dataclass_fields__)
+
+
+def _entry(name: str) -> tuple[type, dict[str, Any]]:
+    entry = POLICIES.get(name)
+    if entry is None:
+        raise ConfigError(f"policy.name = {name!r}: unknown; known: {sorted(POLICIES)}")
+    return entry
 
 
 def make_policy(name: str, **knobs: Any) -> Policy:
     """Build the policy called ``name`` with its knobs; unknown names or knobs raise ConfigError."""
-    cls = POLICIES.get(name)
-    if cls is None:
-        raise ConfigError(f"policy.name = {name!r}: unknown; known: {sorted(POLICIES)}")
-    fields = set(cls.__dataclass_fields__)
-    unknown = sorted(set(knobs) - fields)
+    cls, preset = _entry(name)
+    unknown = sorted(set(knobs) - set(cls.__dataclass_fields__))
     if unknown:
         raise ConfigError(
-            f"policy.{unknown[0]}: not a knob of the {name} policy; its knobs: {sorted(fields)}"
+            f"policy.{unknown[0]}: not a knob of the {name} policy; "
+            f"its knobs: {sorted(cls.__dataclass_fields__)}"
         )
-    policy: Policy = cls(**knobs)
+    policy: Policy = cls(**{**knobs, **preset})
     return policy
 
 
 __all__ = [
     "Batch", "ContinuousPolicy", "DynamicPolicy", "PaddedGroup", "POLICIES", "Policy",
     "Sequence", "ServerState", "StaticPolicy", "Wait", "complete", "decode_emitters",
-    "make_policy",
+    "make_policy", "policy_knobs",
 ]

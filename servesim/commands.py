@@ -1,0 +1,104 @@
+"""What ``servesim run`` and ``servesim sweep`` do, apart from parsing arguments."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from simulator.errors import ConfigError
+from simulator.report import format_summary_table
+from simulator.runner import PointResult, run_point, write_results
+from simulator.scenario import apply_overrides, expand_sweep, load_scenario
+
+
+def _vary(items: list[str]) -> list[str]:
+    """``section.key=a,b,c`` -> ``section.key=[a, b, c]`` overrides (values in TOML syntax)."""
+    out = []
+    for item in items:
+        path, sep, values = item.partition("=")
+        if not sep or not values:
+            raise ConfigError(f"--vary {item!r}: expected section.key=a,b,c")
+        parts = [v.strip() for v in values.split(",")]
+        quoted = [v if _is_toml_scalar(v) else f'"{v}"' for v in parts]
+        out.append(f"{path}=[{', '.join(quoted)}]")
+    return out
+
+
+def _is_toml_scalar(text: str) -> bool:
+    import tomllib
+
+    try:
+        tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def run_command(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+    """Run the scenario's points, write results, return (summaries, text report)."""
+    raw = load_scenario(args.scenario)
+    overrides = list(args.overrides) + _vary(getattr(args, "vary", []))
+    raw = apply_overrides(raw, overrides)
+    points = expand_sweep(raw)
+    if args.command == "sweep" and len(points) < 2 and not overrides:
+        print("servesim: note: the scenario holds no lists; running its single point",
+              file=sys.stderr)
+    if args.workers < 1:
+        raise ConfigError(f"--workers = {args.workers}: must be >= 1")
+    results = _run_all(points, args.workers, show=len(points) > 1)
+    out = Path(args.out) if args.out else Path("results") / str(raw.get("name", "scenario"))
+    paths = write_results(results, out)
+    summaries = [r.summary for r in results]
+    return summaries, _text(raw, results, paths)
+
+
+def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], workers: int,
+             show: bool) -> list[PointResult]:
+    bar = tqdm(total=len(points), desc="simulating", unit="point", disable=not show,
+               file=sys.stderr, leave=False)
+    if workers == 1:
+        results = []
+        for labels, point in points:
+            results.append(run_point(labels, point))
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(run_point, labels, point) for labels, point in points]
+            results = []
+            for f in futures:  # keep the sweep's order: results do not depend on workers
+                results.append(f.result())
+                bar.update()
+    bar.close()
+    return results
+
+
+def _text(raw: dict[str, Any], results: list[PointResult], paths: list[Path]) -> str:
+    first = results[0]
+    dep = first.deployment
+    lines = [
+        f"{raw.get('name', '')}: {raw.get('description', '')}".rstrip(": "),
+        f"model {dep.model.name} ({dep.weight_dtype} weights, {dep.kv_dtype} KV) on "
+        f"{dep.replicas} x {dep.tp} {dep.hardware.name}; KV cache {dep.kv_blocks} blocks of "
+        f"{dep.block_size} tokens per replica",
+        f"step costs: {dep.cost_source}",
+    ]
+    if dep.slo is not None:
+        targets = ", ".join(f"{k} {v:g} ms" for k, v in dep.slo.targets_ms.items())
+        lines.append(f"SLO at P{dep.slo.percentile:g}: {targets}")
+    counts = {k: v for k, v in first.summary.get("workload_counts", {}).items() if v}
+    if counts:
+        lines.append(f"workload adjustments: {counts}")
+    lines.append("")
+    labels = [k for k in first.labels if k != "policy"]
+    by_policy: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_policy.setdefault(r.deployment.policy_name, []).append(r.summary)
+    for policy, rows in by_policy.items():
+        lines.append(format_summary_table(rows, f"policy: {policy}", labels=labels or ["policy"]))
+    lines.append("results: " + ", ".join(str(p) for p in paths))
+    return "\n".join(lines)

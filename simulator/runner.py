@@ -1,0 +1,98 @@
+"""Running scenario points and writing their results (Parquet tables and summary JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.cluster import SimResult, simulate
+from simulator.deployment import Deployment, resolve
+from simulator.metrics import summarize, to_json_safe
+from simulator.workload.config import build_requests
+
+
+@dataclass(slots=True)
+class PointResult:
+    """One simulated scenario point."""
+
+    labels: dict[str, Any]  # the swept values that identify the point
+    deployment: Deployment
+    summary: dict[str, Any]  # summary JSON (contract 5) with labels and provenance
+    result: SimResult
+
+
+def run_point(labels: dict[str, Any], point: dict[str, Any]) -> PointResult:
+    """Resolve, build the workload with the point's seed, simulate and summarise."""
+    dep = resolve(point)
+    rng = np.random.default_rng(dep.seed)
+    built = build_requests(dep.workload, rng, dep.model.max_context_tokens)
+    res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
+                   fast_forward=dep.fast_forward)
+    summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
+                        num_replicas=dep.replicas)
+    head = {"policy": dep.policy_name, **labels}
+    meta = {
+        "scenario": point.get("name", ""),
+        "model": dep.model.name, "gpu": dep.hardware.name, "tp": dep.tp,
+        "weight_dtype": dep.weight_dtype, "kv_dtype": dep.kv_dtype,
+        "replicas": dep.replicas, "num_gpus": dep.replicas * dep.tp,
+        "kv_blocks_per_replica": dep.kv_blocks, "cost_profile": dep.cost_source,
+        "workload_counts": built.counts, "workload_notes": built.notes,
+        "sim_events": res.num_events, "sim_wall_s": res.wall_s,
+    }
+    return PointResult(head, dep, to_json_safe({**head, **summary, **meta}), res)
+
+
+def run_points(
+    points: list[tuple[dict[str, Any], dict[str, Any]]],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[PointResult]:
+    """Run every point in order, calling ``progress(done, total)`` after each."""
+    out = []
+    for i, (labels, point) in enumerate(points):
+        out.append(run_point(labels, point))
+        if progress:
+            progress(i + 1, len(points))
+    return out
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]:
+    """Write ``summary.json``, ``requests.parquet`` and ``steps.parquet`` atomically."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def labelled(table_of: Callable[[PointResult], pd.DataFrame]) -> pd.DataFrame:
+        parts = []
+        for i, r in enumerate(results):
+            t = table_of(r).copy()
+            t.insert(0, "point", i)
+            for j, (k, v) in enumerate(r.labels.items()):
+                t.insert(1 + j, k, str(v) if not isinstance(v, int | float) else v)
+            parts.append(t)
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    summary = [r.summary for r in results]
+    paths = [out / "summary.json", out / "requests.parquet", out / "steps.parquet"]
+    _atomic_write(paths[0], lambda p: p.write_text(json.dumps(summary, indent=2) + "\n"))
+    _atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
+    _atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
+    return paths

@@ -1,0 +1,116 @@
+"""Scenario files: one TOML file describes a deployment, its traffic and its targets.
+
+Sections: ``[model] [hardware] [kv] [policy] [workload] [slo] [cluster] [cost] [run]``
+plus top-level ``name``, ``description`` and ``seed``. A list in a field makes a sweep
+(the cartesian product of every listed field); ``--set section.key=value`` overrides a
+field before expansion. Every error names the file or field and the bad value.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import ConfigError
+
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "model": ("name", "weight_dtype", "kv_dtype"),
+    "hardware": ("gpu", "tp"),
+    "kv": ("block_size", "gpu_memory_utilization", "reserve_gb", "num_blocks"),
+    "policy": ("name", "batch_size", "max_batch_size", "max_wait_s", "max_num_seqs",
+               "max_num_batched_tokens", "chunked_prefill"),
+    "workload": (),  # validated by WorkloadConfig
+    "slo": (),  # validated by SLO.from_dict
+    "cluster": ("replicas", "router"),
+    "cost": (),  # validated by cost_model_from_config
+    "run": ("horizon_s", "fast_forward"),
+}
+TOP_LEVEL = ("name", "description", "seed")
+# Fields whose value is a table or a list by nature, never a sweep.
+NOT_SWEPT = {("workload", "prompt"), ("workload", "output")}
+
+
+def load_scenario(path: str | Path) -> dict[str, Any]:
+    """Read a scenario file; syntax errors name the file and line. Adds ``_base_dir``."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read scenario ({e.strerror})") from e
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from e
+    check_structure(raw, str(p))
+    raw["_base_dir"] = str(p.resolve().parent)
+    raw.setdefault("name", p.stem)
+    return raw
+
+
+def check_structure(raw: dict[str, Any], source: str) -> None:
+    """Reject unknown sections and keys, naming them and the known ones."""
+    for key, value in raw.items():
+        if key.startswith("_") or key in TOP_LEVEL:
+            continue
+        if key not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{key}]; known: {sorted(SECTIONS)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: [{key}] must be a table, got {value!r}")
+        known = SECTIONS[key]
+        for field in value:
+            if known and field not in known:
+                raise ConfigError(f"{source}: unknown field {key}.{field}; known: {list(known)}")
+
+
+def apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` overrides (values in TOML syntax; bare words are strings)."""
+    out = copy.deepcopy(raw)
+    for item in overrides:
+        path, sep, text = item.partition("=")
+        parts = path.strip().split(".")
+        if not sep or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {part} is not a table")
+        node[parts[-1]] = value
+    check_structure(out, "--set")
+    return out
+
+
+def expand_sweep(raw: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """All points of the sweep: ``(labels, scenario)`` pairs, labels naming swept values.
+
+    Labels use the field name (``rate``, ``max_num_seqs``), or ``section.field`` when the
+    name is ambiguous; the policy name is labelled ``policy``.
+    """
+    axes: list[tuple[str, str]] = []
+    for section, table in raw.items():
+        if isinstance(table, dict):
+            axes += [(section, k) for k, v in table.items()
+                     if isinstance(v, list) and (section, k) not in NOT_SWEPT]
+    for section, key in axes:
+        if not raw[section][key]:
+            raise ConfigError(f"{section}.{key} = []: a sweep needs at least one value")
+    names = [k for _, k in axes]
+    points = []
+    for values in itertools.product(*(raw[s][k] for s, k in axes)):
+        point = copy.deepcopy(raw)
+        labels: dict[str, Any] = {}
+        for (section, key), value in zip(axes, values, strict=True):
+            point[section][key] = value
+            label = "policy" if (section, key) == ("policy", "name") else (
+                key if names.count(key) == 1 else f"{section}.{key}")
+            labels[label] = value
+        points.append((labels, point))
+    return points
