@@ -1,0 +1,39 @@
+# servesim: `make demo` runs the default scenario (core only, no torch);
+# `make test` installs every extra and runs the whole suite.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is pinned and installed first: 2.13.0 is a CPU build on local disk here;
+# an open range would pull a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.all: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e '.[engine,dashboard,distributed,test]'
+	touch $@ $(VENV)/.core
+
+demo: $(VENV)/.core
+	$(BIN)/servesim run
+
+test: $(VENV)/.all
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.all
+	$(BIN)/ruff check simulator servesim calibrate engine dashboard tests benchmarks
+	$(BIN)/mypy simulator servesim
+
+bench: $(VENV)/.core
+	$(BIN)/python benchmarks/sim_speed.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

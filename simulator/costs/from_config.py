@@ -1,0 +1,160 @@
+"""The scenario hook: a scenario's ``[cost]`` section -> a cost model and where it came from.
+
+Forms of the section (any of them may add ``time_scale = 0.8``, a what-if multiplier)::
+
+    [cost]                                  # empty: the shipped profile for this deployment,
+                                            # else a roofline prior built on the fly
+    [cost]
+    profile = "profiles/mine.json"          # a cost-profile file (relative to the cwd, or a
+                                            # shipped profile's file name)
+    [cost]
+    form = "linear"                         # inline fitted coefficients (LinearCost fields)
+    step_s = 0.004
+    decode_seq_s = 2e-5
+    [cost]
+    form = "roofline"                       # roofline prior with knobs overridden
+    memory_efficiency = 0.7
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from simulator.costs.base import CostModel, ScaledCost, check_number
+from simulator.costs.linear import LinearCost
+from simulator.costs.profile import (
+    FORMS,
+    LINEAR_COEFFICIENTS,
+    PROFILES_DIR,
+    CostProfile,
+    find_shipped_profile,
+    load_profile,
+)
+from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
+from simulator.errors import ConfigError
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.models import ModelSpec
+
+ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
+SECTION_KEYS = ("profile", "form", "time_scale", *LINEAR_COEFFICIENTS, *KNOBS)
+
+
+def cost_model_from_config(
+    section: dict[str, Any],
+    model: ModelSpec,
+    hw: HardwareSpec,
+    tp: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    where: str = "cost",
+) -> tuple[CostModel, str]:
+    """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
+
+    Errors name the field as ``<where>.<key>`` and show the bad value.
+    """
+    unknown = [k for k in section if k not in SECTION_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"{where}.{unknown[0]} is not a cost setting; known: {', '.join(SECTION_KEYS)}"
+        )
+    coefficients = {k: v for k, v in section.items() if k not in ("profile", "form", "time_scale")}
+    try:
+        if "profile" in section:
+            cost, used = _from_profile(
+                section, coefficients, model, hw, tp, weight_dtype, kv_dtype, where
+            )
+        elif "form" in section:
+            cost, used = _inline(
+                section["form"], coefficients, model, hw, tp, weight_dtype, kv_dtype, where
+            )
+        elif coefficients:
+            key = next(iter(coefficients))
+            raise ConfigError(f"{where}.{key} needs {where}.form ('linear' or 'roofline')")
+        else:
+            cost, used = _default(model, hw, tp, weight_dtype, kv_dtype)
+        if "time_scale" in section:
+            scale = check_number(f"{where}.time_scale", section["time_scale"], low_open=True)
+            cost, used = ScaledCost(cost, scale), f"{used}, x time_scale {scale:g}"
+    except ConfigError as e:
+        named = str(e).startswith((f"{where}.", f"{where}:"))
+        raise (e if named else ConfigError(f"{where}: {e}")) from None
+    return cost, used
+
+
+def _from_profile(
+    section: dict[str, Any],
+    coefficients: dict[str, Any],
+    model: ModelSpec,
+    hw: HardwareSpec,
+    tp: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    where: str,
+) -> tuple[CostModel, str]:
+    if coefficients or "form" in section:
+        extra = next(iter(coefficients), "form")
+        raise ConfigError(f"{where}.{extra} cannot be combined with {where}.profile")
+    value = section["profile"]
+    if not isinstance(value, str | Path) or not str(value):
+        raise ConfigError(f"{where}.profile={value!r} must be a path to a cost-profile JSON")
+    path = Path(value).expanduser()
+    if not path.is_file() and (PROFILES_DIR / path.name).is_file() and path.name == str(value):
+        path = PROFILES_DIR / path.name  # a bare shipped-profile file name
+    if not path.is_file():
+        raise ConfigError(f"{where}.profile={str(value)!r}: no such file (from {Path.cwd()})")
+    profile = load_profile(path)
+    expected = {
+        "model": model.name,
+        "hardware": hw.name,
+        "tp": tp,
+        "weight_dtype": weight_dtype,
+        "kv_dtype": kv_dtype,
+    }
+    for key, want in expected.items():
+        got = getattr(profile, key)
+        if str(got).lower() != str(want).lower():
+            raise ConfigError(
+                f"{where}.profile={str(value)!r} is for {key}={got!r}, but the scenario has "
+                f"{key}={want!r}"
+            )
+    return profile.build(model, hw), str(path)
+
+
+def _inline(
+    form: object,
+    coefficients: dict[str, Any],
+    model: ModelSpec,
+    hw: HardwareSpec,
+    tp: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    where: str,
+) -> tuple[CostModel, str]:
+    if form not in FORMS:
+        raise ConfigError(f"{where}.form={form!r} must be one of {FORMS}")
+    allowed = LINEAR_COEFFICIENTS if form == "linear" else KNOBS
+    for key, value in coefficients.items():
+        if key not in allowed:
+            raise ConfigError(f"{where}.{key} does not apply to form = {form!r}")
+        if form == "linear":
+            check_number(f"{where}.{key}", value)
+        else:
+            check_knob(key, value, where=f"{where}.")
+    values = {k: float(v) for k, v in coefficients.items()}
+    if form == "linear":
+        return LinearCost(**values), f"inline linear coefficients ({where} section)"
+    cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **values)
+    knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
+    return cost, ROOFLINE_ON_THE_FLY + (f" with {knobs}" if knobs else "")
+
+
+def _default(
+    model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str
+) -> tuple[CostModel, str]:
+    path = find_shipped_profile(model, hw, weight_dtype, tp)
+    if path is not None:
+        profile: CostProfile = load_profile(path)
+        if profile.kv_dtype == kv_dtype.lower() and profile.model == model.name:
+            return profile.build(model, hw), str(path)
+    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY

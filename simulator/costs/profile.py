@@ -1,0 +1,176 @@
+"""Cost profiles (data contract 3): a cost model's form, coefficients, fit and provenance.
+
+One JSON object per (hardware, model, weight dtype, tp)::
+
+    {"version": 1, "hardware": "h100-sxm", "model": "llama-3.1-8b",
+     "weight_dtype": "bf16", "kv_dtype": "bf16", "tp": 1,
+     "form": "linear" | "roofline",
+     "coefficients": {...},   # LinearCost fields (all six), or RooflineCost knobs
+     "fit": {"mape": ..., "r2": ..., "n_points": ..., "ranges": {...}},  # {} for priors
+     "provenance": {"source": ..., "measured_by": ..., "date": ..., "software": ...,
+                    "notes": ...}}
+
+Shipped profiles live in ``simulator/profiles`` named
+``<hardware>__<model>__<weight_dtype>__tp<tp>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from simulator.costs.base import CostModel, check_number
+from simulator.costs.linear import LinearCost
+from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
+from simulator.errors import ConfigError
+from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.models import ModelSpec
+
+PROFILE_VERSION = 1
+FORMS = ("linear", "roofline")
+LINEAR_COEFFICIENTS = tuple(f.name for f in fields(LinearCost))
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostProfile:
+    """A cost model as data: what it prices, its coefficients, how good and whose it is."""
+
+    version: int = PROFILE_VERSION  # schema version of this contract
+    hardware: str  # device name (catalogue key, e.g. "h100-sxm")
+    model: str  # model name (catalogue key or a custom config's name)
+    weight_dtype: str  # weight storage dtype the profile was measured or derived with
+    kv_dtype: str  # KV-cache dtype
+    tp: int  # tensor-parallel degree (GPUs per replica)
+    form: str  # "linear" (fitted) or "roofline" (prior)
+    coefficients: dict[str, float]  # LinearCost fields, or RooflineCost knobs (seconds, ratios)
+    fit: dict[str, Any] = field(default_factory=dict)  # mape, r2, n_points, ranges; {} = prior
+    provenance: dict[str, Any] = field(default_factory=dict)  # source, measured_by, date, ...
+
+    def __post_init__(self) -> None:
+        if self.version != PROFILE_VERSION or isinstance(self.version, bool):
+            raise ConfigError(f"version={self.version!r} must be {PROFILE_VERSION}")
+        for name in ("hardware", "model"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ConfigError(f"{name}={getattr(self, name)!r} must be a non-empty string")
+        weight_dtype_bytes(self.weight_dtype, "weight_dtype")
+        kv_dtype_bytes(self.kv_dtype, "kv_dtype")
+        if isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1:
+            raise ConfigError(f"tp={self.tp!r} must be an int >= 1")
+        if self.form not in FORMS:
+            raise ConfigError(f"form={self.form!r} must be one of {FORMS}")
+        for name in ("coefficients", "fit", "provenance"):
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigError(f"{name} must be a JSON object, got {getattr(self, name)!r}")
+        self._check_coefficients()
+
+    def _check_coefficients(self) -> None:
+        coef = self.coefficients
+        if self.form == "linear":
+            missing = [k for k in LINEAR_COEFFICIENTS if k not in coef]
+            unknown = [k for k in coef if k not in LINEAR_COEFFICIENTS]
+            if missing or unknown:
+                raise ConfigError(
+                    f"coefficients: linear form needs exactly {', '.join(LINEAR_COEFFICIENTS)}"
+                    f" (missing: {missing}, unknown: {unknown})"
+                )
+            LinearCost(**{k: check_number(f"coefficients.{k}", v) for k, v in coef.items()})
+        else:
+            for k, v in coef.items():
+                check_knob(k, v, where="coefficients.")
+
+    def build(self, model: ModelSpec, hw: HardwareSpec) -> CostModel:
+        """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``."""
+        if self.form == "linear":
+            return LinearCost(**self.coefficients)
+        knobs = {k: float(v) for k, v in self.coefficients.items()}
+        return RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of data contract 3, keys in schema order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def load_profile(path: str | Path) -> CostProfile:
+    """Read and validate a cost-profile JSON file; errors name the file and the field."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read cost profile ({e.strerror})") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a cost profile must be a JSON object")
+    names = [f.name for f in fields(CostProfile)]
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        raise ConfigError(f"{path}: unknown field(s) {unknown}; known: {', '.join(names)}")
+    missing = [n for n in names if n not in data and n not in ("fit", "provenance")]
+    if missing:
+        raise ConfigError(f"{path}: missing field(s) {missing}")
+    try:
+        return CostProfile(**data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
+
+
+def save_profile(profile: CostProfile, path: str | Path) -> None:
+    """Write ``profile`` as JSON atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(profile.to_dict(), indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def profile_file_name(hardware: str, model: str, weight_dtype: str, tp: int) -> str:
+    """Shipped-profile file name, e.g. ``h100-sxm__llama-3.1-8b__bf16__tp1.json``."""
+    return f"{hardware.lower()}__{model.lower()}__{weight_dtype.lower()}__tp{tp}.json"
+
+
+def shipped_profiles() -> list[Path]:
+    """Every cost profile shipped with the package, sorted by file name."""
+    return sorted(PROFILES_DIR.glob("*.json"))
+
+
+def find_shipped_profile(
+    model: str | ModelSpec, hardware: str | HardwareSpec, weight_dtype: str, tp: int
+) -> Path | None:
+    """The shipped profile for this deployment, or None if there is none."""
+    model_name = model.name if isinstance(model, ModelSpec) else model
+    hw_name = hardware.name if isinstance(hardware, HardwareSpec) else hardware
+    path = PROFILES_DIR / profile_file_name(hw_name, model_name, weight_dtype, tp)
+    return path if path.is_file() else None
+
+
+# The scenario hook, cost_model_from_config, lives in its own module to keep files short.
+from simulator.costs.from_config import cost_model_from_config  # noqa: E402
+
+__all__ = [
+    "FORMS",
+    "KNOBS",
+    "LINEAR_COEFFICIENTS",
+    "PROFILES_DIR",
+    "PROFILE_VERSION",
+    "CostProfile",
+    "cost_model_from_config",
+    "find_shipped_profile",
+    "load_profile",
+    "profile_file_name",
+    "save_profile",
+    "shipped_profiles",
+]

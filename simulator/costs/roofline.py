@@ -1,0 +1,209 @@
+"""The roofline prior: a step's time from FLOPs, bytes and datasheet peaks.
+
+Used where no measured profile exists. Per step and per GPU (design.md, "Cost models";
+the roofline method as in LLM-Viewer / Yuan et al. 2024, "LLM Inference Unveiled:
+Survey and Roofline Model Insights", arXiv:2402.16363)::
+
+    symbols from the config
+      L layers, H hidden, n_h / n_kv query / KV heads, d_h head dim, E experts, k per token
+      N_sh   weights every step streams: all but the expert MLPs and, when untied, the
+             input embedding (only T of its rows are gathered)
+      N_e    one expert's MLP over all layers;  N_act = N_sh + k N_e
+      b_w    bytes per weight;  kv = 2 L n_kv d_h b_kv bytes of KV per token
+    per step, with T = P + D tokens
+      F_mm   = 2 N_act T                            matmul FLOPs
+      F_attn = 4 L n_h d_h (A + C)                  QK^T and PV, 2 FLOPs per MAC each
+      E_T    = E (1 - (1 - k/E)^T)                  distinct experts hit (uniform routing)
+      R      = max(0, A/P - P/2)                    cached context the prefill reads
+      B_w    = b_w (N_sh + E_T N_e) / tp
+      B_kv   = kv (C + R + P + D) / min(tp, n_kv)   KV heads replicate past n_kv
+      t_c    = (F_mm / peak(w) + F_attn / peak(act)) / (tp eff_c)
+      t_m    = (B_w + B_kv) / (bw eff_m)
+      t_ar   = 2 L (lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l))   when tp > 1
+      t      = t_step + t_req (admitted + finished) + max(t_c, t_m) + t_ar
+
+R is exact when a step has one prefill chunk (ctx + n/2 = A/P) and when every chunk
+starts from an empty cache (R = 0); with several chunks over cached context it reads low.
+Ignored: activation traffic, lm_head computed only for sampled positions, kernel launch
+gaps beyond t_step, quantisation scales. Constants, each a start value that calibration
+replaces:
+
+- eff_m = 0.8: "about 0.8 of peak bandwidth achievable" (design.md); decode GEMV kernels
+  in vLLM/TensorRT-LLM reach 70-85% of HBM peak.
+- eff_c = 0.6: large bf16 GEMMs reach roughly 60-75% of dense tensor peak in cuBLAS;
+  whole prefills (norms, rotary, attention) less. An assumption, not a measurement.
+- eff_l = 0.8 of the per-direction line rate: NCCL reaches ~370 GB/s bus bandwidth on
+  H100 NVLink whose line rate is 450 GB/s each way (NVIDIA/nccl-tests#212).
+- lat = 10 us per all-reduce: small-message NCCL all-reduce inside one node is of order
+  10 us (NVIDIA/nccl-tests#68); two per layer is why TP decode pays per layer.
+- t_step = 300 us: "a per-step CPU overhead of hundreds of microseconds" (design.md).
+- t_req = 100 us per request admitted or finished: tokenise, detokenise, respond; vLLM
+  found API server and scheduling CPU time first-order for Llama-3-8B on H100 (design.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from simulator.costs.base import Num, check_number
+from simulator.errors import ConfigError
+from simulator.shapes import StepShape, StepShapes
+from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.models import ModelSpec
+
+EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "link_efficiency")
+TIME_KNOBS = ("step_overhead_s", "per_request_s", "allreduce_latency_s")
+KNOBS = EFFICIENCY_KNOBS + TIME_KNOBS  # fields a cost profile or a scenario may override
+
+
+def check_knob(name: str, value: object, where: str = "") -> float:
+    """Validate one roofline knob: efficiencies in (0, 1], times >= 0 seconds."""
+    if name in EFFICIENCY_KNOBS:
+        return check_number(where + name, value, low=0.0, high=1.0, low_open=True)
+    if name in TIME_KNOBS:
+        return check_number(where + name, value)
+    raise ConfigError(f"{where}{name} is not a roofline knob; known: {', '.join(KNOBS)}")
+
+
+class _Constants(NamedTuple):
+    """Per-deployment numbers the formula needs, computed once at construction."""
+
+    flops_per_token: float  # 2 N_act
+    attn_flops_per_pair: float  # 4 L n_h d_h
+    inv_peak_mm: float  # 1 / peak(w), s per FLOP
+    inv_peak_attn: float  # 1 / peak(act)
+    shared_bytes: float  # b_w N_sh / tp
+    expert_bytes: float  # b_w N_e / tp
+    num_experts: int  # E
+    miss_prob: float  # 1 - k/E: chance one token skips a given expert
+    kv_bytes_per_token: float  # kv / min(tp, n_kv)
+    mem_bw: float  # bw eff_m, bytes/s
+    compute_scale: float  # 1 / (tp eff_c)
+    ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
+    ar_link_bw: float  # link/2 eff_l, bytes/s
+    num_allreduces: int  # 2 L when tp > 1, else 0
+
+
+class RooflineTerms(NamedTuple):
+    """Per-GPU pieces of a step's time; floats for one step, arrays for many."""
+
+    flops: Num  # FLOPs per GPU
+    bytes: Num  # HBM bytes read and written per GPU
+    compute_s: Num  # t_c
+    memory_s: Num  # t_m
+    allreduce_s: Num  # t_ar
+    overhead_s: Num  # t_step + t_req (admitted + finished)
+
+    @property
+    def total_s(self) -> Num:
+        return self.overhead_s + np.maximum(self.compute_s, self.memory_s) + self.allreduce_s
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineCost:
+    """Roofline step time of ``model`` on ``tp`` x ``hardware`` (formula: module docstring)."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    tp: int = 1  # tensor-parallel degree: GPUs sharing every layer
+    weight_dtype: str = "bf16"  # storage and (where supported) math dtype of the weights
+    kv_dtype: str = "bf16"  # KV-cache storage dtype
+    compute_efficiency: float = 0.6  # eff_c: fraction of dense peak FLOP/s achieved
+    memory_efficiency: float = 0.8  # eff_m: fraction of peak HBM bandwidth achieved
+    link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
+    step_overhead_s: float = 300e-6  # t_step: CPU work per step
+    per_request_s: float = 100e-6  # t_req: CPU work per request admitted or finished
+    allreduce_latency_s: float = 10e-6  # lat: fixed cost of one all-reduce
+    _k: _Constants = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in KNOBS:
+            check_knob(name, getattr(self, name))
+        self._check_tp()
+        object.__setattr__(self, "_k", self._constants())
+
+    def _check_tp(self) -> None:
+        tp, m, hw = self.tp, self.model, self.hardware
+        if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+            raise ConfigError(f"tp={tp!r} must be an int >= 1")
+        if m.num_heads % tp:
+            raise ConfigError(f"tp={tp} must divide {m.name}'s num_heads={m.num_heads}")
+        if tp > 1 and hw.link_kind == "none":
+            raise ConfigError(f"tp={tp} needs a GPU link, but {hw.name} has link_kind='none'")
+
+    def _constants(self) -> _Constants:
+        m, hw, tp = self.model, self.hardware, self.tp
+        b_w = weight_dtype_bytes(self.weight_dtype, "weight_dtype")
+        kv_dtype_bytes(self.kv_dtype, "kv_dtype")  # validates the name before use
+        gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
+        n_sh = m.params_shared - gathered
+        act_dtype = "fp32" if self.weight_dtype.lower() == "fp32" else "bf16"
+        b_act = weight_dtype_bytes(act_dtype)
+        return _Constants(
+            flops_per_token=2.0 * (n_sh + m.experts_per_token * m.params_per_expert),
+            attn_flops_per_pair=4.0 * m.num_layers * m.num_heads * m.head_dim,
+            inv_peak_mm=1.0 / hw.peak_flops(self.weight_dtype),
+            inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
+            shared_bytes=b_w * n_sh / tp,
+            expert_bytes=b_w * m.params_per_expert / tp,
+            num_experts=m.num_experts,
+            miss_prob=1.0 - m.experts_per_token / m.num_experts,
+            kv_bytes_per_token=m.kv_bytes_per_token(self.kv_dtype) / min(tp, m.num_kv_heads),
+            mem_bw=hw.bandwidth_gbps * 1e9 * self.memory_efficiency,
+            compute_scale=1.0 / (tp * self.compute_efficiency),
+            ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
+            ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * self.link_efficiency,
+            num_allreduces=2 * m.num_layers if tp > 1 else 0,
+        )
+
+    def _terms(self, p: Num, a: Num, d: Num, c: Num, n_req: Num) -> RooflineTerms:
+        k = self._k
+        t = p + d
+        flops_mm = k.flops_per_token * t
+        flops_attn = k.attn_flops_per_pair * (a + c)
+        experts_hit = k.num_experts * (1.0 - k.miss_prob**t)
+        cache_read = np.maximum(0.0, a / np.maximum(p, 1) - p / 2)
+        weights = k.shared_bytes + experts_hit * k.expert_bytes
+        nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
+        compute_s = (flops_mm * k.inv_peak_mm + flops_attn * k.inv_peak_attn) * k.compute_scale
+        allreduce_s = 0.0 * t  # keeps the array shape when tp == 1
+        if k.num_allreduces:
+            per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
+            allreduce_s = k.num_allreduces * per_ar
+        return RooflineTerms(
+            flops=(flops_mm + flops_attn) / self.tp,
+            bytes=nbytes,
+            compute_s=compute_s,
+            memory_s=nbytes / k.mem_bw,
+            allreduce_s=allreduce_s,
+            overhead_s=self.step_overhead_s + self.per_request_s * n_req,
+        )
+
+    def terms(self, shape: StepShape | StepShapes) -> RooflineTerms:
+        """The formula's pieces for one step (floats) or many (arrays)."""
+        if isinstance(shape, StepShape):
+            return self._terms(
+                float(shape.num_prefill_tokens),
+                float(shape.prefill_attn_work),
+                float(shape.num_decode_seqs),
+                float(shape.decode_context_tokens),
+                float(shape.num_admitted + shape.num_finished),
+            )
+        f64 = np.float64
+        return self._terms(
+            shape.num_prefill_tokens.astype(f64),
+            shape.prefill_attn_work.astype(f64),
+            shape.num_decode_seqs.astype(f64),
+            shape.decode_context_tokens.astype(f64),
+            (shape.num_admitted + shape.num_finished).astype(f64),
+        )
+
+    def step_time(self, shape: StepShape) -> float:
+        return float(self.terms(shape).total_s)
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        return np.asarray(self.terms(shapes).total_s, dtype=np.float64)

@@ -1,0 +1,35 @@
+"""Bytes per element for weight and KV-cache data types.
+
+Weights may be quantised (int4 packs two values in a byte, so 0.5); the KV cache is
+stored in 16-bit or fp8. Quantisation scales and zero points are ignored: for group
+size 128 they add well under 2% to the weight bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from simulator.errors import ConfigError
+
+WEIGHT_DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
+    {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+)
+KV_DTYPE_BYTES: Mapping[str, float] = MappingProxyType({"fp16": 2.0, "bf16": 2.0, "fp8": 1.0})
+
+
+def _lookup(table: Mapping[str, float], name: str, where: str) -> float:
+    key = name.lower() if isinstance(name, str) else name
+    if key not in table:
+        raise ConfigError(f"{where}={name!r} is not a known dtype; known: {', '.join(table)}")
+    return table[key]
+
+
+def weight_dtype_bytes(name: str, where: str = "weight_dtype") -> float:
+    """Bytes per weight element for ``name``; ``where`` names the field in errors."""
+    return _lookup(WEIGHT_DTYPE_BYTES, name, where)
+
+
+def kv_dtype_bytes(name: str, where: str = "kv_dtype") -> float:
+    """Bytes per KV-cache element for ``name``; ``where`` names the field in errors."""
+    return _lookup(KV_DTYPE_BYTES, name, where)
