@@ -1,0 +1,60 @@
+"""Synthetic open-loop arrival processes: times in seconds from the start of the run.
+
+Every process draws from the ``numpy.random.Generator`` it is given (none keeps
+state of its own) and returns a non-decreasing float64 array of ``n`` times. Gaps
+are never capped or truncated: a cap on exponential gaps shortens the mean gap and
+runs the workload faster than the rate asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulator.errors import ConfigError
+
+
+def _check(rate_per_s: float, n: int) -> None:
+    if isinstance(rate_per_s, bool) or not (np.isfinite(rate_per_s) and rate_per_s > 0):
+        raise ConfigError(f"{rate_per_s=}: must be > 0 and finite (requests per second)")
+    if isinstance(n, bool) or int(n) != n or n < 0:
+        raise ConfigError(f"{n=}: must be a whole number >= 0")
+
+
+def poisson_arrivals(rate_per_s: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Poisson process: gaps are i.i.d. exponential with mean ``1 / rate_per_s``.
+
+    The first request arrives after the first gap (not at 0), so the whole run
+    is a stationary Poisson process started at t = 0.
+    """
+    _check(rate_per_s, n)
+    return np.cumsum(rng.exponential(1.0 / rate_per_s, size=int(n)))
+
+
+def gamma_arrivals(rate_per_s: float, cv: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Renewal process with gamma-distributed gaps of mean ``1 / rate_per_s``.
+
+    Shape k = 1 / cv**2 and scale theta = 1 / (rate_per_s * k) give mean k * theta =
+    1 / rate and coefficient of variation (std / mean) 1 / sqrt(k) = cv. cv = 1 is the
+    exponential (Poisson) case and then draws exactly what :func:`poisson_arrivals`
+    draws from the same generator; cv > 1 is burstier than Poisson (many short gaps,
+    a few long ones), cv < 1 more regular. As with Poisson, the first arrival is the
+    first gap. (vLLM's ``--burstiness`` b is this with cv = 1 / sqrt(b).)
+    """
+    _check(rate_per_s, n)
+    if isinstance(cv, bool) or not (np.isfinite(cv) and cv > 0):
+        raise ConfigError(f"{cv=}: must be > 0 and finite")
+    if cv == 1.0:
+        return poisson_arrivals(rate_per_s, n, rng)
+    shape = 1.0 / cv**2
+    return np.cumsum(rng.gamma(shape, 1.0 / (rate_per_s * shape), size=int(n)))
+
+
+def constant_arrivals(rate_per_s: float, n: int) -> np.ndarray:
+    """Evenly spaced arrivals ``i / rate_per_s`` for i = 0..n-1: the first is at 0.
+
+    Deterministic (no generator). Unlike the random processes the first request
+    arrives at t = 0, so n requests span exactly (n - 1) / rate seconds and the mean
+    rate (n - 1) / (last - first) is exactly ``rate_per_s``.
+    """
+    _check(rate_per_s, n)
+    return np.arange(int(n), dtype=np.float64) / rate_per_s

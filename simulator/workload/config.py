@@ -1,0 +1,253 @@
+"""The ``[workload]`` section of a scenario, and turning it into a request table.
+
+``WorkloadConfig.from_dict`` validates the section; ``build_requests`` draws the
+requests with the scenario's generator. Draw order (fixed, so equal seeds give
+equal tables): arrivals, prompt lengths, output lengths, think times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.errors import ConfigError
+from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
+from simulator.workload.lengths import (
+    CHAT_OUTPUT,
+    CHAT_PROMPT,
+    LengthDist,
+    check_keys,
+    get_choice,
+    get_number,
+    length_dist_from_dict,
+)
+from simulator.workload.table import validate_request_table
+from simulator.workload.traces import TRACE_FORMATS, load_trace
+from simulator.workload.transforms import (
+    CONTEXT_RULES,
+    ContextRule,
+    fit_context,
+    renumber,
+    scale_to_rate,
+)
+
+ARRIVALS: tuple[str, ...] = ("poisson", "gamma", "constant", "closed", "trace")
+SYNTHETIC: tuple[str, ...] = ("poisson", "gamma", "constant")
+DEFAULT_RATE_PER_S = 1.0  # open-loop synthetic arrivals when no rate is given
+DEFAULT_NUM_REQUESTS = 1000  # synthetic lengths when no num_requests is given
+# Chat-like defaults fitted to the Azure conv and ShareGPT samples (numbers in lengths.py)
+DEFAULT_PROMPT = CHAT_PROMPT  # LogNormal(mean 1100 tokens, sigma 1.0)
+DEFAULT_OUTPUT = CHAT_OUTPUT  # LogNormal(mean 265 tokens, sigma 0.9)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadConfig:
+    """What traffic to send: arrival process, request lengths or a trace.
+
+    ``arrival`` picks the process: poisson / gamma / constant at ``rate`` (synthetic,
+    open loop); ``closed``: ``concurrency`` clients each send a request, wait for the
+    response, think (exponential with mean ``think_time_s``, or 0) and send the next,
+    ``num_requests`` in total; ``trace``: arrivals from the ``trace`` file, rescaled
+    to ``rate`` when one is given. Lengths come from the ``trace`` file when one is
+    set (its prompt/output pairs, first ``num_requests`` rows), else from the
+    ``prompt`` and ``output`` distributions.
+    """
+
+    arrival: str = "poisson"  # one of ARRIVALS
+    rate: float | None = None  # req/s; None = DEFAULT_RATE_PER_S (synthetic), trace's own
+    cv: float = 1.0  # gamma only: coefficient of variation of inter-arrival gaps
+    num_requests: int | None = None  # None = DEFAULT_NUM_REQUESTS, or every trace row
+    concurrency: int | None = None  # closed only: number of clients, >= 1
+    think_time_s: float = 0.0  # closed only: mean think time, s (0 = none)
+    prompt: LengthDist = DEFAULT_PROMPT  # prompt tokens per request
+    output: LengthDist = DEFAULT_OUTPUT  # output tokens per request
+    trace: str | None = None  # path of a trace file giving lengths (and maybe arrivals)
+    trace_format: str = "auto"  # "auto" or one of TRACE_FORMATS
+    context_rule: ContextRule = "truncate"  # over-long requests: "truncate" or "drop"
+    where: str = field(default="workload", compare=False, repr=False)  # name in errors
+
+    def __post_init__(self) -> None:
+        w, own = self.where, {k: getattr(self, k) for k in _KEYS}
+        arrival = get_choice(own, "arrival", w, ARRIVALS)
+        get_choice(own, "trace_format", w, ("auto", *TRACE_FORMATS))
+        get_choice(own, "context_rule", w, CONTEXT_RULES)
+        rate = get_number(own, "rate", w, None, low=0, low_open=True)
+        num = get_number(own, "num_requests", w, None, integer=True, low=1)
+        object.__setattr__(self, "rate", None if rate is None else float(rate))
+        object.__setattr__(self, "num_requests", num)
+        object.__setattr__(self, "cv", float(get_number(own, "cv", w, low=0, low_open=True)))
+        think = get_number(own, "think_time_s", w, low=0)
+        object.__setattr__(self, "think_time_s", float(think))
+        for key in ("prompt", "output"):
+            if not isinstance(own[key], LengthDist):
+                raise ConfigError(f"{w}.{key} = {own[key]!r}: must be a length distribution")
+        self._check_combination(arrival, w)
+        if arrival in SYNTHETIC and self.rate is None:
+            object.__setattr__(self, "rate", DEFAULT_RATE_PER_S)
+        if self.trace is None and self.num_requests is None:
+            object.__setattr__(self, "num_requests", DEFAULT_NUM_REQUESTS)
+
+    def _check_combination(self, arrival: str, w: str) -> None:
+        """Fields that only make sense with some arrival processes."""
+        closed = arrival == "closed"
+        if closed:
+            clients = get_number(
+                {"concurrency": self.concurrency}, "concurrency", w, integer=True, low=1
+            )
+            object.__setattr__(self, "concurrency", clients)
+        elif self.concurrency is not None:
+            raise ConfigError(f"{w}.concurrency = {self.concurrency}: only for arrival = 'closed'")
+        if not closed and self.think_time_s != 0:
+            raise ConfigError(
+                f"{w}.think_time_s = {self.think_time_s}: only for arrival = 'closed'"
+            )
+        if closed and self.rate is not None:
+            raise ConfigError(
+                f"{w}.rate = {self.rate}: a closed loop has no rate (clients "
+                "send when answered); set concurrency and think_time_s"
+            )
+        if arrival != "gamma" and self.cv != 1.0:
+            raise ConfigError(f"{w}.cv = {self.cv}: only for arrival = 'gamma'")
+        if arrival == "trace" and self.trace is None:
+            raise ConfigError(f"{w}.trace is required for arrival = 'trace'")
+        if self.trace is not None and (not isinstance(self.trace, str) or not self.trace):
+            raise ConfigError(f"{w}.trace = {self.trace!r}: must be a file path")
+        for key, default in (("prompt", DEFAULT_PROMPT), ("output", DEFAULT_OUTPUT)):
+            if self.trace is not None and getattr(self, key) is not default:
+                raise ConfigError(
+                    f"{w}.{key}: the trace gives the lengths; drop {w}.{key} "
+                    f'or {w}.trace (or use {{dist = "trace"}} in {w}.{key})'
+                )
+
+    @classmethod
+    def from_dict(
+        cls, d: Mapping[str, Any], where: str = "workload", base_dir: str | Path | None = None
+    ) -> WorkloadConfig:
+        """Validate a ``[workload]`` table; relative trace paths are taken from ``base_dir``."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{where} = {d!r}: must be a table")
+        check_keys(d, _KEYS, where)
+        kwargs: dict[str, Any] = {k: v for k, v in d.items() if k not in ("prompt", "output")}
+        for key in ("prompt", "output"):
+            if key in d:
+                kwargs[key] = length_dist_from_dict(d[key], f"{where}.{key}", base_dir)
+        trace = d.get("trace")
+        if isinstance(trace, str) and trace and base_dir is not None:
+            kwargs["trace"] = str(Path(base_dir, trace))
+        return cls(**kwargs, where=where)
+
+
+_KEYS = tuple(f.name for f in fields(WorkloadConfig) if f.name != "where")
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltWorkload:
+    """A request table ready to simulate, with what was changed or dropped on the way."""
+
+    table: pd.DataFrame  # request table (contract 1), request_id 0..n-1
+    counts: dict[str, int]  # truncated, truncated_output, dropped_context, dropped_trace[.why]
+    notes: list[str]  # facts about how the table was made
+    closed_loop: int | None  # closed loop: number of clients (concurrency); None = open loop
+
+
+def build_requests(
+    cfg: WorkloadConfig, rng: np.random.Generator, max_context_tokens: int | None
+) -> BuiltWorkload:
+    """Draw the requests ``cfg`` describes; fit them to ``max_context_tokens`` (None: no fit)."""
+    counts = {"truncated": 0, "truncated_output": 0, "dropped_context": 0, "dropped_trace": 0}
+    notes: list[str] = []
+    table = _trace_rows(cfg, counts, notes) if cfg.trace is not None else None
+    n = len(table) if table is not None else int(cfg.num_requests or 0)
+    arrivals = _synthetic_arrivals(cfg, n, rng) if cfg.arrival in SYNTHETIC else None
+    if table is None:
+        table = pd.DataFrame(
+            {
+                "request_id": np.arange(n, dtype=np.int64),
+                "arrival_s": np.full(n, np.nan),
+                "prompt_tokens": cfg.prompt.sample(n, rng),
+                "output_tokens": cfg.output.sample(n, rng),
+            }
+        )
+    if arrivals is not None:
+        table = table.assign(arrival_s=arrivals)
+    elif cfg.arrival == "trace" and cfg.rate is not None:
+        try:
+            table = scale_to_rate(table, cfg.rate)
+        except ConfigError as exc:
+            raise ConfigError(f"{cfg.where}.rate = {cfg.rate}: {exc}") from exc
+        notes.append(f"trace arrivals rescaled to a mean rate of {cfg.rate} req/s")
+    elif cfg.arrival == "closed":
+        table = table.assign(arrival_s=np.nan)
+    if max_context_tokens is not None:
+        table, fitted = fit_context(table, max_context_tokens, cfg.context_rule)
+        counts.update(fitted)
+    table = renumber(table)
+    if cfg.arrival == "closed":
+        table = _closed_loop(cfg, table, rng, notes)
+    if table.empty:
+        raise ConfigError(f"{cfg.where}: no requests left to simulate ({counts})")
+    return BuiltWorkload(
+        validate_request_table(table, cfg.where),
+        counts,
+        notes,
+        cfg.concurrency if cfg.arrival == "closed" else None,
+    )
+
+
+def _synthetic_arrivals(cfg: WorkloadConfig, n: int, rng: np.random.Generator) -> np.ndarray:
+    rate = float(cfg.rate or DEFAULT_RATE_PER_S)
+    if cfg.arrival == "gamma":
+        return gamma_arrivals(rate, cfg.cv, n, rng)
+    if cfg.arrival == "constant":
+        return constant_arrivals(rate, n)
+    return poisson_arrivals(rate, n, rng)
+
+
+def _trace_rows(cfg: WorkloadConfig, counts: dict[str, int], notes: list[str]) -> pd.DataFrame:
+    """The trace's rows (first num_requests), checked against the arrival choice."""
+    loaded = load_trace(str(cfg.trace), cfg.trace_format)
+    notes.extend(f"{loaded.source}: {note}" for note in loaded.notes)
+    for reason, count in loaded.dropped.items():
+        counts[f"dropped_trace.{reason}"] = count
+        counts["dropped_trace"] += count
+    table = loaded.table
+    if cfg.arrival == "trace" and table["arrival_s"].isna().any():
+        raise ConfigError(
+            f"{cfg.where}.arrival = 'trace' but {loaded.source} ({loaded.format}) "
+            "has no arrival times; pick arrival = 'poisson', 'gamma' or "
+            "'constant' (or 'closed')"
+        )
+    n = cfg.num_requests
+    if n is not None and n > len(table):
+        raise ConfigError(
+            f"{cfg.where}.num_requests = {n}: {loaded.source} has only {len(table)} usable requests"
+        )
+    if n is not None and n < len(table):
+        notes.append(f"using the first {n} of {len(table)} trace requests")
+        table = table.iloc[:n]
+    if cfg.arrival != "trace" and not table["arrival_s"].isna().all():
+        notes.append(f"the trace's own arrival times are replaced (arrival = {cfg.arrival!r})")
+    return table.reset_index(drop=True)
+
+
+def _closed_loop(
+    cfg: WorkloadConfig, table: pd.DataFrame, rng: np.random.Generator, notes: list[str]
+) -> pd.DataFrame:
+    """Assign clients round-robin (client_id = i % concurrency) and draw think times.
+
+    think_s ~ exponential with mean think_time_s (all 0 when it is 0), one draw per
+    request; the first request of each client has think_s 0 (sent at t = 0).
+    """
+    n, clients = len(table), int(cfg.concurrency or 1)
+    think = rng.exponential(cfg.think_time_s, size=n) if cfg.think_time_s > 0 else np.zeros(n)
+    think[:clients] = 0.0  # a client's first request goes out at t = 0
+    notes.append(
+        f"closed loop: {clients} clients send {n} requests in total; client_id = "
+        f"i % {clients}; think_s ~ exponential(mean {cfg.think_time_s} s)"
+    )
+    return table.assign(client_id=np.arange(n, dtype=np.int64) % clients, think_s=think)
