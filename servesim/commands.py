@@ -100,5 +100,13 @@ def _text(raw: dict[str, Any], results: list[PointResult], paths: list[Path]) ->
         by_policy.setdefault(r.deployment.policy_name, []).append(r.summary)
     for policy, rows in by_policy.items():
         lines.append(format_summary_table(rows, f"policy: {policy}", labels=labels or ["policy"]))
+    for r in results:
+        lost = {k: r.summary.get(k) for k in ("num_rejected", "num_in_flight")}
+        if any(lost.values()):
+            where = ", ".join(f"{k}={v}" for k, v in r.labels.items())
+            reasons = r.result.requests.loc[r.result.requests["status"] == "rejected", "reason"]
+            why = f"; e.g. {reasons.iloc[0]}" if len(reasons) else ""
+            lines.append(f"note: {where}: {lost['num_rejected']} rejected, "
+                         f"{lost['num_in_flight']} unfinished at the horizon{why}")
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

@@ -86,15 +86,29 @@ def resolve(point: dict[str, Any]) -> Deployment:
     if horizon is not None and not (isinstance(horizon, int | float) and horizon > 0):
         raise ConfigError(f"run.horizon_s = {horizon!r}: must be a number > 0")
     base_dir = point.get("_base_dir")
+    workload = WorkloadConfig.from_dict(point.get("workload", {}),
+                                        base_dir=Path(base_dir) if base_dir else None)
+    replicas = _int(cluster_t, "replicas", "cluster", 1)
+    _check_static_fills(policy, workload, replicas)
     return Deployment(
         model=model, hardware=hw, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
         policy_name=name, policy=policy, cost=cost, cost_source=source,
         kv_blocks=kv_blocks, block_size=kv_cfg.block_size,
-        replicas=_int(cluster_t, "replicas", "cluster", 1), router=router,
-        workload=WorkloadConfig.from_dict(point.get("workload", {}),
-                                          base_dir=Path(base_dir) if base_dir else None),
+        replicas=replicas, router=router, workload=workload,
         slo=SLO.from_dict(point["slo"]) if point.get("slo") else None,
         seed=_int(point, "seed", "seed", 0, low=0),
         horizon_s=None if horizon is None else float(horizon),
         fast_forward=bool(run_t.get("fast_forward", True)),
     )
+
+
+def _check_static_fills(policy: Policy, workload: WorkloadConfig, replicas: int) -> None:
+    """A closed loop with fewer clients than static batches need would never start a batch."""
+    size = getattr(policy, "batch_size", None)
+    clients = workload.concurrency
+    if workload.arrival == "closed" and size is not None and clients is not None:
+        if size * replicas > clients:
+            raise ConfigError(
+                f"policy.batch_size = {size}: {replicas} replica(s) x {size} exceeds "
+                f"workload.concurrency = {clients}, so static batches would never fill; "
+                "lower batch_size or raise concurrency")
