@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from simulator.errors import ConfigError
 from simulator.report import format_summary_table
+from simulator.deployment import resolve
 from simulator.runner import PointResult, run_point, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 
@@ -50,6 +51,8 @@ def run_command(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
               file=sys.stderr)
     if args.workers < 1:
         raise ConfigError(f"--workers = {args.workers}: must be >= 1")
+    for _, point in points:  # every point valid before any runs: a bad one loses nothing
+        resolve(point)
     results = _run_all(points, args.workers, show=len(points) > 1)
     out = Path(args.out) if args.out else Path("results") / str(raw.get("name", "scenario"))
     paths = write_results(results, out)

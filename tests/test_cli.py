@@ -1,0 +1,126 @@
+"""The ``servesim`` command line: run, sweep, --set, --json, results on disk, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from servesim.cli import main
+
+SMALL = """
+name = "small"
+seed = 3
+[model]
+name = "llama-3.1-8b"
+[hardware]
+gpu = "h100-sxm"
+[policy]
+name = ["static", "continuous"]
+batch_size = 4
+[workload]
+arrival = "poisson"
+rate = [2.0, 4.0]
+num_requests = 60
+prompt = { dist = "fixed", tokens = 200 }
+output = { dist = "fixed", tokens = 20 }
+[slo]
+ttft_ms = 500
+tpot_ms = 50
+"""
+
+
+@pytest.fixture()
+def scenario(tmp_path: Path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def test_run_json_prints_only_the_summaries(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    assert main(["run", str(scenario), "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)  # the whole of stdout is the JSON list
+    assert [(r["policy"], r["rate"]) for r in rows] == [
+        ("static", 2.0), ("static", 4.0), ("continuous", 2.0), ("continuous", 4.0)]
+    assert all(r["completed"] == 60 for r in rows)
+    assert {"median_ttft_ms", "p99_tpot_ms", "request_goodput", "mean_queue_ms"} <= set(rows[0])
+    requests = pd.read_parquet(out / "requests.parquet")
+    assert len(requests) == 4 * 60 and {"point", "policy", "rate"} <= set(requests.columns)
+    assert json.loads((out / "summary.json").read_text()) == rows
+
+
+def test_set_overrides_a_field_and_the_table_is_printed(scenario: Path, tmp_path: Path,
+                                                        capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["run", str(scenario), "--out", str(tmp_path / "o"), "--set", "policy.name=chunked",
+            "--set", "workload.rate=3"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "policy: chunked" in text and "TTFT ms" in text and "SLO at P99" in text
+
+
+def test_sweep_vary_adds_an_axis(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["sweep", str(scenario), "--out", str(tmp_path / "o"), "--json",
+            "--set", "policy.name=continuous", "--set", "workload.rate=2",
+            "--vary", "policy.max_num_seqs=1,8"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["max_num_seqs"] for r in rows] == [1, 8]
+    # one sequence at a time cannot beat eight on queueing
+    assert rows[0]["mean_queue_ms"] > rows[1]["mean_queue_ms"]
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("model.name=llama-9", "'llama-9' is not a known model"),
+    ("hardware.gpu=tpu", "tpu"),
+    ("workload.rate=-1", "workload.rate = -1"),
+    ("policy.name=fifo", "policy.name = 'fifo'"),
+    ("policy.max_num_seqs=0", "policy.max_num_seqs = 0"),
+    ("slo.ttft_ms=-5", "slo.ttft_ms"),
+    ("workload.bogus=1", "workload.bogus"),
+])
+def test_bad_fields_are_named_with_their_value(scenario: Path, override: str, message: str,
+                                               capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", str(scenario), "--set", override, "--set", "policy.name=continuous"
+                 if not override.startswith("policy.name") else override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("servesim: error:")
+    assert message.lower() in err.lower()
+
+
+def test_model_too_big_for_memory_gets_the_numbers(scenario: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["run", str(scenario), "--set", "model.name=llama-3.1-70b", "--set",
+            "hardware.gpu=rtx4090"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "does not fit" in err and "GB" in err and "rtx4090" not in err.split("error:")[0]
+
+
+def test_malformed_toml_names_the_file_and_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\nname = \n")
+    assert main(["run", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.toml" in err and "line 2" in err
+
+
+def test_unknown_section_is_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "x.toml"
+    bad.write_text("[modle]\nname = 'tiny'\n")
+    assert main(["run", str(bad)]) == 2
+    assert "unknown section [modle]" in capsys.readouterr().err
+
+
+def test_console_script_runs_without_torch(scenario: Path, tmp_path: Path) -> None:
+    code = ("import sys; from servesim.cli import main; "
+            f"rc = main(['run', {str(scenario)!r}, '--out', {str(tmp_path / 'o')!r}, '--json', "
+            "'--set', 'policy.name=continuous', '--set', 'workload.rate=2']); "
+            "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["completed"] == 60
