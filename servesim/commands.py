@@ -10,9 +10,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.report import format_summary_table
-from simulator.deployment import resolve
 from simulator.runner import PointResult, run_point, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 

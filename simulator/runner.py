@@ -92,7 +92,12 @@ def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]
 
     summary = [r.summary for r in results]
     paths = [out / "summary.json", out / "requests.parquet", out / "steps.parquet"]
-    _atomic_write(paths[0], lambda p: p.write_text(json.dumps(summary, indent=2) + "\n"))
+    text = json.dumps(summary, indent=2) + "\n"
+
+    def write_json(p: Path) -> None:
+        p.write_text(text)
+
+    _atomic_write(paths[0], write_json)
     _atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
     _atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
     return paths
