@@ -74,7 +74,9 @@ def resolve(point: dict[str, Any]) -> Deployment:
     if not isinstance(name, str):
         raise ConfigError(f"policy.name = {name!r}: must be a policy name")
     own = policy_knobs(name)
-    policy = make_policy(name, **{k: v for k, v in policy_t.items() if k in own})
+    specific = policy_t.get(name, {})  # [policy.<name>] overrides the shared knobs
+    knobs = {k: v for k, v in {**policy_t, **specific}.items() if k in own}
+    policy = make_policy(name, **knobs)
     cost, source = cost_model_from_config(point.get("cost", {}), model, hw, tp, weight_dtype,
                                           kv_dtype)
     cluster_t = point.get("cluster", {})

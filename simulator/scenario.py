@@ -22,7 +22,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "hardware": ("gpu", "tp"),
     "kv": ("block_size", "gpu_memory_utilization", "reserve_gb", "num_blocks"),
     "policy": ("name", "batch_size", "max_batch_size", "max_wait_s", "max_num_seqs",
-               "max_num_batched_tokens", "chunked_prefill"),
+               "max_num_batched_tokens", "chunked_prefill",
+               # [policy.<name>] subtables override the shared knobs for that policy only
+               "static", "dynamic", "continuous", "chunked"),
     "workload": (),  # validated by WorkloadConfig
     "slo": (),  # validated by SLO.from_dict
     "cluster": ("replicas", "router"),
@@ -32,6 +34,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 TOP_LEVEL = ("name", "description", "seed")
 # Fields whose value is a table or a list by nature, never a sweep.
 NOT_SWEPT = {("workload", "prompt"), ("workload", "output")}
+POLICY_NAMES = ("static", "dynamic", "continuous", "chunked")
 
 
 def load_scenario(path: str | Path) -> dict[str, Any]:
@@ -61,9 +64,15 @@ def check_structure(raw: dict[str, Any], source: str) -> None:
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: [{key}] must be a table, got {value!r}")
         known = SECTIONS[key]
-        for field in value:
+        for field, sub in value.items():
             if known and field not in known:
                 raise ConfigError(f"{source}: unknown field {key}.{field}; known: {list(known)}")
+            if key == "policy" and field in POLICY_NAMES:
+                if not isinstance(sub, dict):
+                    raise ConfigError(f"{source}: [policy.{field}] must be a table of knobs")
+                for knob in sub:
+                    if knob not in known or knob in POLICY_NAMES or knob == "name":
+                        raise ConfigError(f"{source}: unknown field policy.{field}.{knob}")
 
 
 def apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:

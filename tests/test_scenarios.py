@@ -68,3 +68,18 @@ def test_default_scenario_ranks_policies_and_rates() -> None:
     # more load, more waiting
     assert res["continuous", 12.0]["p99_ttft_ms"] > res["continuous", 2.0]["p99_ttft_ms"]
     assert res["continuous", 2.0]["slo_met"] is True
+
+
+def test_policy_subtable_overrides_shared_knobs_for_that_policy_only() -> None:
+    raw = {"policy": {"name": ["continuous", "chunked"], "max_num_batched_tokens": 16384,
+                      "chunked": {"max_num_batched_tokens": 2048}}}
+    deps = [resolve(point) for _, point in expand_sweep(raw)]
+    assert [d.policy.max_num_batched_tokens for d in deps] == [16384, 2048]  # type: ignore[attr-defined]
+    assert [d.policy.chunked_prefill for d in deps] == [False, True]  # type: ignore[attr-defined]
+
+
+def test_policy_subtable_with_an_unknown_knob_is_refused() -> None:
+    from simulator.scenario import check_structure
+
+    with pytest.raises(ConfigError, match="policy.chunked.budget"):
+        check_structure({"policy": {"chunked": {"budget": 1}}}, "x.toml")
