@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.kvcache import blocks_after_steps
+from simulator.kvcache import new_block_counts, new_blocks_after_steps
 from simulator.policies.state import Sequence, ServerState
 from simulator.shapes import StepShapes
 
@@ -33,11 +33,11 @@ def plan_decode_run(state: ServerState, seqs: list[Sequence], k: int) -> DecodeR
 
     Called after the policy scheduled the first step (its KV is already allocated).
     """
-    offsets = np.arange(k)
-    remaining = np.fromiter((s.remaining for s in seqs), np.int64, len(seqs))
     group = state.group
     kv = state.kv
     if group is not None:
+        offsets = np.arange(k)
+        remaining = np.fromiter((s.remaining for s in seqs), np.int64, len(seqs))
         n = len(group.rows)
         ctx = n * (group.max_prompt + group.decode_steps_done + 1 + offsets)
         finishing = np.bincount(np.minimum(remaining, k + 1) - 1, minlength=k + 1)[:k]
@@ -45,15 +45,18 @@ def plan_decode_run(state: ServerState, seqs: list[Sequence], k: int) -> DecodeR
         shapes = StepShapes.decode_run(n, ctx, finishing)
         kv_after = np.full(k, kv.used, dtype=np.int64)
         return DecodeRun(seqs, shapes, live, np.full(k, len(state.running)), kv_after)
-    computed = np.fromiter((s.num_computed for s in seqs), np.int64, len(seqs))
     d = len(seqs)
-    ctx = int(computed.sum()) + d + d * offsets
-    finishing = np.zeros(k, dtype=np.int64)
-    finishing[-1] = int((remaining == k).sum())
-    held = np.fromiter((kv.held(s.request_id) for s in seqs), np.int64, d)
-    extra = blocks_after_steps(computed + 1, held, kv.block_size, k - 1)
-    kv_after = kv.used + np.concatenate(([0], extra))
-    shapes = StepShapes.decode_run(d, ctx, finishing)
+    context = finishing = 0
+    for seq in seqs:
+        context += seq.num_computed + 1
+        if seq.output_tokens - seq.num_generated == k:
+            finishing += 1
+    # KV already holds the first step's token; steps 2..k each write one more per sequence.
+    counts = new_block_counts((s.num_computed + 1 for s in seqs), kv.block_size)
+    kv_after = kv.used + np.concatenate(([0], new_blocks_after_steps(counts, k - 1)))
+    finished = np.zeros(k, dtype=np.int64)
+    finished[-1] = finishing
+    shapes = StepShapes.decode_run(d, context + d * np.arange(k), finished)
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
@@ -61,16 +64,16 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
     """Advance ``seqs`` by ``len(ends)`` decode steps ending at ``ends``; return what finished."""
     k = len(ends)
     finished: list[Sequence] = []
-    for s in seqs:
-        t = min(s.remaining, k)
-        s.num_computed += t
-        s.num_generated += t
-        if s.num_generated == s.output_tokens:
-            s.finish_s = float(ends[t - 1])
-            finished.append(s)
     group = state.group
     kv = state.kv
     if group is not None:
+        for s in seqs:
+            t = min(s.output_tokens - s.num_generated, k)
+            s.num_computed += t
+            s.num_generated += t
+            if s.num_generated == s.output_tokens:
+                s.finish_s = float(ends[t - 1])
+                finished.append(s)
         group.decode_steps_done += k
         if group.decode_steps_left <= 0:
             for row in group.rows:
@@ -79,9 +82,17 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
             state.group = None
         return finished
     for s in seqs:
-        kv.allocate(s.request_id, s.num_computed)
-    if finished:
-        for s in finished:
+        left = s.output_tokens - s.num_generated
+        if left <= k:  # finishes in the run: its blocks go back, so it need not grow
+            s.num_computed += left
+            s.num_generated += left
+            s.finish_s = float(ends[left - 1])
+            finished.append(s)
             kv.free(s.request_id)
+        else:
+            s.num_computed += k
+            s.num_generated += k
+            kv.allocate(s.request_id, s.num_computed)
+    if finished:
         state.running = [s for s in state.running if s.num_generated < s.output_tokens]
     return finished

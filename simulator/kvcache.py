@@ -7,6 +7,7 @@ the CUDA context, divided into blocks of ``block_size`` tokens for every layer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,20 +94,23 @@ class BlockManager:
 
     def extra_for(self, seq_id: int, num_tokens: int) -> int:
         """More blocks ``seq_id`` needs to cache ``num_tokens`` tokens in all."""
-        return max(0, self.blocks_for(num_tokens) - self._held.get(seq_id, 0))
+        extra = -(-num_tokens // self.block_size) - self._held.get(seq_id, 0)
+        return extra if extra > 0 else 0
 
     def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
         """Whether ``seq_id`` can grow to ``num_tokens`` tokens leaving ``reserve_blocks`` free."""
-        return self.extra_for(seq_id, num_tokens) + reserve_blocks <= self.num_free
+        return self.extra_for(seq_id, num_tokens) + reserve_blocks <= self.num_blocks - self.used
 
     def allocate(self, seq_id: int, num_tokens: int) -> None:
         """Grow ``seq_id``'s blocks to cover ``num_tokens`` tokens."""
-        extra = self.extra_for(seq_id, num_tokens)
-        if extra > self.num_free:
+        held = self._held.get(seq_id, 0)
+        extra = -(-num_tokens // self.block_size) - held
+        if extra <= 0:
+            return
+        if extra > self.num_blocks - self.used:
             raise RuntimeError(f"KV overcommit: seq {seq_id} needs {extra}, {self.num_free} free")
-        if extra:
-            self._held[seq_id] = self._held.get(seq_id, 0) + extra
-            self.used += extra
+        self._held[seq_id] = held + extra
+        self.used += extra
 
     def free(self, seq_id: int) -> None:
         """Return every block ``seq_id`` holds."""
@@ -118,15 +122,37 @@ class BlockManager:
         assert 0 <= self.used <= self.num_blocks, f"KV used {self.used} of {self.num_blocks}"
 
 
-def blocks_after_steps(
-    num_computed: np.ndarray, held: np.ndarray, block_size: int, num_steps: int
-) -> np.ndarray:
-    """New blocks needed in total after each of ``num_steps`` one-token decode steps.
+def new_block_counts(num_cached: Iterable[int], block_size: int) -> list[int]:
+    """``counts[t]``: sequences that open a KV block at their ``t``-th next token (mod block_size).
 
-    Row ``i`` (0-based) is the extra blocks the sequences need once step ``i + 1`` has
-    written its token: ``sum_s max(0, ceil((num_computed_s + i + 1) / block_size) - held_s)``.
+    A sequence with ``n`` tokens cached holds ``blocks_for(n)`` blocks. Its next tokens go
+    to positions ``n, n + 1, ...`` and position ``p`` opens a block when
+    ``p % block_size == 0``, so it needs one new block at decode steps ``t``,
+    ``t + block_size``, ... (0-based) with ``t = -n mod block_size``::
+
+        block_size 4, n = 6:  [0 1 2 3][4 5 . .][. . . .]   positions 6, 7 fit; 8 opens: t = 2
     """
-    steps = np.arange(1, num_steps + 1)
-    tokens = num_computed[None, :] + steps[:, None]
-    need = -(-tokens // block_size) - held[None, :]
-    return np.maximum(need, 0).sum(axis=1)
+    counts = [0] * block_size
+    for n in num_cached:
+        counts[-n % block_size] += 1
+    return counts
+
+
+def decode_steps_fitting(counts: list[int], num_free: int) -> int:
+    """Most one-token decode steps the sequences behind ``counts`` can take in ``num_free`` blocks.
+
+    Each run of ``block_size`` steps opens one block per sequence, so whole cycles come
+    first and the rest is a walk through one cycle's step offsets.
+    """
+    block_size = len(counts)
+    cycles, left = divmod(num_free, sum(counts))
+    for offset, opening in enumerate(counts):
+        if opening > left:
+            return cycles * block_size + offset
+        left -= opening
+    raise AssertionError("unreachable: left < sum(counts)")
+
+
+def new_blocks_after_steps(counts: list[int], num_steps: int) -> np.ndarray:
+    """New blocks the sequences behind ``counts`` need in all after each of ``num_steps`` steps."""
+    return np.cumsum(np.resize(np.asarray(counts, dtype=np.int64), num_steps))

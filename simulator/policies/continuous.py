@@ -8,18 +8,21 @@ token budget, so prefills ride along with decodes instead of stalling them.
 
 When a running request needs a KV block and none is free, the newest running request is
 preempted by recompute: its blocks are freed and it returns to the head of the queue.
+
+Between steps a running request holds exactly ``blocks_for(num_computed)`` KV blocks
+(admission and growth allocate to the tokens computed). The common step, where every
+running request decodes one token, uses that to skip per-request KV queries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from simulator.errors import ConfigError
-from simulator.kvcache import blocks_after_steps
+from simulator.kvcache import decode_steps_fitting, new_block_counts
 from simulator.policies.state import Batch, Sequence, ServerState, Wait
 from simulator.policies.step import unpadded_shape
+from simulator.shapes import StepShape
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,6 +58,11 @@ class ContinuousPolicy:
     def _mixed_step(self, state: ServerState) -> Batch:
         """Running requests first (decode or next prefill chunk), then admissions."""
         budget = self.max_num_batched_tokens
+        batch = self._decode_all(state)
+        if batch is not None:
+            if self.chunked_prefill and state.waiting:
+                return self._admit(state, budget - len(batch.decode), [], batch.decode)
+            return batch
         prefill: list[tuple[Sequence, int]] = []
         decode: list[Sequence] = []
         preempted: list[Sequence] = []
@@ -78,6 +86,39 @@ class ContinuousPolicy:
         if preempted or not self.chunked_prefill:
             return Batch(prefill, decode, unpadded_shape(prefill, decode, 0), preempted)
         return self._admit(state, budget, prefill, decode)
+
+    def _decode_all(self, state: ServerState) -> Batch | None:
+        """The batch where every running request decodes one token, or None if that is not it.
+
+        It is when every running request is decoding, the token budget covers them, and
+        the free blocks cover those whose next token opens a block (``num_computed`` a
+        multiple of the block size). The loop in :meth:`_mixed_step` then allocates for
+        all of them in order and preempts nobody, so this is the same batch, found
+        without a KV query per request.
+        """
+        running = state.running
+        kv = state.kv
+        if not running or len(running) > self.max_num_batched_tokens:
+            return None
+        block_size = kv.block_size
+        context = finishing = 0
+        opening: list[Sequence] = []
+        for seq in running:
+            computed, generated = seq.num_computed, seq.num_generated
+            if generated == 0 or computed != seq.prompt_tokens + generated - 1:
+                return None  # still prefilling
+            context += computed + 1
+            if computed % block_size == 0:
+                opening.append(seq)
+            if seq.output_tokens - generated == 1:
+                finishing += 1
+        if len(opening) > kv.num_free:
+            return None
+        for seq in opening:
+            kv.allocate(seq.request_id, seq.num_computed + 1)
+        shape = StepShape(num_decode_seqs=len(running), decode_context_tokens=context,
+                          num_finished=finishing)
+        return Batch([], list(running), shape)
 
     def _admit(
         self,
@@ -121,13 +162,10 @@ class ContinuousPolicy:
         if batch.prefill or batch.preempted or len(batch.decode) != len(state.running):
             return 1
         seqs = batch.decode
-        k = min(s.remaining for s in seqs)
+        k = min(s.output_tokens - s.num_generated for s in seqs)
         if k <= 1:
             return 1
-        kv = state.kv
         # KV already holds this step's token; steps 2..k each write one more per sequence.
-        computed = np.fromiter((s.num_computed + 1 for s in seqs), np.int64, len(seqs))
-        held = np.fromiter((kv.held(s.request_id) for s in seqs), np.int64, len(seqs))
-        extra = blocks_after_steps(computed, held, kv.block_size, k - 1)
-        fits = int(np.searchsorted(extra, kv.num_free, side="right"))
-        return 1 + fits
+        kv = state.kv
+        counts = new_block_counts((s.num_computed + 1 for s in seqs), kv.block_size)
+        return 1 + min(k - 1, decode_steps_fitting(counts, kv.num_free))

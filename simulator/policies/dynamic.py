@@ -1,4 +1,7 @@
-"""Dynamic batching (Triton-style): start when ``max_batch_size`` wait or the oldest waited ``max_wait_s``."""
+"""Dynamic batching (Triton-style).
+
+A batch starts when ``max_batch_size`` requests wait or the oldest has waited ``max_wait_s``.
+"""
 
 from __future__ import annotations
 
