@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.kvcache import new_block_counts, new_blocks_after_steps
-from simulator.policies.state import Sequence, ServerState
+from simulator.kvcache import new_blocks_after_steps
+from simulator.policies.state import Batch, Sequence, ServerState
+from simulator.policies.step import decode_cohort
 from simulator.shapes import StepShapes
 
 
@@ -28,11 +29,12 @@ class DecodeRun:
     kv_after: np.ndarray  # kv_blocks_used after each step (before completions)
 
 
-def plan_decode_run(state: ServerState, seqs: list[Sequence], k: int) -> DecodeRun:
-    """Shapes and per-step log values of the next ``k`` decode steps over ``seqs``.
+def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
+    """Shapes and per-step log values of ``k`` decode steps, the first of them ``batch``.
 
-    Called after the policy scheduled the first step (its KV is already allocated).
+    Called after the policy scheduled ``batch`` (its KV is already allocated).
     """
+    seqs = batch.decode
     group = state.group
     kv = state.kv
     if group is not None:
@@ -46,17 +48,14 @@ def plan_decode_run(state: ServerState, seqs: list[Sequence], k: int) -> DecodeR
         kv_after = np.full(k, kv.used, dtype=np.int64)
         return DecodeRun(seqs, shapes, live, np.full(k, len(state.running)), kv_after)
     d = len(seqs)
-    context = finishing = 0
-    for seq in seqs:
-        context += seq.num_computed + 1
-        if seq.output_tokens - seq.num_generated == k:
-            finishing += 1
+    cohort = batch.cohort or decode_cohort(seqs, kv.block_size)
     # KV already holds the first step's token; steps 2..k each write one more per sequence.
-    counts = new_block_counts((s.num_computed + 1 for s in seqs), kv.block_size)
-    kv_after = kv.used + np.concatenate(([0], new_blocks_after_steps(counts, k - 1)))
+    opened = new_blocks_after_steps(cohort.block_openings, k - 1)
+    kv_after = kv.used + np.concatenate(([0], opened))
     finished = np.zeros(k, dtype=np.int64)
-    finished[-1] = finishing
-    shapes = StepShapes.decode_run(d, context + d * np.arange(k), finished)
+    finished[-1] = cohort.num_at_min if k == cohort.min_remaining else 0
+    context = batch.shape.decode_context_tokens + d * np.arange(k)
+    shapes = StepShapes.decode_run(d, context, finished)
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
@@ -81,6 +80,7 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
             state.running.clear()
             state.group = None
         return finished
+    block_size = kv.block_size
     for s in seqs:
         left = s.output_tokens - s.num_generated
         if left <= k:  # finishes in the run: its blocks go back, so it need not grow
@@ -90,9 +90,11 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
             finished.append(s)
             kv.free(s.request_id)
         else:
+            before = s.num_computed  # holds blocks_for(before + 1): the first step's token
             s.num_computed += k
             s.num_generated += k
-            kv.allocate(s.request_id, s.num_computed)
+            if (before + k - 1) // block_size != before // block_size:
+                kv.allocate(s.request_id, s.num_computed)
     if finished:
         state.running = [s for s in state.running if s.num_generated < s.output_tokens]
     return finished

@@ -121,7 +121,7 @@ class Replica:
 
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         env, state = self.env, self.state
-        run = plan_decode_run(state, batch.decode, k)
+        run = plan_decode_run(state, batch, k)
         start = env.now
         ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(run.shapes))))[1:]
         self._interruptible = True

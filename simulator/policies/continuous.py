@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.errors import ConfigError
-from simulator.kvcache import decode_steps_fitting, new_block_counts
-from simulator.policies.state import Batch, Sequence, ServerState, Wait
-from simulator.policies.step import unpadded_shape
+from simulator.kvcache import decode_steps_fitting
+from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
+from simulator.policies.step import decode_cohort, unpadded_shape
 from simulator.shapes import StepShape
 
 
@@ -101,24 +101,30 @@ class ContinuousPolicy:
         if not running or len(running) > self.max_num_batched_tokens:
             return None
         block_size = kv.block_size
-        context = finishing = 0
-        opening: list[Sequence] = []
+        openings = [0] * block_size  # new_block_counts of the tokens cached after this step
+        context = 0
+        min_left, at_min = running[0].output_tokens, 0
         for seq in running:
             computed, generated = seq.num_computed, seq.num_generated
             if generated == 0 or computed != seq.prompt_tokens + generated - 1:
                 return None  # still prefilling
             context += computed + 1
-            if computed % block_size == 0:
-                opening.append(seq)
-            if seq.output_tokens - generated == 1:
-                finishing += 1
-        if len(opening) > kv.num_free:
+            openings[-(computed + 1) % block_size] += 1
+            left = seq.output_tokens - generated
+            if left < min_left:
+                min_left, at_min = left, 1
+            elif left == min_left:
+                at_min += 1
+        opening_now = openings[-1]  # num_computed % block_size == 0: this token opens a block
+        if opening_now > kv.num_free:
             return None
-        for seq in opening:
-            kv.allocate(seq.request_id, seq.num_computed + 1)
+        if opening_now:
+            for seq in running:
+                if seq.num_computed % block_size == 0:
+                    kv.allocate(seq.request_id, seq.num_computed + 1)
         shape = StepShape(num_decode_seqs=len(running), decode_context_tokens=context,
-                          num_finished=finishing)
-        return Batch([], list(running), shape)
+                          num_finished=at_min if min_left == 1 else 0)
+        return Batch([], list(running), shape, cohort=DecodeCohort(min_left, at_min, openings))
 
     def _admit(
         self,
@@ -161,11 +167,9 @@ class ContinuousPolicy:
         """
         if batch.prefill or batch.preempted or len(batch.decode) != len(state.running):
             return 1
-        seqs = batch.decode
-        k = min(s.output_tokens - s.num_generated for s in seqs)
+        kv = state.kv
+        cohort = batch.cohort or decode_cohort(batch.decode, kv.block_size)
+        k = cohort.min_remaining
         if k <= 1:
             return 1
-        # KV already holds this step's token; steps 2..k each write one more per sequence.
-        kv = state.kv
-        counts = new_block_counts((s.num_computed + 1 for s in seqs), kv.block_size)
-        return 1 + min(k - 1, decode_steps_fitting(counts, kv.num_free))
+        return 1 + min(k - 1, decode_steps_fitting(cohort.block_openings, kv.num_free))

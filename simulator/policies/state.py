@@ -117,6 +117,15 @@ class ServerState:
 
 
 @dataclass(slots=True)
+class DecodeCohort:
+    """What the fast-forward needs to know about a batch where every running request decodes."""
+
+    min_remaining: int  # fewest output tokens any of them has left, this step's included
+    num_at_min: int  # how many have exactly ``min_remaining`` left
+    block_openings: list[int]  # kvcache.new_block_counts of their tokens cached after the step
+
+
+@dataclass(slots=True)
 class Batch:
     """One step's work, as decided by a policy."""
 
@@ -124,6 +133,7 @@ class Batch:
     decode: list[Sequence]  # sequences computing exactly one token by decoding
     shape: StepShape  # what the cost model prices (padding included)
     preempted: list[Sequence] = field(default_factory=list)  # evicted while building it
+    cohort: DecodeCohort | None = None  # set when every running request decodes (a summary)
 
     @property
     def sequences(self) -> list[Sequence]:

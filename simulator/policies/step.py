@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from simulator.policies.state import Batch, Sequence, ServerState
+from simulator.kvcache import new_block_counts
+from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState
 from simulator.shapes import StepShape
 
 
@@ -37,6 +38,14 @@ def unpadded_shape(
         num_admitted=num_admitted,
         num_finished=finishing,
     )
+
+
+def decode_cohort(decode: list[Sequence], block_size: int) -> DecodeCohort:
+    """The fast-forward's summary of ``decode``, sequences that each decode one token now."""
+    left = [s.output_tokens - s.num_generated for s in decode]
+    min_left = min(left)
+    openings = new_block_counts((s.num_computed + 1 for s in decode), block_size)
+    return DecodeCohort(min_left, left.count(min_left), openings)
 
 
 def _emit(seq: Sequence, end_s: float, finished: list[Sequence]) -> None:
