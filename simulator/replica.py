@@ -36,6 +36,7 @@ class Replica:
         *,
         fast_forward: bool = True,
         check_invariants: bool = False,
+        next_arrival_s: Callable[[], float] | None = None,
     ) -> None:
         self.env = env
         self.index = index
@@ -49,6 +50,9 @@ class Replica:
         self.num_events = 0  # SimPy events this replica waited on
         self._interruptible = False  # in an idle wait or a fast-forward the next arrival cuts
         self._arrived_in_run = 0
+        # When the next request to reach this replica is known ahead (open loop, one
+        # replica), a fast-forward stops at it instead of being interrupted by it.
+        self.next_arrival_s = next_arrival_s
         self.process = env.process(self._loop())
 
     def submit(self, seq: Sequence) -> None:
@@ -124,18 +128,12 @@ class Replica:
         run = plan_decode_run(state, batch, k)
         start = env.now
         ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(run.shapes))))[1:]
-        self._interruptible = True
         self._arrived_in_run = 0
         self.num_events += 1
-        try:
-            yield env.timeout(ends[-1] - start)
-        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
-            j = min(int(np.searchsorted(ends, env.now)), k - 1)
-            self.num_events += 1
-            yield env.timeout(max(0.0, ends[j] - env.now))
-            k = j + 1
-            ends = ends[:k]
-        self._interruptible = False
+        if self.next_arrival_s is not None:
+            k, ends = yield from self._run_until_arrival(ends)
+        else:
+            k, ends = yield from self._run_interruptible(ends)
         finished = apply_decode_run(state, run.seqs, ends)
         queue = np.full(k, len(state.waiting) - self._arrived_in_run)
         queue[-1] = len(state.waiting)
@@ -146,3 +144,38 @@ class Replica:
         self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used)
         return finished
 
+    def _run_interruptible(
+        self, ends: np.ndarray
+    ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
+        """Run steps ending at ``ends``; an arrival cuts them at the step in progress."""
+        env = self.env
+        self._interruptible = True
+        try:
+            yield env.timeout(ends[-1] - env.now)
+        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
+            j = min(int(np.searchsorted(ends, env.now)), len(ends) - 1)
+            self.num_events += 1
+            yield env.timeout(max(0.0, ends[j] - env.now))
+            ends = ends[:j + 1]
+        self._interruptible = False
+        return len(ends), ends
+
+    def _run_until_arrival(
+        self, ends: np.ndarray
+    ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
+        """Run steps ending at ``ends`` up to the one in progress when the next request arrives.
+
+        The same cut as :meth:`_run_interruptible` without an interrupt. An arrival at
+        exactly the cut is seen by the next schedule, as there: if it is still due when
+        this wakes, a zero wait lets it in first.
+        """
+        env = self.env
+        assert self.next_arrival_s is not None
+        j = int(np.searchsorted(ends, self.next_arrival_s()))
+        if j < len(ends) - 1:
+            ends = ends[:j + 1]
+        yield env.timeout(ends[-1] - env.now)
+        if self.next_arrival_s() <= env.now:
+            self.num_events += 1
+            yield env.timeout(0.0)
+        return len(ends), ends
