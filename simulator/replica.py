@@ -137,7 +137,7 @@ class Replica:
         finished = apply_decode_run(state, run.seqs, ends)
         queue = np.full(k, len(state.waiting) - self._arrived_in_run)
         queue[-1] = len(state.waiting)
-        running, kv_used = run.running_after[:k].copy(), run.kv_after[:k].copy()
+        running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with
         running[-1], kv_used[-1] = len(state.running), state.kv.used
         starts = np.concatenate(([start], ends[:-1]))
         shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
