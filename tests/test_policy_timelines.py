@@ -89,3 +89,14 @@ def test_request_too_big_for_the_cache_is_rejected_with_numbers() -> None:
     assert recs.loc[0, "status"] == "rejected"
     assert "needs 3 KV blocks" in recs.loc[0, "reason"]
     assert recs.loc[1, "status"] == "finished"
+
+
+def test_unchunked_budget_must_hold_a_whole_recompute() -> None:
+    # budget 8 tokens, no chunking: r0 (4 + 5 = 9 tokens) could not be recomputed in one
+    # step after a preemption, so it is refused up front; r1 (4 + 4 = 8) runs.
+    spec = ClusterSpec(ContinuousPolicy(max_num_batched_tokens=8), UNIT, 100, 4)
+    res = simulate(table([(0, 4, 5), (0, 4, 4)]), spec)
+    recs = res.requests.set_index("request_id")
+    assert recs.loc[0, "status"] == "rejected"
+    assert "prompt + output = 9 tokens > max_num_batched_tokens = 8" in recs.loc[0, "reason"]
+    assert timeline(res.requests)[1] == (1, 0.0, 1.0, 4.0)

@@ -138,14 +138,15 @@ class ContinuousPolicy:
         kv = state.kv
         while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
             seq = state.waiting[0]
+            if not self.chunked_prefill and self._too_long(seq):
+                state.waiting.popleft()
+                state.reject(seq, f"prompt + output = {seq.prompt_tokens + seq.output_tokens} "
+                             f"tokens > max_num_batched_tokens = {self.max_num_batched_tokens}: "
+                             "without chunked prefill a preempted request is recomputed in one "
+                             "step (vLLM v0 likewise needs the budget >= max_model_len)")
+                continue
             n = seq.pending if not self.chunked_prefill else min(seq.pending, budget)
             if n > budget:
-                if seq.pending > self.max_num_batched_tokens:
-                    state.waiting.popleft()
-                    state.reject(seq, f"needs {seq.pending} tokens in one step; "
-                                 f"max_num_batched_tokens = {self.max_num_batched_tokens} "
-                                 "(enable chunked_prefill)")
-                    continue
                 break
             if not kv.can_allocate(seq.request_id, n):
                 break
@@ -157,6 +158,11 @@ class ContinuousPolicy:
             if seq.preemptions == 0 and seq.num_generated == 0:
                 admitted += 1
         return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
+
+    def _too_long(self, seq: Sequence) -> bool:
+        """Whether ``seq`` (never started) could need more than one step's budget to recompute."""
+        total = seq.prompt_tokens + seq.output_tokens
+        return seq.num_generated == 0 and total > self.max_num_batched_tokens
 
     def repeats(self, state: ServerState, batch: Batch) -> int:
         """Identical pure-decode steps ahead if nothing arrives (for the fast-forward).
