@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from simulator.deployment import resolve
 from simulator.cluster import simulate
+from simulator.deployment import resolve
 from simulator.workload.config import build_requests
 
 SCENARIO = {

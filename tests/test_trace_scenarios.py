@@ -50,7 +50,7 @@ def test_a_malformed_trace_row_names_file_line_and_field(tmp_path: Path, capsys)
     assert "azure_bad.csv" in err and "line" in err
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/traces absent (samples of public traces)")
+@pytest.mark.skipif(not SHARED.exists(), reason="../shared/traces absent (public trace samples)")
 def test_burstgpt_sample_rescaled_to_a_target_rate(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     scenario = _scenario(tmp_path, SHARED / "burstgpt1.head400.csv", "rate = 4.0")
     assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "--json"]) == 0

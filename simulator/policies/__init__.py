@@ -7,6 +7,7 @@ pure-decode steps follow. Choose one by name with :func:`make_policy`.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Protocol
 
 from simulator.errors import ConfigError
@@ -35,7 +36,7 @@ POLICIES: dict[str, tuple[type, dict[str, Any]]] = {
 
 def policy_knobs(name: str) -> set[str]:
     """The knobs the policy called ``name`` takes."""
-    return set(_entry(name)[0].__dataclass_fields__)
+    return {f.name for f in fields(_entry(name)[0])}
 
 
 def _entry(name: str) -> tuple[type, dict[str, Any]]:
@@ -48,11 +49,12 @@ def _entry(name: str) -> tuple[type, dict[str, Any]]:
 def make_policy(name: str, **knobs: Any) -> Policy:
     """Build the policy called ``name`` with its knobs; unknown names or knobs raise ConfigError."""
     cls, preset = _entry(name)
-    unknown = sorted(set(knobs) - set(cls.__dataclass_fields__))
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(knobs) - known)
     if unknown:
         raise ConfigError(
             f"policy.{unknown[0]}: not a knob of the {name} policy; "
-            f"its knobs: {sorted(cls.__dataclass_fields__)}"
+            f"its knobs: {sorted(known)}"
         )
     policy: Policy = cls(**{**knobs, **preset})
     return policy

@@ -7,14 +7,14 @@ start, and decodes until its longest output ends, paying for finished rows as it
 
 from __future__ import annotations
 
-from simulator.policies.state import Batch, PaddedGroup, ServerState
+from simulator.policies.state import Batch, PaddedGroup, Sequence, ServerState
 from simulator.shapes import StepShape
 
 
 def form_group(state: ServerState, max_rows: int) -> Batch | None:
     """Admit up to ``max_rows`` waiting requests (FCFS, as many as fit in KV) and prefill them."""
     kv = state.kv
-    rows = []
+    rows: list[Sequence] = []
     max_p = max_o = 0
     for seq in state.waiting:
         if len(rows) == max_rows:
