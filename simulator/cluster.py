@@ -62,6 +62,18 @@ def _sequences(requests: pd.DataFrame) -> list[Sequence]:
     return [Sequence(i, a, pp, oo, cc) for i, a, pp, oo, cc in zip(ids, arr, p, o, c, strict=True)]
 
 
+class ArrivalTimeout(simpy.Event):
+    """A timeout at URGENT priority: an arrival at the same instant as a step's end is
+    processed first, so the next schedule always sees it (the same in every code path:
+    stepping, fast-forward cut by an interrupt, or stopped at a known arrival)."""
+
+    def __init__(self, env: simpy.Environment, delay: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, simpy.events.URGENT, delay)
+
+
 class _Driver:
     """Arrivals (open or closed loop), the router, and bookkeeping of who is done."""
 
@@ -84,7 +96,6 @@ class _Driver:
         self.arrived: list[Sequence] = []
         self.num_events = 0
         self._unsent = len(seqs)
-        self._think = think_s
         self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
         if closed_loop:
             for seq, think in zip(seqs, think_s, strict=True):
@@ -111,7 +122,7 @@ class _Driver:
             delay = seq.arrival_s - env.now
             if delay > 0:
                 self.num_events += 1
-                yield env.timeout(delay)
+                yield ArrivalTimeout(env, delay)
             self._send(seq)
         self.next_arrival_s = math.inf
 
@@ -119,7 +130,7 @@ class _Driver:
         queue = self._clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
-            self.env.timeout(think).callbacks.append(lambda _ev: self._send(nxt))
+            ArrivalTimeout(self.env, think).callbacks.append(lambda _ev: self._send(nxt))
             self.num_events += 1
 
 

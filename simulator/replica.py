@@ -165,9 +165,8 @@ class Replica:
     ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
         """Run steps ending at ``ends`` up to the one in progress when the next request arrives.
 
-        The same cut as :meth:`_run_interruptible` without an interrupt. An arrival at
-        exactly the cut is seen by the next schedule, as there: if it is still due when
-        this wakes, a zero wait lets it in first.
+        The same cut as :meth:`_run_interruptible` without an interrupt. Arrivals run at
+        URGENT priority, so one at exactly the cut is already queued when this wakes.
         """
         env = self.env
         assert self.next_arrival_s is not None
@@ -175,7 +174,4 @@ class Replica:
         if j < len(ends) - 1:
             ends = ends[:j + 1]
         yield env.timeout(ends[-1] - env.now)
-        if self.next_arrival_s() <= env.now:
-            self.num_events += 1
-            yield env.timeout(0.0)
         return len(ends), ends

@@ -97,3 +97,24 @@ def test_same_seed_same_result_and_no_interference() -> None:
     a2 = simulate(_table(rows), spec_a)
     pd.testing.assert_frame_equal(a1.requests, a2.requests)
     pd.testing.assert_frame_equal(a1.steps, a2.steps)
+
+
+grid_requests = st.lists(
+    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 40),
+              st.integers(1, 30)), min_size=1, max_size=25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=grid_requests, policy=policies, kv_blocks=st.integers(4, 40),
+       replicas=st.integers(1, 2))
+def test_ties_between_arrivals_and_step_ends_resolve_the_same_way(  # type: ignore[no-untyped-def]
+    rows, policy, kv_blocks, replicas
+) -> None:
+    # 0.25 s steps and arrivals on a 0.125 s grid: many arrivals land exactly on a step
+    # end. Arrivals go first at equal times, so stepping and fast-forward agree exactly.
+    spec = ClusterSpec(policy, TokenCost(step_s=0.25), kv_blocks=kv_blocks, block_size=4,
+                       num_replicas=replicas, router="least_outstanding")
+    fast = simulate(_table(rows), spec, fast_forward=True)
+    slow = simulate(_table(rows), spec, fast_forward=False)
+    pd.testing.assert_frame_equal(fast.requests, slow.requests)
+    pd.testing.assert_frame_equal(fast.steps, slow.steps)
