@@ -100,7 +100,14 @@ class RooflineTerms(NamedTuple):
 
     @property
     def total_s(self) -> Num:
-        return self.overhead_s + np.maximum(self.compute_s, self.memory_s) + self.allreduce_s
+        return self.overhead_s + _maximum(self.compute_s, self.memory_s) + self.allreduce_s
+
+
+def _maximum(a: Num, b: Num) -> Num:
+    """Element-wise max; plain ``max`` for floats (numpy on scalars costs a microsecond)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if a >= b else b
+    return np.maximum(a, b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +173,7 @@ class RooflineCost:
         flops_mm = k.flops_per_token * t
         flops_attn = k.attn_flops_per_pair * (a + c)
         experts_hit = k.num_experts * (1.0 - k.miss_prob**t)
-        cache_read = np.maximum(0.0, a / np.maximum(p, 1) - p / 2)
+        cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         weights = k.shared_bytes + experts_hit * k.expert_bytes
         nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
         compute_s = (flops_mm * k.inv_peak_mm + flops_attn * k.inv_peak_attn) * k.compute_scale
