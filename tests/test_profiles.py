@@ -101,7 +101,7 @@ def test_load_bad_json(tmp_path: Path) -> None:
 
 def test_empty_section_uses_shipped_profile() -> None:
     cost, used = hook({})
-    assert used.endswith("h100-sxm__llama-3.1-8b__bf16__tp1.json")
+    assert used == "h100-sxm__llama-3.1-8b__bf16__tp1.json (roofline prior, not measured)"
     assert isinstance(cost, RooflineCost)
     assert cost.step_time(SHAPE) == RooflineCost(LLAMA8B, H100).step_time(SHAPE)
 
@@ -117,9 +117,9 @@ def test_profile_path_relative_to_cwd(tmp_path: Path, monkeypatch) -> None:
     save_profile(linear_profile(), tmp_path / "mine.json")
     monkeypatch.chdir(tmp_path)
     cost, used = hook({"profile": "mine.json"})
-    assert isinstance(cost, LinearCost) and used == "mine.json"
+    assert isinstance(cost, LinearCost) and used == "mine.json (engine profile)"
     _, used = hook({"profile": "h100-sxm__llama-3.1-8b__bf16__tp1.json"})  # shipped by name
-    assert Path(used).parent.name == "profiles"
+    assert used.startswith("h100-sxm__llama-3.1-8b__bf16__tp1.json (roofline prior")
 
 
 def test_profile_for_another_deployment_is_refused(tmp_path: Path) -> None:
@@ -197,5 +197,5 @@ def test_generator_is_in_sync_and_spares_measured_profiles(tmp_path: Path) -> No
 
 def test_fp8_deployment_uses_shipped_fp8_profile() -> None:
     cost, used = hook({}, weight_dtype="fp8", kv_dtype="fp8")
-    assert used.endswith("h100-sxm__llama-3.1-8b__fp8__tp1.json")
+    assert used.startswith("h100-sxm__llama-3.1-8b__fp8__tp1.json (roofline prior")
     assert cost == RooflineCost(LLAMA8B, H100, weight_dtype="fp8", kv_dtype="fp8")

@@ -118,7 +118,14 @@ def _from_profile(
                 f"{where}.profile={str(value)!r} is for {key}={got!r}, but the scenario has "
                 f"{key}={want!r}"
             )
-    return profile.build(model, hw), str(path)
+    return profile.build(model, hw), describe(profile, path)
+
+
+def describe(profile: CostProfile, path: Path) -> str:
+    """``file (source)``: which profile priced the steps, and whether it was measured."""
+    source = profile.provenance.get("source", "source not stated")
+    name = path.name if path.parent == PROFILES_DIR else str(path)
+    return f"{name} ({source})"
 
 
 def _inline(
@@ -156,5 +163,5 @@ def _default(
     if path is not None:
         profile: CostProfile = load_profile(path)
         if profile.kv_dtype == kv_dtype.lower() and profile.model == model.name:
-            return profile.build(model, hw), str(path)
+            return profile.build(model, hw), describe(profile, path)
     return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY
