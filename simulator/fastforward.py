@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.kvcache import new_blocks_after_steps
+from simulator.kvcache import blocks_opened, new_blocks_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
-from simulator.policies.step import decode_cohort
+from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes
 
 
@@ -59,9 +59,11 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
-def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray) -> list[Sequence]:
-    """Advance ``seqs`` by ``len(ends)`` decode steps ending at ``ends``; return what finished."""
+def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray) -> list[Sequence]:
+    """Advance ``batch``'s rows by ``len(ends)`` decode steps ending at ``ends``; return what
+    finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`."""
     k = len(ends)
+    seqs = batch.decode
     finished: list[Sequence] = []
     group = state.group
     kv = state.kv
@@ -80,6 +82,11 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
             state.running.clear()
             state.group = None
         return finished
+    if batch.cohort is not None:  # every running request decodes on the clock: O(1)
+        clock = state.clock
+        kv.take(blocks_opened(clock.openings_after(), k - 1))  # the first step's are taken
+        finish_members(state, clock.advance(k), float(ends[-1]), finished)
+        return finished
     block_size = kv.block_size
     for s in seqs:
         left = s.output_tokens - s.num_generated
@@ -97,4 +104,5 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
                 kv.allocate(s.request_id, s.num_computed)
     if finished:
         state.running = [s for s in state.running if s.num_generated < s.output_tokens]
+    join_decoders(state, batch)
     return finished
