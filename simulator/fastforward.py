@@ -9,10 +9,11 @@ stepping one token at a time (the tests check it to float tolerance).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate, cycle, islice
 
 import numpy as np
 
-from simulator.kvcache import blocks_opened, new_blocks_after_steps
+from simulator.kvcache import blocks_opened
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes
@@ -50,11 +51,12 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     d = len(seqs)
     cohort = batch.cohort or decode_cohort(seqs, kv.block_size)
     # KV already holds the first step's token; steps 2..k each write one more per sequence.
-    opened = new_blocks_after_steps(cohort.block_openings, k - 1)
-    kv_after = kv.used + np.concatenate(([0], opened))
+    opened = accumulate(islice(cycle(cohort.block_openings), k - 1), initial=kv.used)
+    kv_after = np.fromiter(opened, np.int64, k)
     finished = np.zeros(k, dtype=np.int64)
     finished[-1] = cohort.num_at_min if k == cohort.min_remaining else 0
-    context = batch.shape.decode_context_tokens + d * np.arange(k)
+    context = np.arange(batch.shape.decode_context_tokens, batch.shape.decode_context_tokens
+                        + d * k, d, dtype=np.int64) if d else np.zeros(k, dtype=np.int64)
     shapes = StepShapes.decode_run(d, context, finished)
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
