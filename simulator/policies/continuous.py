@@ -47,12 +47,11 @@ class ContinuousPolicy:
         """The next step's batch, or Wait() when there is nothing to do."""
         if not state.waiting and not state.running:
             return Wait()
-        if self.chunked_prefill:
-            batch = self._mixed_step(state)
-        else:
+        batch: Batch | None = None
+        if not self.chunked_prefill and state.waiting:
             batch = self._admit(state, self.max_num_batched_tokens, [], [])
-            if not batch.prefill:
-                batch = self._mixed_step(state)  # nothing admissible: decode what runs
+        if batch is None or not batch.prefill:
+            batch = self._mixed_step(state)  # chunked, or nothing admissible: decode what runs
         if batch.prefill or batch.decode:
             return batch
         return Wait()  # everything waiting was rejected or preempted
@@ -150,6 +149,8 @@ class ContinuousPolicy:
                 admitted += 1
         if decode_all is None:
             return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
+        if not prefill:
+            return decode_all  # nothing admitted
         shape = unpadded_shape(prefill, decode, admitted, decode_all.shape)
         return Batch(prefill, decode, shape, cohort=decode_all.cohort)
 
