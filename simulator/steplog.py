@@ -1,8 +1,8 @@
 """Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time.
 
-A single step is one row tuple appended (with its row number); a fast-forwarded run is
-kept as the arrays it was planned with. ``table()`` puts the rows at their row numbers
-and the runs, concatenated in order, everywhere else.
+A single step (or a short run) is row tuples appended with their row numbers; a long
+fast-forwarded run is kept as the arrays it was planned with. ``table()`` puts the rows
+at their row numbers and the runs, concatenated in order, everywhere else.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from simulator.shapes import StepShape, StepShapes
 
 # The columns in the order of a row tuple and of a run's arrays (``replica`` is added last).
 _COLUMNS = [c for c in STEP_COLUMNS if c != "replica"]
+_SHORT_RUN = 16  # runs up to this many steps are logged as rows
 
 
 class StepLog:
@@ -50,27 +51,43 @@ class StepLog:
         num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
         kv_blocks_used: np.ndarray,
     ) -> None:
-        """Record a run of steps given as arrays (all of the same length, not changed later)."""
+        """Record a run of steps given as arrays (all of the same length, not changed later).
+
+        A short run goes in as rows: a small array costs more to keep than to convert.
+        """
+        k = len(starts)
+        if k <= _SHORT_RUN:
+            self._rows.extend(zip(
+                starts.tolist(), ends.tolist(), shapes.num_prefill_tokens.tolist(),
+                shapes.prefill_attn_work.tolist(), shapes.num_decode_seqs.tolist(),
+                shapes.decode_context_tokens.tolist(), num_decode_tokens.tolist(),
+                num_running.tolist(), queue_len.tolist(), kv_blocks_used.tolist(), strict=True,
+            ))
+            self._row_at.extend(range(self._len, self._len + k))
+            self._len += k
+            return
         self._runs.append((
             starts, ends, shapes.num_prefill_tokens, shapes.prefill_attn_work,
             shapes.num_decode_seqs, shapes.decode_context_tokens, num_decode_tokens,
             num_running, queue_len, kv_blocks_used,
         ))
-        self._len += len(starts)
+        self._len += k
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
         if not len(self):
             return empty_table(STEP_COLUMNS)
+        at = np.asarray(self._row_at, dtype=np.int64)
         in_runs = np.ones(len(self), dtype=bool)
-        in_runs[self._row_at] = False
+        in_runs[at] = False
         rows = list(zip(*self._rows, strict=True)) if self._rows else [()] * len(_COLUMNS)
+        runs = list(zip(*self._runs, strict=True)) if self._runs else [()] * len(_COLUMNS)
         cols = {}
         for i, name in enumerate(_COLUMNS):
             col = np.empty(len(self), dtype=STEP_COLUMNS[name])
-            col[self._row_at] = rows[i]
+            col[at] = np.array(rows[i], dtype=col.dtype)
             if self._runs:
-                col[in_runs] = np.concatenate([run[i] for run in self._runs])
+                col[in_runs] = np.concatenate(runs[i])
             cols[name] = col
         cols["replica"] = np.full(len(self), self.replica, dtype=np.int64)
         return steps_from_arrays(cols)
