@@ -9,12 +9,13 @@ stepping one token at a time (the tests check it to float tolerance).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate, cycle, islice
 
 import numpy as np
 
-from simulator.kvcache import new_blocks_after_steps
+from simulator.kvcache import blocks_opened
 from simulator.policies.state import Batch, Sequence, ServerState
-from simulator.policies.step import decode_cohort
+from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes
 
 
@@ -50,18 +51,21 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     d = len(seqs)
     cohort = batch.cohort or decode_cohort(seqs, kv.block_size)
     # KV already holds the first step's token; steps 2..k each write one more per sequence.
-    opened = new_blocks_after_steps(cohort.block_openings, k - 1)
-    kv_after = kv.used + np.concatenate(([0], opened))
+    opened = accumulate(islice(cycle(cohort.block_openings), k - 1), initial=kv.used)
+    kv_after = np.fromiter(opened, np.int64, k)
     finished = np.zeros(k, dtype=np.int64)
     finished[-1] = cohort.num_at_min if k == cohort.min_remaining else 0
-    context = batch.shape.decode_context_tokens + d * np.arange(k)
+    context = np.arange(batch.shape.decode_context_tokens, batch.shape.decode_context_tokens
+                        + d * k, d, dtype=np.int64) if d else np.zeros(k, dtype=np.int64)
     shapes = StepShapes.decode_run(d, context, finished)
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
-def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray) -> list[Sequence]:
-    """Advance ``seqs`` by ``len(ends)`` decode steps ending at ``ends``; return what finished."""
+def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray) -> list[Sequence]:
+    """Advance ``batch``'s rows by ``len(ends)`` decode steps ending at ``ends``; return what
+    finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`."""
     k = len(ends)
+    seqs = batch.decode
     finished: list[Sequence] = []
     group = state.group
     kv = state.kv
@@ -80,6 +84,11 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
             state.running.clear()
             state.group = None
         return finished
+    if batch.cohort is not None:  # every running request decodes on the clock: O(1)
+        clock = state.clock
+        kv.take(blocks_opened(clock.openings_after(), k - 1))  # the first step's are taken
+        finish_members(state, clock.advance(k), float(ends[-1]), finished)
+        return finished
     block_size = kv.block_size
     for s in seqs:
         left = s.output_tokens - s.num_generated
@@ -97,4 +106,5 @@ def apply_decode_run(state: ServerState, seqs: list[Sequence], ends: np.ndarray)
                 kv.allocate(s.request_id, s.num_computed)
     if finished:
         state.running = [s for s in state.running if s.num_generated < s.output_tokens]
+    join_decoders(state, batch)
     return finished

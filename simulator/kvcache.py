@@ -112,6 +112,20 @@ class BlockManager:
         self._held[seq_id] = held + extra
         self.used += extra
 
+    def take(self, num_blocks: int) -> None:
+        """Count ``num_blocks`` more blocks as used by lazily decoding sequences.
+
+        Their per-sequence records catch up in :meth:`settle` (see ``policies.lazy``).
+        """
+        if num_blocks > self.num_blocks - self.used:
+            raise RuntimeError(f"KV overcommit: {num_blocks} blocks wanted, {self.num_free} free")
+        self.used += num_blocks
+
+    def settle(self, seq_id: int, num_tokens: int) -> None:
+        """Record that ``seq_id`` holds the blocks for ``num_tokens`` tokens, already counted
+        in ``used`` by :meth:`take`."""
+        self._held[seq_id] = -(-num_tokens // self.block_size)
+
     def free(self, seq_id: int) -> None:
         """Return every block ``seq_id`` holds."""
         self.used -= self._held.pop(seq_id, 0)
@@ -151,6 +165,12 @@ def decode_steps_fitting(counts: list[int], num_free: int) -> int:
             return cycles * block_size + offset
         left -= opening
     raise AssertionError("unreachable: left < sum(counts)")
+
+
+def blocks_opened(counts: list[int], num_steps: int) -> int:
+    """New blocks the sequences behind ``counts`` need in all over ``num_steps`` steps."""
+    cycles, rest = divmod(num_steps, len(counts))
+    return cycles * sum(counts) + sum(counts[:rest])
 
 
 def new_blocks_after_steps(counts: list[int], num_steps: int) -> np.ndarray:

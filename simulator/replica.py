@@ -96,7 +96,7 @@ class Replica:
             else:
                 finished = yield from self._step(decision)
             if self.check_invariants:
-                state.kv.check()
+                state.check()
             for seq in finished:
                 self.on_done(seq)
 
@@ -134,7 +134,7 @@ class Replica:
             k, ends = yield from self._run_until_arrival(ends)
         else:
             k, ends = yield from self._run_interruptible(ends)
-        finished = apply_decode_run(state, run.seqs, ends)
+        finished = apply_decode_run(state, batch, ends)
         queue = np.full(k, len(state.waiting) - self._arrived_in_run)
         queue[-1] = len(state.waiting)
         running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with

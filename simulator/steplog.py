@@ -1,4 +1,9 @@
-"""Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time."""
+"""Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time.
+
+A single step (or a short run) is row tuples appended with their row numbers; a long
+fast-forwarded run is kept as the arrays it was planned with. ``table()`` puts the rows
+at their row numbers and the runs, concatenated in order, everywhere else.
+"""
 
 from __future__ import annotations
 
@@ -8,58 +13,81 @@ import pandas as pd
 from simulator.records import STEP_COLUMNS, empty_table, steps_from_arrays
 from simulator.shapes import StepShape, StepShapes
 
+# The columns in the order of a row tuple and of a run's arrays (``replica`` is added last).
+_COLUMNS = [c for c in STEP_COLUMNS if c != "replica"]
+_SHORT_RUN = 16  # runs up to this many steps are logged as rows
+
 
 class StepLog:
-    """Column lists for the step log (contract 4); ``table()`` turns them into a DataFrame."""
+    """A replica's step log (contract 4) in parts; ``table()`` turns them into a DataFrame."""
 
-    __slots__ = ("replica", "_cols")
+    __slots__ = ("replica", "_rows", "_row_at", "_runs", "_len")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
-        self._cols: dict[str, list[float]] = {c: [] for c in STEP_COLUMNS if c != "replica"}
+        self._rows: list[tuple[float, ...]] = []  # single steps, in the column order
+        self._row_at: list[int] = []  # each single step's row number in the log
+        self._runs: list[tuple[np.ndarray, ...]] = []  # runs' columns, in the column order
+        self._len = 0
 
     def __len__(self) -> int:
-        return len(self._cols["start_s"])
+        return self._len
 
     def add(
         self, start_s: float, end_s: float, shape: StepShape, num_decode_tokens: int,
         num_running: int, queue_len: int, kv_blocks_used: int,
     ) -> None:
         """Record one step."""
-        c = self._cols
-        c["start_s"].append(start_s)
-        c["end_s"].append(end_s)
-        c["num_prefill_tokens"].append(shape.num_prefill_tokens)
-        c["prefill_attn_work"].append(shape.prefill_attn_work)
-        c["num_decode_seqs"].append(shape.num_decode_seqs)
-        c["decode_context_tokens"].append(shape.decode_context_tokens)
-        c["num_decode_tokens"].append(num_decode_tokens)
-        c["num_running"].append(num_running)
-        c["queue_len"].append(queue_len)
-        c["kv_blocks_used"].append(kv_blocks_used)
+        self._rows.append((
+            start_s, end_s, shape.num_prefill_tokens, shape.prefill_attn_work,
+            shape.num_decode_seqs, shape.decode_context_tokens, num_decode_tokens,
+            num_running, queue_len, kv_blocks_used,
+        ))
+        self._row_at.append(self._len)
+        self._len += 1
 
     def extend(
         self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
         num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
         kv_blocks_used: np.ndarray,
     ) -> None:
-        """Record a run of steps given as arrays (all of the same length)."""
-        c = self._cols
-        c["start_s"].extend(starts.tolist())
-        c["end_s"].extend(ends.tolist())
-        c["num_prefill_tokens"].extend(shapes.num_prefill_tokens.tolist())
-        c["prefill_attn_work"].extend(shapes.prefill_attn_work.tolist())
-        c["num_decode_seqs"].extend(shapes.num_decode_seqs.tolist())
-        c["decode_context_tokens"].extend(shapes.decode_context_tokens.tolist())
-        c["num_decode_tokens"].extend(num_decode_tokens.tolist())
-        c["num_running"].extend(num_running.tolist())
-        c["queue_len"].extend(queue_len.tolist())
-        c["kv_blocks_used"].extend(kv_blocks_used.tolist())
+        """Record a run of steps given as arrays (all of the same length, not changed later).
+
+        A short run goes in as rows: a small array costs more to keep than to convert.
+        """
+        k = len(starts)
+        if k <= _SHORT_RUN:
+            self._rows.extend(zip(
+                starts.tolist(), ends.tolist(), shapes.num_prefill_tokens.tolist(),
+                shapes.prefill_attn_work.tolist(), shapes.num_decode_seqs.tolist(),
+                shapes.decode_context_tokens.tolist(), num_decode_tokens.tolist(),
+                num_running.tolist(), queue_len.tolist(), kv_blocks_used.tolist(), strict=True,
+            ))
+            self._row_at.extend(range(self._len, self._len + k))
+            self._len += k
+            return
+        self._runs.append((
+            starts, ends, shapes.num_prefill_tokens, shapes.prefill_attn_work,
+            shapes.num_decode_seqs, shapes.decode_context_tokens, num_decode_tokens,
+            num_running, queue_len, kv_blocks_used,
+        ))
+        self._len += k
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
         if not len(self):
             return empty_table(STEP_COLUMNS)
-        cols = {k: np.asarray(v) for k, v in self._cols.items()}
+        at = np.asarray(self._row_at, dtype=np.int64)
+        in_runs = np.ones(len(self), dtype=bool)
+        in_runs[at] = False
+        rows = list(zip(*self._rows, strict=True)) if self._rows else [()] * len(_COLUMNS)
+        runs = list(zip(*self._runs, strict=True)) if self._runs else [()] * len(_COLUMNS)
+        cols = {}
+        for i, name in enumerate(_COLUMNS):
+            col = np.empty(len(self), dtype=STEP_COLUMNS[name])
+            col[at] = np.array(rows[i], dtype=col.dtype)
+            if self._runs:
+                col[in_runs] = np.concatenate(runs[i])
+            cols[name] = col
         cols["replica"] = np.full(len(self), self.replica, dtype=np.int64)
         return steps_from_arrays(cols)

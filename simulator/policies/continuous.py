@@ -11,7 +11,9 @@ preempted by recompute: its blocks are freed and it returns to the head of the q
 
 Between steps a running request holds exactly ``blocks_for(num_computed)`` KV blocks
 (admission and growth allocate to the tokens computed). The common step, where every
-running request decodes one token, uses that to skip per-request KV queries.
+running request decodes one token, uses that and the replica's decode clock
+(:mod:`simulator.policies.lazy`) to cost O(1), not a walk over the running requests.
+The general per-request loop first writes the clock's members back (``flush``).
 """
 
 from __future__ import annotations
@@ -45,12 +47,11 @@ class ContinuousPolicy:
         """The next step's batch, or Wait() when there is nothing to do."""
         if not state.waiting and not state.running:
             return Wait()
-        if self.chunked_prefill:
-            batch = self._mixed_step(state)
-        else:
+        batch: Batch | None = None
+        if not self.chunked_prefill and state.waiting:
             batch = self._admit(state, self.max_num_batched_tokens, [], [])
-            if not batch.prefill:
-                batch = self._mixed_step(state)  # nothing admissible: decode what runs
+        if batch is None or not batch.prefill:
+            batch = self._mixed_step(state)  # chunked, or nothing admissible: decode what runs
         if batch.prefill or batch.decode:
             return batch
         return Wait()  # everything waiting was rejected or preempted
@@ -61,8 +62,9 @@ class ContinuousPolicy:
         batch = self._decode_all(state)
         if batch is not None:
             if self.chunked_prefill and state.waiting:
-                return self._admit(state, budget - len(batch.decode), [], batch.decode)
+                return self._admit(state, budget - len(batch.decode), [], batch.decode, batch)
             return batch
+        state.clock.flush(state.running, state.kv)
         prefill: list[tuple[Sequence, int]] = []
         decode: list[Sequence] = []
         preempted: list[Sequence] = []
@@ -90,41 +92,25 @@ class ContinuousPolicy:
     def _decode_all(self, state: ServerState) -> Batch | None:
         """The batch where every running request decodes one token, or None if that is not it.
 
-        It is when every running request is decoding, the token budget covers them, and
-        the free blocks cover those whose next token opens a block (``num_computed`` a
-        multiple of the block size). The loop in :meth:`_mixed_step` then allocates for
-        all of them in order and preempts nobody, so this is the same batch, found
-        without a KV query per request.
+        It is when every running request is on the decode clock (none is prefilling),
+        the token budget covers them, and the free blocks cover those whose next token
+        opens a block. The loop in :meth:`_mixed_step` would then allocate for all of
+        them in order and preempt nobody, so this is the same batch, found in O(1).
         """
         running = state.running
-        kv = state.kv
-        if not running or len(running) > self.max_num_batched_tokens:
+        clock = state.clock
+        if not running or clock.size != len(running) or len(running) > self.max_num_batched_tokens:
             return None
-        block_size = kv.block_size
-        openings = [0] * block_size  # new_block_counts of the tokens cached after this step
-        context = 0
-        min_left, at_min = running[0].output_tokens, 0
-        for seq in running:
-            computed, generated = seq.num_computed, seq.num_generated
-            if generated == 0 or computed != seq.prompt_tokens + generated - 1:
-                return None  # still prefilling
-            context += computed + 1
-            openings[-(computed + 1) % block_size] += 1
-            left = seq.output_tokens - generated
-            if left < min_left:
-                min_left, at_min = left, 1
-            elif left == min_left:
-                at_min += 1
-        opening_now = openings[-1]  # num_computed % block_size == 0: this token opens a block
-        if opening_now > kv.num_free:
+        opening_now = clock.openings_now()
+        if opening_now > state.kv.num_free:
             return None
-        if opening_now:
-            for seq in running:
-                if seq.num_computed % block_size == 0:
-                    kv.allocate(seq.request_id, seq.num_computed + 1)
-        shape = StepShape(num_decode_seqs=len(running), decode_context_tokens=context,
+        state.kv.take(opening_now)
+        min_left, at_min = clock.soonest_finish()
+        shape = StepShape(num_decode_seqs=len(running),
+                          decode_context_tokens=clock.context_tokens(),
                           num_finished=at_min if min_left == 1 else 0)
-        return Batch([], list(running), shape, cohort=DecodeCohort(min_left, at_min, openings))
+        cohort = DecodeCohort(min_left, at_min, clock.openings_after())
+        return Batch([], list(running), shape, cohort=cohort)
 
     def _admit(
         self,
@@ -132,8 +118,12 @@ class ContinuousPolicy:
         budget: int,
         prefill: list[tuple[Sequence, int]],
         decode: list[Sequence],
+        decode_all: Batch | None = None,
     ) -> Batch:
-        """Admit waiting requests FCFS while sequences, tokens and KV allow."""
+        """Admit waiting requests FCFS while sequences, tokens and KV allow.
+
+        ``decode_all``: the all-decode batch whose ``decode`` this is, when it is one.
+        """
         admitted = 0
         kv = state.kv
         while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
@@ -157,7 +147,12 @@ class ContinuousPolicy:
             budget -= n
             if seq.preemptions == 0 and seq.num_generated == 0:
                 admitted += 1
-        return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
+        if decode_all is None:
+            return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
+        if not prefill:
+            return decode_all  # nothing admitted
+        shape = unpadded_shape(prefill, decode, admitted, decode_all.shape)
+        return Batch(prefill, decode, shape, cohort=decode_all.cohort)
 
     def _too_long(self, seq: Sequence) -> bool:
         """Whether ``seq`` (never started) could need more than one step's budget to recompute."""

@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from simulator.kvcache import BlockManager
+from simulator.policies.lazy import DecodeClock
 from simulator.shapes import StepShape
 
 NAN = math.nan
@@ -22,21 +23,53 @@ NAN = math.nan
 
 @dataclass(slots=True, eq=False)
 class Sequence:
-    """One request's progress through a replica."""
+    """One request's progress through a replica.
+
+    ``num_computed`` and ``num_generated`` are exact whenever read. While the sequence
+    decodes on its replica's :class:`DecodeClock` (``clock`` set) they are stored as bases
+    relative to the clock's steps; see :mod:`simulator.policies.lazy`.
+    """
 
     request_id: int
     arrival_s: float  # when it reached the server
     prompt_tokens: int
     output_tokens: int  # tokens to generate (EOS ignored, as in benchmarks)
     client_id: int = -1  # closed-loop client that sent it (-1 for open loop)
-    num_computed: int = 0  # tokens whose KV is in the cache
-    num_generated: int = 0  # output tokens emitted so far
     scheduled_s: float = NAN  # start of the first step that worked on it
     first_token_s: float = NAN  # end of the step that emitted its first token
     finish_s: float = NAN  # end of the step that emitted its last token
     preemptions: int = 0  # times evicted and recomputed
     reason: str = ""  # why it was rejected, if it was
     replica: int = -1  # replica that took it (-1 before routing)
+    computed_base: int = 0  # num_computed, less clock.steps while on a clock
+    generated_base: int = 0  # num_generated, less clock.steps while on a clock
+    clock: DecodeClock | None = None  # the decode clock advancing it, if any
+
+    @property
+    def num_computed(self) -> int:
+        """Tokens whose KV is in the cache."""
+        clock = self.clock
+        return self.computed_base if clock is None else self.computed_base + clock.steps
+
+    @num_computed.setter
+    def num_computed(self, value: int) -> None:
+        self._check_eager()
+        self.computed_base = value
+
+    @property
+    def num_generated(self) -> int:
+        """Output tokens emitted so far."""
+        clock = self.clock
+        return self.generated_base if clock is None else self.generated_base + clock.steps
+
+    @num_generated.setter
+    def num_generated(self, value: int) -> None:
+        self._check_eager()
+        self.generated_base = value
+
+    def _check_eager(self) -> None:
+        if self.clock is not None:
+            raise RuntimeError(f"request {self.request_id} decodes on a clock: leave it first")
 
     @property
     def num_tokens(self) -> int:
@@ -96,6 +129,10 @@ class ServerState:
     group: PaddedGroup | None = None  # the padded batch in flight (static/dynamic)
     rejected: list[Sequence] = field(default_factory=list)  # never runnable here, with reason
     arrivals_done: bool = False  # no request will arrive any more (lets static flush)
+    clock: DecodeClock = field(init=False)  # the running requests that decode (continuous)
+
+    def __post_init__(self) -> None:
+        self.clock = DecodeClock(self.kv.block_size)
 
     @property
     def num_outstanding(self) -> int:
@@ -107,8 +144,16 @@ class ServerState:
         seq.reason = reason
         self.rejected.append(seq)
 
+    def check(self) -> None:
+        """Assert the KV and decode-clock invariants (debug runs and property tests)."""
+        if self.group is None:
+            self.clock.check(self.running, self.kv)
+        self.kv.check()
+
     def preempt(self, seq: Sequence) -> None:
         """Evict ``seq`` (recompute policy): free its KV, send it to the head of the queue."""
+        if seq.clock is not None:
+            seq.clock.leave(seq, self.kv)
         self.running.remove(seq)
         self.kv.free(seq.request_id)
         seq.num_computed = 0
@@ -133,7 +178,9 @@ class Batch:
     decode: list[Sequence]  # sequences computing exactly one token by decoding
     shape: StepShape  # what the cost model prices (padding included)
     preempted: list[Sequence] = field(default_factory=list)  # evicted while building it
-    cohort: DecodeCohort | None = None  # set when every running request decodes (a summary)
+    # Set when ``decode`` is every member of the replica's decode clock (every running
+    # request that decodes): ``complete`` then advances the clock instead of each sequence.
+    cohort: DecodeCohort | None = None
 
     @property
     def sequences(self) -> list[Sequence]:

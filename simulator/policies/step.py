@@ -1,7 +1,9 @@
 """Applying a finished step to the server state: the third of schedule -> run -> complete.
 
 ``complete`` advances every sequence in the batch by the tokens it computed, stamps
-first-token and finish times at the step's end, and frees the KV of what finished.
+first-token and finish times at the step's end, and frees the KV of what finished. The
+decoding requests of continuous batching advance together on the replica's decode clock
+(:mod:`simulator.policies.lazy`): a request joins it when it starts decoding.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ from simulator.shapes import StepShape
 
 
 def unpadded_shape(
-    prefill: list[tuple[Sequence, int]], decode: list[Sequence], num_admitted: int
+    prefill: list[tuple[Sequence, int]], decode: list[Sequence], num_admitted: int,
+    decode_shape: StepShape | None = None,
 ) -> StepShape:
-    """The cost-model shape of a batch that is not padded (iteration-level batching)."""
+    """The cost-model shape of a batch that is not padded (iteration-level batching).
+
+    ``decode_shape``, when given, is the decode part already summed (``decode`` is then
+    the decode clock's members and is not walked).
+    """
     num_prefill = 0
     attn = 0.0
     finishing = 0
@@ -26,10 +33,14 @@ def unpadded_shape(
         if seq.num_computed + n == seq.num_tokens and seq.remaining == 1:
             finishing += 1
     context = 0
-    for seq in decode:
-        context += seq.num_computed + 1
-        if seq.remaining == 1:
-            finishing += 1
+    if decode_shape is not None:
+        context = decode_shape.decode_context_tokens
+        finishing += decode_shape.num_finished
+    else:
+        for seq in decode:
+            context += seq.num_computed + 1
+            if seq.remaining == 1:
+                finishing += 1
     return StepShape(
         num_prefill_tokens=num_prefill,
         prefill_attn_work=attn,
@@ -66,9 +77,10 @@ def complete(state: ServerState, batch: Batch, start_s: float, end_s: float) -> 
         seq.num_computed += n
         if seq.num_computed == seq.num_tokens:
             _emit(seq, end_s, finished)
-    for seq in batch.decode:
-        seq.num_computed += 1
-        _emit(seq, end_s, finished)
+    if batch.cohort is None:
+        for seq in batch.decode:
+            seq.num_computed += 1
+            _emit(seq, end_s, finished)
     group = state.group
     if group is not None:
         if group.prefilled:
@@ -79,11 +91,40 @@ def complete(state: ServerState, batch: Batch, start_s: float, end_s: float) -> 
                 state.kv.free(row.request_id)
             state.running.clear()
             state.group = None
-    elif finished:
-        for seq in finished:
-            state.kv.free(seq.request_id)
-        state.running = [s for s in state.running if s.num_generated < s.output_tokens]
+        return finished
+    for seq in finished:
+        state.kv.free(seq.request_id)
+        state.running.remove(seq)
+    if batch.cohort is not None:
+        finish_members(state, state.clock.advance(1), end_s, finished)
+    join_decoders(state, batch)
     return finished
+
+
+def finish_members(
+    state: ServerState, done: list[Sequence], end_s: float, finished: list[Sequence]
+) -> None:
+    """Retire the clock members in ``done`` (their last token ends at ``end_s``): write them
+    back, free their KV, and append them to ``finished`` in running order."""
+    if not done:
+        return
+    done = sorted(done, key=state.running.index) if len(done) > 1 else list(done)
+    state.clock.release(done, state.kv)
+    for seq in done:
+        seq.finish_s = end_s
+        state.running.remove(seq)
+    finished.extend(done)
+
+
+def join_decoders(state: ServerState, batch: Batch) -> None:
+    """Put the sequences that start decoding after ``batch`` on the decode clock."""
+    clock = state.clock
+    if clock.rejoin:
+        clock.rejoin_all(state.running)
+        return
+    for seq, _ in batch.prefill:
+        if seq.clock is None and seq.decoding and seq.num_generated < seq.output_tokens:
+            clock.join(seq)
 
 
 def decode_emitters(batch: Batch) -> int:
