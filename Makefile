@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # an open range would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean dashboard
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,14 @@ test: $(VENV)/.all
 lint: $(VENV)/.all
 	$(BIN)/ruff check simulator servesim calibrate engine dashboard tests benchmarks
 	$(BIN)/mypy simulator servesim
+
+$(VENV)/.dashboard: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dashboard]'
+	touch $@ $(VENV)/.core
+
+# `make dashboard PORT=8600` to pick the port (default 8501)
+dashboard: $(VENV)/.dashboard
+	$(BIN)/servesim dashboard $(if $(PORT),--port $(PORT))
 
 bench: $(VENV)/.core
 	$(BIN)/python benchmarks/sim_speed.py

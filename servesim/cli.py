@@ -42,12 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="SECTION.KEY=A,B,C",
                        help="add a sweep axis from the command line, repeatable")
+    dash = sub.add_parser("dashboard", help="start the Streamlit dashboard on 127.0.0.1")
+    dash.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``servesim`` console script."""
     args = build_parser().parse_args(argv)
+    if args.command == "dashboard":
+        from servesim.dashboard_command import dashboard_command
+
+        return dashboard_command(args.port)
     if args.scenario is None:
         args.scenario = str(DEFAULT_SCENARIO)
     try:

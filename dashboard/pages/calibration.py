@@ -1,0 +1,5 @@
+"""calibration (to come)."""
+
+import streamlit as st
+
+st.title("calibration")

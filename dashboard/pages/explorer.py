@@ -1,0 +1,55 @@
+"""Explorer: one scenario, every knob in the sidebar, the answer as tiles and plots."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures
+from dashboard.logic.run import (
+    latency_samples,
+    requests_csv,
+    requests_parquet,
+    step_series,
+    summary_json,
+)
+from dashboard.logic.scenario_form import apply_knobs, knobs_from_point
+from dashboard.logic.toml_out import to_toml
+from dashboard.sidebar import knob_widgets, scenario_picker
+from dashboard.ui import cached_run, guarded, kpi_tiles, plot
+
+st.title("Explorer")
+base = scenario_picker()
+knobs = knob_widgets(knobs_from_point(base))
+scenario = apply_knobs(base, knobs)
+st.caption(str(base.get("description", base.get("name", ""))))
+
+with st.spinner("Simulating..."):
+    out = guarded("Simulation", lambda: cached_run(scenario))
+s = out.summary
+targets = {"ttft": knobs.ttft_ms, "tpot": knobs.tpot_ms}
+kpi_tiles(s, targets, knobs.percentile)
+st.caption(f"{s['completed']} of {len(out.requests)} requests finished, "
+           f"{s['num_rejected']} rejected, {s['num_preemptions']} preemptions; "
+           f"{s['num_gpus']} GPU(s); steps priced by {s['cost_profile']}; "
+           f"simulated in {s['sim_wall_s']:.2f} s")
+for note in s.get("workload_notes") or []:
+    st.caption(note)
+
+plot(figures.latency_cdfs(latency_samples(out.requests, out.steps), targets), "cdfs")
+left, right = st.columns(2)
+with left:
+    plot(figures.step_series_figure(step_series(out.steps, out.kv_blocks)), "series")
+with right:
+    plot(figures.prompt_ttft_scatter(out.requests, knobs.ttft_ms), "scatter")
+
+st.subheader("Downloads")
+name = str(scenario.get("name", "scenario"))
+cols = st.columns(4)
+cols[0].download_button("Scenario (TOML)", to_toml(scenario), f"{name}.toml",
+                        "application/toml", key="dl_toml")
+cols[1].download_button("Requests (CSV)", requests_csv(out), f"{name}-requests.csv",
+                        "text/csv", key="dl_csv")
+cols[2].download_button("Requests (Parquet)", requests_parquet(out),
+                        f"{name}-requests.parquet", "application/octet-stream", key="dl_parquet")
+cols[3].download_button("Summary (JSON)", summary_json(out), f"{name}-summary.json",
+                        "application/json", key="dl_json")

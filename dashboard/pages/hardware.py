@@ -1,0 +1,5 @@
+"""hardware (to come)."""
+
+import streamlit as st
+
+st.title("hardware")

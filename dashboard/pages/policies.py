@@ -1,0 +1,5 @@
+"""policies (to come)."""
+
+import streamlit as st
+
+st.title("policies")

@@ -1,0 +1,5 @@
+"""validation (to come)."""
+
+import streamlit as st
+
+st.title("validation")

@@ -1,0 +1,101 @@
+"""Explorer page under AppTest: renders, reacts to knobs, plots the expected series."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+
+from dashboard_support import axis_titles, figures, metrics, page, trace_names  # noqa: E402
+
+
+def _ms(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * (1000.0 if unit == "s" else 1.0)
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    at = page("explorer").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_renders_tiles_and_charts(explorer):
+    tiles = metrics(explorer)
+    assert {"P99 TTFT", "P99 TPOT", "P99 ITL", "P99 E2E", "Throughput", "SLO"} <= set(tiles)
+    assert "target 500 ms" in tiles["P99 TTFT"][1]
+    figs = figures(explorer)
+    assert trace_names(figs["Latency CDFs"]) == ["TTFT", "TPOT", "ITL", "End-to-end"]
+    series = trace_names(figs["Over time (from the step log)"])
+    assert series == ["Queue depth", "Running batch", "KV-cache usage"]
+    assert trace_names(figs["Prompt length vs TTFT"]) == ["requests"]
+    for name, spec in figs.items():
+        titles = axis_titles(spec)
+        assert titles and all("(" in t for t in titles), (name, titles)
+
+
+def test_higher_rate_raises_p99_ttft():
+    at = page("explorer").run()
+    low = _ms(metrics(at)["P99 TTFT"][0])
+    at.number_input(key="rate").set_value(25.0).run()
+    assert not at.exception
+    high = _ms(metrics(at)["P99 TTFT"][0])
+    assert high > low
+
+
+def test_static_policy_misses_ttft_target():
+    at = page("explorer").run()
+    at.selectbox(key="policy").set_value("static").run()
+    assert not at.exception
+    value, delta = metrics(at)["P99 TTFT"]
+    assert "missed" in delta and _ms(value) > 500
+    assert at.number_input(key="batch_size").value == 16
+
+
+def test_scenario_switch_takes_its_values():
+    at = page("explorer").run()
+    at.selectbox(key="scenario").set_value("voice").run()
+    assert not at.exception
+    assert at.number_input(key="ttft_ms").value == 300
+    assert at.number_input(key="tpot_ms").value == 40
+
+
+def test_bad_trace_upload_names_line_and_field_and_page_keeps_working():
+    at = page("explorer").run()
+    bad = b"request_id,arrival_s,prompt_tokens,output_tokens\n0,0.0,100,20\n1,0.5,abc,20\n"
+    at.file_uploader(key="trace_file").set_value(("bad.csv", bad, "text/csv")).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "bad.csv line 3" in errors and "prompt_tokens" in errors
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_oversized_upload_is_refused():
+    at = page("explorer").run()
+    big = b"0" * (50 * 2**20 + 1)
+    at.file_uploader(key="trace_file").set_value(("huge.csv", big, "text/csv")).run()
+    errors = " ".join(e.value for e in at.error)
+    assert "huge.csv" in errors and "upload limit" in errors
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_good_trace_upload_drives_lengths():
+    at = page("explorer").run()
+    rows = "\n".join(f"{i},{i * 0.1:.1f},{100 + i},{10 + i % 5}" for i in range(50))
+    good = ("request_id,arrival_s,prompt_tokens,output_tokens\n" + rows + "\n").encode()
+    at.file_uploader(key="trace_file").set_value(("mine.csv", good, "text/csv")).run()
+    at.selectbox(key="arrival").set_value("trace").run()
+    assert not at.exception and not at.error
+    assert "50 of 50 requests finished" in " ".join(c.value for c in at.caption)
+
+
+def test_bad_scenario_toml_falls_back():
+    at = page("explorer").run()
+    at.file_uploader(key="scenario_file").set_value(
+        ("oops.toml", b"[policy]\nname = 'continuous'\nbogus = 1\n", "text/plain")).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "oops.toml" in errors and "policy.bogus" in errors
+    assert len(at.get("plotly_chart")) == 3
