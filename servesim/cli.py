@@ -27,8 +27,12 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="results folder (default: results/<scenario name>)")
     p.add_argument("--json", action="store_true",
                    help="print the list of summary objects on stdout and nothing else there")
-    p.add_argument("--workers", type=int, default=1,
-                   help="processes to run sweep points on (default 1)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="processes to run points on (default: every local CPU)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run points on a Dask cluster: scheduler address, or 'local'")
+    p.add_argument("--no-cache", action="store_true",
+                   help="sweep: recompute every point (default: reuse <out>/cache)")
 
 
 def build_parser() -> argparse.ArgumentParser:

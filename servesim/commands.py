@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from simulator.cached_runs import run_sweep
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
+from simulator.executors import open_executor
+from simulator.point_cache import PointCache
 from simulator.report import format_summary_table
-from simulator.runner import PointResult, run_point, write_results
+from simulator.runner import PointResult, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 
 
@@ -49,34 +51,30 @@ def run_command(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     if args.command == "sweep" and len(points) < 2 and not overrides:
         print("servesim: note: the scenario holds no lists; running its single point",
               file=sys.stderr)
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers = {args.workers}: must be >= 1")
     for _, point in points:  # every point valid before any runs: a bad one loses nothing
         resolve(point)
-    results = _run_all(points, args.workers, show=len(points) > 1)
     out = Path(args.out) if args.out else Path("results") / str(raw.get("name", "scenario"))
+    results = _run_all(points, args, out, show=len(points) > 1)
     paths = write_results(results, out)
     summaries = [r.summary for r in results]
     return summaries, _text(raw, results, paths)
 
 
-def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], workers: int,
-             show: bool) -> list[PointResult]:
+def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], args: argparse.Namespace,
+             out: Path, show: bool) -> list[PointResult]:
+    """Run on the executor asked for; ``sweep`` keeps finished points in ``<out>/cache``."""
+    use_cache = args.command == "sweep" and not getattr(args, "no_cache", False)
+    cache = PointCache(out / "cache" if use_cache else None)
     bar = tqdm(total=len(points), desc="simulating", unit="point", disable=not show,
                file=sys.stderr, leave=False)
-    if workers == 1:
-        results = []
-        for labels, point in points:
-            results.append(run_point(labels, point))
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(run_point, labels, point) for labels, point in points]
-            results = []
-            for f in futures:  # keep the sweep's order: results do not depend on workers
-                results.append(f.result())
-                bar.update()
+    with open_executor(args.workers, getattr(args, "dask", None), len(points)) as ex:
+        results = run_sweep(points, ex, cache, progress=lambda: bar.update())
     bar.close()
+    if use_cache and cache.reused:
+        print(f"servesim: note: {cache.reused} point(s) read from {out / 'cache'}, "
+              f"{cache.computed} computed (--no-cache to recompute)", file=sys.stderr)
     return results
 
 

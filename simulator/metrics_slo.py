@@ -6,7 +6,8 @@ Definitions (docs/metrics.md, "Goodput" and "SLO check"):
   and ``e2el_ms <= slo.e2el_ms`` for each target that is set; a 1-token output has no
   TPOT and, as in vLLM, counts as meeting a TPOT target;
 - the SLO is met when, for every target set, the ``slo.percentile``-th percentile of that
-  metric is within it; a percentile with no data (NaN) does not meet its target.
+  metric is within it; a percentile with no data (NaN) does not meet its target;
+- ``slo.mean_queue_ms`` is judged on the mean queue time of finished requests.
 """
 
 from __future__ import annotations
@@ -40,4 +41,9 @@ def percentile_checks(samples: dict[str, Samples], slo: SLO) -> dict[str, dict[s
         value = percentile_of(values, slo.percentile, weights)
         key = f"p{percentile_word(slo.percentile)}_{metric}_ms"
         out[key] = {"target": target_ms, "value": value, "met": bool(value <= target_ms)}
+    if slo.mean_queue_ms is not None:
+        queue_ms = samples["queue"][0]
+        mean = float(np.mean(queue_ms)) if len(queue_ms) else float("nan")
+        out["mean_queue_ms"] = {"target": slo.mean_queue_ms, "value": mean,
+                                "met": bool(mean <= slo.mean_queue_ms)}
     return out

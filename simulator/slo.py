@@ -13,7 +13,9 @@ used in two ways (docs/metrics.md defines both):
 Two spellings build one: a scenario's ``[slo]`` table (``SLO.from_dict``) and the
 command-line string ``"ttft_p99_ms=500,tpot_p99_ms=50"`` (``parse_slo_string``). A key is
 either ``<metric>_ms`` (judged at ``percentile``, default 99) or ``<metric>_p<q>_ms``
-(judged at ``q``); all targets of one SLO share one percentile.
+(judged at ``q``); all targets of one SLO share one percentile. ``mean_queue_ms`` bounds
+the *mean* queue time (scheduled - arrival) instead of a percentile: the classic
+queueing-theory target (M/D/1 and friends give the mean wait in closed form).
 """
 
 from __future__ import annotations
@@ -68,12 +70,16 @@ class SLO:
     itl_ms: float | None = None  # inter-token latency, ms (percentile check only)
     e2el_ms: float | None = None  # end-to-end latency, ms
     percentile: float = DEFAULT_PERCENTILE  # percentile the scenario's SLO is judged at
+    mean_queue_ms: float | None = None  # mean queue time (scheduled - arrival), ms
 
     def __post_init__(self) -> None:
         for metric in SLO_METRICS:
             value = getattr(self, f"{metric}_ms")
             if value is not None:
                 object.__setattr__(self, f"{metric}_ms", _target(f"slo.{metric}_ms", value))
+        if self.mean_queue_ms is not None:
+            object.__setattr__(self, "mean_queue_ms",
+                               _target("slo.mean_queue_ms", self.mean_queue_ms))
         object.__setattr__(self, "percentile", _percentile("slo.percentile", self.percentile))
 
     @property
@@ -90,6 +96,8 @@ class SLO:
     def as_dict(self) -> dict[str, float]:
         """The SLO as a ``from_dict``-able dict (unset targets left out)."""
         out = {f"{m}_ms": v for m, v in self.targets_ms.items()}
+        if self.mean_queue_ms is not None:
+            out["mean_queue_ms"] = self.mean_queue_ms
         out["percentile"] = self.percentile
         return out
 
@@ -100,8 +108,12 @@ class SLO:
             raise ConfigError(f"{where} must be a table of targets, got {d!r}")
         targets: dict[str, float] = {}
         percentile: tuple[str, float] | None = None  # (key that set it, value)
+        mean_queue_ms: float | None = None
         for key, value in d.items():
             name = f"{where}.{key}"
+            if key == "mean_queue_ms":
+                mean_queue_ms = _target(name, value)
+                continue
             if key == "percentile":
                 q = _percentile(name, value)
             else:
@@ -109,7 +121,8 @@ class SLO:
                 if match is None:
                     raise ConfigError(
                         f"{name}: unknown SLO key; expected one of "
-                        f"{[f'{m}_ms' for m in SLO_METRICS]}, '<metric>_p<q>_ms' or 'percentile'"
+                        f"{[f'{m}_ms' for m in SLO_METRICS]}, '<metric>_p<q>_ms', "
+                        "'mean_queue_ms' or 'percentile'"
                     )
                 metric, q_text = match.groups()
                 if metric in targets:
@@ -125,7 +138,8 @@ class SLO:
                 )
             percentile = (str(key), q)
         q_final = DEFAULT_PERCENTILE if percentile is None else percentile[1]
-        return cls(**{f"{m}_ms": v for m, v in targets.items()}, percentile=q_final)
+        return cls(**{f"{m}_ms": v for m, v in targets.items()}, percentile=q_final,
+                   mean_queue_ms=mean_queue_ms)
 
 
 def parse_slo_string(text: str, where: str = "--slo") -> SLO:
