@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from servesim.commands import run_command
+from servesim.plan_command import add_plan_parser
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml"
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="SECTION.KEY=A,B,C",
                        help="add a sweep axis from the command line, repeatable")
+    add_plan_parser(sub, _common)
     dash = sub.add_parser("dashboard", help="start the Streamlit dashboard on 127.0.0.1")
     dash.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     return parser

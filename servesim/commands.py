@@ -42,8 +42,12 @@ def _is_toml_scalar(text: str) -> bool:
     return True
 
 
-def run_command(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+def run_command(args: argparse.Namespace) -> tuple[Any, str]:
     """Run the scenario's points, write results, return (summaries, text report)."""
+    if args.command == "plan":
+        from servesim.plan_command import plan_command
+
+        return plan_command(args)
     raw = load_scenario(args.scenario)
     overrides = list(args.overrides) + _vary(getattr(args, "vary", []))
     raw = apply_overrides(raw, overrides)

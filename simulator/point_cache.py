@@ -56,7 +56,8 @@ def point_key(point: dict[str, Any], kind: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _atomic(path: Path, write: Callable[[Path], object]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Write through a temporary file in the same folder, then rename over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
@@ -102,10 +103,10 @@ class PointCache:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         for name, frame in (tables or {}).items():
-            _atomic(self.folder / f"{key}.{name}.parquet", frame.to_parquet)
+            atomic_write(self.folder / f"{key}.{name}.parquet", frame.to_parquet)
         text = json.dumps({"cache_version": CACHE_VERSION, "code": code_version(),
                            "point": point, "summary": summary}, indent=1)
-        _atomic(self.folder / f"{key}.json", lambda p: p.write_text(text))
+        atomic_write(self.folder / f"{key}.json", lambda p: p.write_text(text))
 
 
 def map_cached(

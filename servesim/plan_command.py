@@ -1,0 +1,181 @@
+"""``servesim plan``: the cheapest deployment that serves a target rate within an SLO.
+
+The planning itself is ``simulator.capacity.plan``; this module parses the flags, runs
+it on the executor asked for (with the point cache under ``<out>/cache``) and formats
+the ranked table, the Pareto front and the verdict. ``--json`` prints the plan as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simulator.capacity import (
+    CandidateResult,
+    PlanResult,
+    SearchSettings,
+    build_candidates,
+    plan,
+    price_table,
+)
+from simulator.errors import ConfigError
+from simulator.executors import open_executor
+from simulator.point_cache import PointCache, atomic_write
+from simulator.scenario import apply_overrides, load_scenario
+from simulator.slo import SLO, parse_slo_string
+
+_DEFAULTS = SearchSettings()
+LIST_FLAGS = {  # flag -> (candidate axis, element type)
+    "gpus": ("gpus", str), "tp": ("tp", int), "dtypes": ("dtypes", str),
+    "policies": ("policies", str), "max_num_seqs": ("max_num_seqs", int),
+    "chunk": ("chunk", int),
+}
+
+
+def add_plan_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The ``plan`` subcommand: the shared flags plus the target, SLO and candidates."""
+    p = sub.add_parser("plan", help="cheapest deployment meeting an SLO at a target rate")
+    common(p)
+    p.add_argument("--rate", type=float, default=None,
+                   help="target request rate, req/s (default: the scenario's workload.rate)")
+    p.add_argument("--slo", default=None, metavar="KEY=MS,...",
+                   help="targets, e.g. ttft_p99_ms=500,tpot_p99_ms=50 (default: [slo])")
+    for flag, help_text in (("gpus", "GPU types, e.g. h100-sxm,h200"),
+                            ("tp", "tensor-parallel degrees, e.g. 1,2"),
+                            ("dtypes", "weight dtypes, e.g. bf16,fp8"),
+                            ("policies", "batching policies, e.g. continuous,chunked"),
+                            ("max_num_seqs", "max_num_seqs values"),
+                            ("chunk", "max_num_batched_tokens (chunk size) values")):
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, metavar="A,B",
+                       help=f"candidate {help_text} (replaces the scenario's list)")
+    p.add_argument("--prices", default=None, metavar="FILE|GPU=USD,...",
+                   help="price table (TOML/JSON) or overrides (default: the shipped table)")
+    p.add_argument("--min-requests", type=int, default=_DEFAULTS.min_requests,
+                   help="requests per simulated point, at least (default %(default)s)")
+    p.add_argument("--min-tail", type=int, default=_DEFAULTS.min_tail,
+                   help="requests beyond the SLO percentile, at least (default %(default)s)")
+    p.add_argument("--max-iterations", type=int, default=_DEFAULTS.max_iterations,
+                   help="bisection steps per candidate, at most (default %(default)s)")
+
+
+def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    for flag, (axis, kind) in LIST_FLAGS.items():
+        text = getattr(args, flag, None)
+        if text is None:
+            continue
+        items = [t.strip() for t in text.split(",")]
+        try:
+            axes[axis] = [kind(t) for t in items if t]
+        except ValueError:
+            raise ConfigError(f"--{flag.replace('_', '-')} {text!r}: expected a comma-separated "
+                              f"list of {kind.__name__} values") from None
+        if not axes[axis]:
+            raise ConfigError(f"--{flag.replace('_', '-')} {text!r}: empty list")
+    return axes
+
+
+def _target(args: argparse.Namespace, raw: dict[str, Any]) -> float:
+    rate = args.rate if args.rate is not None else raw.get("workload", {}).get("rate")
+    if isinstance(rate, list) or rate is None:
+        raise ConfigError("give the target rate with --rate (the scenario has "
+                          f"workload.rate = {rate!r})")
+    return float(rate)
+
+
+def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """Run the plan; write ``<out>/plan.json``; return (plan JSON, text report)."""
+    from servesim.commands import _vary
+
+    raw = apply_overrides(load_scenario(args.scenario),
+                          list(args.overrides) + _vary(getattr(args, "vary", [])))
+    slo = parse_slo_string(args.slo) if args.slo else SLO.from_dict(raw.get("slo") or {})
+    settings = SearchSettings(min_requests=args.min_requests, min_tail=args.min_tail,
+                              max_iterations=args.max_iterations)
+    target = _target(args, raw)
+    prices = price_table(args.prices)
+    candidates = build_candidates(raw, _axes(args))
+    out = Path(args.out) if args.out else Path("results") / f"{raw.get('name', 'scenario')}-plan"
+    cache = PointCache(None if args.no_cache else out / "cache")
+    with open_executor(args.workers, args.dask, len(candidates)) as ex:
+        result = plan(candidates, target, slo, prices=prices, settings=settings,
+                      executor=ex, cache=cache)
+    data = result.to_json()
+    out.mkdir(parents=True, exist_ok=True)
+    text_json = json.dumps(data, indent=2) + "\n"
+    atomic_write(out / "plan.json", lambda p: p.write_text(text_json))
+    return data, format_plan(result, str(raw.get("name", "")), out)
+
+
+def _money(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _row(rank: int, r: CandidateResult) -> str:
+    lat = "-" if math.isinf(r.latency_ms) else f"{r.latency_ms:.0f}"
+    status = {"meets_slo": "meets SLO", "misses_slo": "misses SLO"}.get(r.status, r.status)
+    return (f"{rank:>4}  {r.name:<40} {r.max_rate_rps:>9.2f} {r.replicas or '-':>8} "
+            f"{r.num_gpus or '-':>5} {_money(r.usd_per_hour):>8} "
+            f"{_money(r.usd_per_million_output_tokens, 3):>9} {lat:>9}  {status}")
+
+
+def _miss_text(r: CandidateResult) -> str:
+    m = r.miss
+    if m is None or not m["target"]:
+        return ""
+    return f"; closest: {m['key']} {m['value']:.1f} ms vs {m['target']:g} ms"
+
+
+def _slo_text(slo: SLO) -> str:
+    parts = [f"P{slo.percentile:g} {k} <= {v:g} ms" for k, v in slo.targets_ms.items()]
+    if slo.mean_queue_ms is not None:
+        parts.append(f"mean queue <= {slo.mean_queue_ms:g} ms")
+    return ", ".join(parts)
+
+
+def format_plan(result: PlanResult, name: str, out: Path) -> str:
+    """The ranked table, the Pareto front and the verdict, as text."""
+    lines = [
+        f"capacity plan{': ' + name if name else ''}: {result.target_rps:g} req/s, "
+        f"{_slo_text(result.slo)}",
+        f"{result.requests_per_point} requests per point (>= {result.settings.min_requests} "
+        f"and >= {result.settings.min_tail} beyond the percentile); prices: "
+        f"{result.prices.source} ({result.prices.date})",
+        "",
+        f"{'rank':>4}  {'candidate':<40} {'max req/s':>9} {'replicas':>8} {'GPUs':>5} "
+        f"{'$/hour':>8} {'$/M out':>9} {'P99 TTFT':>9}  status",
+    ]
+    lines += [_row(i + 1, r) for i, r in enumerate(result.ranked)]
+    notes = [f"  {r.name}: {r.reason}{_miss_text(r)}" for r in result.ranked if r.reason]
+    if notes:
+        lines += ["", "notes:", *notes]
+    by_name = {r.name: r for r in result.ranked}
+    front = [f"{n} (${by_name[n].usd_per_hour:.2f}/h, {by_name[n].latency_ms:.0f} ms)"
+             for n in result.pareto]
+    lines += ["", f"Pareto front, $/hour vs P99 TTFT at {result.target_rps:g} req/s: "
+              + (" | ".join(front) if front else "empty")]
+    lines.append(_verdict(result))
+    lines.append(f"points: {result.computed} simulated, {result.reused} from the cache; "
+                 f"plan written to {out / 'plan.json'}")
+    return "\n".join(lines)
+
+
+def _verdict(result: PlanResult) -> str:
+    best = result.best
+    if best is not None:
+        return (f"best: {best.name}, {best.replicas} replica(s) = {best.num_gpus} GPU(s), "
+                f"${best.usd_per_hour:.2f}/hour")
+    closest = result.closest
+    text = f"no candidate meets the SLO at {result.target_rps:g} req/s"
+    if closest is not None and closest.miss is not None:
+        m = closest.miss
+        if m["target"]:
+            text += (f"; closest: {closest.name} misses {m['key']} by "
+                     f"{(m['factor'] - 1) * 100:.0f}% ({m['value']:.1f} ms vs {m['target']:g} ms)")
+        else:
+            text += f"; closest: {closest.name} loses {m['value']:.0f} requests"
+    return text

@@ -1,0 +1,178 @@
+"""The search for the highest request rate one replica sustains within the SLO.
+
+Per candidate (docs/capacity.md, "Method"):
+
+1. probe: every request arrives at once (rate ``PROBE_RATE``); the throughput it drains
+   at is the replica's saturated capacity ``mu``. No rate above ``mu`` is sustainable, so
+   the bracket is ``[lo, hi] = [mu * low_fraction, mu * high_margin]`` (the margin
+   covers a burst draining slower than a steady stream would);
+2. ``lo`` must meet the SLO, else the candidate cannot meet it at any useful rate;
+3. bisection: try the midpoint, keep the half where the answer lies, stop when
+   ``hi - lo <= rel_tol * lo`` or after ``max_iterations``. The answer is ``lo``, the
+   highest rate *seen* to pass. The grid depends only on ``mu`` and the outcomes, never
+   on the target rate, so a higher target can never need fewer replicas.
+
+Every point draws its requests from the scenario seed; Poisson gaps at rate r are the
+same standard draws scaled by 1 / r, so all rates see the same requests, time-scaled.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.errors import ConfigError
+from simulator.runner import run_point
+from simulator.slo import SLO
+
+PROBE_RATE = 1e6  # req/s: "everything at once" for any simulated replica
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """Knobs of the search; the defaults are the rule stated in docs/capacity.md."""
+
+    min_requests: int = 1000  # every point simulates at least this many requests
+    min_tail: int = 100  # ... and at least this many beyond the SLO percentile
+    max_iterations: int = 8  # bisection steps per candidate, at most
+    rel_tol: float = 0.02  # stop when hi - lo <= rel_tol * lo
+    low_fraction: float = 1 / 64  # lowest rate tried, as a fraction of the probe's mu
+    high_margin: float = 1.25  # highest rate assumed to fail, as a multiple of mu
+    max_extra_replicas: int = 4  # the cluster check adds at most this many replicas
+    max_cluster_requests: int = 50_000  # cap on requests in one cluster check
+
+    def __post_init__(self) -> None:
+        for name in ("min_requests", "min_tail", "max_iterations", "max_cluster_requests"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} = {value!r}: must be an integer >= 1")
+        if not 0 < self.rel_tol < 1:
+            raise ConfigError(f"rel_tol = {self.rel_tol!r}: must be in (0, 1)")
+        if not 0 < self.low_fraction < 1 or self.high_margin < 1:
+            raise ConfigError(f"low_fraction = {self.low_fraction!r} must be in (0, 1) and "
+                              f"high_margin = {self.high_margin!r} >= 1")
+
+
+def sample_size(slo: SLO, settings: SearchSettings) -> int:
+    """Requests per point: ``max(min_requests, ceil(min_tail / (1 - q / 100)))``.
+
+    At P99 with the defaults that is 10,000 requests, 100 of them beyond the P99. An SLO
+    on means only (``mean_queue_ms``) needs just ``min_requests``.
+    """
+    n = settings.min_requests
+    if slo.targets_ms and slo.percentile < 100:
+        n = max(n, math.ceil(settings.min_tail / (1 - slo.percentile / 100) - 1e-9))
+    elif slo.targets_ms:
+        n = max(n, settings.min_tail)
+    return n
+
+
+def at_rate(point: dict[str, Any], rate: float, num_requests: int,
+            replicas: int = 1) -> dict[str, Any]:
+    """A copy of ``point`` at ``rate`` req/s with ``num_requests`` on ``replicas``."""
+    out = copy.deepcopy(point)
+    workload = out.setdefault("workload", {})
+    workload["rate"] = float(rate)
+    workload["num_requests"] = max(int(num_requests), int(workload.get("num_requests") or 0))
+    out.setdefault("cluster", {})["replicas"] = int(replicas)
+    return out
+
+
+SUMMARY_KEYS = (
+    "completed", "num_rejected", "num_in_flight", "request_throughput", "output_throughput",
+    "p50_ttft_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms", "p99_e2el_ms", "mean_queue_ms",
+    "slo_met", "slo", "utilisation",
+)
+
+
+def summary_job(point: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one point and keep the figures the planner reads (JSON-safe, small)."""
+    summary = run_point({}, point).summary
+    return {k: summary.get(k) for k in SUMMARY_KEYS}
+
+
+def passes(summary: dict[str, Any]) -> bool:
+    """The point meets every SLO target and loses no request (rejected or unfinished)."""
+    return bool(summary.get("slo_met")) and not summary.get("num_rejected") and not (
+        summary.get("num_in_flight"))
+
+
+def worst_miss(summary: dict[str, Any]) -> tuple[str, float, float]:
+    """The target missed by the largest factor: ``(key, value, target)``.
+
+    Lost requests count as ``("rejected_or_unfinished", count, 0)``.
+    """
+    lost = (summary.get("num_rejected") or 0) + (summary.get("num_in_flight") or 0)
+    if lost:
+        return ("rejected_or_unfinished", float(lost), 0.0)
+    worst = ("", 0.0, 1.0)
+    for key, check in (summary.get("slo") or {}).items():
+        value = check.get("value")
+        value = math.inf if value is None else float(value)
+        if value / check["target"] > worst[1] / worst[2]:
+            worst = (key, value, float(check["target"]))
+    return worst
+
+
+def miss_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """``{"key", "value", "target", "factor"}`` of the worst target missed (factor =
+    value / target; infinite for lost requests)."""
+    key, value, target = worst_miss(summary)
+    factor = math.inf if target == 0 else value / target
+    return {"key": key, "value": value, "target": target, "factor": factor}
+
+
+@dataclass(slots=True)
+class RateSearch:
+    """One candidate's search state: the probe, the scan up from the low rate, bisection."""
+
+    mu: float | None = None  # saturated throughput from the probe, req/s
+    lo: float = 0.0  # highest rate seen to pass (0: none yet)
+    hi: float = math.inf  # lowest rate above ``lo`` seen (or assumed) to fail
+    iterations: int = 0  # bisection steps taken
+    done: bool = False
+    failure: dict[str, Any] | None = None  # while none passed: the closest miss's summary
+    trace: list[tuple[float, bool]] = field(default_factory=list)  # (rate, passed)
+
+    def next_rate(self, settings: SearchSettings) -> float | None:
+        """The rate to simulate next (``PROBE_RATE`` for the probe), None when done."""
+        if self.done:
+            return None
+        if self.mu is None:
+            return PROBE_RATE
+        if not self.trace:
+            return self.mu * settings.low_fraction
+        if self.lo == 0:  # scan up: static batches wait to fill, so light load can fail
+            rate = self.trace[-1][0] * 2
+            if rate <= self.mu * settings.high_margin:
+                return rate
+        elif self.iterations < settings.max_iterations and self.hi - self.lo > (
+                settings.rel_tol * self.lo):
+            return (self.lo + self.hi) / 2
+        self.done = True
+        return None
+
+    def record(self, rate: float, summary: dict[str, Any], settings: SearchSettings) -> None:
+        """Take the outcome of simulating ``rate``."""
+        if self.mu is None:
+            self.mu = float(summary.get("request_throughput") or 0.0)
+            self.hi = self.mu * settings.high_margin
+            if self.mu <= 0:
+                self.done, self.failure = True, summary
+            return
+        ok = passes(summary)
+        self.trace.append((rate, ok))
+        if self.lo == 0:
+            if ok:
+                self.lo, self.failure = rate, None
+            elif self.failure is None or (
+                    miss_of(summary)["factor"] < miss_of(self.failure)["factor"]):
+                self.failure = summary
+            return
+        self.iterations += 1
+        if ok:
+            self.lo = rate
+        else:
+            self.hi = rate
