@@ -1,0 +1,122 @@
+"""Calibration views: shipped profiles' provenance, a profile's cost surface, and an
+uploaded profile table (contract 2) against the profile's predictions.
+
+Profile table columns (one row per measured step): ``phase, num_prefill_tokens,
+num_decode_seqs, prefill_attn_work, decode_context_tokens, batch_size, time_s``.
+Residual: ``measured / predicted - 1`` (positive: the step was slower than predicted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.costs.base import CostModel
+from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
+from simulator.shapes import StepShapes
+from simulator.specs import get_hardware, get_model
+
+PROFILE_TABLE_COLUMNS = ("phase", "num_prefill_tokens", "num_decode_seqs", "prefill_attn_work",
+                         "decode_context_tokens", "batch_size", "time_s")
+NUMERIC = PROFILE_TABLE_COLUMNS[1:]
+
+
+def provenance_table() -> pd.DataFrame:
+    """One row per shipped cost profile: what it prices, its form, fit and provenance."""
+    rows = []
+    for path in shipped_profiles():
+        p = load_profile(path)
+        rows.append({"file": path.name, "hardware": p.hardware, "model": p.model,
+                     "weight_dtype": p.weight_dtype, "tp": p.tp, "form": p.form,
+                     "source": p.provenance.get("source", ""),
+                     "measured_by": p.provenance.get("measured_by", ""),
+                     "date": p.provenance.get("date", ""),
+                     "mape": p.fit.get("mape"), "n_points": p.fit.get("n_points")})
+    return pd.DataFrame(rows)
+
+
+def profile_cost(path: str | Path) -> tuple[CostProfile, CostModel]:
+    """A profile file and the cost model it builds (catalogue model and hardware)."""
+    profile = load_profile(path)
+    return profile, profile.build(get_model(profile.model), get_hardware(profile.hardware))
+
+
+def _shapes(p: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarray) -> StepShapes:
+    zeros = np.zeros(len(d), dtype=np.int64)
+    return StepShapes(num_prefill_tokens=p.astype(np.int64), prefill_attn_work=a.astype(float),
+                      num_decode_seqs=d.astype(np.int64), decode_context_tokens=c.astype(np.int64),
+                      num_admitted=zeros, num_finished=zeros)
+
+
+def decode_surface(cost: CostModel, batch: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Pure-decode step time (ms), shape (len(context), len(batch)): D = b, C = b * ctx."""
+    b, ctx = np.meshgrid(batch, context)
+    zeros = np.zeros(b.size)
+    shapes = _shapes(zeros, zeros, b.ravel(), (b * ctx).ravel())
+    return cost.step_times(shapes).reshape(b.shape) * 1000
+
+
+def prefill_curve(cost: CostModel, tokens: np.ndarray) -> np.ndarray:
+    """Step time (ms) of one whole prompt of each length from an empty cache: A = n^2 / 2."""
+    n = np.asarray(tokens, dtype=float)
+    zeros = np.zeros(n.size)
+    return cost.step_times(_shapes(n, n * n / 2, zeros, zeros)) * 1000
+
+
+def read_profile_table(path: Path) -> pd.DataFrame:
+    """Read and check a profile table; errors name the file, the column and the line."""
+    try:
+        df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else (
+            pd.read_csv(path))
+    except Exception as e:  # parquet and CSV readers raise many types on a damaged file
+        raise ValueError(f"{path.name}: cannot read the profile table ({e})") from e
+    missing = [c for c in PROFILE_TABLE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path.name}: profile table lacks columns {missing}; "
+                         f"needs {list(PROFILE_TABLE_COLUMNS)}")
+    for col in NUMERIC:
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | (values < 0) | ((values <= 0) if col == "time_s" else False)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            need = "a number > 0" if col == "time_s" else "a number >= 0"
+            raw = df[col].iloc[i]
+            shown = repr(raw) if isinstance(raw, str) else str(raw)
+            raise ValueError(f"{path.name} line {i + 2}: {col} = {shown} must be {need}")
+        df[col] = values
+    if df.empty:
+        raise ValueError(f"{path.name}: the profile table has no rows")
+    return df
+
+
+def predict(cost: CostModel, table: pd.DataFrame) -> pd.DataFrame:
+    """The table with ``predicted_s`` and ``residual_pct`` (measured / predicted - 1, %)."""
+    shapes = _shapes(*(table[c].to_numpy() for c in (
+        "num_prefill_tokens", "prefill_attn_work", "num_decode_seqs", "decode_context_tokens")))
+    predicted = cost.step_times(shapes)
+    return table.assign(predicted_s=predicted,
+                        residual_pct=(table["time_s"].to_numpy() / predicted - 1) * 100)
+
+
+def fit_quality(table: pd.DataFrame) -> dict[str, float]:
+    """MAPE (%) and R^2 of the predictions over the measured step times, and the row count."""
+    y, f = table["time_s"].to_numpy(float), table["predicted_s"].to_numpy(float)
+    ss_res, ss_tot = float(np.sum((y - f) ** 2)), float(np.sum((y - y.mean()) ** 2))
+    return {"mape_pct": float(np.mean(np.abs(f - y) / y) * 100),
+            "r2": 1 - ss_res / ss_tot if ss_tot > 0 else float("nan"), "n_points": len(y)}
+
+
+def synthetic_table(cost: CostModel, scale: float = 1.1, noise: float = 0.02,
+                    seed: int = 0) -> pd.DataFrame:
+    """A profile table as if measured on a device ``scale`` x slower than ``cost`` predicts."""
+    rng = np.random.default_rng(seed)
+    prompts = np.array([128, 256, 512, 1024, 2048, 4096])
+    batches = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+    ctx = 1024
+    rows = [("prefill", n, 0, n * n / 2, 0, 1) for n in prompts]
+    rows += [("decode", 0, b, 0.0, b * ctx, b) for b in batches]
+    df = pd.DataFrame(rows, columns=list(PROFILE_TABLE_COLUMNS[:-1]))
+    base = predict(cost, df.assign(time_s=1.0))["predicted_s"].to_numpy()
+    return df.assign(time_s=base * scale * (1 + noise * rng.standard_normal(len(df))))
