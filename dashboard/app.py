@@ -1,6 +1,7 @@
 """servesim dashboard: ``streamlit run dashboard/app.py`` (or ``servesim dashboard``).
 
-Multipage app: each page is a thin script under ``dashboard/pages/`` over the plain
+Multipage app: each page is a thin script under ``dashboard/views/`` (not ``pages/``, which
+Streamlit would also list as legacy pages) over the plain
 modules in ``dashboard/logic`` and ``dashboard/figures*.py``.
 """
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-PAGES = Path(__file__).resolve().parent / "pages"
+PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="servesim", layout="wide")
 nav = st.navigation([

@@ -77,9 +77,12 @@ def against_rate(table: pd.DataFrame, columns: Sequence[tuple[str, str]], y_titl
             dash = "dot" if label.startswith("P50") else "solid"
             fig.add_trace(go.Scatter(x=part["rate"], y=part[col], mode="lines+markers",
                                      name=f"{series} {label}", line={"dash": dash}))
-    if target:
-        fig.add_hline(y=target, line_dash="dash", line_color=SLO_COLOR,
-                      annotation_text=f"SLO {target:g}")
+    if target and not table.empty:
+        # a trace, not a shape: shapes on a log axis take log10 coordinates
+        lo, hi = float(table["rate"].min()), float(table["rate"].max())
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[target, target], mode="lines",
+                                 name=f"SLO {target:g} ms",
+                                 line={"dash": "dash", "color": SLO_COLOR}))
     fig.update_layout(title=title, height=HEIGHT, xaxis_title="request rate (req/s)",
                       yaxis_title=y_title, yaxis_type="log" if log_y else "linear")
     return fig

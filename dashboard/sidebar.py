@@ -93,7 +93,7 @@ def _trace() -> tuple[str | None, int]:
     """An uploaded trace (any loader format), checked here so a bad row is named at once."""
     path = upload("Trace for lengths/arrivals", TRACE_TYPES, "trace_file",
                   help="Azure, BurstGPT, Mooncake JSONL, vLLM bench JSON, length-only CSV, "
-                       "or a request table (CSV/Parquet)")
+                       "or a request table (CSV/Parquet)", where=st.sidebar)
     if path is None:
         return None, 0
     try:

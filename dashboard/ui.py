@@ -48,9 +48,11 @@ def guarded(what: str, fn: Callable[[], T]) -> T:
         raise  # st.stop raises; this keeps type checkers content
 
 
-def upload(label: str, types: Sequence[str], key: str, help: str | None = None) -> Path | None:
-    """A file uploader whose file is saved under its own name; None when nothing or bad."""
-    f = st.file_uploader(label, type=list(types), key=key, help=help)
+def upload(label: str, types: Sequence[str], key: str, help: str | None = None,
+           where: Any = st) -> Path | None:
+    """A file uploader (in ``where``: ``st`` or ``st.sidebar``) whose file is saved under its
+    own name; None when nothing is uploaded or the upload is refused (with an error shown)."""
+    f = where.file_uploader(label, type=list(types), key=key, help=help)
     if f is None:
         return None
     try:

@@ -14,6 +14,7 @@ import dashboard
 
 APP = Path(dashboard.__file__).resolve().parent / "app.py"
 ADDRESS = "127.0.0.1"  # loopback unless told otherwise (design: reliability and safety)
+# upload limit in MB, as dashboard.logic.uploads.MAX_UPLOAD_BYTES (which AppTest runs check)
 
 
 def streamlit_args(port: int, address: str = ADDRESS) -> list[str]:
@@ -21,7 +22,7 @@ def streamlit_args(port: int, address: str = ADDRESS) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP),
             "--server.address", address, "--server.port", str(port),
             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none"]
+            "--server.fileWatcherType", "none", "--server.maxUploadSize", "50"]
 
 
 def dashboard_command(port: int) -> int:

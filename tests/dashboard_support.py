@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-PAGES = Path(__file__).resolve().parents[1] / "dashboard" / "pages"
+PAGES = Path(__file__).resolve().parents[1] / "dashboard" / "views"
 
 
 def page(name: str, timeout: float = 120) -> Any:
-    """An AppTest for ``dashboard/pages/<name>.py`` (not yet run)."""
+    """An AppTest for ``dashboard/views/<name>.py`` (not yet run)."""
     from streamlit.testing.v1 import AppTest
 
     return AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=timeout)

@@ -1,0 +1,165 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright.
+
+Starts ``streamlit run dashboard/app.py`` on a free loopback port, visits every page,
+changes a control, waits for the page to answer, checks what is shown and saves a
+screenshot per page under ``test-output/``. Skips (saying how to enable it) where
+chromium or playwright is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+CHROMIUM = shutil.which("chromium")
+try:
+    from playwright.sync_api import Page, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+if CHROMIUM is None or sync_playwright is None:
+    pytest.skip("browser test needs Debian's chromium and playwright: "
+                "`apt-get install -y chromium` and `pip install playwright` "
+                "(never `playwright install`)", allow_module_level=True)
+
+from servesim.dashboard_command import streamlit_args  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[2] / "test-output"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PLOT = "div.js-plotly-plot .main-svg"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(streamlit_args(port), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not become healthy in 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def page(base_url: str) -> Iterator[Page]:
+    OUT.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield browser.new_page(viewport={"width": 1400, "height": 2000})
+        browser.close()
+
+
+def _open(page: Page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector(PLOT, timeout=90_000)
+    _settle(page)
+
+
+def _settle(page: Page, timeout_s: float = 90) -> None:
+    """Wait until Streamlit has finished running the script: no "Stop" button, no running
+    status widget and no progress bar, twice in a row."""
+    busy = ['[data-testid="stStatusWidget"]', '[data-testid="stProgress"]',
+            'button:has-text("Stop")']
+    time.sleep(0.5)
+    deadline, quiet = time.monotonic() + timeout_s, 0
+    while quiet < 2 and time.monotonic() < deadline:
+        running = any(page.locator(sel).count() for sel in busy)
+        quiet = 0 if running else quiet + 1
+        time.sleep(0.25)
+    page.wait_for_selector(PLOT, timeout=90_000)
+
+
+def _set_number(page: Page, label: str, value: str) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(value)
+    box.press("Enter")
+    _settle(page)
+
+
+def _tile(page: Page, label: str) -> str:
+    tile = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return tile.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _ms(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * (1000.0 if unit == "s" else 1.0)
+
+
+def _shot(page: Page, name: str) -> None:
+    page.screenshot(path=str(OUT / f"dashboard-{name}.png"), full_page=True)
+
+
+def test_explorer(page: Page, base_url: str) -> None:
+    _open(page, base_url)
+    assert page.locator("div.js-plotly-plot").count() >= 3
+    assert page.get_by_text("Latency CDFs").count() >= 1
+    before = _ms(_tile(page, "P99 TTFT"))
+    _set_number(page, "Rate (req/s)", "25")
+    deadline = time.monotonic() + 60
+    while _ms(_tile(page, "P99 TTFT")) == before and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _ms(_tile(page, "P99 TTFT")) > before
+    assert page.locator("div.js-plotly-plot g.trace").count() >= 7  # + a WebGL scatter
+    _shot(page, "explorer")
+
+
+def test_policies(page: Page, base_url: str) -> None:
+    _open(page, f"{base_url}/policies")
+    assert page.get_by_text("Recommended:").count() == 1
+    assert page.locator("div.js-plotly-plot").count() == 3
+    _set_number(page, "TTFT target (ms)", "100")
+    page.get_by_text("No policy meets").wait_for(timeout=60_000)
+    _shot(page, "policies")
+
+
+def test_hardware(page: Page, base_url: str) -> None:
+    _open(page, f"{base_url}/hardware")
+    assert page.locator("div.js-plotly-plot").count() == 4
+    assert page.get_by_text("Cheapest that meets the SLO").count() == 1
+    _set_number(page, "Rate (req/s)", "30")
+    assert page.locator("div.js-plotly-plot g.trace").count() >= 8
+    _shot(page, "hardware")
+
+
+def test_validation(page: Page, base_url: str, tmp_path: Path) -> None:
+    _open(page, f"{base_url}/validation")
+    assert page.get_by_text("Worst:").count() == 1
+    _shot(page, "validation")
+    bad = tmp_path / "broken.csv"
+    bad.write_text("request_id,arrival_s,first_token_s,finish_s,prompt_tokens,output_tokens\n"
+                   "0,x,1,2,3,4\n")
+    page.locator('input[type="file"]').first.set_input_files(str(bad))
+    page.get_by_text("broken.csv line 2: arrival_s").wait_for(timeout=60_000)
+    _shot(page, "validation-bad-upload")
+
+
+def test_calibration(page: Page, base_url: str) -> None:
+    _open(page, f"{base_url}/calibration")
+    assert page.locator("div.js-plotly-plot").count() == 5
+    assert page.get_by_text("roofline prior, not measured").count() >= 1
+    _shot(page, "calibration")
