@@ -125,8 +125,10 @@ def _row(rank: int, r: CandidateResult) -> str:
 
 def _miss_text(r: CandidateResult) -> str:
     m = r.miss
-    if m is None or not m["target"]:
+    if m is None:
         return ""
+    if not m["target"]:
+        return f"; closest: {m['value']:.0f} requests rejected or unfinished"
     return f"; closest: {m['key']} {m['value']:.1f} ms vs {m['target']:g} ms"
 
 

@@ -63,7 +63,7 @@ def sample_size(slo: SLO, settings: SearchSettings) -> int:
     """
     n = settings.min_requests
     if slo.targets_ms and slo.percentile < 100:
-        n = max(n, math.ceil(settings.min_tail / (1 - slo.percentile / 100) - 1e-9))
+        n = max(n, math.ceil(round(settings.min_tail / (1 - slo.percentile / 100), 6)))
     elif slo.targets_ms:
         n = max(n, settings.min_tail)
     return n

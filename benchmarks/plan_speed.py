@@ -1,0 +1,92 @@
+"""How long a capacity plan over many candidates takes, and how it scales with workers.
+
+Plans a small chat-like workload over at least 200 candidates (GPU x TP x policy x
+max_num_seqs x chunk size) on the local process pool, then on a Dask LocalCluster with
+1 and 2 worker processes, and checks every backend gives the same plan. Step costs are a
+tiny inline linear model and points are 1,000 requests with >= 10 beyond the P99
+(``--min-tail 10``), so the default run takes a few minutes on 2 cores; raise
+``--requests``/``--min-tail`` for the production rule (docs/capacity.md).
+
+    python benchmarks/plan_speed.py [--candidates 200] [--workers 2] [--no-dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from simulator.capacity import SearchSettings, build_candidates, plan
+from simulator.executors import DaskExecutor, Executor, default_workers, open_executor
+from simulator.slo import parse_slo_string
+
+BASE: dict[str, Any] = {
+    "name": "plan-speed", "seed": 0,
+    "model": {"name": "llama-3.1-8b"},
+    "workload": {"arrival": "poisson", "rate": 100.0,
+                 "prompt": {"dist": "uniform", "low": 32, "high": 256},
+                 "output": {"dist": "uniform", "low": 8, "high": 64}},
+    "cost": {"form": "linear", "step_s": 0.004, "decode_seq_s": 0.0002,
+             "prefill_token_s": 0.00002},
+}
+GPUS = ["a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "l40s", "b200"]
+
+
+def candidates(at_least: int) -> list[Any]:
+    """GPU x TP(1,2) x policy(continuous, chunked) x max_num_seqs x chunk: >= at_least."""
+    seqs = [16, 32, 64, 128]
+    chunks = [1024, 2048]
+    while True:
+        axes = {"gpus": GPUS, "tp": [1, 2], "policies": ["continuous", "chunked"],
+                "max_num_seqs": seqs, "chunk": chunks}
+        found = build_candidates(BASE, axes)
+        if len(found) >= at_least:
+            return found
+        seqs.append(seqs[-1] * 2)
+
+
+def timed(label: str, ex: Executor, cands: list[Any], settings: SearchSettings) -> Any:
+    """Run one plan on ``ex``; print and return its wall time and result."""
+    t0 = time.perf_counter()
+    result = plan(cands, 300.0, parse_slo_string("ttft_p99_ms=100,tpot_p99_ms=20"),
+                  settings=settings, executor=ex)
+    wall = time.perf_counter() - t0
+    sims = sum(r.simulations for r in result.ranked)
+    print(f"{label:<28} {wall:8.1f} s  {sims} simulations  "
+          f"{sims / wall:6.1f} sims/s  best: {result.best.name if result.best else None}")
+    return wall, result.to_json()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--candidates", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=default_workers())
+    ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--min-tail", type=int, default=10)
+    ap.add_argument("--no-dask", action="store_true")
+    args = ap.parse_args()
+    cands = candidates(args.candidates)
+    settings = SearchSettings(min_requests=args.requests, min_tail=args.min_tail)
+    print(f"{len(cands)} candidates, {args.requests}+ requests per point, "
+          f"{default_workers()} local CPUs")
+    with open_executor(args.workers) as ex:
+        _, ref = timed(f"process pool x{ex.workers}", ex, cands, settings)
+    if args.no_dask:
+        return
+    walls = {}
+    for n in sorted({1, args.workers}):
+        ex = DaskExecutor("local", workers=n)
+        try:
+            walls[n], got = timed(f"dask LocalCluster x{n}", ex, cands, settings)
+        finally:
+            ex.close()
+        same = {k: v for k, v in got.items() if k != "points_computed"} == {
+            k: v for k, v in ref.items() if k != "points_computed"}
+        print(f"{'':<28} same plan as the process pool: {same}")
+    if len(walls) == 2:
+        n = max(walls)
+        print(f"dask speed-up 1 -> {n} workers: {walls[1] / walls[n]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
