@@ -117,7 +117,7 @@ def knob_widgets(d: Knobs) -> Knobs:
     router = _choice("Router", list(ROUTERS), d.router, "router")
     sb.subheader("Batching policy")
     policy = _choice("Policy", list(POLICY_NAMES), d.policy, "policy",
-                     format_func=POLICY_LABELS.get)
+                     format_func=lambda p: POLICY_LABELS[p])
     k: dict[str, Any] = {}
     if policy == "static":
         k["batch_size"] = int(sb.number_input("batch_size", 1, 1024, d.batch_size,

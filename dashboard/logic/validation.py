@@ -106,8 +106,13 @@ def load_vllm_bench(path: Path) -> Measured:
     for key, values in arrays.items():
         if len(values) != n:
             raise ValueError(f"{path.name}: {key} has {len(values)} entries, input_lens has {n}")
-    errors = data.get("errors") if isinstance(data.get("errors"), list) else [""] * n
-    rows, ttft, tpot, e2el, itl = [], [], [], [], []
+    found = data.get("errors")
+    errors: list[Any] = found if isinstance(found, list) else [""] * n
+    rows: list[tuple[int, int, int]] = []
+    ttft: list[float] = []
+    tpot: list[float] = []
+    e2el: list[float] = []
+    itl: list[float] = []
     for i in range(n):
         try:
             p, o = int(arrays["input_lens"][i]), int(arrays["output_lens"][i])

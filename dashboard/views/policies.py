@@ -30,7 +30,7 @@ rates_text = c[1].text_input("Request rates (req/s)", ", ".join(f"{r:g}" for r i
 n = int(c[2].number_input("Requests per point", 10, 20_000, DEFAULT_REQUESTS, 100,
                           key="num_requests"))
 chosen = c[3].multiselect("Policies", list(POLICY_NAMES), list(POLICY_NAMES), key="policies",
-                          format_func=POLICY_LABELS.get)
+                          format_func=lambda p: POLICY_LABELS[p])
 rates = guarded("Rates", lambda: parse_rates(rates_text))
 knobs = policy_knobs(base, chosen)
 first = next(iter(knobs.values()), None)

@@ -44,12 +44,13 @@ name = c[0].selectbox("Deployment from scenario", names, index=names.index("chat
                       key="scenario")
 base = collapse(load_shipped(name))
 d = knobs_from_point(base)
-models, gpus, policies = list(MODELS), [g for g in HARDWARE if g != "cpu"], list(POLICY_NAMES)
+models, gpus = list(MODELS), [g for g in HARDWARE if g != "cpu"]
+policies: list[str] = list(POLICY_NAMES)
 model = c[1].selectbox("Model", models, index=models.index(d.model), key="model")
 gpu = c[2].selectbox("GPU", gpus, index=gpus.index(d.gpu), key="gpu")
 tp = c[3].selectbox("Tensor parallelism", [1, 2, 4, 8], index=[1, 2, 4, 8].index(d.tp), key="tp")
 policy = c[4].selectbox("Policy", policies, index=policies.index(d.policy), key="policy",
-                        format_func=POLICY_LABELS.get)
+                        format_func=lambda p: POLICY_LABELS[p])
 knobs = replace(knobs_from_point({**base, "policy": {**base["policy"], "name": policy}}),
                 model=model, gpu=gpu, tp=tp)
 
