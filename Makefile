@@ -19,7 +19,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[engine,dashboard,distributed,test]'
+	$(BIN)/pip install -q -e '.[engine,dashboard,distributed,calibrate,test]'
 	touch $@ $(VENV)/.core
 
 demo: $(VENV)/.core

@@ -1,4 +1,4 @@
-"""The ``servesim`` command line: ``run`` and ``sweep`` over scenario files.
+"""The ``servesim`` command line: ``run`` and ``sweep`` over scenario files, ``calibrate``.
 
 Commands that need the engine (torch) import it only when they run, so ``servesim run``
 starts fast without torch.
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from servesim.calibrate_command import add_calibrate_parser
 from servesim.commands import run_command
 from servesim.plan_command import add_plan_parser
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_parser(sub, _common)
     dash = sub.add_parser("dashboard", help="start the Streamlit dashboard on 127.0.0.1")
     dash.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    add_calibrate_parser(sub)
     return parser
 
 
@@ -60,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from servesim.dashboard_command import dashboard_command
 
         return dashboard_command(args.port)
+    if args.command == "calibrate":
+        from servesim.calibrate_command import calibrate_command
+
+        return calibrate_command(args, list(argv) if argv is not None else None)
     if args.scenario is None:
         args.scenario = str(DEFAULT_SCENARIO)
     try:

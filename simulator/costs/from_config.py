@@ -33,6 +33,7 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.errors import ConfigError
+from simulator.specs.dtypes import same_cost_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
@@ -113,6 +114,8 @@ def _from_profile(
     }
     for key, want in expected.items():
         got = getattr(profile, key)
+        if key.endswith("dtype") and same_cost_dtype(str(got), str(want)):
+            continue  # fp16 and bf16 cost the same
         if str(got).lower() != str(want).lower():
             raise ConfigError(
                 f"{where}.profile={str(value)!r} is for {key}={got!r}, but the scenario has "
@@ -162,6 +165,6 @@ def _default(
     path = find_shipped_profile(model, hw, weight_dtype, tp)
     if path is not None:
         profile: CostProfile = load_profile(path)
-        if profile.kv_dtype == kv_dtype.lower() and profile.model == model.name:
+        if same_cost_dtype(profile.kv_dtype, kv_dtype) and profile.model == model.name:
             return profile.build(model, hw), describe(profile, path)
     return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY

@@ -27,7 +27,7 @@ from simulator.costs.base import CostModel, check_number
 from simulator.costs.linear import LinearCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.errors import ConfigError
-from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.dtypes import kv_dtype_bytes, same_cost_dtype, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
@@ -150,11 +150,19 @@ def shipped_profiles() -> list[Path]:
 def find_shipped_profile(
     model: str | ModelSpec, hardware: str | HardwareSpec, weight_dtype: str, tp: int
 ) -> Path | None:
-    """The shipped profile for this deployment, or None if there is none."""
+    """The shipped profile for this deployment, or None if there is none.
+
+    A measured (fitted, form "linear") profile wins over a roofline prior, and one measured
+    in a same-cost dtype (fp16 for bf16) counts: splitwise-sim measured in fp16.
+    """
     model_name = model.name if isinstance(model, ModelSpec) else model
     hw_name = hardware.name if isinstance(hardware, HardwareSpec) else hardware
-    path = PROFILES_DIR / profile_file_name(hw_name, model_name, weight_dtype, tp)
-    return path if path.is_file() else None
+    dtypes = [weight_dtype] + [d for d in ("fp16", "bf16")
+                               if d != weight_dtype.lower() and same_cost_dtype(d, weight_dtype)]
+    paths = [PROFILES_DIR / profile_file_name(hw_name, model_name, d, tp) for d in dtypes]
+    found = [p for p in paths if p.is_file()]
+    measured = [p for p in found if json.loads(p.read_text()).get("form") != "roofline"]
+    return (measured or found)[0] if found else None
 
 
 # The scenario hook, cost_model_from_config, lives in its own module to keep files short.

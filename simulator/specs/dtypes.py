@@ -33,3 +33,11 @@ def weight_dtype_bytes(name: str, where: str = "weight_dtype") -> float:
 def kv_dtype_bytes(name: str, where: str = "kv_dtype") -> float:
     """Bytes per KV-cache element for ``name``; ``where`` names the field in errors."""
     return _lookup(KV_DTYPE_BYTES, name, where)
+
+
+def same_cost_dtype(a: str, b: str) -> bool:
+    """Whether two dtypes cost the same to compute with: fp16 and bf16 are both 2 bytes and
+    run at the same tensor-core rate, so a profile measured in one prices the other."""
+    half = ("fp16", "bf16")
+    a, b = a.lower(), b.lower()
+    return a == b or (a in half and b in half)

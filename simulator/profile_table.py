@@ -1,0 +1,178 @@
+"""The profile table (data contract 2): one row per measured engine step.
+
+The engine writes it, ``calibrate`` fits cost profiles from it. Parquet, with the run's
+metadata (what was measured, on what) stored as JSON in the file's schema metadata::
+
+    phase                  "prefill" | "decode" | "mixed"
+    num_prefill_tokens     P: prompt tokens processed this step, padding included
+    num_decode_seqs        D: rows decoding one token this step
+    prefill_attn_work      A: sum over prefill chunks of n * (ctx + n / 2), tokens^2
+    decode_context_tokens  C: sum over decode rows of tokens attended
+    batch_size             requests in the step (prefill rows + decode rows)
+    time_s                 measured wall time of the step, seconds (> 0)
+    num_admitted           optional: requests whose first step this is (default 0)
+    num_finished           optional: requests whose last token this step produces (default 0)
+
+Metadata keys (all optional; ``servesim calibrate`` flags override them): ``device``,
+``model``, ``dtype``, ``kv_dtype``, ``tp``, ``engine_version``, ``torch_version``,
+``threads``, ``source``, ``notes``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from simulator.errors import ConfigError
+from simulator.point_cache import atomic_write
+from simulator.shapes import StepShapes
+
+PROFILE_TABLE_VERSION = 1
+PHASES = ("prefill", "decode", "mixed")
+COUNT_COLUMNS = ("num_prefill_tokens", "num_decode_seqs", "decode_context_tokens", "batch_size")
+REQUIRED_COLUMNS = ("phase", *COUNT_COLUMNS[:2], "prefill_attn_work", *COUNT_COLUMNS[2:], "time_s")
+OPTIONAL_COLUMNS = ("num_admitted", "num_finished")
+METADATA_KEYS = ("device", "model", "dtype", "kv_dtype", "tp", "engine_version",
+                 "torch_version", "threads", "source", "notes")
+_META_KEY = b"servesim.profile_table"
+
+
+@dataclass(slots=True)
+class ProfileTable:
+    """A validated profile table and the metadata of the run that measured it."""
+
+    steps: pd.DataFrame  # REQUIRED_COLUMNS + OPTIONAL_COLUMNS, one row per step
+    metadata: dict[str, Any] = field(default_factory=dict)  # METADATA_KEYS, run-wide
+
+    def shapes(self) -> StepShapes:
+        """The steps as :class:`StepShapes`, ready for a cost model's ``step_times``."""
+        s = self.steps
+        return StepShapes(
+            num_prefill_tokens=s["num_prefill_tokens"].to_numpy(np.int64),
+            prefill_attn_work=s["prefill_attn_work"].to_numpy(np.float64),
+            num_decode_seqs=s["num_decode_seqs"].to_numpy(np.int64),
+            decode_context_tokens=s["decode_context_tokens"].to_numpy(np.int64),
+            num_admitted=s["num_admitted"].to_numpy(np.int64),
+            num_finished=s["num_finished"].to_numpy(np.int64),
+        )
+
+
+def _bad(source: str, row: Any, col: str, value: Any, why: str) -> ConfigError:
+    if isinstance(value, np.generic):
+        value = value.item()  # show 7, not np.int64(7)
+    return ConfigError(f"{source}: row {row}: {col}={value!r} {why}")
+
+
+def _check_numeric(df: pd.DataFrame, source: str, col: str, integer: bool) -> None:
+    values = pd.to_numeric(df[col], errors="coerce")
+    bad = values.isna() | ~np.isfinite(values.astype(float)) | (values < 0)
+    if integer:
+        bad |= values.astype(float) % 1 != 0
+    if bad.any():
+        row = bad.idxmax()
+        kind = "an integer >= 0" if integer else "a finite number >= 0"
+        raise _bad(source, row, col, df.at[row, col], f"must be {kind}")
+
+
+def validate_profile_table(df: pd.DataFrame, source: str = "profile table") -> pd.DataFrame:
+    """Check a profile table; return a normalised copy (optional columns filled with 0).
+
+    Errors name ``source``, the row (its index label), the column and the bad value.
+    Extra columns are kept and ignored.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise ConfigError(f"{source}: missing column(s) {missing}; required: "
+                          f"{', '.join(REQUIRED_COLUMNS)}")
+    if len(df) == 0:
+        raise ConfigError(f"{source}: no rows")
+    out = df.copy()
+    for col in OPTIONAL_COLUMNS:
+        if col not in out.columns:
+            out[col] = 0
+    phase_ok = out["phase"].isin(PHASES)
+    if not phase_ok.all():
+        row = (~phase_ok).idxmax()
+        raise _bad(source, row, "phase", out.at[row, "phase"], f"must be one of {PHASES}")
+    for col in (*COUNT_COLUMNS, *OPTIONAL_COLUMNS):
+        _check_numeric(out, source, col, integer=True)
+    _check_numeric(out, source, "prefill_attn_work", integer=False)
+    _check_numeric(out, source, "time_s", integer=False)
+    for col in (*COUNT_COLUMNS, *OPTIONAL_COLUMNS):
+        out[col] = out[col].astype(np.int64)
+    for col in ("prefill_attn_work", "time_s"):
+        out[col] = out[col].astype(np.float64)
+    _check_consistency(out, source)
+    return out
+
+
+def _check_consistency(df: pd.DataFrame, source: str) -> None:
+    """Each row's phase agrees with its P and D; times and batch sizes are positive."""
+    p, d = df["num_prefill_tokens"] > 0, df["num_decode_seqs"] > 0
+    rules = [
+        ("time_s", df["time_s"] <= 0, "must be > 0 (a measured step takes time)"),
+        ("batch_size", df["batch_size"] < 1, "must be >= 1"),
+        ("num_prefill_tokens", (df["phase"] == "prefill") & ~p, "must be > 0 in a prefill row"),
+        ("num_decode_seqs", (df["phase"] == "prefill") & d, "must be 0 in a prefill row"),
+        ("num_decode_seqs", (df["phase"] == "decode") & ~d, "must be > 0 in a decode row"),
+        ("num_prefill_tokens", (df["phase"] == "decode") & p, "must be 0 in a decode row"),
+        ("num_prefill_tokens", (df["phase"] == "mixed") & ~(p & d),
+         "and num_decode_seqs must both be > 0 in a mixed row"),
+        ("decode_context_tokens", df["decode_context_tokens"] < df["num_decode_seqs"],
+         "must be >= num_decode_seqs (each decode row attends at least its new token)"),
+    ]
+    for col, bad, why in rules:
+        if bad.any():
+            row = bad.idxmax()
+            raise _bad(source, row, col, df.at[row, col], why)
+
+
+def validate_metadata(metadata: dict[str, Any], source: str) -> dict[str, Any]:
+    """Check the run metadata's keys and ``tp``; return a copy."""
+    unknown = [k for k in metadata if k not in METADATA_KEYS]
+    if unknown:
+        raise ConfigError(f"{source}: unknown metadata key(s) {unknown}; known: "
+                          f"{', '.join(METADATA_KEYS)}")
+    tp = metadata.get("tp")
+    if tp is not None and (isinstance(tp, bool) or not isinstance(tp, int) or tp < 1):
+        raise ConfigError(f"{source}: metadata tp={tp!r} must be an int >= 1")
+    return dict(metadata)
+
+
+def write_profile_table(table: ProfileTable, path: str | Path) -> None:
+    """Validate and write ``table`` as Parquet atomically, metadata in the schema."""
+    path = Path(path)
+    steps = validate_profile_table(table.steps, str(path))
+    meta = validate_metadata(table.metadata, str(path))
+    arrow = pa.Table.from_pandas(steps, preserve_index=False)
+    blob = json.dumps({"version": PROFILE_TABLE_VERSION, **meta}).encode()
+    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _META_KEY: blob})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda p: pq.write_table(arrow, p))
+
+
+def read_profile_table(path: str | Path) -> ProfileTable:
+    """Read and validate a profile table written by :func:`write_profile_table` (or by hand).
+
+    A Parquet file without servesim metadata is accepted with empty metadata.
+    """
+    path = Path(path)
+    try:
+        arrow = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise ConfigError(f"{path}: cannot read profile table ({e})") from e
+    raw = (arrow.schema.metadata or {}).get(_META_KEY)
+    meta: dict[str, Any] = json.loads(raw) if raw else {"version": PROFILE_TABLE_VERSION}
+    version = meta.pop("version", None)
+    if version != PROFILE_TABLE_VERSION:
+        raise ConfigError(f"{path}: profile table version={version!r}, this servesim reads "
+                          f"{PROFILE_TABLE_VERSION}")
+    steps = validate_profile_table(arrow.to_pandas(), str(path))
+    return ProfileTable(steps=steps, metadata=validate_metadata(meta, str(path)))

@@ -1,0 +1,53 @@
+"""``servesim calibrate`` end to end on a synthetic profile table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from calibrate_support import TRUE, synthetic_steps
+
+from servesim.cli import main
+from simulator.costs import load_profile
+from simulator.profile_table import ProfileTable, write_profile_table
+
+pytest.importorskip("matplotlib", reason="the residual plot needs the calibrate extra")
+
+
+def test_calibrate_writes_json_and_png_and_prints_mape(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    table = tmp_path / "profile.parquet"
+    meta = {"device": "cpu", "model": "tiny", "dtype": "fp32", "tp": 1, "threads": 1}
+    write_profile_table(ProfileTable(synthetic_steps(), meta), table)
+    out = tmp_path / "fit" / "cost.json"
+    assert main(["calibrate", str(table), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "cpu / tiny / fp32 / tp 1" in text and "mean APE" in text and "max APE" in text
+    profile = load_profile(out)
+    assert (profile.hardware, profile.model, profile.kv_dtype) == ("cpu", "tiny", "bf16")
+    assert profile.fit["mape"] < 0.03
+    assert profile.coefficients["decode_seq_s"] == pytest.approx(TRUE["decode_seq_s"], rel=0.05)
+    assert "servesim calibrate" in profile.provenance["notes"]
+    png = out.with_suffix(".residuals.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(out.read_text())["form"] == "linear"
+
+
+def test_flags_override_metadata_and_missing_metadata_is_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    table = tmp_path / "plain.parquet"
+    synthetic_steps().to_parquet(table)
+    out = tmp_path / "c.json"
+    assert main(["calibrate", str(table), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "does not say hardware, model, weight_dtype; pass --hardware, --model, --dtype" in err
+    argv = ["calibrate", str(table), "--out", str(out), "--hardware", "h100-sxm",
+            "--model", "llama-3.1-8b", "--dtype", "bf16", "--tp", "2", "--no-plot"]
+    assert main(argv) == 0
+    p = load_profile(out)
+    assert (p.hardware, p.model, p.weight_dtype, p.tp) == ("h100-sxm", "llama-3.1-8b", "bf16", 2)
+    assert not out.with_suffix(".residuals.png").exists()
+
+
+def test_bad_table_is_a_clean_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["calibrate", str(tmp_path / "nope.parquet"), "--out", "x.json"]) == 2
+    assert "cannot read profile table" in capsys.readouterr().err
