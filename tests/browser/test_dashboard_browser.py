@@ -146,6 +146,16 @@ def test_hardware(page: Page, base_url: str) -> None:
     _shot(page, "hardware")
 
 
+def test_capacity(page: Page, base_url: str) -> None:
+    _open(page, f"{base_url}/capacity")
+    assert page.get_by_text("Best for 40 req/s").count() == 1
+    assert page.locator("div.js-plotly-plot").count() == 2
+    _set_number(page, "Target rate (req/s)", "80")
+    page.get_by_text("Best for 80 req/s").wait_for(timeout=60_000)
+    assert page.locator("div.js-plotly-plot g.trace").count() >= 4
+    _shot(page, "capacity")
+
+
 def test_validation(page: Page, base_url: str, tmp_path: Path) -> None:
     _open(page, f"{base_url}/validation")
     assert page.get_by_text("Worst:").count() == 1
