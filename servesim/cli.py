@@ -1,4 +1,5 @@
-"""The ``servesim`` command line: ``run`` and ``sweep`` over scenario files, ``calibrate``.
+"""The ``servesim`` command line: ``run`` and ``sweep`` over scenario files, ``calibrate``,
+``profile``.
 
 Commands that need the engine (torch) import it only when they run, so ``servesim run``
 starts fast without torch.
@@ -15,6 +16,7 @@ from pathlib import Path
 from servesim.calibrate_command import add_calibrate_parser
 from servesim.commands import run_command
 from servesim.plan_command import add_plan_parser
+from servesim.profile_command import add_profile_parser
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml"
 
@@ -52,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     dash = sub.add_parser("dashboard", help="start the Streamlit dashboard on 127.0.0.1")
     dash.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     add_calibrate_parser(sub)
+    add_profile_parser(sub)
     return parser
 
 
@@ -66,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from servesim.calibrate_command import calibrate_command
 
         return calibrate_command(args, list(argv) if argv is not None else None)
+    if args.command == "profile":
+        from servesim.profile_command import profile_command
+
+        return profile_command(args)
     if args.scenario is None:
         args.scenario = str(DEFAULT_SCENARIO)
     try:

@@ -15,7 +15,10 @@ metadata (what was measured, on what) stored as JSON in the file's schema metada
 
 Metadata keys (all optional; ``servesim calibrate`` flags override them): ``device``,
 ``model``, ``dtype``, ``kv_dtype``, ``tp``, ``engine_version``, ``torch_version``,
-``threads``, ``source``, ``notes``.
+``threads``, ``source``, ``notes``; the engine's profiler adds ``transformers_version``,
+``device_name`` (raw GPU/CPU name), ``repeats`` and ``load`` (1/5/15-minute load averages
+``before`` and ``after`` the run). Extra columns are kept (the profiler writes
+``cpu_time_s``, ``time_spread`` = (max - min) / median over repeats, and ``repeats``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ COUNT_COLUMNS = ("num_prefill_tokens", "num_decode_seqs", "decode_context_tokens
 REQUIRED_COLUMNS = ("phase", *COUNT_COLUMNS[:2], "prefill_attn_work", *COUNT_COLUMNS[2:], "time_s")
 OPTIONAL_COLUMNS = ("num_admitted", "num_finished")
 METADATA_KEYS = ("device", "model", "dtype", "kv_dtype", "tp", "engine_version",
-                 "torch_version", "threads", "source", "notes")
+                 "torch_version", "threads", "source", "notes", "transformers_version",
+                 "device_name", "repeats", "load")
 _META_KEY = b"servesim.profile_table"
 
 

@@ -1,0 +1,37 @@
+"""What a profiling sweep measures: :class:`SweepPlan` (torch-free, so the CLI can show its
+defaults without importing the engine)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _positive(name: str, values: tuple[int, ...]) -> None:
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+        raise ValueError(f"{name}={values!r} must be a non-empty list of ints >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """Which shapes to measure and how often. Defaults take about a minute for ``tiny`` on
+    one CPU thread."""
+
+    prefill_batches: tuple[int, ...] = (1, 2, 4, 8)
+    prompt_lens: tuple[int, ...] = (16, 64, 128, 256, 512)
+    decode_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    context_lens: tuple[int, ...] = (64, 256, 512, 1024)
+    repeats: int = 10  # timed runs per shape; the row holds their median
+    warmup: int = 2  # untimed runs per new shape
+    seed: int = 0  # token ids are drawn from torch.Generator(seed)
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_batches", "prompt_lens", "decode_batches", "context_lens"):
+            _positive(name, getattr(self, name))
+        if self.repeats < 1 or self.warmup < 0:
+            raise ValueError(f"repeats={self.repeats} must be >= 1 and warmup={self.warmup} >= 0")
+
+    def shapes(self) -> list[tuple[str, int, int]]:
+        """(phase, batch, prompt or context length), prefill shapes first."""
+        pre = [("prefill", b, n) for b in self.prefill_batches for n in self.prompt_lens]
+        dec = [("decode", b, c) for b in self.decode_batches for c in self.context_lens]
+        return pre + dec
