@@ -111,8 +111,11 @@ def sync(out_dir: Path, check: bool, date: str) -> list[str]:
     wanted = {profile_file_name(*d): prior(*d, date) for d in deployments()}
     for name, profile in wanted.items():
         path = out_dir / name
-        if path.is_file() and _without_date(load_profile(path)) == _without_date(profile):
-            continue
+        if path.is_file():
+            existing = load_profile(path)
+            if (existing.provenance.get("source") != PRIOR_SOURCE  # measured: never touched
+                    or _without_date(existing) == _without_date(profile)):
+                continue
         changes.append(f"write {name}")
         if not check:
             save_profile(profile, path)

@@ -71,9 +71,12 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
             "measured_by": table.metadata.get("engine_version", "not stated in the table"),
             "date": dt.date.today().isoformat(),
             "software": ", ".join(f"{k} {table.metadata[k]}" for k in
-                                  ("engine_version", "torch_version", "threads")
-                                  if k in table.metadata) or "not stated in the table",
-            "notes": f"fitted by: {command}",
+                                  ("engine_version", "torch_version", "transformers_version",
+                                   "threads") if k in table.metadata)
+                        or "not stated in the table",
+            "notes": f"fitted by: {command}"
+                     + (f"; load average (1/5/15 min) {table.metadata['load']}"
+                        if "load" in table.metadata else ""),
         }
         profile, report = fit_profile(table.steps, provenance=provenance, folds=args.folds,
                                       source=str(args.table), **dep)

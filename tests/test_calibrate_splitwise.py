@@ -18,7 +18,8 @@ from simulator.specs import get_hardware, get_model
 
 CSV = DEFAULT_TRACES / CSV_NAME
 needs_csv = pytest.mark.skipif(not CSV.is_file(), reason=f"{CSV} absent (shared traces)")
-MEASURED = [p for p in shipped_profiles() if load_profile(p).form == "linear"]
+MEASURED = [p for p in shipped_profiles()  # the splitwise-sim ones (not engine-measured CPU)
+            if "splitwise-sim" in load_profile(p).provenance.get("source", "")]
 
 
 @needs_csv

@@ -196,9 +196,29 @@ def test_generator_is_in_sync_and_spares_measured_profiles(tmp_path: Path) -> No
     changes = sync(tmp_path, check=False, date="2025-01-01")
     assert "remove old__prior__bf16__tp16.json" in changes
     assert len(list(tmp_path.glob("*.json"))) == len(list(deployments())) + 1  # + measured
+    # A measured profile under a prior's file name (cpu__tiny__fp32 is engine-measured) stays.
+    save_profile(linear_profile(), tmp_path / "cpu__tiny__fp32__tp1.json")
+    assert "write cpu__tiny__fp32__tp1.json" not in sync(tmp_path, check=False, date="x")
+    assert load_profile(tmp_path / "cpu__tiny__fp32__tp1.json").form == "linear"
 
 
 def test_fp8_deployment_uses_shipped_fp8_profile() -> None:
     cost, used = hook({}, weight_dtype="fp8", kv_dtype="fp8")
     assert used.startswith("h100-sxm__llama-3.1-8b__fp8__tp1.json (roofline prior")
     assert cost == RooflineCost(LLAMA8B, H100, weight_dtype="fp8", kv_dtype="fp8")
+
+
+def test_engine_measured_cpu_profile_matches_its_committed_table() -> None:
+    """cpu__tiny__fp32__tp1 was fitted on calibrate/profiles/cpu__tiny__fp32.parquet."""
+    import numpy as np
+
+    from simulator.profile_table import read_profile_table
+
+    root = Path(__file__).resolve().parents[1]
+    profile = load_profile(root / "simulator/profiles/cpu__tiny__fp32__tp1.json")
+    table = read_profile_table(root / "calibrate/profiles/cpu__tiny__fp32.parquet")
+    assert profile.form == "linear" and table.metadata["model"] == "tiny"
+    cost = profile.build(get_model("tiny"), get_hardware("cpu"))
+    ape = np.abs(cost.step_times(table.shapes()) / table.steps["time_s"].to_numpy() - 1)
+    assert ape.mean() == pytest.approx(profile.fit["insample_mape"], abs=1e-4)
+    assert profile.fit["n_points"] == len(table.steps) == 40
