@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simulator.atomic import atomic_write
 from simulator.capacity import (
     CandidateResult,
     PlanResult,
@@ -24,7 +25,7 @@ from simulator.capacity import (
 )
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
-from simulator.point_cache import PointCache, atomic_write
+from simulator.point_cache import PointCache
 from simulator.scenario import apply_overrides, load_scenario
 from simulator.slo import SLO, parse_slo_string
 

@@ -9,11 +9,10 @@ stepping one token at a time (the tests check it to float tolerance).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import accumulate, cycle, islice
 
 import numpy as np
 
-from simulator.kvcache import blocks_opened
+from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes
@@ -51,8 +50,7 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     d = len(seqs)
     cohort = batch.cohort or decode_cohort(seqs, kv.block_size)
     # KV already holds the first step's token; steps 2..k each write one more per sequence.
-    opened = accumulate(islice(cycle(cohort.block_openings), k - 1), initial=kv.used)
-    kv_after = np.fromiter(opened, np.int64, k)
+    kv_after = blocks_used_after_steps(cohort.block_openings, k - 1, kv.used)
     finished = np.zeros(k, dtype=np.int64)
     finished[-1] = cohort.num_at_min if k == cohort.min_remaining else 0
     context = np.arange(batch.shape.decode_context_tokens, batch.shape.decode_context_tokens

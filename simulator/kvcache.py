@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate, cycle, islice
 
 import numpy as np
 
@@ -173,6 +174,8 @@ def blocks_opened(counts: list[int], num_steps: int) -> int:
     return cycles * sum(counts) + sum(counts[:rest])
 
 
-def new_blocks_after_steps(counts: list[int], num_steps: int) -> np.ndarray:
-    """New blocks the sequences behind ``counts`` need in all after each of ``num_steps`` steps."""
-    return np.cumsum(np.resize(np.asarray(counts, dtype=np.int64), num_steps))
+def blocks_used_after_steps(counts: list[int], num_steps: int, used: int) -> np.ndarray:
+    """Blocks in use now (``used``) and after each of ``num_steps`` one-token decode steps
+    of the sequences behind ``counts`` (``num_steps + 1`` values)."""
+    opened = accumulate(islice(cycle(counts), num_steps), initial=used)
+    return np.fromiter(opened, np.int64, num_steps + 1)

@@ -15,14 +15,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
 
+from simulator.atomic import atomic_write
 from simulator.executors import Executor
 
 CACHE_VERSION = 1
@@ -54,18 +53,6 @@ def point_key(point: dict[str, Any], kind: str) -> str:
     text = canonical_json({"kind": kind, "point": point, "code": code_version(),
                            "cache_version": CACHE_VERSION})
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class PointCache:

@@ -33,8 +33,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
-from simulator.point_cache import atomic_write
 from simulator.shapes import StepShapes
 
 PROFILE_TABLE_VERSION = 1

@@ -74,7 +74,6 @@ STEP_COLUMNS: dict[str, str] = {
     "replica": "int64",
 }
 
-STATUSES = ("finished", "rejected", "in_flight")
 
 
 def empty_table(columns: dict[str, str]) -> pd.DataFrame:

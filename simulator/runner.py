@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.atomic import atomic_write
 from simulator.cluster import SimResult, simulate
 from simulator.deployment import Deployment, resolve
 from simulator.metrics import summarize, to_json_safe
@@ -64,17 +63,6 @@ def run_points(
     return out
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]:
     """Write ``summary.json``, ``requests.parquet`` and ``steps.parquet`` atomically."""
     out = Path(out_dir)
@@ -97,7 +85,7 @@ def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]
     def write_json(p: Path) -> None:
         p.write_text(text)
 
-    _atomic_write(paths[0], write_json)
-    _atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
-    _atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
+    atomic_write(paths[0], write_json)
+    atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
+    atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
     return paths

@@ -83,3 +83,19 @@ def test_block_manager_pairs_queries_and_commands() -> None:
     kv.free(1)
     assert kv.num_free == 4
     kv.check()
+
+
+def test_atomic_write_keeps_the_old_file_when_the_write_fails(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from simulator.atomic import atomic_write
+
+    target = tmp_path / "summary.json"
+    atomic_write(target, lambda p: p.write_text("old"))
+
+    def half_write(p):  # type: ignore[no-untyped-def]
+        p.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, half_write)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.cluster import ClusterSpec, simulate
-from simulator.kvcache import decode_steps_fitting, new_block_counts, new_blocks_after_steps
+from simulator.kvcache import blocks_used_after_steps, decode_steps_fitting, new_block_counts
 from simulator.policies import Batch, ContinuousPolicy, DynamicPolicy, ServerState, StaticPolicy
 from simulator.replica import Replica
 
@@ -94,7 +94,7 @@ def test_block_counts_match_a_token_by_token_count(  # type: ignore[no-untyped-d
         return -(-n // block_size)
 
     counts = new_block_counts(cached, block_size)
-    opened = new_blocks_after_steps(counts, steps)
+    opened = blocks_used_after_steps(counts, steps, 0)[1:]
     brute = [sum(blocks(n + i) - blocks(n) for n in cached) for i in range(1, steps + 1)]
     assert opened.tolist() == brute
     fitting = decode_steps_fitting(counts, num_free)

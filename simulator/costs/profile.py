@@ -17,12 +17,11 @@ Shipped profiles live in ``simulator/profiles`` named
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from simulator.atomic import atomic_write
 from simulator.costs.base import CostModel, check_number
 from simulator.costs.linear import LinearCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
@@ -122,19 +121,8 @@ def load_profile(path: str | Path) -> CostProfile:
 
 def save_profile(profile: CostProfile, path: str | Path) -> None:
     """Write ``profile`` as JSON atomically (temporary file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(profile.to_dict(), indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda p: p.write_text(text))
 
 
 def profile_file_name(hardware: str, model: str, weight_dtype: str, tp: int) -> str:

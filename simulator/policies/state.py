@@ -182,11 +182,6 @@ class Batch:
     # request that decodes): ``complete`` then advances the clock instead of each sequence.
     cohort: DecodeCohort | None = None
 
-    @property
-    def sequences(self) -> list[Sequence]:
-        """Every sequence that computes tokens this step."""
-        return [s for s, _ in self.prefill] + self.decode
-
 
 @dataclass(slots=True, frozen=True)
 class Wait:

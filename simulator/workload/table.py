@@ -31,12 +31,12 @@ header = line 1) or ``<source> row N`` (1-based position in an in-memory table).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from simulator.atomic import atomic_write
 from simulator.errors import TraceError
 
 REQUEST_TABLE_VERSION = 1
@@ -217,21 +217,17 @@ def write_request_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     if suffix not in (".parquet", ".pq", ".csv"):
         raise TraceError(f"{p}: request tables are .parquet, .pq or .csv, not {suffix!r}")
     table = validate_request_table(df, f"table written to {p}")
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+
+    def write(tmp: Path) -> None:
         if suffix == ".csv":
             table.to_csv(tmp, index=False)
-        else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-            arrow = pa.Table.from_pandas(table, preserve_index=False)
-            meta = dict(arrow.schema.metadata or {})
-            meta[VERSION_KEY] = str(REQUEST_TABLE_VERSION).encode()
-            pq.write_table(arrow.replace_schema_metadata(meta), tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+        arrow = pa.Table.from_pandas(table, preserve_index=False)
+        meta = dict(arrow.schema.metadata or {})
+        meta[VERSION_KEY] = str(REQUEST_TABLE_VERSION).encode()
+        pq.write_table(arrow.replace_schema_metadata(meta), tmp)
+
+    return atomic_write(p, write)
