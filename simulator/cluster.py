@@ -134,7 +134,8 @@ class _Driver:
             self.num_events += 1
 
 
-def _records(seqs: list[Sequence]) -> pd.DataFrame:
+def request_records(seqs: list[Sequence]) -> pd.DataFrame:
+    """Request records (contract 4) of ``seqs``: every request that arrived, with its status."""
     if not seqs:
         return empty_table(REQUEST_COLUMNS)
 
@@ -187,7 +188,7 @@ def simulate(
     step_table = pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS)
     events = driver.num_events + sum(r.num_events for r in driver.replicas)
     return SimResult(
-        requests=_records(driver.arrived),
+        requests=request_records(driver.arrived),
         steps=step_table,
         kv_blocks_total=spec.kv_blocks,
         num_replicas=spec.num_replicas,

@@ -58,15 +58,9 @@ class Replica:
     def submit(self, seq: Sequence) -> None:
         """A request arrives at this replica."""
         seq.replica = self.index
-        kv = self.state.kv
-        need = kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
-        if need > kv.num_blocks:
-            seq.reason = (f"needs {need} KV blocks for {seq.prompt_tokens}+{seq.output_tokens}"
-                          f" tokens; the replica has {kv.num_blocks}")
-            self.state.rejected.append(seq)
+        if not self.state.arrive(seq):
             self.on_done(seq)
             return
-        self.state.waiting.append(seq)
         self._arrived_in_run += 1
         self._wake()
 

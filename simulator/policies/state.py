@@ -139,6 +139,16 @@ class ServerState:
         """Requests waiting or running (what a least-outstanding router compares)."""
         return len(self.waiting) + len(self.running)
 
+    def arrive(self, seq: Sequence) -> bool:
+        """Queue an arriving request; False (with ``seq.reason`` set) if it can never fit."""
+        need = self.kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
+        if need > self.kv.num_blocks:
+            seq.reason = (f"needs {need} KV blocks for {seq.prompt_tokens}+{seq.output_tokens}"
+                          f" tokens; the replica has {self.kv.num_blocks}")
+            return False
+        self.waiting.append(seq)
+        return True
+
     def reject(self, seq: Sequence, reason: str) -> None:
         """Drop ``seq`` for good with ``reason`` (it could never run on this replica)."""
         seq.reason = reason

@@ -1,0 +1,144 @@
+"""One engine replica: the simulator's policy schedules, real forward passes run the steps.
+
+The loop is the simulator's (``schedule -> run -> complete``) with a model where the
+simulator has a cost model::
+
+    core = EngineCore(em, policy, BlockManager(blocks, 16))
+    core.arrive(seq, prompt_ids)          # a request reaches the server
+    decision = core.schedule(now)         # Batch | Wait, from the shared policy
+    finished = core.run(decision, start)  # forward passes, then policies.complete()
+
+Nothing here reads the clock except :meth:`run`, which stamps the step's end with the
+``clock`` it was given; callers own time (a replay of a trace, or a live server).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from engine.executor import BatchRunner, batch_work, forward_groups
+from engine.models import TORCH_DTYPES, EngineModel
+from engine.slot_cache import SlotCache
+from simulator.kvcache import BlockManager
+from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
+from simulator.policies.step import decode_emitters
+from simulator.steplog import StepLog
+
+TokenCallback = Callable[[Sequence, int, float], None]  # (request, token id, time emitted)
+
+
+class EngineCore:
+    """A real-model replica driven by a shared policy (see the module docstring)."""
+
+    def __init__(self, em: EngineModel, policy: Policy, kv: BlockManager, *,
+                 capacity: int = 256, clock: Callable[[], float] = time.perf_counter,
+                 on_token: TokenCallback | None = None,
+                 on_done: Callable[[Sequence], None] | None = None) -> None:
+        self.em = em
+        self.policy = policy
+        self.state = ServerState(kv=kv)
+        self.clock = clock  # end-of-step timestamps (the caller's time base)
+        self.on_token = on_token
+        self.on_done = on_done  # once per request that finishes or is rejected
+        self.log = StepLog(0)
+        spec = em.spec
+        self.cache = SlotCache(spec.num_layers, spec.num_kv_heads, spec.head_dim,
+                               capacity=max(1, capacity), dtype=TORCH_DTYPES[em.dtype],
+                               device=em.device)
+        self.runner = BatchRunner(em, self.cache)
+        self.slots: list[Sequence] = []  # mirrors state.running, in order
+        self.tokens: dict[int, list[int]] = {}  # request id -> prompt ids, then outputs
+        self.token_times: dict[int, list[float]] = {}  # request id -> time of each output
+        self.arrived: list[Sequence] = []
+        self.last_end = 0.0  # end of the last step run
+
+    def arrive(self, seq: Sequence, prompt_ids: list[int]) -> bool:
+        """A request reaches the server; False if it can never fit (then it is done)."""
+        if len(prompt_ids) != seq.prompt_tokens:
+            raise ValueError(f"request {seq.request_id}: {len(prompt_ids)} prompt ids for "
+                             f"prompt_tokens={seq.prompt_tokens}")
+        self.arrived.append(seq)
+        self.tokens[seq.request_id] = list(prompt_ids)
+        self.token_times[seq.request_id] = []
+        if self.state.arrive(seq):
+            return True
+        self._done(seq)
+        return False
+
+    def schedule(self, now: float) -> Batch | Wait:
+        """The policy's decision at ``now``; requests it rejects are reported done."""
+        decision = self.policy.schedule(self.state, now)
+        for seq in self.state.rejected:
+            self._done(seq)
+        self.state.rejected.clear()
+        return decision
+
+    def run(self, batch: Batch, start: float,
+            arrivals: Callable[[float], None] | None = None) -> list[Sequence]:
+        """Run ``batch`` (its step began at ``start``), apply it, log it; return what finished.
+
+        ``arrivals(end)``, if given, hands over the requests that arrived during the step
+        before it is logged, so the step's queue length counts them as the simulator does.
+        """
+        self._sync_slots()
+        state = self.state
+        emitted_count = decode_emitters(batch)
+        slot_of = {s.request_id: i for i, s in enumerate(self.slots)}
+        work = batch_work(batch, slot_of)
+        padded = len(self.slots) if state.group is not None else None
+        slot_tokens = [self.tokens[s.request_id] for s in self.slots]
+        emitted: dict[int, int] = {}
+        for lo, hi, rows in forward_groups(work, padded):
+            emitted.update(self.runner.run(lo, hi, rows, slot_tokens))
+        end = self.clock()
+        self.last_end = end
+        for slot, token in emitted.items():
+            seq = self.slots[slot]
+            self.tokens[seq.request_id].append(token)
+            self.token_times[seq.request_id].append(end)
+            if self.on_token is not None:
+                self.on_token(seq, token, end)
+        finished = complete(state, batch, start, end)
+        if arrivals is not None:
+            arrivals(end)
+        self.log.add(start, end, batch.shape, emitted_count, len(state.running),
+                     len(state.waiting), state.kv.used)
+        self._sync_slots()
+        for seq in finished:
+            self._done(seq)
+        return finished
+
+    def _done(self, seq: Sequence) -> None:
+        if self.on_done is not None:
+            self.on_done(seq)
+
+    def _sync_slots(self) -> None:
+        """Make the slots mirror the running list: drop who left, append who joined."""
+        running = self.state.running
+        if len(self.slots) == len(running) and all(
+                a is b for a, b in zip(self.slots, running, strict=True)):
+            return
+        if not running:  # a padded batch ended, or the last request left: nothing to move
+            self.slots.clear()
+            return
+        keep = {id(s) for s in running}
+        i = 0
+        length = max((len(self.tokens[s.request_id]) for s in self.slots), default=0)
+        while i < len(self.slots):
+            if id(self.slots[i]) in keep:
+                i += 1
+                continue
+            self.cache.remove_row(i, len(self.slots), length)
+            del self.slots[i]
+        if any(a is not b for a, b in zip(self.slots, running, strict=False)):
+            raise RuntimeError("the policy reordered its running requests; the slot cache "
+                               "keeps them in admission order")
+        self.slots.extend(running[len(self.slots):])
+        need = max((s.prompt_tokens + s.output_tokens for s in self.slots), default=1)
+        self.cache.reserve(len(self.slots), need)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting or running."""
+        return not self.state.waiting and not self.state.running

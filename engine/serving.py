@@ -1,0 +1,170 @@
+"""Replaying a request table through the real engine in real time (``--backend engine``).
+
+Arrivals happen at their ``arrival_s`` on the wall clock (open loop), or ``think_s`` after
+the client's previous request ended (closed loop). The engine keeps a *logical* time
+``now`` exactly as the simulator does: a busy engine's next step starts where the last
+one ended; an idle one starts at the arrival or timeout it waited for, even if the OS
+woke it a little later (that lag is part of the step's measured duration). Requests are
+admitted at step boundaries. So the step log's durations, fed to the simulator, replay
+the same batches at the same times (tests/test_engine_fidelity.py).
+
+Prompts of synthetic requests are random token ids drawn from ``(seed, request_id)``, so a
+request gets the same prompt whether it runs alone or batched.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from engine.core import EngineCore
+from engine.models import EngineModel
+from simulator.cluster import SimResult, request_records
+from simulator.kvcache import BlockManager
+from simulator.policies import Policy, Sequence, Wait
+from simulator.records import STEP_COLUMNS, empty_table
+
+TOKEN_COLUMNS = {"request_id": "int64", "token_index": "int64", "time_s": "float64"}
+
+
+@dataclass(slots=True)
+class EngineRun:
+    """What a replay produced: the simulator's result tables plus per-token data."""
+
+    result: SimResult  # request records and step log (contract 4), as the simulator writes
+    tokens: pd.DataFrame  # request_id, token_index, time_s: when each output token appeared
+    outputs: dict[int, list[int]]  # request id -> generated token ids
+
+
+def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> list[int]:
+    """Deterministic random prompt ids for a synthetic request (0 is left for padding)."""
+    rng = np.random.default_rng([seed, request_id])
+    return rng.integers(1, vocab_size, size=length).tolist()
+
+
+def _sequences(table: pd.DataFrame) -> tuple[list[Sequence], list[float], bool]:
+    """(sequences in arrival order, think times, closed loop?) of a request table."""
+    table = table.sort_values("arrival_s", kind="stable") if len(table) else table
+    arrivals = table["arrival_s"].to_numpy(np.float64)
+    closed = len(table) > 0 and bool(np.isnan(arrivals).all())
+    if closed and "client_id" not in table:
+        raise ValueError("closed-loop request table (arrival_s all NaN) needs a client_id column")
+    clients = table["client_id"].tolist() if "client_id" in table else [-1] * len(table)
+    think = table["think_s"].tolist() if "think_s" in table else [0.0] * len(table)
+    seqs = [Sequence(int(r), float(a), int(p), int(o), int(c)) for r, a, p, o, c in zip(
+        table["request_id"], arrivals, table["prompt_tokens"], table["output_tokens"], clients,
+        strict=True)]
+    return seqs, [float(t) for t in think], closed
+
+
+class _Arrivals:
+    """Requests not yet sent, by due time (open loop), or per client (closed loop)."""
+
+    def __init__(self, seqs: list[Sequence], think: list[float], closed: bool) -> None:
+        self.heap: list[tuple[float, int, Sequence]] = []
+        self.unsent = len(seqs)
+        self.clients: dict[int, deque[tuple[Sequence, float]]] = {}
+        if closed:
+            for seq, t in zip(seqs, think, strict=True):
+                self.clients.setdefault(seq.client_id, deque()).append((seq, t))
+            for queue in self.clients.values():
+                self._push(0.0, queue.popleft()[0])
+        else:
+            for seq in seqs:
+                self._push(seq.arrival_s, seq)
+
+    def _push(self, due: float, seq: Sequence) -> None:
+        heapq.heappush(self.heap, (due, seq.request_id, seq))
+
+    def next_due(self) -> float:
+        """When the next request is due (inf if none is scheduled)."""
+        return self.heap[0][0] if self.heap else math.inf
+
+    def pop_due(self, now: float) -> list[Sequence]:
+        """Requests due at or before ``now``, with their arrival times set."""
+        out = []
+        while self.heap and self.heap[0][0] <= now:
+            due, _, seq = heapq.heappop(self.heap)
+            seq.arrival_s = due
+            out.append(seq)
+        self.unsent -= len(out)
+        return out
+
+    def done(self, seq: Sequence, now: float) -> None:
+        """A request ended: its client sends the next one after thinking."""
+        queue = self.clients.get(seq.client_id)
+        if queue:
+            nxt, think = queue.popleft()
+            end = seq.finish_s if not math.isnan(seq.finish_s) else now
+            self._push(end + think, nxt)
+
+
+def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int, *,
+           block_size: int = 16, horizon_s: float | None = None, seed: int = 0,
+           prompts: dict[int, list[int]] | None = None,
+           progress: Callable[[int, int], None] | None = None) -> EngineRun:
+    """Serve ``table`` (contract 1) on ``em`` with ``policy`` in real time."""
+    seqs, think, closed = _sequences(table)
+    arrivals = _Arrivals(seqs, think, closed)
+    t0 = time.perf_counter()
+
+    def clock() -> float:
+        return time.perf_counter() - t0
+
+    done_count = [0]
+    now = 0.0
+
+    def on_done(seq: Sequence) -> None:
+        arrivals.done(seq, now)
+        done_count[0] += 1
+        if progress is not None:
+            progress(done_count[0], len(seqs))
+
+    capacity = max((s.prompt_tokens + s.output_tokens for s in seqs), default=1)
+    core = EngineCore(em, policy, BlockManager(kv_blocks, block_size), capacity=capacity,
+                      clock=clock, on_done=on_done)
+
+    def admit(until: float) -> None:
+        for seq in arrivals.pop_due(until):
+            ids = (prompts or {}).get(seq.request_id) or prompt_ids(
+                seq.request_id, seq.prompt_tokens, em.vocab_size, seed)
+            core.arrive(seq, ids)
+        if arrivals.unsent == 0:
+            core.state.arrivals_done = True
+
+    while True:
+        admit(now)
+        if horizon_s is not None and now >= horizon_s:
+            break
+        decision = core.schedule(now)
+        if isinstance(decision, Wait):
+            until = decision.until if decision.until is not None else math.inf
+            target = min(until, arrivals.next_due())
+            if horizon_s is not None:
+                target = min(target, horizon_s)
+            if math.isinf(target):
+                break  # nothing runs and nothing will arrive
+            time.sleep(max(0.0, target - clock()))
+            now = target
+            continue
+        core.run(decision, now, admit)
+        now = core.last_end
+    steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
+    result = SimResult(requests=request_records(core.arrived), steps=steps,
+                       kv_blocks_total=kv_blocks, num_replicas=1, num_events=len(core.log),
+                       wall_s=clock())
+    return EngineRun(result, _token_table(core.token_times), {
+        s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived})
+
+
+def _token_table(times: dict[int, list[float]]) -> pd.DataFrame:
+    rows = [(rid, i, t) for rid, ts in times.items() for i, t in enumerate(ts)]
+    df = pd.DataFrame(rows, columns=list(TOKEN_COLUMNS))
+    return df.astype(TOKEN_COLUMNS)

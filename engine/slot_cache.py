@@ -1,0 +1,110 @@
+"""An in-place KV cache with one row (slot) per running request, for iteration-level batching.
+
+Per layer, keys and values live in preallocated buffers of shape
+``(slots, kv_heads, capacity + 1, head_dim)``. A request's token at position ``p`` is
+written at column ``p`` of its slot, so rows need no left padding inside the cache and a
+step writes only its new tokens (``index_put_``), never copying the cache as
+``DynamicCache``'s ``torch.cat`` does. Column ``capacity`` is scratch: padding tokens of
+the step's input write there and attention never reads it.
+
+Slots follow the order of the policy's running list: a request that joins takes the next
+slot; one that leaves is removed by shifting the rows behind it down by one (the only
+copy, once per departure). The rows of a step are a contiguous slot range, so the keys
+and values handed to attention are views, ``buffer[lo:hi, :, :length]``.
+
+transformers calls :meth:`update` from each attention layer (duck-typed ``Cache``); the
+step's write columns and key length are set beforehand with :meth:`prepare`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class SlotCache:
+    """Per-layer K/V buffers addressed by (slot, position); see the module docstring."""
+
+    def __init__(self, num_layers: int, kv_heads: int, head_dim: int, *, slots: int = 8,
+                 capacity: int = 256, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> None:
+        self.num_layers = num_layers
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.slots = 0  # rows allocated
+        self.capacity = 0  # positions per row (column `capacity` is scratch)
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self._alloc(slots, capacity)
+        self._rows = slice(0, 0)  # this step's slot range
+        self._row_index = torch.zeros(0, 1, dtype=torch.long)  # (B, 1) slots of the rows
+        self._columns = torch.zeros(0, 0, dtype=torch.long)  # (B, W) write column per token
+        self._length = 0  # key columns attention reads this step
+
+    def _alloc(self, slots: int, capacity: int) -> None:
+        """(Re)allocate for ``slots`` rows of ``capacity`` positions, keeping what is cached."""
+        shape = (slots, self.kv_heads, capacity + 1, self.head_dim)
+        keep_rows, keep_cols = min(slots, self.slots), min(capacity, self.capacity)
+        for store in (self.keys, self.values):
+            for i in range(self.num_layers):
+                new = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                if i < len(store):
+                    new[:keep_rows, :, :keep_cols] = store[i][:keep_rows, :, :keep_cols]
+                    store[i] = new
+                else:
+                    store.append(new)
+        self.slots, self.capacity = slots, capacity
+
+    def reserve(self, slots: int, capacity: int) -> None:
+        """Grow (doubling) so that ``slots`` rows of ``capacity`` positions fit."""
+        if slots <= self.slots and capacity <= self.capacity:
+            return
+        new_slots = self.slots
+        while new_slots < slots:
+            new_slots *= 2
+        new_cap = self.capacity
+        while new_cap < capacity:
+            new_cap *= 2
+        self._alloc(new_slots, new_cap)
+
+    def remove_row(self, row: int, num_rows: int, length: int) -> None:
+        """Drop slot ``row`` of ``num_rows`` in use: rows behind it move down by one.
+
+        Only the first ``length`` columns (the longest request's tokens) are moved.
+        """
+        if row < num_rows - 1:
+            for store in (self.keys, self.values):
+                for buf in store:
+                    buf[row:num_rows - 1, :, :length] = buf[row + 1:num_rows, :, :length].clone()
+
+    def prepare(self, lo: int, columns: torch.Tensor, length: int) -> None:
+        """Set this step's rows ``lo .. lo + B - 1``, write columns (B, W) and key length.
+
+        ``columns[b, w]`` is the position where input token ``w`` of row ``b`` is cached
+        (``self.capacity`` for padding); attention reads key columns ``0 .. length - 1``.
+        """
+        num = columns.shape[0]
+        self._rows = slice(lo, lo + num)
+        self._row_index = torch.arange(lo, lo + num, device=self.device)[:, None]
+        self._columns = columns.to(self.device)
+        self._length = length
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
+               *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the step's keys/values (B, H, W, D) in place; return the rows' views."""
+        k, v = self.keys[layer_idx], self.values[layer_idx]
+        # Advanced indices (B, 1) and (B, W) around a slice index (B, W, H, D).
+        k[self._row_index, :, self._columns] = key_states.transpose(1, 2).to(k.dtype)
+        v[self._row_index, :, self._columns] = value_states.transpose(1, 2).to(v.dtype)
+        return k[self._rows, :, :self._length], v[self._rows, :, :self._length]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Key columns of the current step (transformers asks only without position ids)."""
+        return self._length
+
+    def nbytes(self) -> int:
+        """Bytes allocated for keys and values."""
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))

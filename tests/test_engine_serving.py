@@ -1,0 +1,147 @@
+"""The engine's serving loop on CPU: batching correctness, exact lengths, scheduling fidelity.
+
+Skipped as a whole without torch (the core suite runs without the engine extra).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from engine.models import build_model  # noqa: E402
+from engine.serving import prompt_ids, replay  # noqa: E402
+from simulator.cluster import ClusterSpec, simulate  # noqa: E402
+from simulator.costs.replay import ReplayCost, ReplayMismatch  # noqa: E402
+from simulator.policies import make_policy  # noqa: E402
+from simulator.records import STEP_COLUMNS  # noqa: E402
+
+POLICIES = {
+    "static": {"batch_size": 3},
+    "dynamic": {"max_batch_size": 4, "max_wait_s": 0.02},
+    "continuous": {"max_num_batched_tokens": 128},
+    "chunked": {"max_num_batched_tokens": 24},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.set_num_threads(1)
+    return build_model("tiny", seed=0)
+
+
+def table(n: int = 7) -> pd.DataFrame:
+    """Mixed prompt and output lengths arriving close together (they share batches)."""
+    return pd.DataFrame({
+        "request_id": range(n),
+        "arrival_s": [0.0, 0.0, 0.01, 0.02, 0.04, 0.05, 0.05][:n],
+        "prompt_tokens": [5, 17, 40, 8, 33, 3, 21][:n],
+        "output_tokens": [4, 9, 3, 12, 6, 7, 1][:n],
+    })
+
+
+@torch.inference_mode()
+def greedy_reference(em, ids: list[int], n: int) -> list[int]:
+    """Greedy tokens by full forward passes over the whole sequence, no cache at all."""
+    seq = list(ids)
+    out = []
+    for _ in range(n):
+        logits = em.model(input_ids=torch.tensor([seq])).logits
+        out.append(int(logits[0, -1].argmax()))
+        seq.append(out[-1])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_batched_tokens_equal_tokens_alone(tiny, name):
+    reqs = table()
+    run = replay(reqs, tiny, make_policy(name, **POLICIES[name]), kv_blocks=64)
+    for i, row in reqs.iterrows():
+        ids = prompt_ids(i, int(row.prompt_tokens), tiny.vocab_size)
+        alone = greedy_reference(tiny, ids, int(row.output_tokens))
+        assert run.outputs[i] == alone, f"request {i}"
+    assert (run.result.requests["status"] == "finished").all()
+
+
+def test_preemption_recomputes_to_the_same_tokens(tiny):
+    reqs = table()
+    reqs["output_tokens"] = 20
+    # 16 blocks of 4 tokens hold the longest request (40 + 20 tokens) but not two growing
+    # requests: the newest running one is preempted and recomputed.
+    run = replay(reqs, tiny, make_policy("continuous", max_num_batched_tokens=128), kv_blocks=16,
+                 block_size=4)
+    records = run.result.requests
+    assert records["preemptions"].sum() > 0
+    assert (records["status"] == "finished").all()
+    for i, row in reqs.iterrows():
+        ids = prompt_ids(i, int(row.prompt_tokens), tiny.vocab_size)
+        assert run.outputs[i] == greedy_reference(tiny, ids, 20), f"request {i}"
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_exact_lengths_and_ordered_timestamps(tiny, name):
+    reqs = table()
+    run = replay(reqs, tiny, make_policy(name, **POLICIES[name]), kv_blocks=64)
+    rec = run.result.requests.set_index("request_id")
+    for rid, group in run.tokens.groupby("request_id"):
+        want = int(reqs.loc[reqs.request_id == rid, "output_tokens"].iloc[0])
+        assert len(run.outputs[rid]) == want == len(group)
+        times = group.sort_values("token_index")["time_s"].to_numpy()
+        r = rec.loc[rid]
+        assert np.all(np.diff(times) > 0)
+        assert r.arrival_s <= r.scheduled_s < r.first_token_s <= r.finish_s
+        assert times[0] == r.first_token_s and times[-1] == r.finish_s
+    steps = run.result.steps
+    assert list(steps.columns) == list(STEP_COLUMNS)
+    assert np.all(steps["start_s"].to_numpy()[1:] >= steps["end_s"].to_numpy()[:-1] - 1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_simulator_replays_engine_schedule_exactly(tiny, name):
+    """The engine's measured step durations, fed to the simulator, give the same batches
+    (checked shape by shape by ReplayCost) and the same request timelines."""
+    reqs = table()
+    policy = make_policy(name, **POLICIES[name])
+    run = replay(reqs, tiny, policy, kv_blocks=64)
+    cost = ReplayCost(run.result.steps)
+    sim = simulate(reqs, ClusterSpec(policy, cost, kv_blocks=64), fast_forward=False)
+    assert cost.next == len(run.result.steps)
+    eng_steps, sim_steps = run.result.steps, sim.steps
+    assert len(sim_steps) == len(eng_steps)
+    exact = [c for c in STEP_COLUMNS if c not in ("start_s", "end_s")]
+    pd.testing.assert_frame_equal(sim_steps[exact], eng_steps[exact])
+    for col in ("start_s", "end_s"):
+        np.testing.assert_allclose(sim_steps[col], eng_steps[col], rtol=0, atol=1e-9)
+    times = ["arrival_s", "scheduled_s", "first_token_s", "finish_s"]
+    e = run.result.requests.set_index("request_id").sort_index()
+    s = sim.requests.set_index("request_id").sort_index()
+    np.testing.assert_allclose(s[times], e[times], rtol=0, atol=1e-9)
+    assert (s["status"] == e["status"]).all()
+
+
+def test_replay_cost_names_the_first_divergent_step(tiny):
+    reqs = table()
+    run = replay(reqs, tiny, make_policy("continuous"), kv_blocks=64)
+    cost = ReplayCost(run.result.steps)
+    with pytest.raises(ReplayMismatch, match="step 0: simulated shape"):
+        simulate(reqs, ClusterSpec(make_policy("static", batch_size=2), cost, kv_blocks=64),
+                 fast_forward=False)
+
+
+def test_closed_loop_and_rejection(tiny):
+    reqs = pd.DataFrame({
+        "request_id": range(5), "arrival_s": [math.nan] * 5,
+        "prompt_tokens": [6, 7, 500, 9, 10], "output_tokens": [3, 3, 3, 3, 3],
+        "client_id": [0, 1, 0, 1, 0], "think_s": [0.01] * 5,
+    })
+    run = replay(reqs, tiny, make_policy("continuous"), kv_blocks=8)  # 128 tokens at most
+    rec = run.result.requests.set_index("request_id")
+    assert rec.loc[2, "status"] == "rejected" and "KV blocks" in rec.loc[2, "reason"]
+    assert (rec.drop(index=2)["status"] == "finished").all()
+    # Client 0 sends request 2 after request 0 ends plus its think time.
+    assert rec.loc[2, "arrival_s"] == pytest.approx(rec.loc[0, "finish_s"] + 0.01)
