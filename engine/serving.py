@@ -41,6 +41,7 @@ class EngineRun:
     result: SimResult  # request records and step log (contract 4), as the simulator writes
     tokens: pd.DataFrame  # request_id, token_index, time_s: when each output token appeared
     outputs: dict[int, list[int]]  # request id -> generated token ids
+    model: EngineModel  # the model that served them (reusable for the next run)
 
 
 def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> list[int]:
@@ -160,8 +161,8 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
     result = SimResult(requests=request_records(core.arrived), steps=steps,
                        kv_blocks_total=kv_blocks, num_replicas=1, num_events=len(core.log),
                        wall_s=clock())
-    return EngineRun(result, _token_table(core.token_times), {
-        s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived})
+    outputs = {s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived}
+    return EngineRun(result, _token_table(core.token_times), outputs, em)
 
 
 def _token_table(times: dict[int, list[float]]) -> pd.DataFrame:

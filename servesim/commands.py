@@ -60,6 +60,11 @@ def run_command(args: argparse.Namespace) -> tuple[Any, str]:
     for _, point in points:  # every point valid before any runs: a bad one loses nothing
         resolve(point)
     out = Path(args.out) if args.out else Path("results") / str(raw.get("name", "scenario"))
+    if getattr(args, "backend", "sim") == "engine":
+        from servesim.engine_run import run_on_engine
+
+        results, paths = run_on_engine(points, out, threads=getattr(args, "threads", 1))
+        return [r.summary for r in results], _text(raw, results, paths)
     results = _run_all(points, args, out, show=len(points) > 1)
     paths = write_results(results, out)
     summaries = [r.summary for r in results]

@@ -1,0 +1,144 @@
+"""``servesim validate SCENARIO``: the real engine and the simulator on the same workload.
+
+Every point of the scenario (policies x loads) is served by the real engine on this
+machine (``--backend engine``) and simulated with the scenario's cost profile; the two are
+compared metric by metric (calibrate/validate.py). ``--measured DIR`` / ``--simulated DIR``
+take either side from a results folder written earlier (``servesim run``, ``run --backend
+engine``, ``servesim measure``) instead of running it. Writes ``comparison.csv``,
+``comparison.json``, ``cdf.png`` and both sides' tables under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from calibrate.validate import compare_summaries, format_rows, rows_table, worst_request
+from simulator.atomic import atomic_write
+from simulator.deployment import resolve
+from simulator.errors import ConfigError
+from simulator.runner import run_points, write_results
+from simulator.scenario import apply_overrides, expand_sweep, load_scenario
+
+Side = list[tuple[dict[str, Any], pd.DataFrame]]  # per point: (summary, request records)
+
+
+def add_validate_parser(sub: Any) -> None:
+    """The ``validate`` subcommand and its flags."""
+    p = sub.add_parser("validate", help="serve a scenario on the real engine and simulate it; "
+                                        "compare metric by metric")
+    p.add_argument("scenario", help="scenario TOML (e.g. scenarios/validate-cpu.toml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE", help="override a field, repeatable")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="results folder (default: results/<scenario name>-validate)")
+    p.add_argument("--json", action="store_true",
+                   help="print only the list of comparison rows on stdout")
+    p.add_argument("--measured", default=None, metavar="DIR",
+                   help="take the measured side from this results folder (no engine run)")
+    p.add_argument("--simulated", default=None, metavar="DIR",
+                   help="take the simulated side from this results folder")
+    p.add_argument("--threads", type=int, default=1,
+                   help="engine intra-op threads on CPU (default 1)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any figure is outside its tolerance")
+
+
+def read_results(folder: str | Path, expected: int) -> Side:
+    """(summary, request records) per point from a results folder, in point order."""
+    path = Path(folder)
+    try:
+        summaries = json.loads((path / "summary.json").read_text())
+        requests = pd.read_parquet(path / "requests.parquet")
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: not a results folder (summary.json, requests.parquet): "
+                          f"{e}") from e
+    if len(summaries) != expected:
+        raise ConfigError(f"{path}: {len(summaries)} points, but the scenario has {expected}")
+    return [(s, requests[requests["point"] == i].drop(columns="point"))
+            for i, s in enumerate(summaries)]
+
+
+def _load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
+    """The swept values other than the policy; else the offered rate or concurrency."""
+    rest = {k: v for k, v in labels.items() if k != "policy"}
+    if rest:
+        return ", ".join(f"{k}={v}" for k, v in rest.items())
+    workload = point.get("workload", {})
+    for key in ("rate", "concurrency"):
+        if key in workload:
+            return f"{key}={workload[key]}"
+    return "-"
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    """Run (or read) both sides, compare, write the report; the exit status."""
+    try:
+        raw = apply_overrides(load_scenario(args.scenario), list(args.overrides))
+        points = expand_sweep(raw)
+        deps = [resolve(p) for _, p in points]
+        out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
+        measured = _measured(args, points, out)
+        simulated = _simulated(args, points, out)
+    except (ValueError, OSError) as e:
+        print(f"servesim: error: {e}", file=sys.stderr)
+        return 2
+    rows, worst, pairs = [], [], []
+    for (labels, point), dep, (m_sum, m_req), (s_sum, s_req) in zip(
+            points, deps, measured, simulated, strict=True):
+        policy, load = dep.policy_name, _load_label(labels, point)
+        rows += compare_summaries(m_sum, s_sum, policy=policy, load=load)
+        w = worst_request(m_req, s_req, policy=policy, load=load)
+        if w is not None:
+            worst.append(w)
+        pairs.append((policy, load, m_req, s_req))
+    table = rows_table(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "comparison.csv", lambda p: table.to_csv(p, index=False))
+    text = json.dumps(rows, indent=2)
+    atomic_write(out / "comparison.json", lambda p: p.write_text(text + "\n"))
+    plot = _plot(pairs, out / "cdf.png")
+    if args.json:
+        print(text)
+    else:
+        print(f"simulated with: {deps[0].cost_source}")
+        print(format_rows(rows, worst))
+        print(f"results: {out / 'comparison.csv'}, {out / 'comparison.json'}"
+              + (f", {plot}" if plot else ""))
+    return 1 if args.strict and not table["ok"].all() else 0
+
+
+def _measured(args: argparse.Namespace, points: list[tuple[dict[str, Any], dict[str, Any]]],
+              out: Path) -> Side:
+    if args.measured:
+        return read_results(args.measured, len(points))
+    from servesim.engine_run import run_on_engine
+
+    results, _ = run_on_engine(points, out / "measured", threads=args.threads)
+    return [(r.summary, r.result.requests) for r in results]
+
+
+def _simulated(args: argparse.Namespace, points: list[tuple[dict[str, Any], dict[str, Any]]],
+               out: Path) -> Side:
+    if args.simulated:
+        return read_results(args.simulated, len(points))
+    results = run_points(points)
+    write_results(results, out / "simulated")
+    return [(r.summary, r.result.requests) for r in results]
+
+
+def _plot(pairs: list[tuple[str, Any, pd.DataFrame, pd.DataFrame]], path: Path) -> Path | None:
+    """The CDF overlay, or None (with a note) when matplotlib is not installed."""
+    try:
+        from calibrate.validate_plot import cdf_overlay
+
+        return cdf_overlay(pairs, path)
+    except ImportError:
+        print("servesim: note: no CDF plot (pip install -e '.[calibrate]' for matplotlib)",
+              file=sys.stderr)
+        return None
