@@ -17,6 +17,7 @@ from servesim.calibrate_command import add_calibrate_parser
 from servesim.commands import run_command
 from servesim.plan_command import add_plan_parser
 from servesim.profile_command import add_profile_parser
+from servesim.validate_command import add_validate_parser
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml"
 
@@ -46,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scenario (every point if it holds lists)")
     _common(run)
+    run.add_argument("--backend", choices=("sim", "engine"), default="sim",
+                     help="sim: the simulator (default); engine: serve the workload on the "
+                          "real engine here, in real time (needs the engine extra)")
+    run.add_argument("--threads", type=int, default=1,
+                     help="engine backend on CPU: intra-op threads (default 1, stable timings)")
     sweep = sub.add_parser("sweep", help="simulate every point of a sweep, with progress")
     _common(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="SECTION.KEY=A,B,C",
@@ -55,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     add_calibrate_parser(sub)
     add_profile_parser(sub)
+    add_validate_parser(sub)
     return parser
 
 
@@ -69,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from servesim.calibrate_command import calibrate_command
 
         return calibrate_command(args, list(argv) if argv is not None else None)
+    if args.command == "validate":
+        from servesim.validate_command import validate_command
+
+        return validate_command(args)
     if args.command == "profile":
         from servesim.profile_command import profile_command
 
