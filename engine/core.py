@@ -52,6 +52,7 @@ class EngineCore:
         self.token_times: dict[int, list[float]] = {}  # request id -> time of each output
         self.arrived: list[Sequence] = []
         self.last_end = 0.0  # end of the last step run
+        self.forward_s: list[float] = []  # per step: seconds in the runner (inputs + forwards)
 
     def arrive(self, seq: Sequence, prompt_ids: list[int]) -> bool:
         """A request reaches the server; False if it can never fit (then it is done)."""
@@ -89,8 +90,10 @@ class EngineCore:
         padded = len(self.slots) if state.group is not None else None
         slot_tokens = [self.tokens[s.request_id] for s in self.slots]
         emitted: dict[int, int] = {}
+        f0 = time.perf_counter()
         for lo, hi, rows in forward_groups(work, padded):
             emitted.update(self.runner.run(lo, hi, rows, slot_tokens))
+        self.forward_s.append(time.perf_counter() - f0)
         end = self.clock()
         self.last_end = end
         for slot, token in emitted.items():

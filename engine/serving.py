@@ -42,6 +42,7 @@ class EngineRun:
     tokens: pd.DataFrame  # request_id, token_index, time_s: when each output token appeared
     outputs: dict[int, list[int]]  # request id -> generated token ids
     model: EngineModel  # the model that served them (reusable for the next run)
+    forward_s: np.ndarray  # per step: seconds in the batch runner; the rest is loop overhead
 
 
 def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> list[int]:
@@ -162,7 +163,8 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
                        kv_blocks_total=kv_blocks, num_replicas=1, num_events=len(core.log),
                        wall_s=clock())
     outputs = {s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived}
-    return EngineRun(result, _token_table(core.token_times), outputs, em)
+    return EngineRun(result, _token_table(core.token_times), outputs, em,
+                     np.asarray(core.forward_s, dtype=np.float64))
 
 
 def _token_table(times: dict[int, list[float]]) -> pd.DataFrame:

@@ -1,12 +1,13 @@
-"""A profiling sweep: prefill and decode shapes -> profile-table rows (data contract 2).
+"""A profiling sweep: prefill, decode and mixed shapes -> profile-table rows (contract 2).
 
-Each shape maps to P, A, D, C as the cost model counts them (design.md, "Cost models"):
+Each shape is timed as the serving loop runs it (engine/step_timing.py) and maps to P, A,
+D, C as the cost model counts them (design.md, "Cost models"):
 
     prefill (batch b, prompt p):  P = b*p (padding included), A = b*p*(p/2), D = C = 0
     decode (batch b, context c):  P = A = 0, D = b, C = b*(c+1) (cached tokens + the new one)
+    mixed (b rows at context c, one chunk n):  P = n, A = n*(n/2), D = b, C = b*(c+1)
 
-``num_admitted``/``num_finished`` stay 0: a bare forward pass does no per-request
-scheduling work (the serving loop measures that).
+``num_admitted``/``num_finished`` stay 0: no request starts or ends in a timed step.
 """
 
 from __future__ import annotations
@@ -22,27 +23,23 @@ import transformers
 
 from engine.models import EngineModel
 from engine.plan import SweepPlan
-from engine.profiler import (
-    Timing,
-    decode,
-    decode_state,
-    prefill,
-    prefill_inputs,
-    rewind,
-    time_step,
-)
+from engine.profiler import Timing, time_step
+from engine.step_timing import step_for_shape
 
 
-def shape_row(phase: str, batch: int, length: int, timing: Timing) -> dict[str, Any]:
+def shape_row(phase: str, batch: int, length: int, timing: Timing,
+              context: int = 0) -> dict[str, Any]:
     """One profile-table row for a measured shape (see the module docstring for P/A/D/C)."""
-    prefill_phase = phase == "prefill"
+    prefill_rows = batch if phase == "prefill" else (1 if phase == "mixed" else 0)
+    decode_rows = 0 if phase == "prefill" else batch
+    decode_ctx = length if phase == "decode" else context
     return {
         "phase": phase,
-        "num_prefill_tokens": batch * length if prefill_phase else 0,
-        "num_decode_seqs": 0 if prefill_phase else batch,
-        "prefill_attn_work": batch * length * (length / 2) if prefill_phase else 0.0,
-        "decode_context_tokens": 0 if prefill_phase else batch * (length + 1),
-        "batch_size": batch,
+        "num_prefill_tokens": prefill_rows * length,
+        "num_decode_seqs": decode_rows,
+        "prefill_attn_work": prefill_rows * length * (length / 2),
+        "decode_context_tokens": decode_rows * (decode_ctx + 1),
+        "batch_size": prefill_rows + decode_rows,
         "time_s": timing.wall_s,
         "cpu_time_s": timing.cpu_s,
         "time_spread": timing.spread,
@@ -52,23 +49,18 @@ def shape_row(phase: str, batch: int, length: int, timing: Timing) -> dict[str, 
 
 def measure_shape(em: EngineModel, phase: str, batch: int, length: int, plan: SweepPlan,
                   generator: torch.Generator) -> Timing:
-    """Build the inputs for one shape (untimed) and time its step."""
-    model, dev = em.model, em.device
-    if phase == "prefill":
-        inputs = prefill_inputs(batch, length, em.vocab_size, device=dev, generator=generator)
-        return time_step(lambda: prefill(model, inputs), dev, repeats=plan.repeats,
-                         warmup=plan.warmup)
-    state = decode_state(model, batch, length, em.vocab_size, device=dev, generator=generator)
-    return time_step(lambda: decode(model, state), dev, repeats=plan.repeats,
-                     warmup=plan.warmup, reset=lambda: rewind(state))
+    """Build one shape's serving-loop step (untimed) and time it."""
+    step = step_for_shape(em, phase, batch, length, context=plan.mixed_context,
+                          generator=generator)
+    return time_step(step, em.device, repeats=plan.repeats, warmup=plan.warmup)
 
 
 def run_sweep(em: EngineModel, plan: SweepPlan) -> Iterator[dict[str, Any]]:
     """Measure every shape of ``plan`` in order, yielding one row per shape."""
     generator = torch.Generator().manual_seed(plan.seed)
     for phase, batch, length in plan.shapes():
-        yield shape_row(phase, batch, length, measure_shape(em, phase, batch, length, plan,
-                                                            generator))
+        timing = measure_shape(em, phase, batch, length, plan, generator)
+        yield shape_row(phase, batch, length, timing, context=plan.mixed_context)
 
 
 def hardware_name(device: torch.device) -> str:
@@ -118,7 +110,8 @@ def run_metadata(em: EngineModel, threads: int, load: RunLoad, plan: SweepPlan,
         "repeats": plan.repeats,
         "load": {"before": [round(x, 2) for x in load.before],
                  "after": [round(x, 2) for x in load.after]},
-        "source": "servesim profile (engine/sweep.py): median of repeats after warm-up",
+        "source": "servesim profile (engine/sweep.py): the serving loop's own steps "
+                  "(engine/step_timing.py), median of repeats after warm-up",
     }
     if em.dtype in ("bf16", "fp16"):
         meta["kv_dtype"] = em.dtype  # fp32 KV has no cost-profile dtype; calibrate picks bf16

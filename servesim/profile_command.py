@@ -41,10 +41,15 @@ def add_profile_parser(sub: Any) -> None:
                    help="weight dtype (default fp32 on CPU, bf16 on CUDA)")
     p.add_argument("--out", required=True, metavar="PROFILE.parquet", help="table to write")
     for flag, what in (("prefill-batches", "prefill rows"), ("prompt-lens", "prompt tokens"),
-                       ("decode-batches", "decode rows"), ("context-lens", "cached tokens")):
+                       ("decode-batches", "decode rows"), ("context-lens", "cached tokens"),
+                       ("mixed-batches", "decode rows beside a prefill chunk (mixed steps)"),
+                       ("mixed-chunks", "prefill chunk tokens of mixed steps")):
         default = getattr(_DEFAULTS, flag.replace("-", "_"))
         p.add_argument(f"--{flag}", type=_int_list, default=default, metavar="N,N",
                        help=f"{what} to sweep (default {','.join(map(str, default))})")
+    p.add_argument("--mixed-context", type=int, default=_DEFAULTS.mixed_context,
+                   help="cached tokens of each decode row in a mixed step "
+                        f"(default {_DEFAULTS.mixed_context})")
     p.add_argument("--repeats", type=int, default=_DEFAULTS.repeats,
                    help=f"timed runs per shape, median kept (default {_DEFAULTS.repeats})")
     p.add_argument("--warmup", type=int, default=_DEFAULTS.warmup,
@@ -83,7 +88,8 @@ def profile_command(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} must be >= 1")
         plan = SweepPlan(args.prefill_batches, args.prompt_lens, args.decode_batches,
-                         args.context_lens, args.repeats, args.warmup, args.seed)
+                         args.context_lens, args.mixed_batches, args.mixed_chunks,
+                         args.mixed_context, args.repeats, args.warmup, args.seed)
         torch.set_num_threads(args.threads)
         em = build_model(args.model, dtype=dtype, device=device, seed=args.seed)
         load = RunLoad()

@@ -114,18 +114,23 @@ def _small_sweep(tiny, plan: SweepPlan) -> ProfileTable:
 
 
 def test_tiny_sweep_writes_a_valid_table_with_contract_columns(tiny, tmp_path):
-    plan = SweepPlan((1, 2), (8, 32), (1, 4), (16, 64), repeats=1, warmup=1)
+    plan = SweepPlan((1, 2), (8, 32), (1, 4), (16, 64), (2,), (8,), mixed_context=16,
+                     repeats=1, warmup=1)
     table = _small_sweep(tiny, plan)
     path = tmp_path / "t.parquet"
     write_profile_table(table, path)
     back = read_profile_table(path)
     steps = validate_profile_table(back.steps)
-    assert len(steps) == 8
+    assert len(steps) == 9
     for row, (phase, b, n) in zip(steps.itertuples(), plan.shapes(), strict=True):
-        assert row.phase == phase and row.batch_size == b
+        assert row.phase == phase
+        assert row.batch_size == (b + 1 if phase == "mixed" else b)
         if phase == "prefill":
             assert (row.num_prefill_tokens, row.num_decode_seqs) == (b * n, 0)
             assert row.prefill_attn_work == b * n * n / 2 and row.decode_context_tokens == 0
+        elif phase == "mixed":  # 2 decode rows at context 16 beside one 8-token chunk
+            assert (row.num_prefill_tokens, row.num_decode_seqs) == (8, 2)
+            assert row.prefill_attn_work == 8 * 4 and row.decode_context_tokens == 2 * 17
         else:
             assert (row.num_prefill_tokens, row.num_decode_seqs) == (0, b)
             assert row.decode_context_tokens == b * (n + 1) and row.prefill_attn_work == 0
@@ -139,7 +144,7 @@ def test_tiny_sweep_writes_a_valid_table_with_contract_columns(tiny, tmp_path):
 def test_larger_shapes_take_longer(tiny):
     """Weak monotonicity of medians (can fail on a very noisy machine): 16x the prompt
     tokens (~8 vs ~30 ms), 16x the decode rows (~7 vs ~14 ms)."""
-    plan = SweepPlan((1,), (16, 256), (1, 16), (256,), repeats=3, warmup=1)
+    plan = SweepPlan((1,), (16, 256), (1, 16), (256,), (), repeats=3, warmup=1)
     pre_small, pre_big, dec_small, dec_big = (r["time_s"] for r in run_sweep(tiny, plan))
     assert pre_big > pre_small
     assert dec_big > dec_small
@@ -149,10 +154,12 @@ def test_servesim_profile_end_to_end(tmp_path, capsys):
     out = tmp_path / "p.parquet"
     rc = main(["profile", "--model", "tiny", "--out", str(out), "--prefill-batches", "1",
                "--prompt-lens", "8,16", "--decode-batches", "1,2", "--context-lens", "8",
+               "--mixed-batches", "2", "--mixed-chunks", "4", "--mixed-context", "8",
                "--repeats", "1", "--warmup", "0", "--no-progress"])
     assert rc == 0, capsys.readouterr().err
     table = read_profile_table(out)
-    assert len(table.steps) == 4 and table.metadata["model"] == "tiny"
+    assert len(table.steps) == 5 and table.metadata["model"] == "tiny"
+    assert list(table.steps["phase"]).count("mixed") == 1
     assert "wrote" in capsys.readouterr().out
 
 
@@ -170,8 +177,9 @@ def test_servesim_profile_bad_input(tmp_path, capsys):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_smoke_bf16():
     em = build_model("tiny", dtype="bf16", device="cuda")
-    rows = list(run_sweep(em, SweepPlan((1,), (16,), (2,), (32,), repeats=2, warmup=1)))
-    assert [r["phase"] for r in rows] == ["prefill", "decode"]
+    rows = list(run_sweep(em, SweepPlan((1,), (16,), (2,), (32,), (1,), (8,), 32, repeats=2,
+                                        warmup=1)))
+    assert [r["phase"] for r in rows] == ["prefill", "decode", "mixed"]
     assert all(r["time_s"] > 0 for r in rows)
     state = decode_state(em.model, 2, 32, em.vocab_size, device="cuda")
     assert decode(em.model, state).shape == (2, 1, TINY.vocab_size)

@@ -1,0 +1,196 @@
+"""A live engine: one background thread serves requests as they arrive (the HTTP server's core).
+
+Callers on any thread :meth:`LiveEngine.submit` a prompt with a :class:`RequestSink`; the
+engine thread owns the :class:`~engine.core.EngineCore` and runs the simulator's loop::
+
+    drain new requests into core.arrive -> core.schedule(now) -> core.run(batch, now, drain)
+
+Time is handled exactly as in :func:`engine.serving.replay`, so a live run's records and
+step log can be replayed by the simulator like an offline one:
+
+- a request's ``arrival_s`` is stamped when it is submitted (seconds since the engine was
+  built), and requests are admitted at step boundaries, never before they arrived;
+- the engine keeps a *logical* ``now``: a busy engine's next step starts where the last
+  one ended; an idle one starts at the arrival or policy timeout it waited for, even if
+  the OS woke it a little later (that lag is part of the step's measured duration).
+
+The sink's callbacks run on the engine thread, so they must be quick and thread-safe
+(the HTTP layer hands each event to its event loop with ``call_soon_threadsafe``).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import pandas as pd
+
+from engine.core import EngineCore
+from engine.live_api import EngineUnavailable, Gauges, RequestSink, Snapshot
+from engine.models import EngineModel
+from engine.serving import TOKEN_COLUMNS
+from simulator.cluster import request_records
+from simulator.kvcache import BlockManager
+from simulator.policies import Policy, Sequence, Wait
+from simulator.records import STEP_COLUMNS, empty_table
+
+
+@dataclass(slots=True)
+class _Submission:
+    seq: Sequence
+    prompt_ids: list[int]
+    sink: RequestSink
+
+
+class LiveEngine:
+    """An :class:`EngineCore` run by one background thread; see the module docstring."""
+
+    def __init__(self, em: EngineModel, policy: Policy, kv_blocks: int, *,
+                 block_size: int = 16, capacity: int = 256) -> None:
+        self.kv_blocks = kv_blocks
+        self.block_size = block_size
+        self._t0 = time.perf_counter()
+        self.core = EngineCore(em, policy, BlockManager(kv_blocks, block_size),
+                               capacity=capacity, clock=self.clock,
+                               on_token=self._on_token, on_done=self._on_done)
+        self.gauges = Gauges()
+        self.error: BaseException | None = None  # why the engine thread died, if it did
+        self._inbox: queue.SimpleQueue[_Submission | None] = queue.SimpleQueue()
+        self._pending: deque[_Submission] = deque()  # taken from the inbox, not yet arrived
+        self._sinks: dict[int, RequestSink] = {}  # engine thread only
+        self._lock = threading.Lock()  # held by the engine thread while it touches the core
+        self._submit_lock = threading.Lock()  # arrival stamps in inbox order
+        self._next_id = 0
+        self._closed = False  # set once the engine thread has ended: submit() refuses
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="servesim-engine", daemon=True)
+
+    def clock(self) -> float:
+        """Seconds since the engine was built: the time base of its records."""
+        return time.perf_counter() - self._t0
+
+    @property
+    def alive(self) -> bool:
+        """The engine thread is running and has not failed."""
+        return self._thread.is_alive() and self.error is None and not self._stop.is_set()
+
+    def start(self) -> None:
+        """Start the engine thread (once)."""
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop after the current step; requests still in flight get ``sink.fail``."""
+        self._stop.set()
+        self._inbox.put(None)  # wake a waiting engine
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def submit(self, prompt_ids: list[int], max_tokens: int, sink: RequestSink) -> int:
+        """Queue a request (any thread); return its request id. Raises EngineUnavailable."""
+        with self._submit_lock:
+            if self.error is not None:
+                raise EngineUnavailable(f"the engine failed: {self.error!r}")
+            if self._closed or self._stop.is_set():
+                raise EngineUnavailable("the engine is shutting down")
+            rid = self._next_id
+            self._next_id += 1
+            seq = Sequence(rid, self.clock(), len(prompt_ids), max_tokens)
+            seq.replica = 0
+            self._inbox.put(_Submission(seq, list(prompt_ids), sink))
+        return rid
+
+    def snapshot(self) -> Snapshot:
+        """Request records, step log and token times so far (waits for the current step)."""
+        with self._lock:
+            core = self.core
+            requests = request_records(list(core.arrived))
+            steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
+            rows = [(rid, i, t) for rid, ts in core.token_times.items() for i, t in enumerate(ts)]
+            now = self.clock()
+        tokens = pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
+        return Snapshot(requests, steps, tokens, self.kv_blocks, now)
+
+    # --- the engine thread -------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            self._loop()
+        except BaseException as e:  # noqa: BLE001 - reported to every waiting request
+            self.error = e
+            self._fail_all(f"the engine failed: {e!r}")
+            raise
+        self._fail_all("the server is shutting down")
+
+    def _loop(self) -> None:
+        core, now = self.core, 0.0
+        while not self._stop.is_set():
+            with self._lock:
+                self._admit(now)
+                decision = core.schedule(now)
+                if not isinstance(decision, Wait):
+                    core.run(decision, now, self._admit)
+                    now = core.last_end
+                self._publish()
+            if isinstance(decision, Wait):
+                now = self._wait(now, decision.until)
+
+    def _admit(self, until: float) -> None:
+        """Hand the core every request that arrived by ``until``, in arrival order."""
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self._pending.append(item)
+        while self._pending and self._pending[0].seq.arrival_s <= until:
+            sub = self._pending.popleft()
+            self._sinks[sub.seq.request_id] = sub.sink
+            self.core.arrive(sub.seq, sub.prompt_ids)
+
+    def _wait(self, now: float, until: float | None) -> float:
+        """Block until ``until`` or the next arrival; return the logical time to wake at."""
+        deadline = math.inf if until is None else until
+        if self._pending:  # stamped just after `now`; already here
+            return max(now, min(deadline, self._pending[0].seq.arrival_s))
+        timeout = None if until is None else max(0.0, until - self.clock())
+        try:
+            item = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return max(now, deadline)
+        if item is None:  # stop() woke us
+            return now
+        self._pending.append(item)
+        return max(now, min(deadline, item.seq.arrival_s))
+
+    def _publish(self) -> None:
+        state = self.core.state
+        waiting = len(state.waiting) + len(self._pending) + self._inbox.qsize()
+        self.gauges = Gauges(len(state.running), waiting, state.kv.used)
+
+    def _on_token(self, seq: Sequence, token_id: int, time_s: float) -> None:
+        self._sinks[seq.request_id].token(seq, token_id, time_s)
+
+    def _on_done(self, seq: Sequence) -> None:
+        self._sinks.pop(seq.request_id).done(seq)
+
+    def _fail_all(self, message: str) -> None:
+        sinks = list(self._sinks.values()) + [s.sink for s in self._pending]
+        with self._submit_lock:  # nothing can be submitted after this
+            self._closed = True
+            while True:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    sinks.append(item.sink)
+        self._sinks.clear()
+        self._pending.clear()
+        for sink in sinks:
+            sink.fail(message)

@@ -1,0 +1,247 @@
+"""The OpenAI-compatible HTTP layer (Starlette): /v1/completions, /v1/models, /health,
+/metrics, /servesim/records. Model-independent: it drives any :class:`Backend`.
+
+Each request gets an ``asyncio.Queue`` that the engine thread feeds through
+``loop.call_soon_threadsafe`` (a :class:`_Sink`). A streamed answer sends its headers
+with the first token, so a request the engine refuses (it can never fit the KV cache)
+still gets an HTTP 400 with an OpenAI-style error body rather than a broken stream.
+
+:class:`ServerThread` runs the app under uvicorn in a background thread on a free port,
+for tests and notebooks; ``servesim serve`` runs it in the foreground.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from engine.live_api import Backend, EngineUnavailable
+from engine.server_api import (
+    ApiError,
+    CompletionRequest,
+    check_context,
+    choice,
+    completion,
+    error_body,
+    model_list,
+    parse_completion,
+    usage,
+)
+from engine.server_metrics import ServerMetrics
+from engine.server_records import records_json, write_records
+from engine.server_text import TextCodec
+from simulator.policies import Sequence
+
+
+@dataclass(slots=True, frozen=True)
+class ServedModel:
+    """What the HTTP layer says about the model and how it turns text into ids."""
+
+    name: str  # the model name clients send
+    codec: TextCodec  # text prompts -> ids; ids -> text
+    vocab_size: int  # token ids must be below this
+    max_context: int  # prompt + max_tokens at most
+
+
+class _Sink:
+    """One request's events, from the engine thread to its handler's event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, metrics: ServerMetrics) -> None:
+        self.loop, self.metrics = loop, metrics
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.last_s: float | None = None
+
+    def _put(self, event: tuple[str, Any]) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        except RuntimeError:  # the event loop is closed: nobody is listening any more
+            pass
+
+    def token(self, seq: Sequence, token_id: int, time_s: float) -> None:
+        self.metrics.token(seq, time_s, self.last_s)
+        self.last_s = time_s
+        self._put(("token", token_id))
+
+    def done(self, seq: Sequence) -> None:
+        self.metrics.done(seq)
+        self._put(("rejected", seq.reason) if seq.reason else ("done", None))
+
+    def fail(self, message: str) -> None:
+        self._put(("failed", message))
+
+
+def _error(e: ApiError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+def create_app(backend: Backend, model: ServedModel, *,
+               records_out: Path | None = None) -> Starlette:
+    """The ASGI app. Its lifespan starts the backend and, at shutdown, stops it and writes
+    the records to ``records_out`` (a folder) when given."""
+    metrics = ServerMetrics(model.name, backend.kv_blocks)
+    created = int(time.time())
+
+    async def health(request: Request) -> Response:
+        if backend.alive:
+            return Response(status_code=200)
+        why = repr(backend.error) if backend.error else "the engine is not running"
+        return JSONResponse(error_body(why, kind="server_error"), status_code=503)
+
+    async def models(request: Request) -> Response:
+        return JSONResponse(model_list(model.name, model.max_context, created))
+
+    async def prometheus(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(backend.gauges),
+                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def records(request: Request) -> Response:
+        tokens = request.query_params.get("tokens", "") in ("1", "true")
+        snap = await run_in_threadpool(backend.snapshot)
+        return JSONResponse(records_json(snap, tokens))
+
+    async def completions(request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            return _error(ApiError(f"the request body is not valid JSON: {e}"))
+        try:
+            req = parse_completion(body, model.name, model.vocab_size)
+            ids = model.codec.encode(req.prompt) if isinstance(req.prompt, str) else req.prompt
+            check_context(len(ids), req.max_tokens, model.max_context)
+            sink = _Sink(asyncio.get_running_loop(), metrics)
+            rid = backend.submit(ids, req.max_tokens, sink)
+        except ApiError as e:
+            return _error(e)
+        except EngineUnavailable as e:
+            return _error(ApiError(str(e), status=503, kind="server_error"))
+        first = await sink.queue.get()
+        refused = _refusal(first)
+        if refused is not None:
+            return _error(refused)
+        answer = _Answer(f"cmpl-{rid}", model, req, len(ids))
+        if req.stream:
+            return StreamingResponse(answer.stream(first, sink.queue),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return await answer.whole(first, sink.queue)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        backend.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(backend.stop)
+            if records_out is not None:
+                write_records(backend.snapshot(), records_out)
+
+    return Starlette(routes=[
+        Route("/health", health), Route("/v1/models", models), Route("/metrics", prometheus),
+        Route("/servesim/records", records),
+        Route("/v1/completions", completions, methods=["POST"]),
+    ], lifespan=lifespan)
+
+
+def _refusal(event: tuple[str, Any]) -> ApiError | None:
+    """The error to answer when a request ended before its first token, else None."""
+    kind, detail = event
+    if kind == "rejected":
+        return ApiError(f"the engine refused the request: {detail}")
+    if kind == "failed":
+        return ApiError(detail, status=503, kind="server_error")
+    return None
+
+
+class _Answer:
+    """Turns a request's engine events into an OpenAI completion or a stream of chunks."""
+
+    def __init__(self, cid: str, model: ServedModel, req: CompletionRequest,
+                 prompt_tokens: int) -> None:
+        self.cid, self.model, self.req, self.prompt_tokens = cid, model, req, prompt_tokens
+        self.created = int(time.time())
+        self.decoder = model.codec.decoder()
+        self.n = 0  # tokens received
+
+    def _ids(self, ids: list[int]) -> list[int] | None:
+        return ids if self.req.return_token_ids else None
+
+    async def whole(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]]
+                    ) -> Response:
+        ids: list[int] = []
+        event = first
+        while event[0] == "token":
+            ids.append(int(event[1]))
+            event = await events.get()
+        if event[0] != "done":
+            return _error(_refusal(event) or ApiError(str(event[1]), status=500))
+        text = "".join(self.decoder.add(t) for t in ids) + self.decoder.flush()
+        body = completion(self.cid, self.model.name, [choice(text, "length", self._ids(ids))],
+                          usage(self.prompt_tokens, len(ids)), self.created)
+        return JSONResponse(body)
+
+    def _chunk(self, choices: list[dict[str, Any]], use: dict[str, int] | None = None) -> str:
+        body = completion(self.cid, self.model.name, choices, use, self.created)
+        return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+    async def stream(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]]
+                     ) -> AsyncIterator[str]:
+        """One chunk per token (the last with finish_reason "length"), usage, [DONE]."""
+        event = first
+        while event[0] == "token":
+            token = int(event[1])
+            self.n += 1
+            last = self.n == self.req.max_tokens
+            text = self.decoder.add(token) + (self.decoder.flush() if last else "")
+            yield self._chunk([choice(text, "length" if last else None, self._ids([token]))])
+            event = await events.get()
+        if event[0] != "done":  # the engine failed mid-stream: say so in-band, then stop
+            yield f"data: {json.dumps(error_body(str(event[1]), kind='server_error'))}\n\n"
+            return
+        if self.req.include_usage:
+            yield self._chunk([], usage(self.prompt_tokens, self.n))
+        yield "data: [DONE]\n\n"
+
+
+@dataclass(slots=True)
+class ServerThread:
+    """A uvicorn server running ``app`` in a background thread (tests, notebooks)."""
+
+    url: str  # e.g. http://127.0.0.1:54321 (add /v1 for the API)
+    stop: Callable[[], None]  # graceful shutdown (runs the app's lifespan end), then join
+
+
+def start_in_thread(app: Any, host: str = "127.0.0.1", port: int = 0,
+                    timeout_s: float = 30.0) -> ServerThread:
+    """Start ``app`` on ``host:port`` (0 = a free port) and wait until it accepts."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="servesim-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the server did not start on {host}:{port}")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout_s)
+
+    return ServerThread(f"http://{host}:{bound}", stop)

@@ -1,0 +1,50 @@
+"""The server's own request records (data contract 4): as JSON for GET /servesim/records,
+and as files (``--records-out``) when the server shuts down.
+
+The records are the engine's, in its time base (seconds since the engine started), so
+they validate against the simulator exactly as ``servesim run --backend engine`` records
+do, and against what a client measured (``servesim measure``) up to HTTP overhead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.live_api import Snapshot
+from simulator.atomic import atomic_write
+from simulator.metrics import summarize, to_json_safe
+from simulator.records import RECORDS_VERSION
+
+
+def records_summary(snap: Snapshot) -> dict[str, Any]:
+    """The summary (contract 5) of the server's records so far."""
+    return to_json_safe(summarize(snap.requests, snap.steps,
+                                  kv_blocks_total=snap.kv_blocks_total))
+
+
+def records_json(snap: Snapshot, tokens: bool = False) -> dict[str, Any]:
+    """Requests, step log and summary as one JSON object (token times when asked)."""
+    out: dict[str, Any] = {
+        "records_version": RECORDS_VERSION,
+        "clock_s": snap.clock_s,
+        "kv_blocks_total": snap.kv_blocks_total,
+        "summary": records_summary(snap),
+        "requests": to_json_safe(snap.requests.to_dict(orient="records")),
+        "steps": to_json_safe(snap.steps.to_dict(orient="records")),
+    }
+    if tokens:
+        out["tokens"] = to_json_safe(snap.tokens.to_dict(orient="records"))
+    return out
+
+
+def write_records(snap: Snapshot, folder: Path) -> list[Path]:
+    """requests.parquet, steps.parquet, tokens.parquet and summary.json, atomically."""
+    text = json.dumps(records_summary(snap), indent=2) + "\n"
+    return [
+        atomic_write(folder / "requests.parquet", lambda p: snap.requests.to_parquet(p)),
+        atomic_write(folder / "steps.parquet", lambda p: snap.steps.to_parquet(p)),
+        atomic_write(folder / "tokens.parquet", lambda p: snap.tokens.to_parquet(p)),
+        atomic_write(folder / "summary.json", lambda p: p.write_text(text)),
+    ]
