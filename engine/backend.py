@@ -82,6 +82,8 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
     run = replay(built.table, em, dep.policy, dep.kv_blocks, block_size=dep.block_size,
                  horizon_s=dep.horizon_s, seed=dep.seed, progress=progress)
     res = run.result
+    durations = (res.steps["end_s"] - res.steps["start_s"]).to_numpy()
+    outside = durations - run.forward_s  # loop work outside the batch runner, per step
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=1)
     head = {"policy": dep.policy_name, **labels}
@@ -96,6 +98,9 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
                    "torch": torch.__version__, "transformers": transformers.__version__,
                    "python": platform.python_version(), "cpus": os.cpu_count(),
                    "load_avg": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-                   "steps": len(res.steps), "wall_s": res.wall_s},
+                   "steps": len(res.steps), "wall_s": res.wall_s,
+                   "median_step_ms": float(np.median(durations)) * 1e3 if len(durations) else None,
+                   "median_overhead_ms": (float(np.median(outside)) * 1e3 if len(outside)
+                                          else None)},
     }
     return PointResult(head, dep, to_json_safe({**head, **summary, **meta}), res), run

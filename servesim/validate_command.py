@@ -13,12 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from calibrate.validate import compare_summaries, format_rows, rows_table, worst_request
+from calibrate.validate import (
+    WorstRequest,
+    compare_summaries,
+    format_rows,
+    rows_table,
+    worst_request,
+)
 from simulator.atomic import atomic_write
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
@@ -64,7 +71,7 @@ def read_results(folder: str | Path, expected: int) -> Side:
             for i, s in enumerate(summaries)]
 
 
-def _load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
+def load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
     """The swept values other than the policy; else the offered rate or concurrency."""
     rest = {k: v for k, v in labels.items() if k != "policy"}
     if rest:
@@ -76,22 +83,29 @@ def _load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
     return "-"
 
 
-def validate_command(args: argparse.Namespace) -> int:
-    """Run (or read) both sides, compare, write the report; the exit status."""
-    try:
-        raw = apply_overrides(load_scenario(args.scenario), list(args.overrides))
-        points = expand_sweep(raw)
-        deps = [resolve(p) for _, p in points]
-        out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
-        measured = _measured(args, points, out)
-        simulated = _simulated(args, points, out)
-    except (ValueError, OSError) as e:
-        print(f"servesim: error: {e}", file=sys.stderr)
-        return 2
+@dataclass(slots=True)
+class Validation:
+    """Both sides of every point and their comparison."""
+
+    rows: list[dict[str, Any]]  # calibrate.validate.ROW_KEYS
+    worst: list[WorstRequest]
+    pairs: list[tuple[str, Any, pd.DataFrame, pd.DataFrame]]  # policy, load, measured, sim
+    measured: Side
+    simulated: Side
+    cost_source: str  # the profile that priced the simulated steps
+
+
+def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
+                    threads: int = 1, measured_dir: str | None = None,
+                    simulated_dir: str | None = None) -> Validation:
+    """Serve (or read) and simulate (or read) every point, compare, write the report files."""
+    deps = [resolve(p) for _, p in points]
+    measured = _measured(measured_dir, points, out, threads)
+    simulated = _simulated(simulated_dir, points, out)
     rows, worst, pairs = [], [], []
     for (labels, point), dep, (m_sum, m_req), (s_sum, s_req) in zip(
             points, deps, measured, simulated, strict=True):
-        policy, load = dep.policy_name, _load_label(labels, point)
+        policy, load = dep.policy_name, load_label(labels, point)
         rows += compare_summaries(m_sum, s_sum, policy=policy, load=load)
         w = worst_request(m_req, s_req, policy=policy, load=load)
         if w is not None:
@@ -100,33 +114,47 @@ def validate_command(args: argparse.Namespace) -> int:
     table = rows_table(rows)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "comparison.csv", lambda p: table.to_csv(p, index=False))
-    text = json.dumps(rows, indent=2)
-    atomic_write(out / "comparison.json", lambda p: p.write_text(text + "\n"))
-    plot = _plot(pairs, out / "cdf.png")
+    text = json.dumps(rows, indent=2) + "\n"
+    atomic_write(out / "comparison.json", lambda p: p.write_text(text))
+    _plot(pairs, out / "cdf.png")
+    return Validation(rows, worst, pairs, measured, simulated, deps[0].cost_source)
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    """Run (or read) both sides, compare, write the report; the exit status."""
+    try:
+        raw = apply_overrides(load_scenario(args.scenario), list(args.overrides))
+        points = expand_sweep(raw)
+        out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
+        v = validate_points(points, out, threads=args.threads, measured_dir=args.measured,
+                            simulated_dir=args.simulated)
+    except (ValueError, OSError) as e:
+        print(f"servesim: error: {e}", file=sys.stderr)
+        return 2
     if args.json:
-        print(text)
+        print(json.dumps(v.rows, indent=2))
     else:
-        print(f"simulated with: {deps[0].cost_source}")
-        print(format_rows(rows, worst))
-        print(f"results: {out / 'comparison.csv'}, {out / 'comparison.json'}"
-              + (f", {plot}" if plot else ""))
-    return 1 if args.strict and not table["ok"].all() else 0
+        print(f"simulated with: {v.cost_source}")
+        print(format_rows(v.rows, v.worst))
+        files = ("comparison.csv", "comparison.json", "cdf.png")
+        print("results: " + ", ".join(str(out / f) for f in files if (out / f).exists()))
+    return 1 if args.strict and not rows_table(v.rows)["ok"].all() else 0
 
 
-def _measured(args: argparse.Namespace, points: list[tuple[dict[str, Any], dict[str, Any]]],
-              out: Path) -> Side:
-    if args.measured:
-        return read_results(args.measured, len(points))
+def _measured(folder: str | None, points: list[tuple[dict[str, Any], dict[str, Any]]],
+              out: Path, threads: int) -> Side:
+    if folder:
+        return read_results(folder, len(points))
     from servesim.engine_run import run_on_engine
 
-    results, _ = run_on_engine(points, out / "measured", threads=args.threads)
+    results, _ = run_on_engine(points, out / "measured", threads=threads)
     return [(r.summary, r.result.requests) for r in results]
 
 
-def _simulated(args: argparse.Namespace, points: list[tuple[dict[str, Any], dict[str, Any]]],
-               out: Path) -> Side:
-    if args.simulated:
-        return read_results(args.simulated, len(points))
+def _simulated(folder: str | None, points: list[tuple[dict[str, Any], dict[str, Any]]],
+                out: Path) -> Side:
+    if folder:
+        return read_results(folder, len(points))
     results = run_points(points)
     write_results(results, out / "simulated")
     return [(r.summary, r.result.requests) for r in results]

@@ -1,0 +1,109 @@
+"""End-to-end fidelity on CPU: the real engine vs the simulator, policy by policy, load by load.
+
+    python benchmarks/fidelity.py                       # scenarios/validate-cpu.toml
+    python benchmarks/fidelity.py --requests 60 --no-capacity   # quicker, smaller samples
+
+For each policy it first measures the engine's capacity (requests/s with every request
+queued at t = 0), so each point's offered load is printed as a fraction of it; then it
+runs ``servesim validate``'s comparison on every point and prints, per point, the
+relative error of mean/P50/P90/P99 of TTFT, TPOT and end-to-end latency (issue 4's
+targets: 5% for mean/P50/P90, 10% for P99), plus queue time, ITL and throughput, and the
+engine's loop overhead (step time outside the forward passes). Prints figures; asserts
+nothing: machines here are shared, so quote medians and re-run when the load was high.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calibrate.validate import STATISTICS, rows_table  # noqa: E402
+from simulator.scenario import apply_overrides, expand_sweep, load_scenario  # noqa: E402
+
+TARGET_METRICS = ("ttft", "tpot", "e2el")
+
+
+def capacity(point: dict[str, Any], requests: int, threads: int) -> float:
+    """Requests/s the engine completes with ``requests`` of the point's lengths all queued."""
+    from engine.backend import run_point_engine
+
+    sat = apply_overrides(point, ["workload.arrival='constant'", "workload.rate=100000.0",
+                                  f"workload.num_requests={requests}"])
+    result, _ = run_point_engine({}, sat, threads=threads)
+    rec = result.result.requests
+    done = rec[rec["status"] == "finished"]
+    return len(done) / float(done["finish_s"].max() - done["arrival_s"].min())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "validate-cpu.toml"))
+    ap.add_argument("--requests", type=int, default=None, help="requests per point")
+    ap.add_argument("--capacity-requests", type=int, default=64)
+    ap.add_argument("--no-capacity", action="store_true", help="skip the capacity runs")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--out", default="results/fidelity")
+    args = ap.parse_args()
+
+    from servesim.validate_command import load_label, validate_points
+
+    raw = load_scenario(args.scenario)
+    overrides = list(args.overrides)
+    if args.requests:
+        overrides.append(f"workload.num_requests={args.requests}")
+    points = expand_sweep(apply_overrides(raw, overrides))
+    print(f"scenario {args.scenario}: {len(points)} points; load average "
+          f"{os.getloadavg()[0]:.2f}; threads {args.threads}")
+    caps: dict[str, float] = {}
+    if not args.no_capacity:
+        for _, point in points:
+            name = point["policy"]["name"]
+            if name not in caps:
+                caps[name] = capacity(point, args.capacity_requests, args.threads)
+                print(f"capacity {name}: {caps[name]:.2f} req/s")
+    t0 = time.perf_counter()
+    v = validate_points(points, Path(args.out), threads=args.threads)
+    print(f"validated {len(points)} points in {time.perf_counter() - t0:.0f} s; simulated "
+          f"with {v.cost_source.split(' (')[0]}; load average now {os.getloadavg()[0]:.2f}")
+    table = rows_table(v.rows)
+    fractions = {(p["policy"]["name"], load_label(labels, p)): float(p["workload"]["rate"])
+                 for labels, p in points}
+    print()
+    header = "policy      load               " + "".join(
+        f"{m + ' ' + s:>11}" for m in TARGET_METRICS for s in STATISTICS)
+    print(header)
+    for (policy, load), part in table.groupby(["policy", "load"], sort=False):
+        errs = part.set_index(["metric", "statistic"])["relative_error"]
+        rate = fractions.get((policy, load))
+        frac = f" ({rate / caps[policy]:.0%})" if rate is not None and policy in caps else ""
+        cells = "".join(f"{errs[m, s]:>+11.1%}" for m in TARGET_METRICS for s in STATISTICS)
+        print(f"{policy:<11} {(load + frac):<18} {cells}")
+    print()
+    for (policy, load), part in table.groupby(["policy", "load"], sort=False):
+        other = part[~part["metric"].isin(TARGET_METRICS)]
+        text = ", ".join(f"{r.metric} {r.statistic} {r.relative_error:+.1%}"
+                         for r in other.itertuples())
+        print(f"{policy} {load}: {text}")
+    target = table[table["metric"].isin(TARGET_METRICS)]
+    print(f"\nwithin target: {int(target['ok'].sum())}/{len(target)} (TTFT/TPOT/E2E), "
+          f"{int(table['ok'].sum())}/{len(table)} (all figures)")
+    worst = target.loc[target["relative_error"].abs().idxmax()]
+    print(f"largest miss: {worst.policy} {worst.load} {worst.metric} {worst.statistic} "
+          f"{worst.relative_error:+.1%} (measured {worst.measured:.4g}, simulated "
+          f"{worst.simulated:.4g})")
+    for w in v.worst:
+        print(f"worst request {w.policy} {w.load}: id {w.request_id} "
+              f"{w.measured_ms:.0f} ms measured vs {w.simulated_ms:.0f} ms simulated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
