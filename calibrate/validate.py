@@ -57,21 +57,32 @@ def _relative(measured: float, simulated: float) -> float:
     return simulated / measured - 1.0
 
 
+def _value(summary: dict[str, Any], key: str) -> float:
+    value = summary.get(key)
+    return math.nan if value is None else float(value)
+
+
 def compare_summaries(measured: dict[str, Any], simulated: dict[str, Any], *, policy: str,
                       load: Any) -> list[dict[str, Any]]:
-    """Rows (see ROW_KEYS) comparing two summary objects (contract 5) of one point."""
+    """Rows (see ROW_KEYS) comparing two summary objects (contract 5) of one point.
+
+    A figure the measured side does not have (null: a client measuring an HTTP endpoint
+    cannot see queue time) is not compared and gets no row.
+    """
     rows = []
     for metric in METRICS:
         for stat in STATISTICS:
             key = f"{stat}_{metric}_ms"
-            m, s = float(measured.get(key, math.nan)), float(simulated.get(key, math.nan))
+            m, s = _value(measured, key), _value(simulated, key)
+            if key in measured and measured[key] is None:
+                continue
             tol = TOLERANCE[stat]
             ok = abs(s - m) <= tol * abs(m)
             if metric == "queue":
                 ok = ok or abs(s - m) <= QUEUE_FLOOR_MS
             rows.append(_row(policy, load, metric, stat, m, s, tol, ok))
     for key in THROUGHPUT:
-        m, s = float(measured[key]), float(simulated[key])
+        m, s = _value(measured, key), _value(simulated, key)
         rows.append(_row(policy, load, "throughput", key, m, s, THROUGHPUT_TOLERANCE,
                          abs(s - m) <= THROUGHPUT_TOLERANCE * abs(m)))
     return rows

@@ -112,6 +112,27 @@ class EngineCore:
             self._done(seq)
         return finished
 
+    def abort(self, request_id: int, reason: str) -> bool:
+        """Drop a waiting or running request (its client left): free its KV, report it done
+        with ``reason``. False if it is unknown, already done, or a row of a padded batch
+        (which runs to its end as one tensor)."""
+        state = self.state
+        seq = next((s for s in state.waiting if s.request_id == request_id), None)
+        if seq is not None:
+            state.waiting.remove(seq)
+        else:
+            seq = next((s for s in state.running if s.request_id == request_id), None)
+            if seq is None or state.group is not None:
+                return False
+            if seq.clock is not None:
+                seq.clock.leave(seq, state.kv)
+            state.running.remove(seq)
+            state.kv.free(request_id)
+            self._sync_slots()
+        seq.reason = reason
+        self._done(seq)
+        return True
+
     def _done(self, seq: Sequence) -> None:
         if self.on_done is not None:
             self.on_done(seq)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from transformers import GenerationConfig
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
@@ -38,8 +39,9 @@ def hf_generate_batch(em: EngineModel, prompts: list[list[int]], max_new_tokens:
     gen = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=-1,
                            pad_token_id=0)
     cb = ContinuousBatchingConfig(num_blocks=num_blocks) if num_blocks else None
+    model: Any = em.model  # generate_batch comes from transformers' generation mixin
     t0 = time.perf_counter()
-    out = em.model.generate_batch(prompts, generation_config=gen,
+    out = model.generate_batch(prompts, generation_config=gen,
                                   continuous_batching_config=cb, warmup=False)
     wall = time.perf_counter() - t0
     return HFBatchResult([list(out[f"req_{i}"].generated_tokens) for i in range(len(prompts))],

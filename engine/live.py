@@ -8,8 +8,9 @@ engine thread owns the :class:`~engine.core.EngineCore` and runs the simulator's
 Time is handled exactly as in :func:`engine.serving.replay`, so a live run's records and
 step log can be replayed by the simulator like an offline one:
 
-- a request's ``arrival_s`` is stamped when it is submitted (seconds since the engine was
-  built), and requests are admitted at step boundaries, never before they arrived;
+- a request's ``arrival_s`` is when it reached the server (seconds since the engine was
+  built; the HTTP layer stamps it before reading the body), and requests are admitted
+  at step boundaries, in arrival order, never before they arrived;
 - the engine keeps a *logical* ``now``: a busy engine's next step starts where the last
   one ended; an idle one starts at the arrival or policy timeout it waited for, even if
   the OS woke it a little later (that lag is part of the step's measured duration).
@@ -20,11 +21,13 @@ The sink's callbacks run on the engine thread, so they must be quick and thread-
 
 from __future__ import annotations
 
+import bisect
 import math
 import queue
+import sys
 import threading
 import time
-from collections import deque
+import traceback
 from dataclasses import dataclass
 
 import pandas as pd
@@ -37,6 +40,12 @@ from simulator.cluster import request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
 from simulator.records import STEP_COLUMNS, empty_table
+
+
+@dataclass(slots=True, frozen=True)
+class _Cancel:
+    request_id: int
+    reason: str
 
 
 @dataclass(slots=True)
@@ -59,11 +68,15 @@ class LiveEngine:
                                on_token=self._on_token, on_done=self._on_done)
         self.gauges = Gauges()
         self.error: BaseException | None = None  # why the engine thread died, if it did
-        self._inbox: queue.SimpleQueue[_Submission | None] = queue.SimpleQueue()
-        self._pending: deque[_Submission] = deque()  # taken from the inbox, not yet arrived
+        self._inbox: queue.SimpleQueue[_Submission | _Cancel | None] = queue.SimpleQueue()
+        self._pending: list[_Submission] = []  # taken from the inbox, by arrival; not arrived
         self._sinks: dict[int, RequestSink] = {}  # engine thread only
         self._lock = threading.Lock()  # held by the engine thread while it touches the core
-        self._submit_lock = threading.Lock()  # arrival stamps in inbox order
+        self._readers = 0  # snapshot() calls waiting for the lock (the engine lets them in)
+        self._readers_lock = threading.Lock()
+        self._no_readers = threading.Event()
+        self._no_readers.set()
+        self._submit_lock = threading.Lock()  # request ids, and nothing after shutdown
         self._next_id = 0
         self._closed = False  # set once the engine thread has ended: submit() refuses
         self._stop = threading.Event()
@@ -90,8 +103,13 @@ class LiveEngine:
         if self._thread.is_alive():
             self._thread.join(timeout_s)
 
-    def submit(self, prompt_ids: list[int], max_tokens: int, sink: RequestSink) -> int:
-        """Queue a request (any thread); return its request id. Raises EngineUnavailable."""
+    def submit(self, prompt_ids: list[int], max_tokens: int, sink: RequestSink,
+               arrival_s: float | None = None) -> int:
+        """Queue a request (any thread); return its request id. Raises EngineUnavailable.
+
+        ``arrival_s`` (engine clock) is when the request reached the server, if the caller
+        knows better than now (the HTTP layer stamps it before reading the body).
+        """
         with self._submit_lock:
             if self.error is not None:
                 raise EngineUnavailable(f"the engine failed: {self.error!r}")
@@ -99,19 +117,35 @@ class LiveEngine:
                 raise EngineUnavailable("the engine is shutting down")
             rid = self._next_id
             self._next_id += 1
-            seq = Sequence(rid, self.clock(), len(prompt_ids), max_tokens)
+            now = self.clock()
+            seq = Sequence(rid, now if arrival_s is None else min(arrival_s, now),
+                           len(prompt_ids), max_tokens)
             seq.replica = 0
             self._inbox.put(_Submission(seq, list(prompt_ids), sink))
         return rid
 
+    def cancel(self, request_id: int, reason: str = "aborted: the client went away") -> None:
+        """Stop working on a request (any thread); it is recorded as rejected with ``reason``."""
+        self._inbox.put(_Cancel(request_id, reason))
+
     def snapshot(self) -> Snapshot:
         """Request records, step log and token times so far (waits for the current step)."""
-        with self._lock:
-            core = self.core
-            requests = request_records(list(core.arrived))
-            steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
-            rows = [(rid, i, t) for rid, ts in core.token_times.items() for i, t in enumerate(ts)]
-            now = self.clock()
+        with self._readers_lock:
+            self._readers += 1
+            self._no_readers.clear()
+        try:
+            with self._lock:
+                core = self.core
+                requests = request_records(list(core.arrived))
+                steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
+                rows = [(rid, i, t) for rid, ts in core.token_times.items()
+                        for i, t in enumerate(ts)]
+                now = self.clock()
+        finally:
+            with self._readers_lock:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._no_readers.set()
         tokens = pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
         return Snapshot(requests, steps, tokens, self.kv_blocks, now)
 
@@ -120,10 +154,12 @@ class LiveEngine:
     def _main(self) -> None:
         try:
             self._loop()
-        except BaseException as e:  # noqa: BLE001 - reported to every waiting request
+        except Exception as e:  # reported to every waiting request, and on stderr
             self.error = e
+            print("servesim: the engine thread failed:", file=sys.stderr)
+            traceback.print_exc()
             self._fail_all(f"the engine failed: {e!r}")
-            raise
+            return
         self._fail_all("the server is shutting down")
 
     def _loop(self) -> None:
@@ -136,6 +172,7 @@ class LiveEngine:
                     core.run(decision, now, self._admit)
                     now = core.last_end
                 self._publish()
+            self._no_readers.wait()  # a busy engine would re-take the lock before a reader
             if isinstance(decision, Wait):
                 now = self._wait(now, decision.until)
 
@@ -147,16 +184,16 @@ class LiveEngine:
             except queue.Empty:
                 break
             if item is not None:
-                self._pending.append(item)
+                self._take(item)
         while self._pending and self._pending[0].seq.arrival_s <= until:
-            sub = self._pending.popleft()
+            sub = self._pending.pop(0)
             self._sinks[sub.seq.request_id] = sub.sink
             self.core.arrive(sub.seq, sub.prompt_ids)
 
     def _wait(self, now: float, until: float | None) -> float:
         """Block until ``until`` or the next arrival; return the logical time to wake at."""
         deadline = math.inf if until is None else until
-        if self._pending:  # stamped just after `now`; already here
+        if self._pending:  # already here, stamped after `now`
             return max(now, min(deadline, self._pending[0].seq.arrival_s))
         timeout = None if until is None else max(0.0, until - self.clock())
         try:
@@ -165,8 +202,25 @@ class LiveEngine:
             return max(now, deadline)
         if item is None:  # stop() woke us
             return now
-        self._pending.append(item)
-        return max(now, min(deadline, item.seq.arrival_s))
+        self._take(item)
+        if not self._pending:  # it was a cancellation
+            return max(now, min(deadline, self.clock()))
+        return max(now, min(deadline, self._pending[0].seq.arrival_s))
+
+    def _take(self, item: _Submission | _Cancel) -> None:
+        """Keep pending requests in arrival order (stamps can come out of inbox order);
+        carry out a cancellation."""
+        if isinstance(item, _Submission):
+            bisect.insort(self._pending, item, key=lambda s: s.seq.arrival_s)
+            return
+        for sub in self._pending:
+            if sub.seq.request_id == item.request_id:  # not arrived yet: it never will
+                self._pending.remove(sub)
+                sub.seq.reason = item.reason
+                self.core.arrived.append(sub.seq)
+                sub.sink.done(sub.seq)
+                return
+        self.core.abort(item.request_id, item.reason)
 
     def _publish(self) -> None:
         state = self.core.state
@@ -177,6 +231,7 @@ class LiveEngine:
         self._sinks[seq.request_id].token(seq, token_id, time_s)
 
     def _on_done(self, seq: Sequence) -> None:
+        self._publish()  # the step is applied: a client that reads /metrics next sees it
         self._sinks.pop(seq.request_id).done(seq)
 
     def _fail_all(self, message: str) -> None:
@@ -188,7 +243,7 @@ class LiveEngine:
                     item = self._inbox.get_nowait()
                 except queue.Empty:
                     break
-                if item is not None:
+                if isinstance(item, _Submission):
                     sinks.append(item.sink)
         self._sinks.clear()
         self._pending.clear()

@@ -113,6 +113,7 @@ def create_app(backend: Backend, model: ServedModel, *,
         return JSONResponse(records_json(snap, tokens))
 
     async def completions(request: Request) -> Response:
+        arrived = backend.clock()  # before the body is read: when the request reached us
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -122,7 +123,7 @@ def create_app(backend: Backend, model: ServedModel, *,
             ids = model.codec.encode(req.prompt) if isinstance(req.prompt, str) else req.prompt
             check_context(len(ids), req.max_tokens, model.max_context)
             sink = _Sink(asyncio.get_running_loop(), metrics)
-            rid = backend.submit(ids, req.max_tokens, sink)
+            rid = backend.submit(ids, req.max_tokens, sink, arrived)
         except ApiError as e:
             return _error(e)
         except EngineUnavailable as e:
@@ -133,7 +134,7 @@ def create_app(backend: Backend, model: ServedModel, *,
             return _error(refused)
         answer = _Answer(f"cmpl-{rid}", model, req, len(ids))
         if req.stream:
-            return StreamingResponse(answer.stream(first, sink.queue),
+            return StreamingResponse(answer.stream(first, sink.queue, lambda: backend.cancel(rid)),
                                      media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache"})
         return await answer.whole(first, sink.queue)
@@ -196,17 +197,25 @@ class _Answer:
         body = completion(self.cid, self.model.name, choices, use, self.created)
         return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
 
-    async def stream(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]]
-                     ) -> AsyncIterator[str]:
-        """One chunk per token (the last with finish_reason "length"), usage, [DONE]."""
+    async def stream(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]],
+                     cancel: Callable[[], None]) -> AsyncIterator[str]:
+        """One chunk per token (the last with finish_reason "length"), usage, [DONE].
+
+        If the client goes away mid-stream, ``cancel`` tells the engine to drop the request.
+        """
         event = first
-        while event[0] == "token":
-            token = int(event[1])
-            self.n += 1
-            last = self.n == self.req.max_tokens
-            text = self.decoder.add(token) + (self.decoder.flush() if last else "")
-            yield self._chunk([choice(text, "length" if last else None, self._ids([token]))])
-            event = await events.get()
+        try:
+            while event[0] == "token":
+                token = int(event[1])
+                self.n += 1
+                last = self.n == self.req.max_tokens
+                text = self.decoder.add(token) + (self.decoder.flush() if last else "")
+                yield self._chunk([choice(text, "length" if last else None,
+                                          self._ids([token]))])
+                event = await events.get()
+        finally:
+            if event[0] == "token":  # left the loop early: the client disconnected
+                cancel()
         if event[0] != "done":  # the engine failed mid-stream: say so in-band, then stop
             yield f"data: {json.dumps(error_body(str(event[1]), kind='server_error'))}\n\n"
             return

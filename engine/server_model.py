@@ -1,12 +1,11 @@
 """Which model ``servesim serve --model NAME`` serves, and how its text is tokenized.
 
-- A pretrained model that ``engine.pretrained`` knows (e.g. ``smollm2-135m``): its real
-  weights and tokenizer, via ``load_engine_model`` and ``load_tokenizer``.
-- Otherwise a catalogue name (``tiny``, ``llama-3.1-8b``, ...) or a config.json path:
-  random weights (``engine.models.build_model``) and the byte-level codec of
-  :mod:`engine.server_text`, since such a model has no tokenizer.
-
-An unknown name raises :class:`~simulator.errors.ConfigError` naming both lists.
+``engine.pretrained.load_engine_model`` decides the weights: SmolLM2-135M
+(``smollm2-135m``), a local safetensors directory, else random weights for a catalogue
+name or config.json (``engine.models.build_model``). ``load_tokenizer`` gives the
+tokenizer that goes with them, or None for random weights: those are served with the
+byte-level codec of :mod:`engine.server_text`. An unknown name raises
+:class:`~simulator.errors.ConfigError` listing what is known.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from simulator.errors import ConfigError
 
 
 def _pretrained() -> ModuleType | None:
-    """``engine.pretrained`` if it is installed (it is being added alongside)."""
+    """``engine.pretrained``, or None where it is missing (random weights only)."""
     try:
         return importlib.import_module("engine.pretrained")
     except ModuleNotFoundError as e:
@@ -33,23 +32,17 @@ def _pretrained() -> ModuleType | None:
 def load_served_model(source: str, *, dtype: str = "fp32", device: str = "cpu",
                       seed: int = 0) -> tuple[EngineModel, ServedModel]:
     """The model for ``source`` and what the HTTP layer needs to serve it."""
-    codec: TextCodec
     pretrained = _pretrained()
-    why_not = "engine.pretrained is not installed"
-    em: EngineModel | None = None
-    if pretrained is not None:
-        try:
-            em = pretrained.load_engine_model(source, dtype, device)
-            codec = HFCodec(pretrained.load_tokenizer(source), f"{source} tokenizer")
-        except (ConfigError, KeyError, FileNotFoundError) as e:
-            why_not = str(e)
-    if em is None:
-        try:
-            em = build_model(source, dtype=dtype, device=device, seed=seed)
-        except ConfigError as e:
-            raise ConfigError(f"--model {source!r}: not a pretrained model ({why_not}), and "
-                              f"not a catalogue name or config.json ({e})") from None
-        codec = ByteCodec()
+    try:
+        if pretrained is None:
+            em, tokenizer = build_model(source, dtype=dtype, device=device, seed=seed), None
+        else:
+            em = pretrained.load_engine_model(source, dtype=dtype, device=device, seed=seed)
+            tokenizer = pretrained.load_tokenizer(source)
+    except ConfigError as e:
+        raise ConfigError(f"--model {source!r}: {e}") from None
+    codec: TextCodec = ByteCodec() if tokenizer is None else HFCodec(
+        tokenizer, f"{source} tokenizer")
     served = ServedModel(name=source, codec=codec, vocab_size=em.vocab_size,
                          max_context=em.spec.max_context_tokens)
     return em, served

@@ -40,11 +40,19 @@ def records_json(snap: Snapshot, tokens: bool = False) -> dict[str, Any]:
 
 
 def write_records(snap: Snapshot, folder: Path) -> list[Path]:
-    """requests.parquet, steps.parquet, tokens.parquet and summary.json, atomically."""
-    text = json.dumps(records_summary(snap), indent=2) + "\n"
+    """requests.parquet, steps.parquet, tokens.parquet and summary.json, atomically.
+
+    The layout of ``servesim run`` results (one point: ``summary.json`` is a list of one,
+    the tables have a ``point`` column of 0), so ``servesim validate --measured`` reads it.
+    """
+    text = json.dumps([records_summary(snap)], indent=2) + "\n"
+    requests, steps = snap.requests.copy(), snap.steps.copy()
+    requests.insert(0, "point", 0)
+    steps.insert(0, "point", 0)
+    tokens = snap.tokens.assign(point=0)
     return [
-        atomic_write(folder / "requests.parquet", lambda p: snap.requests.to_parquet(p)),
-        atomic_write(folder / "steps.parquet", lambda p: snap.steps.to_parquet(p)),
-        atomic_write(folder / "tokens.parquet", lambda p: snap.tokens.to_parquet(p)),
+        atomic_write(folder / "requests.parquet", lambda p: requests.to_parquet(p)),
+        atomic_write(folder / "steps.parquet", lambda p: steps.to_parquet(p)),
+        atomic_write(folder / "tokens.parquet", lambda p: tokens.to_parquet(p)),
         atomic_write(folder / "summary.json", lambda p: p.write_text(text)),
     ]

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from servesim.calibrate_command import add_calibrate_parser
 from servesim.commands import run_command
+from servesim.measure_command import add_measure_parser
 from servesim.plan_command import add_plan_parser
 from servesim.profile_command import add_profile_parser
+from servesim.serve_command import add_serve_parser
 from servesim.validate_command import add_validate_parser
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml"
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(sub)
     add_profile_parser(sub)
     add_validate_parser(sub)
+    add_serve_parser(sub)
+    add_measure_parser(sub)
     return parser
 
 
@@ -84,6 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from servesim.profile_command import profile_command
 
         return profile_command(args)
+    if args.command == "serve":
+        from servesim.serve_command import serve_command
+
+        return serve_command(args)
+    if args.command == "measure":
+        from servesim.measure_command import measure_command
+
+        return measure_command(args)
     if args.scenario is None:
         args.scenario = str(DEFAULT_SCENARIO)
     try:

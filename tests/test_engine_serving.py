@@ -166,3 +166,26 @@ def test_tokens_equal_transformers_continuous_batching(tiny):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_engine_matches_transformers_continuous_batching():
     _hf_crosscheck(build_model("tiny", device="cuda"), "cuda fp32")
+
+
+def test_abort_frees_the_request_and_the_others_carry_on(tiny):
+    from engine.core import EngineCore
+    from simulator.kvcache import BlockManager
+    from simulator.policies import Sequence
+
+    core = EngineCore(tiny, make_policy("continuous"), BlockManager(64, 16), clock=lambda: 0.0)
+    seqs = [Sequence(i, 0.0, 10 + i, 6) for i in range(3)]
+    for seq in seqs:
+        core.arrive(seq, prompt_ids(seq.request_id, seq.prompt_tokens, tiny.vocab_size))
+    core.run(core.schedule(0.0), 0.0)  # prefill all three
+    core.run(core.schedule(0.0), 0.0)  # one decode step
+    used = core.state.kv.used
+    assert core.abort(1, "aborted: the client went away")
+    assert core.state.kv.used < used and seqs[1] not in core.state.running
+    assert not core.abort(1, "again") and not core.abort(99, "unknown")
+    while core.state.running:
+        core.run(core.schedule(0.0), 0.0)
+    for seq in (seqs[0], seqs[2]):
+        ids = prompt_ids(seq.request_id, seq.prompt_tokens, tiny.vocab_size)
+        assert core.tokens[seq.request_id][seq.prompt_tokens:] == greedy_reference(tiny, ids, 6)
+    assert seqs[1].reason.startswith("aborted") and core.state.kv.used == 0

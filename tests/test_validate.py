@@ -122,6 +122,9 @@ def test_compare_summaries_by_hand():
     rows = {(r["metric"], r["statistic"]): r for r in
             compare_summaries(m, s, policy="p", load="l")}
     assert rows["queue", "mean"]["ok"]
+    m["p90_queue_ms"] = None  # not measured (a client cannot see queueing): no row
+    assert ("queue", "p90") not in {(r["metric"], r["statistic"]) for r in
+                                    compare_summaries(m, s, policy="p", load="l")}
     m["mean_ttft_ms"] = math.nan
     bad = [r for r in compare_summaries(m, s, policy="p", load="l")
            if (r["metric"], r["statistic"]) == ("ttft", "mean")]
