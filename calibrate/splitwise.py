@@ -17,7 +17,7 @@ median of each timing per configuration. One configuration gives two profile-tab
 Rows at batch size 64 are dropped: at TP 2 their prompt_time is below batch 32's and their
 e2e_time is 10x longer (the traces README flags them), so they are not clean step times.
 The power-capped ``h100-80gb-pcap`` runs and BLOOM-176B (not in our model catalogue) are
-not fitted.
+not fitted. The form is "piecewise" (calibrate/fit.py; docs/calibration.md says why).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ DTYPE = "fp16"  # configs/model_repo/sizes/llama2-70b-fp16.yaml: dtype_size 2, f
 DROP_BATCH = 64
 CONFIG = ["model", "hardware", "tensor_parallel", "prompt_size", "batch_size", "token_size"]
 TIMES = ["prompt_time", "token_time", "e2e_time"]  # milliseconds
+FORM = "piecewise"
 SOURCE = ("measured: Mutinifni/splitwise-sim data/perf_model.csv (commit 8f99e7dc, MIT "
           "license)")
 
@@ -101,13 +102,14 @@ def fit_all(csv: Path, date: str) -> list[tuple[CostProfile, FitReport]]:
             "measured_by": f"the splitwise-sim authors (Patel et al., Splitwise, ISCA 2024) on "
                            f"{theirs[hw]} x{tp}, tensor parallel {tp}",
             "date": date,
-            "software": "fitted by servesim (calibrate/fit.py, NNLS, relative error)",
+            "software": f"fitted by servesim (calibrate/fit.py, {FORM} form, NNLS, relative "
+                        "error)",
             "notes": "fitted with: python -m calibrate.splitwise; medians of 5 repeats; "
                      "batch-64 rows dropped; decode C is the run's mean context "
                      "b*(p + n_eff/2); see docs/calibration.md",
         }
         out.append(fit_profile(steps, hardware=hw, model=model, weight_dtype=DTYPE,
-                               kv_dtype=DTYPE, tp=tp, provenance=provenance,
+                               kv_dtype=DTYPE, tp=tp, provenance=provenance, form=FORM,
                                source=f"{csv.name} {theirs[hw]} tp{tp}"))
     return out
 
@@ -126,15 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     _, dropped = load_medians(csv)
     print(f"{csv}: dropped {dropped} raw rows at batch size {DROP_BATCH}")
     print(f"{'profile':42s} {'pts':>4s} {'MAPE':>7s} {'max':>7s} {'prefill':>8s} "
-          f"{'decode':>7s} {'in-smpl':>7s}")
+          f"{'decode':>7s} {'in-smpl':>7s} {'knees':>11s}")
     for profile, report in fit_all(csv, args.date):
         name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
                                  profile.tp)
         save_profile(profile, args.out / name)
-        q = report.by_phase
+        q, c = report.by_phase, report.coefficients
+        knees = "/".join(f"{c[k]:g}" for k in ("knee1_tokens", "knee2_tokens") if c[k] > 0)
         print(f"{name:42s} {report.n_points:4d} {report.mape:7.2%} {report.max_ape:7.2%} "
               f"{q['prefill']['mape']:8.2%} {q['decode']['mape']:7.2%} "
-              f"{report.insample_mape:7.2%}")
+              f"{report.insample_mape:7.2%} {knees:>11s}")
     return 0
 
 

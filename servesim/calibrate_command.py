@@ -1,6 +1,7 @@
 """``servesim calibrate PROFILE.parquet --out cost.json``: fit a cost profile from a table.
 
-Prints the held-out fit quality, writes the cost-profile JSON (data contract 3) and a
+Fits the piecewise form by default (``--form linear`` for the plain one). Prints the
+held-out fit quality, writes the cost-profile JSON (data contract 3) and a
 residual plot PNG beside it (``cost.json`` -> ``cost.residuals.png``).
 """
 
@@ -30,6 +31,9 @@ def add_calibrate_parser(sub: Any) -> None:
                    help="KV-cache dtype (default: table, else the weight dtype if 16-bit or "
                         "fp8, else bf16)")
     p.add_argument("--folds", type=int, default=5, help="k of the held-out k-fold (default 5)")
+    p.add_argument("--form", choices=("piecewise", "linear"), default="piecewise",
+                   help="cost-model form to fit (default piecewise: a fixed cost per step "
+                        "kind and two knees in tokens; see docs/calibration.md)")
     p.add_argument("--no-plot", action="store_true", help="skip the residual plot")
 
 
@@ -79,7 +83,7 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
                         if "load" in table.metadata else ""),
         }
         profile, report = fit_profile(table.steps, provenance=provenance, folds=args.folds,
-                                      source=str(args.table), **dep)
+                                      source=str(args.table), form=args.form, **dep)
         out = Path(args.out)
         save_profile(profile, out)
     except (ValueError, OSError) as e:
@@ -92,6 +96,7 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
         from calibrate.plot import residual_plot
 
         png = residual_plot(table.steps, report.heldout_pred_s, out.with_suffix(".residuals.png"),
-                            f"{out.name}: held-out residuals, mean APE {report.mape:.2%}")
+                            f"{out.name}: {report.form} form, held-out residuals, mean APE "
+                            f"{report.mape:.2%}")
         print(f"wrote {png}")
     return 0

@@ -23,14 +23,32 @@ def test_calibrate_writes_json_and_png_and_prints_mape(tmp_path: Path, capsys) -
     assert main(["calibrate", str(table), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "cpu / tiny / fp32 / tp 1" in text and "mean APE" in text and "max APE" in text
+    assert "piecewise form, held-out" in text and "knees:" in text
     profile = load_profile(out)
     assert (profile.hardware, profile.model, profile.kv_dtype) == ("cpu", "tiny", "bf16")
     assert profile.fit["mape"] < 0.03
-    assert profile.coefficients["decode_seq_s"] == pytest.approx(TRUE["decode_seq_s"], rel=0.05)
+    # mixed steps are in the table; batch-1 decode steps are not, so their cost is set by rule
+    assert list(profile.fit["unmeasured"]) == ["single_token_step_s"]
+    assert "note: single_token_step_s not measured" in text
+    # linear data: every fixed cost is the one intercept
+    assert profile.coefficients["decode_step_s"] == pytest.approx(TRUE["step_s"], rel=0.05)
     assert "servesim calibrate" in profile.provenance["notes"]
     png = out.with_suffix(".residuals.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert json.loads(out.read_text())["form"] == "linear"
+    assert json.loads(out.read_text())["form"] == "piecewise"
+
+
+def test_form_linear_flag(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    table = tmp_path / "profile.parquet"
+    meta = {"device": "cpu", "model": "tiny", "dtype": "fp32", "tp": 1}
+    write_profile_table(ProfileTable(synthetic_steps(), meta), table)
+    out = tmp_path / "cost.json"
+    assert main(["calibrate", str(table), "--out", str(out), "--form", "linear",
+                 "--no-plot"]) == 0
+    assert "linear form, held-out" in capsys.readouterr().out
+    profile = load_profile(out)
+    assert profile.form == "linear" and profile.fit["mape"] < 0.03
+    assert profile.coefficients["decode_seq_s"] == pytest.approx(TRUE["decode_seq_s"], rel=0.05)
 
 
 def test_flags_override_metadata_and_missing_metadata_is_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,6 @@
-"""calibrate/fit.py: NNLS on relative error recovers known coefficients; held-out report."""
+"""calibrate/fit.py: NNLS on relative error recovers known coefficients; held-out report.
+
+The piecewise form's own fit tests are in tests/test_cost_form_piecewise.py."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from calibrate_support import TRUE, synthetic_steps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibrate.fit import fit_linear, fit_profile, nnls_relative, shape_folds
+from calibrate.fit import fit_linear, fit_profile, fit_steps, nnls_relative, shape_folds
 from simulator.costs import LinearCost
 from simulator.errors import ConfigError
 from simulator.profile_table import ProfileTable, validate_profile_table
@@ -64,6 +66,17 @@ def test_fit_profile_wraps_a_linear_cost_profile() -> None:
     assert profile.form == "linear" and profile.coefficients == report.coefficients
     assert profile.fit["mape"] == round(report.mape, 5) and profile.fit["n_points"] == 300
     assert profile.fit["ranges"]["num_decode_seqs"][1] <= 255
+    assert "knees" not in profile.fit  # linear profiles keep their old fit object
+
+
+def test_fit_profile_piecewise_and_unknown_form() -> None:
+    profile, report = fit_profile(
+        synthetic_steps(), hardware="cpu", model="tiny", weight_dtype="fp32",
+        kv_dtype="bf16", tp=1, provenance={"source": "synthetic"}, form="piecewise")
+    assert profile.form == "piecewise" and profile.coefficients == report.coefficients
+    assert set(profile.fit) >= {"mape", "knees", "unmeasured", "by_phase"}
+    with pytest.raises(ConfigError, match=r"form='cubic': the fit knows \('linear', 'piecewise'\)"):
+        fit_steps(synthetic_steps(), "cubic")
 
 
 def test_a_missed_region_is_reported() -> None:
@@ -71,4 +84,5 @@ def test_a_missed_region_is_reported() -> None:
     small = (steps["phase"] == "decode") & (steps["num_decode_seqs"] < 64)
     steps.loc[small, "time_s"] += 0.01  # a decode floor the linear form cannot follow
     report = fit_linear(steps)
-    assert any("misses decode steps" in w for w in report.warnings)
+    assert any("linear form misses decode steps" in w and "--form piecewise" in w
+               for w in report.warnings)

@@ -9,13 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.costs import CostModel, LinearCost, RooflineCost, ScaledCost
+from simulator.costs import CostModel, LinearCost, PiecewiseCost, RooflineCost, ScaledCost
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs import get_hardware, get_model
 
 LLAMA8B, H100 = get_model("llama-3.1-8b"), get_hardware("h100-sxm")
 LINEAR = LinearCost(0.01, 1e-4, 1e-8, 2e-4, 1e-6, 5e-4)
+PIECEWISE = PiecewiseCost(0.04, 0.03, 0.045, 0.029, 3e-5, 512, 6e-5, 2048, 2e-5, 3e-9, 2e-4,
+                          7e-8, 1e-3, 2e-4)  # shaped like h100-sxm__llama-2-70b__fp16__tp4
 
 
 def decode(batch: int, context_per_seq: int) -> StepShape:
@@ -43,6 +45,7 @@ def test_linear_validation_names_field() -> None:
 
 COST_MODELS = {
     "linear": LINEAR,
+    "piecewise": PIECEWISE,
     "roofline-dense": RooflineCost(LLAMA8B, H100),
     "roofline-moe-tp2": RooflineCost(get_model("mixtral-8x7b"), H100, tp=2, weight_dtype="fp8"),
     "roofline-cpu": RooflineCost(get_model("tiny"), get_hardware("cpu"), weight_dtype="fp32"),

@@ -6,9 +6,12 @@ Forms of the section (any of them may add ``time_scale = 0.8``, a what-if multip
                                             # else a roofline prior built on the fly
     [cost]
     profile = "profiles/mine.json"          # a cost-profile file (relative to the cwd, or a
-                                            # shipped profile's file name)
+                                            # shipped profile's file name); one measured for
+    force = true                            # another hardware, model, tp or dtype is refused
+                                            # unless forced (the run's cost source says so)
     [cost]
-    form = "linear"                         # inline fitted coefficients (LinearCost fields)
+    form = "linear"                         # inline fitted coefficients (LinearCost fields;
+                                            # form = "piecewise": PiecewiseCost fields)
     step_s = 0.004
     decode_seq_s = 2e-5
     [cost]
@@ -22,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from simulator.costs.base import CostModel, ScaledCost, check_number
-from simulator.costs.linear import LinearCost
 from simulator.costs.profile import (
+    FITTED,
     FORMS,
     LINEAR_COEFFICIENTS,
+    PIECEWISE_COEFFICIENTS,
     PROFILES_DIR,
     CostProfile,
     find_shipped_profile,
@@ -38,7 +42,9 @@ from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
 ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
-SECTION_KEYS = ("profile", "form", "time_scale", *LINEAR_COEFFICIENTS, *KNOBS)
+COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
+SECTION_KEYS = ("profile", "form", "time_scale", "force", *COEFFICIENT_KEYS)
+NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale")
 
 
 def cost_model_from_config(
@@ -59,8 +65,11 @@ def cost_model_from_config(
         raise ConfigError(
             f"{where}.{unknown[0]} is not a cost setting; known: {', '.join(SECTION_KEYS)}"
         )
-    coefficients = {k: v for k, v in section.items() if k not in ("profile", "form", "time_scale")}
+    coefficients = {k: v for k, v in section.items() if k not in NOT_COEFFICIENTS}
     try:
+        if "force" in section and "profile" not in section:
+            raise ConfigError(f"{where}.force applies only with {where}.profile (a profile "
+                              "file to use although it was measured for another deployment)")
         if "profile" in section:
             cost, used = _from_profile(
                 section, coefficients, model, hw, tp, weight_dtype, kv_dtype, where
@@ -71,7 +80,7 @@ def cost_model_from_config(
             )
         elif coefficients:
             key = next(iter(coefficients))
-            raise ConfigError(f"{where}.{key} needs {where}.form ('linear' or 'roofline')")
+            raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
             cost, used = _default(model, hw, tp, weight_dtype, kv_dtype)
         if "time_scale" in section:
@@ -104,6 +113,9 @@ def _from_profile(
         path = PROFILES_DIR / path.name  # a bare shipped-profile file name
     if not path.is_file():
         raise ConfigError(f"{where}.profile={str(value)!r}: no such file (from {Path.cwd()})")
+    force = section.get("force", False)
+    if not isinstance(force, bool):
+        raise ConfigError(f"{where}.force={force!r} must be true or false")
     profile = load_profile(path)
     expected = {
         "model": model.name,
@@ -112,16 +124,32 @@ def _from_profile(
         "weight_dtype": weight_dtype,
         "kv_dtype": kv_dtype,
     }
+    mismatches = []  # (field, the profile's value, the scenario's value)
     for key, want in expected.items():
         got = getattr(profile, key)
         if key.endswith("dtype") and same_cost_dtype(str(got), str(want)):
             continue  # fp16 and bf16 cost the same
         if str(got).lower() != str(want).lower():
-            raise ConfigError(
-                f"{where}.profile={str(value)!r} is for {key}={got!r}, but the scenario has "
-                f"{key}={want!r}"
-            )
-    return profile.build(model, hw), describe(profile, path)
+            mismatches.append((key, got, want))
+    if mismatches and not force:
+        differ = "; and ".join(f"{k}={got!r}, but the scenario has {k}={want!r}"
+                               for k, got, want in mismatches)
+        raise ConfigError(
+            f"{where}.profile={str(value)!r} is for {differ}. Use a profile measured for "
+            f"this deployment, or set {where}.force = true to price the steps with it anyway"
+        )
+    used = describe(profile, path)
+    if not mismatches:
+        return profile.build(model, hw), used
+    if profile.form in FITTED:
+        cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
+    else:  # a prior's knobs, applied to the scenario's own deployment
+        knobs = {k: float(v) for k, v in profile.coefficients.items()}
+        cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **knobs)
+    theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
+    ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
+    return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
+                 f"the scenario has {ours}"
 
 
 def describe(profile: CostProfile, path: Path) -> str:
@@ -143,17 +171,17 @@ def _inline(
 ) -> tuple[CostModel, str]:
     if form not in FORMS:
         raise ConfigError(f"{where}.form={form!r} must be one of {FORMS}")
-    allowed = LINEAR_COEFFICIENTS if form == "linear" else KNOBS
+    allowed = FITTED[form][1] if form in FITTED else KNOBS
     for key, value in coefficients.items():
         if key not in allowed:
             raise ConfigError(f"{where}.{key} does not apply to form = {form!r}")
-        if form == "linear":
+        if form in FITTED:
             check_number(f"{where}.{key}", value)
         else:
             check_knob(key, value, where=f"{where}.")
     values = {k: float(v) for k, v in coefficients.items()}
-    if form == "linear":
-        return LinearCost(**values), f"inline linear coefficients ({where} section)"
+    if form in FITTED:
+        return FITTED[form][0](**values), f"inline {form} coefficients ({where} section)"
     cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **values)
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
     return cost, ROOFLINE_ON_THE_FLY + (f" with {knobs}" if knobs else "")

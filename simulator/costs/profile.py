@@ -4,11 +4,16 @@ One JSON object per (hardware, model, weight dtype, tp)::
 
     {"version": 1, "hardware": "h100-sxm", "model": "llama-3.1-8b",
      "weight_dtype": "bf16", "kv_dtype": "bf16", "tp": 1,
-     "form": "linear" | "roofline",
-     "coefficients": {...},   # LinearCost fields (all six), or RooflineCost knobs
+     "form": "linear" | "piecewise" | "roofline",
+     "coefficients": {...},   # LinearCost fields (all six), PiecewiseCost fields (all
+                              # fourteen), or RooflineCost knobs
      "fit": {"mape": ..., "r2": ..., "n_points": ..., "ranges": {...}},  # {} for priors
      "provenance": {"source": ..., "measured_by": ..., "date": ..., "software": ...,
                     "notes": ...}}
+
+"linear" and "piecewise" are fitted forms (calibrate/fit.py), "roofline" the prior. The
+"piecewise" form was added without a version bump: a version-1 reader that knows it reads
+every older file unchanged.
 
 Shipped profiles live in ``simulator/profiles`` named
 ``<hardware>__<model>__<weight_dtype>__tp<tp>.json``.
@@ -24,6 +29,7 @@ from typing import Any
 from simulator.atomic import atomic_write
 from simulator.costs.base import CostModel, check_number
 from simulator.costs.linear import LinearCost
+from simulator.costs.piecewise import PiecewiseCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.errors import ConfigError
 from simulator.specs.dtypes import kv_dtype_bytes, same_cost_dtype, weight_dtype_bytes
@@ -31,8 +37,13 @@ from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
 PROFILE_VERSION = 1
-FORMS = ("linear", "roofline")
+FORMS = ("linear", "piecewise", "roofline")
 LINEAR_COEFFICIENTS = tuple(f.name for f in fields(LinearCost))
+PIECEWISE_COEFFICIENTS = tuple(f.name for f in fields(PiecewiseCost))
+FITTED: dict[str, tuple[type[LinearCost] | type[PiecewiseCost], tuple[str, ...]]] = {
+    "linear": (LinearCost, LINEAR_COEFFICIENTS),  # fitted forms: class, coefficient names
+    "piecewise": (PiecewiseCost, PIECEWISE_COEFFICIENTS),
+}
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
 
@@ -46,8 +57,8 @@ class CostProfile:
     weight_dtype: str  # weight storage dtype the profile was measured or derived with
     kv_dtype: str  # KV-cache dtype
     tp: int  # tensor-parallel degree (GPUs per replica)
-    form: str  # "linear" (fitted) or "roofline" (prior)
-    coefficients: dict[str, float]  # LinearCost fields, or RooflineCost knobs (seconds, ratios)
+    form: str  # "linear" or "piecewise" (fitted), or "roofline" (prior)
+    coefficients: dict[str, float]  # the form's fields, or RooflineCost knobs (seconds, ratios)
     fit: dict[str, Any] = field(default_factory=dict)  # mape, r2, n_points, ranges; {} = prior
     provenance: dict[str, Any] = field(default_factory=dict)  # source, measured_by, date, ...
 
@@ -70,23 +81,26 @@ class CostProfile:
 
     def _check_coefficients(self) -> None:
         coef = self.coefficients
-        if self.form == "linear":
-            missing = [k for k in LINEAR_COEFFICIENTS if k not in coef]
-            unknown = [k for k in coef if k not in LINEAR_COEFFICIENTS]
+        if self.form in FITTED:
+            cls, names = FITTED[self.form]
+            missing = [k for k in names if k not in coef]
+            unknown = [k for k in coef if k not in names]
             if missing or unknown:
                 raise ConfigError(
-                    f"coefficients: linear form needs exactly {', '.join(LINEAR_COEFFICIENTS)}"
+                    f"coefficients: {self.form} form needs exactly {', '.join(names)}"
                     f" (missing: {missing}, unknown: {unknown})"
                 )
-            LinearCost(**{k: check_number(f"coefficients.{k}", v) for k, v in coef.items()})
+            cls(**{k: check_number(f"coefficients.{k}", v) for k, v in coef.items()})
         else:
             for k, v in coef.items():
                 check_knob(k, v, where="coefficients.")
 
     def build(self, model: ModelSpec, hw: HardwareSpec) -> CostModel:
         """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``."""
-        if self.form == "linear":
-            return LinearCost(**self.coefficients)
+        if self.form in FITTED:
+            cls, _ = FITTED[self.form]
+            cost: CostModel = cls(**self.coefficients)
+            return cost
         knobs = {k: float(v) for k, v in self.coefficients.items()}
         return RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs)
 
@@ -140,8 +154,9 @@ def find_shipped_profile(
 ) -> Path | None:
     """The shipped profile for this deployment, or None if there is none.
 
-    A measured (fitted, form "linear") profile wins over a roofline prior, and one measured
-    in a same-cost dtype (fp16 for bf16) counts: splitwise-sim measured in fp16.
+    A measured (fitted: form "linear" or "piecewise") profile wins over a roofline prior,
+    and one measured in a same-cost dtype (fp16 for bf16) counts: splitwise-sim measured
+    in fp16.
     """
     model_name = model.name if isinstance(model, ModelSpec) else model
     hw_name = hardware.name if isinstance(hardware, HardwareSpec) else hardware
@@ -157,9 +172,11 @@ def find_shipped_profile(
 from simulator.costs.from_config import cost_model_from_config  # noqa: E402
 
 __all__ = [
+    "FITTED",
     "FORMS",
     "KNOBS",
     "LINEAR_COEFFICIENTS",
+    "PIECEWISE_COEFFICIENTS",
     "PROFILES_DIR",
     "PROFILE_VERSION",
     "CostProfile",

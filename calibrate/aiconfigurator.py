@@ -1,0 +1,681 @@
+"""Llama-3.1 cost profiles composed from NVIDIA AIConfigurator's measured per-op tables.
+
+    python -m calibrate.aiconfigurator [--check] [--data DIR] [--out DIR] [--table-out DIR]
+
+Needs the ``aiconfigurator`` extra (``pip install -e '.[aiconfigurator]'``), which installs
+``aiconfigurator-core==0.12.0`` (NVIDIA, Apache-2.0), the data-and-engine half of
+AIConfigurator 0.12.0. NVIDIA measured single kernels (GEMM, context and generation
+attention, TP all-reduce) per GPU and engine, and ships them as Parquet tables under
+``aiconfigurator_core/systems/data/<system>/<op>/<backend>/<version>/``. This module reads
+those tables in place with pyarrow (it never imports ``aiconfigurator_core``), composes
+whole engine steps from them the way AIConfigurator does, and fits the linear cost model
+(``calibrate.fit``) to the composed steps. Only fitted coefficients and provenance are
+written to ``simulator/profiles``; the tables are never copied into this repository.
+
+Composition, after AIConfigurator 0.12.0 ``aiconfigurator_core/sdk/models/llama.py``
+(``LLAMAModel``: one op list per phase) and ``backends/base_backend.py`` (a step's latency
+is the sum of its ops; the trtllm backend adds no dispatch overhead). With x tokens in the
+step (prefill tokens plus one per decode row), L layers, hidden h, intermediate I, heads
+n_q / n_kv of width d, vocabulary V and tensor parallelism t, one step is
+
+    embedding                   1 x mem(2 x h bytes per token)
+    add_norm_1, add_norm_2      L x mem(2 bytes x (2h + 2h) per token)       (each)
+    qkv GEMM                    L x gemm(m=x, n=(n_q/t + 2 n_kv/t) d, k=h)
+    context attention           L x ctx_attn(batch, seq = prefix + chunk) per group of
+                                equal chunks, x (seq^2 - prefix^2) / seq^2 for a prefix,
+                                plus 1.1 x (rope + KV-write memory ops) per group
+    generation attention        L x gen_attn(batch, seq = tokens attended) per group
+    proj GEMM                   L x gemm(x, h, n_q d / t)
+    gate+up GEMM                L x gemm(x, 2I/t, h)
+    act_gate                    L x mem(2 bytes x (2I/t + I/t) per token)
+    down GEMM                   L x gemm(x, h, I/t)
+    logits GEMM (bf16)          1 x gemm(m=rows sampling a token, V/t, h)
+    all-reduce (t > 1)          (1 + 2L) x allreduce(x h elements) over t GPUs
+
+where ``mem(bytes) = bytes / (0.8 x peak bandwidth) + 3 us`` (the system file's empirical
+factors; AIConfigurator models norms, activation and embedding analytically, not from
+tables). Table queries follow AIConfigurator's resolver (``perf_database/perf_interp.rs``,
+``gemm.rs``, ``attention.rs`` in ai-dynamo/aiconfigurator ``aic-core/rust``):
+
+- GEMM: each collected (n, k) owns a latency curve over m; an exact site is interpolated
+  linearly in m, and past its sweep holds the median utilisation (SOL / latency) of its
+  3 end points; an uncollected (n, k) takes the inverse-square-distance mean utilisation
+  of the 4 nearest sites in log2(n), log2(k) (within 2 octaves) and divides SOL by it.
+  SOL = max(2mnk / peak FLOPS, bytes x (mn + mk + nk) / bandwidth); grid points are
+  clamped up to SOL when loaded.
+- Attention: a grid over (heads, seq, batch) (context; blended in sqrt(latency) along
+  seq) or (heads, batch, seq) (generation; generation averages 5 seq samples over
+  +-10%, and is clamped to SOL); past the collected corner it holds the tapered
+  (modified-Shepard) mean utilisation of the 4 nearest points in log2 space.
+- All-reduce: the engine's custom all-reduce table, linear in message size.
+
+Mixed steps (a prefill chunk with decode rows) run every non-attention op once over all
+x tokens, as AIConfigurator's mixed step does. The steps are GPU kernel time only: no
+scheduler, sampling, detokenisation or CPU launch overhead (AIConfigurator does not model
+them for trtllm either), so the per-request costs are 0 and the fixed costs are the GPU's.
+The fitted form is calibrate/fit.py's "piecewise" one (fixed cost per step kind, knees in
+the step's token count), which follows the weight-read floor of small steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibrate.fit import FitReport, fit_profile
+from simulator.costs.profile import (
+    PROFILES_DIR,
+    CostProfile,
+    load_profile,
+    profile_file_name,
+    save_profile,
+)
+from simulator.errors import ConfigError
+from simulator.profile_table import ProfileTable, validate_metadata, validate_profile_table
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import MODELS, ModelSpec
+
+AIC_VERSION = "0.12.0"
+DISTRIBUTION = "aiconfigurator-core"  # the wheel that holds the tables (aiconfigurator needs it)
+EXTRA_HINT = "pip install -e '.[aiconfigurator]' (aiconfigurator-core==0.12.0)"
+BACKEND = "trtllm"
+# Our catalogue name -> (AIConfigurator system, trtllm data version). The versions are
+# AIConfigurator 0.12.0's "current" query slots (systems/query_versions.yaml).
+SYSTEMS: dict[str, tuple[str, str]] = {
+    "a100-80gb": ("a100_sxm", "1.0.0"),
+    "h100-sxm": ("h100_sxm", "1.3.0rc20"),
+    "h200": ("h200_sxm", "1.3.0rc20"),
+}
+MODEL_IDS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
+             "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B"}
+# dtype -> (GEMM table dtype, context attention dtype, KV-cache dtype, GEMM bytes)
+QUANT = {"bf16": ("bfloat16", "bfloat16", "bfloat16", 2.0), "fp8": ("fp8", "fp8", "fp8", 1.0)}
+FIT_FRACTION = 0.9  # weights + KV cache per GPU must fit in this share of memory
+PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+PREFILL_BATCHES = (1, 2, 4, 8, 16, 32)
+MAX_PREFILL_TOKENS = 16384  # a step's prompt tokens, as a max_num_batched_tokens budget
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DECODE_CONTEXTS = (128, 512, 2048, 8192)
+MIXED = [(chunk, prefix, rows) for chunk in (512, 2048) for prefix in (0, 4096)
+         for rows in (8, 64)]  # (prefill chunk, its cached prefix, decode rows at 2,048)
+MIXED_CONTEXT = 2048
+SOURCE_PREFIX = "measured per operation by NVIDIA, composed by servesim"
+FORM = "piecewise"  # calibrate/fit.py's form with per-kind fixed costs and token knees
+
+
+def deployments() -> Iterator[tuple[str, str, str, int]]:
+    """(hardware, model, dtype, tp) of every composed profile: bf16 everywhere, fp8 on
+    GPUs with FP8 tensor cores (the tables have fp8 only there); 70B at the TP degrees
+    whose weights fit (bf16: 2/4/8, fp8: 1/2/4/8)."""
+    for hw in SYSTEMS:
+        dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
+        for dtype in dtypes:
+            yield hw, "llama-3.1-8b", dtype, 1
+            for tp in (1, 2, 4, 8):
+                if _weights_fit(MODELS["llama-3.1-70b"], hw, dtype, tp):
+                    yield hw, "llama-3.1-70b", dtype, tp
+
+
+def _weights_fit(model: ModelSpec, hw: str, dtype: str, tp: int) -> bool:
+    return model.weight_bytes(dtype) / tp <= FIT_FRACTION * HARDWARE[hw].memory_bytes
+
+
+def find_data_root() -> Path | None:
+    """``aiconfigurator_core/systems`` of the installed 0.12.0 wheel, or None.
+
+    Located with ``importlib.util.find_spec``, which does not import the package."""
+    try:
+        if version(DISTRIBUTION) != AIC_VERSION:
+            return None
+        spec = importlib.util.find_spec("aiconfigurator_core")
+    except (PackageNotFoundError, ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations))) / "systems"
+    return root if (root / "query_versions.yaml").is_file() else None
+
+
+# --------------------------------------------------------------------------------------
+# Table resolvers (a Python port of the SILICON path of AIConfigurator's perf_interp)
+# --------------------------------------------------------------------------------------
+
+Sol = Callable[[Sequence[float]], float]  # speed-of-light latency (ms) at coordinates
+
+
+class _OutOfRange(Exception):
+    """The query left the collected range at some axis."""
+
+
+def _log2(v: float) -> float:
+    return math.log2(max(v, 1e-12))
+
+
+def _leaves(node: dict[int, Any], path: tuple[int, ...] = ()) -> Iterator[tuple[tuple, float]]:
+    for key, child in node.items():
+        if isinstance(child, dict):
+            yield from _leaves(child, (*path, key))
+        else:
+            yield (*path, key), float(child)
+
+
+def _grid_interior(node: dict[int, Any], q: Sequence[float], depth: int, sol: Sol,
+                   sqrt_axis: int | None) -> float:
+    if not isinstance(node, dict):
+        return float(node)
+    c = q[depth]
+    if float(c).is_integer() and int(c) in node:
+        return _grid_interior(node[int(c)], q, depth + 1, sol, sqrt_axis)
+    keys = sorted(node)
+    if c < keys[0] or c > keys[-1]:
+        raise _OutOfRange
+    i = int(np.searchsorted(keys, c))
+    lo, hi = keys[i - 1], keys[i]
+    found: list[tuple[int, float]] = []
+    for k in (lo, hi):
+        try:
+            found.append((k, _grid_interior(node[k], q, depth + 1, sol, sqrt_axis)))
+        except _OutOfRange:
+            pass  # a ragged branch (the uncollected large-seq x large-batch corner)
+    if not found:
+        raise _OutOfRange
+    if len(found) == 1:  # hold the survivor's utilisation along this axis
+        k, lat = found[0]
+        snapped = [*q[:depth], k, *q[depth + 1:]]
+        sq, ss = sol(q), sol(snapped)
+        return lat * sq / ss if sq > 0 and ss > 0 else lat
+    w = (c - lo) / (hi - lo)
+    (_, a), (_, b) = found
+    if depth == sqrt_axis:
+        return (math.sqrt(a) + (math.sqrt(b) - math.sqrt(a)) * w) ** 2
+    return a + (b - a) * w
+
+
+def _grid_hold(tree: dict[int, Any], q: Sequence[float], sol: Sol, nn: int = 4) -> float:
+    """Past the collected frontier: tapered modified-Shepard mean utilisation of the ``nn``
+    nearest points in joint log2 space (support radius = the next point's distance)."""
+    qlog = [_log2(v) for v in q]
+    ranked = sorted(
+        (math.dist([_log2(v) for v in path], qlog), path, lat)
+        for path, lat in _leaves(tree) if lat > 0 and sol(path) > 0
+    )
+    picked, radius = ranked[:nn], (ranked[nn][0] if len(ranked) > nn else math.inf)
+    if not picked:
+        raise ConfigError(f"no measured point to anchor the query {tuple(q)}")
+
+    def weight(d: float) -> float:
+        if math.isinf(radius):
+            return 1.0 / (d * d + 1e-12)
+        return (max(radius - d, 0.0) / (radius * d + 1e-12)) ** 2
+
+    w = [weight(d) for d, _, _ in picked]
+    if sum(w) <= 0:
+        w = [1.0] * len(picked)
+    util = sum(wi * sol(p) / lat for wi, (_, p, lat) in zip(w, picked, strict=True)) / sum(w)
+    return sol(q) / util
+
+
+def grid_query(tree: dict[int, Any], q: Sequence[float], sol: Sol,
+               sqrt_axis: int | None = None) -> float:
+    """Latency (ms) at ``q`` from a nested table: exact, bracket-and-blend, or held."""
+    try:
+        return _grid_interior(tree, q, 0, sol, sqrt_axis)
+    except _OutOfRange:
+        return _grid_hold(tree, q, sol)
+
+
+@dataclass
+class GemmTable:
+    """One GEMM dtype's table as scattered (n, k) sites, each with an m-curve (ms)."""
+
+    sites: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+    sol: Callable[[float, float, float], float]  # (m, n, k) -> ms
+    k_tail: int = 3
+    nn_sites: int = 4
+    max_octaves: float = 2.0
+
+    def _curve(self, site: tuple[int, int], m: float) -> float:
+        ms, lat = self.sites[site]
+        i = int(np.searchsorted(ms, m))
+        if i < len(ms) and ms[i] == m:
+            return float(lat[i])
+        if ms[0] <= m <= ms[-1]:
+            return float(np.interp(m, ms, lat))
+        tail = slice(-self.k_tail, None) if m > ms[-1] else slice(0, self.k_tail)
+        utils = [self.sol(mi, *site) / li for mi, li in zip(ms[tail], lat[tail], strict=True)]
+        return self.sol(m, *site) / float(np.median(utils))
+
+    def query(self, m: float, n: int, k: int) -> float:
+        """Latency (ms) of an (m x k) @ (k x n) product."""
+        if (n, k) in self.sites:
+            return self._curve((n, k), m)
+        q = (_log2(n), _log2(k))
+        covering = [s for s, (ms, _) in self.sites.items() if ms[0] <= m <= ms[-1]]
+        cands = sorted((math.dist((_log2(s[0]), _log2(s[1])), q), s)
+                       for s in (covering or list(self.sites)))
+        near = [(d, s) for d, s in cands if d <= self.max_octaves][: self.nn_sites]
+        if not near:  # beyond the collected frontier on one axis: nearest sites carry it
+            near = cands[: self.nn_sites]
+        w = [1.0 / (d * d + 1e-12) for d, _ in near]
+        util = sum(wi * self.sol(m, *s) / self._curve(s, m)
+                   for wi, (_, s) in zip(w, near, strict=True)) / sum(w)
+        return self.sol(m, n, k) / util
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """The figures of an AIConfigurator system file that the composition uses."""
+
+    mem_bw: float  # bytes/s
+    mem_scale: float  # empirical share of peak bandwidth for memory-bound ops
+    mem_const_s: float  # per-op constant latency for those ops
+    flops: dict[str, float]  # tensor-core FLOP/s by AIConfigurator dtype name
+    sm_version: int
+
+    def mem_op_s(self, nbytes: float) -> float:
+        """AIConfigurator's analytic memory op (norms, activation, embedding), seconds."""
+        return nbytes / (self.mem_bw * self.mem_scale) + self.mem_const_s
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # a dependency of aiconfigurator-core, so present whenever the data is
+
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a YAML mapping")
+    return data
+
+
+@dataclass
+class SystemTables:
+    """The tables of one AIConfigurator system and trtllm version, read in place."""
+
+    root: Path  # aiconfigurator_core/systems
+    system: str  # e.g. "h100_sxm"
+    data_version: str  # trtllm version of the collected tables
+    gpu: GpuSpec = field(init=False)
+    _gemm: dict[str, GemmTable] = field(default_factory=dict, init=False)
+    _ctx: pd.DataFrame = field(init=False)
+    _gen: pd.DataFrame = field(init=False)
+    _ar: pd.DataFrame = field(init=False)
+    _cache: dict[tuple, Any] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        spec = _read_yaml(self.system_file)["gpu"]
+        flops = {name: float(spec[f"{name}_tc_flops"]) for name in ("bfloat16", "fp8")
+                 if f"{name}_tc_flops" in spec}
+        self.gpu = GpuSpec(float(spec["mem_bw"]), float(spec["mem_bw_empirical_scaling_factor"]),
+                           float(spec["mem_empirical_constant_latency"]), flops,
+                           int(spec["sm_version"]))
+        self._ctx = pd.read_parquet(self.table("attention", "context_attention_perf.parquet"))
+        self._gen = pd.read_parquet(self.table("attention", "generation_attention_perf.parquet"))
+        self._ar = pd.read_parquet(self.table("comm", "custom_allreduce_perf.parquet"))
+
+    @property
+    def system_file(self) -> Path:
+        return self.root / f"{self.system}.yaml"
+
+    def table(self, family: str, name: str) -> Path:
+        path = self.root / "data" / self.system / family / BACKEND / self.data_version / name
+        if not path.is_file():
+            raise ConfigError(f"{path}: AIConfigurator table not found")
+        return path
+
+    def table_files(self) -> list[str]:
+        """The tables used, relative to ``aiconfigurator_core/systems``."""
+        names = [("gemm", "gemm_perf.parquet"), ("attention", "context_attention_perf.parquet"),
+                 ("attention", "generation_attention_perf.parquet"),
+                 ("comm", "custom_allreduce_perf.parquet")]
+        return [str(self.table(f, n).relative_to(self.root)) for f, n in names]
+
+    def gemm(self, dtype: str) -> GemmTable:
+        if dtype not in self._gemm:
+            raw = pd.read_parquet(self.table("gemm", "gemm_perf.parquet"),
+                                  columns=["gemm_dtype", "m", "n", "k", "latency"])
+            raw = raw[raw["gemm_dtype"] == dtype].drop_duplicates(["m", "n", "k"], keep="first")
+            if raw.empty:
+                raise ConfigError(f"{self.system} {BACKEND} {self.data_version}: no {dtype} GEMMs")
+            nbytes, flops = 1.0 if dtype == "fp8" else 2.0, self.gpu.flops[dtype]
+
+            def sol(m: float, n: float, k: float) -> float:
+                return max(2 * m * n * k / flops, nbytes * (m * n + m * k + n * k) / self.gpu.mem_bw
+                           ) * 1e3
+
+            sites = {}
+            for (n, k), g in raw.groupby(["n", "k"]):
+                g = g.sort_values("m")
+                ms = g["m"].to_numpy(np.float64)
+                lat = np.maximum(g["latency"].to_numpy(np.float64),
+                                 [sol(m, n, k) for m in ms])  # clamp to SOL, as AIC loads
+                sites[(int(n), int(k))] = (ms, lat)
+            self._gemm[dtype] = GemmTable(sites, sol)
+        return self._gemm[dtype]
+
+    def _attn_flops(self, dtype: str) -> float:
+        return self.gpu.flops.get(dtype, self.gpu.flops["bfloat16"])
+
+    def context_attention(self, b: int, seq: int, n: int, n_kv: int, d: int, attn_dtype: str,
+                          kv_dtype: str) -> float:
+        """Context (prefill) attention of ``b`` sequences of ``seq`` tokens, one layer, ms."""
+        key = ("ctx", n_kv, d, attn_dtype, kv_dtype)
+        if key not in self._cache:
+            t = self._ctx
+            t = t[(t.num_key_value_heads == n_kv) & (t.head_dim == d) & (t.window_size == 0)
+                  & (t.attn_dtype == attn_dtype) & (t.kv_cache_dtype == kv_dtype)]
+            tree: dict[int, Any] = {}
+            for row in t.itertuples():
+                tree.setdefault(row.num_heads, {}).setdefault(row.isl, {}).setdefault(
+                    row.batch_size, row.latency)
+            if not tree:
+                raise ConfigError(f"{self.system}: no context attention for n_kv={n_kv} d={d} "
+                                  f"{attn_dtype}/{kv_dtype}")
+            self._cache[key] = tree
+        flops, kv_bytes = self._attn_flops(attn_dtype), 1.0 if kv_dtype == "fp8" else 2.0
+
+        def sol(c: Sequence[float]) -> float:
+            nh, s, bb = c
+            ops = 2 * bb * s * s * nh * d * 2 / 2
+            mem = 2 * bb * (2 * nh * s * d) + kv_bytes * bb * 2 * n_kv * s * d
+            return max(ops / flops, mem / self.gpu.mem_bw) * 1e3
+
+        return grid_query(self._cache[key], (n, seq, b), sol, sqrt_axis=1)
+
+    def generation_attention(self, b: int, seq: int, n: int, n_kv: int, d: int,
+                             kv_dtype: str) -> float:
+        """One decode step's attention for ``b`` rows attending ``seq`` tokens, one layer, ms."""
+        kv_bytes = 1.0 if kv_dtype == "fp8" else 2.0
+        fp8_mma = kv_dtype == "fp8" and self.gpu.sm_version >= 89
+        flops = self._attn_flops("fp8" if fp8_mma else "bfloat16")
+
+        def sol(c: Sequence[float]) -> float:
+            nh, bb, s = c
+            kv_len = s - 1
+            ops = 2 * bb * nh * d * 2 * kv_len
+            mem = bb * (nh * d * 2 + 2 * n_kv * kv_len * d * kv_bytes + nh * d * 2)
+            return max(ops / flops, mem / self.gpu.mem_bw) * 1e3
+
+        key = ("gen", n_kv, d, kv_dtype)
+        if key not in self._cache:
+            t = self._gen
+            t = t[(t.num_key_value_heads == n_kv) & (t.head_dim == d) & (t.window_size == 0)
+                  & (t.kv_cache_dtype == kv_dtype)]
+            tree: dict[int, Any] = {}
+            for row in t.itertuples():
+                s = int(row.isl + row.step)
+                lat = max(float(row.latency), sol((row.num_heads, row.batch_size, s)))
+                tree.setdefault(row.num_heads, {}).setdefault(row.batch_size, {}).setdefault(s, lat)
+            if not tree:
+                raise ConfigError(f"{self.system}: no generation attention for n_kv={n_kv} "
+                                  f"d={d} kv {kv_dtype}")
+            self._cache[key] = tree
+        s_min = max(1, int(seq * 0.9))
+        s_max = max(s_min, int(seq * 1.1))
+        samples = [s_min + (s_max - s_min) * i // 4 for i in range(5)]
+        return sum(grid_query(self._cache[key], (n, b, s), sol) for s in samples) / 5
+
+    def allreduce(self, elements: float, gpus: int) -> float:
+        """TRT-LLM custom all-reduce of ``elements`` bf16 values over ``gpus``, ms."""
+        t = self._ar[(self._ar.num_gpus == gpus) & (self._ar.allreduce_dtype == "bfloat16")]
+        t = t.sort_values("message_size")
+        sizes, lat = t["message_size"].to_numpy(np.float64), t["latency"].to_numpy(np.float64)
+        if len(sizes) == 0:
+            raise ConfigError(f"{self.system}: no all-reduce over {gpus} GPUs")
+        if elements > sizes[-1]:  # hold the last point's bandwidth
+            return float(lat[-1] * elements / sizes[-1])
+        return float(np.interp(elements, sizes, lat))
+
+
+# --------------------------------------------------------------------------------------
+# Composition: one engine step from per-op times
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Composer:
+    """Prices engine steps of ``model`` in ``dtype`` on ``tp`` GPUs from one system's tables."""
+
+    tables: SystemTables
+    model: ModelSpec
+    dtype: str  # "bf16" or "fp8" (weights, KV cache and context attention)
+    tp: int
+
+    def step_ops(self, chunks: Sequence[tuple[int, int]] = (),
+                 decode_contexts: Sequence[int] = ()) -> dict[str, float]:
+        """Seconds per op for one step: prefill ``chunks`` (new tokens, cached prefix) and
+        decode rows attending ``decode_contexts`` tokens each. Keys name AIConfigurator's
+        ops (``context_qkv_gemm`` ... in its LLAMAModel are ``qkv_gemm`` here)."""
+        m, tp, t = self.model, self.tp, self.tables
+        gemm_dtype, attn_dtype, kv_dtype, _ = QUANT[self.dtype]
+        x = sum(n for n, _ in chunks) + len(decode_contexts)
+        if x == 0:
+            raise ConfigError("a step needs prefill chunks or decode rows")
+        layers, h, d, inter = m.num_layers, m.hidden_size, m.head_dim, m.intermediate_size
+        n_q, n_kv = m.num_heads // tp, max(1, m.num_kv_heads // tp)
+        gemm = t.gemm(gemm_dtype)
+        ops = {
+            "embedding": t.gpu.mem_op_s(x * h * 2),
+            "add_norm_1": layers * t.gpu.mem_op_s((2 * h + 2 * h) * x * 2),
+            "qkv_gemm": layers * gemm.query(x, (n_q + 2 * n_kv) * d, h) / 1e3,
+            "context_attention": 0.0,
+            "generation_attention": 0.0,
+            "proj_gemm": layers * gemm.query(x, h, n_q * d) / 1e3,
+            "add_norm_2": layers * t.gpu.mem_op_s((2 * h + 2 * h) * x * 2),
+            "gate_ffn1_gemm": layers * gemm.query(x, 2 * inter // tp, h) / 1e3,
+            "act_gate": layers * t.gpu.mem_op_s((2 * inter // tp + inter // tp) * x * 2),
+            "ffn2_gemm": layers * gemm.query(x, h, inter // tp) / 1e3,
+            "logits_gemm": t.gemm("bfloat16").query(len(chunks) + len(decode_contexts),
+                                                    m.vocab_size // tp, h) / 1e3,
+        }
+        # AIConfigurator adds rope and KV-write memory ops to each context-attention query,
+        # x 1.1 (operators/attention.rs, ContextAttentionOp::query); their byte counts are
+        # per head, not per token, so in effect 4 x the 3 us constant.
+        fmha_bytes = 1.0 if attn_dtype == "fp8" else 2.0
+        extras = 1.1 * (2 * t.gpu.mem_op_s((n_q + n_kv) * d * 2)
+                        + 2 * t.gpu.mem_op_s(n_kv * d * fmha_bytes))
+        for (n, prefix), count in sorted(Counter(chunks).items()):
+            full = n + prefix
+            lat = t.context_attention(count, full, n_q, n_kv, d, attn_dtype, kv_dtype)
+            ops["context_attention"] += layers * (lat * (full**2 - prefix**2) / full**2 / 1e3
+                                                  + extras)
+        for ctx, count in sorted(Counter(decode_contexts).items()):
+            lat = t.generation_attention(count, ctx, n_q, n_kv, d, kv_dtype)
+            ops["generation_attention"] += layers * lat / 1e3
+        if tp > 1:
+            ops["allreduce"] = (1 + 2 * layers) * t.allreduce(x * h, tp) / 1e3
+        return ops
+
+    def step_time(self, chunks: Sequence[tuple[int, int]] = (),
+                  decode_contexts: Sequence[int] = ()) -> float:
+        """Seconds for one step: the sum of its ops."""
+        return sum(self.step_ops(chunks, decode_contexts).values())
+
+    def kv_fits(self, tokens: int) -> bool:
+        """Whether weights plus ``tokens`` of KV cache fit the GPUs (FIT_FRACTION)."""
+        hw = HARDWARE[self.hardware_name]
+        need = (self.model.weight_bytes(self.dtype)
+                + tokens * self.model.kv_bytes_per_token(self.dtype)) / self.tp
+        return need <= FIT_FRACTION * hw.memory_bytes
+
+    @property
+    def hardware_name(self) -> str:
+        return next(hw for hw, (sysname, _) in SYSTEMS.items() if sysname == self.tables.system)
+
+
+def sweep(composer: Composer) -> pd.DataFrame:
+    """Profile-table rows (contract 2) of the composed prefill, decode and mixed steps."""
+    rows = []
+
+    def add(phase: str, chunks: list[tuple[int, int]], contexts: list[int]) -> None:
+        rows.append({
+            "phase": phase,
+            "num_prefill_tokens": sum(n for n, _ in chunks),
+            "num_decode_seqs": len(contexts),
+            "prefill_attn_work": float(sum(n * (c + n / 2) for n, c in chunks)),
+            "decode_context_tokens": sum(contexts),
+            "batch_size": len(chunks) + len(contexts),
+            "time_s": composer.step_time(chunks, contexts),
+        })
+
+    for p in PREFILL_PROMPTS:
+        for b in PREFILL_BATCHES:
+            if b * p <= MAX_PREFILL_TOKENS and composer.kv_fits(b * p):
+                add("prefill", [(p, 0)] * b, [])
+    for ctx in DECODE_CONTEXTS:
+        for b in DECODE_BATCHES:
+            if composer.kv_fits(b * ctx):
+                add("decode", [], [ctx] * b)
+    for chunk, prefix, n_rows in MIXED:
+        if composer.kv_fits(chunk + prefix + n_rows * MIXED_CONTEXT):
+            add("mixed", [(chunk, prefix)], [MIXED_CONTEXT] * n_rows)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------
+# Profiles: compose, fit, provenance, write / check
+# --------------------------------------------------------------------------------------
+
+
+def source_line(system: str, data_version: str) -> str:
+    return (f"{SOURCE_PREFIX}: AIConfigurator {AIC_VERSION} ({DISTRIBUTION}, Apache-2.0) "
+            f"system {system}, backend {BACKEND} {data_version}")
+
+
+def profile_table(composer: Composer) -> ProfileTable:
+    """The composed steps of one deployment as a validated profile table (contract 2)."""
+    t = composer.tables
+    steps = validate_profile_table(sweep(composer), f"composed {t.system} {composer.dtype}")
+    meta = validate_metadata({
+        "device": composer.hardware_name, "model": composer.model.name, "dtype": composer.dtype,
+        "kv_dtype": composer.dtype, "tp": composer.tp,
+        "engine_version": f"TensorRT-LLM {t.data_version} (per-op tables)",
+        "source": f"composed from AIConfigurator {AIC_VERSION} {t.system} {BACKEND} "
+                  f"{t.data_version}",
+        "notes": "GPU kernel time only; see calibrate/aiconfigurator.py",
+    }, "composed table")
+    return ProfileTable(steps=steps, metadata=meta)
+
+
+def provenance(tables: SystemTables, date: str) -> dict[str, Any]:
+    return {
+        "source": source_line(tables.system, tables.data_version),
+        "measured_by": f"NVIDIA (per-op kernel timings in AIConfigurator's {tables.system} "
+                       f"{BACKEND} {tables.data_version} tables); steps composed by servesim",
+        "date": date,
+        "software": "composed by servesim calibrate/aiconfigurator.py; fitted by "
+                    f"calibrate/fit.py ({FORM} form, NNLS, relative error)",
+        "notes": "python -m calibrate.aiconfigurator; steps = sum of per-op times as in "
+                 "AIConfigurator's LLAMAModel (GEMMs, context/generation attention and TP "
+                 "all-reduce from tables; norms, activation, embedding analytic). Not "
+                 "modelled: CPU scheduling, sampling, detokenisation, kernel-launch gaps "
+                 "between ops, CUDA graphs, overlap of communication with compute, "
+                 "per-request overhead (admission and finishing cost 0). See "
+                 "docs/gpu-profiles.md",
+        "aiconfigurator": {
+            "package": DISTRIBUTION, "version": AIC_VERSION,
+            "system_file": str(tables.system_file.relative_to(tables.root.parent)),
+            "backend": BACKEND, "backend_version": tables.data_version,
+            "tables": tables.table_files(), "model": MODEL_IDS,
+        },
+    }
+
+
+def compose_and_fit(root: Path, date: str, table_out: Path | None = None
+                    ) -> list[tuple[CostProfile, FitReport]]:
+    """Compose and fit every deployment from the tables under ``root``."""
+    out = []
+    loaded: dict[str, SystemTables] = {}
+    for hw, model, dtype, tp in deployments():
+        system, data_version = SYSTEMS[hw]
+        tables = loaded.setdefault(hw, SystemTables(root, system, data_version))
+        composer = Composer(tables, MODELS[model], dtype, tp)
+        table = profile_table(composer)
+        if table_out is not None:
+            from simulator.profile_table import write_profile_table
+
+            write_profile_table(table, table_out / f"{profile_file_name(hw, model, dtype, tp)}"
+                                .replace(".json", ".parquet"))
+        out.append(fit_profile(table.steps, hardware=hw, model=model, weight_dtype=dtype,
+                               kv_dtype=dtype, tp=tp, provenance=provenance(tables, date),
+                               source=f"composed {hw} {model} {dtype} tp{tp}", form=FORM))
+    return out
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Equal JSON values, numbers to 1e-6 relative (refits on other BLAS builds differ)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-15)
+    return bool(a == b)
+
+
+def _without_date(profile: CostProfile) -> dict[str, Any]:
+    return {**profile.to_dict(), "provenance": {**profile.provenance, "date": None}}
+
+
+def sync(root: Path, out_dir: Path, check: bool, date: str,
+         table_out: Path | None = None) -> tuple[list[str], list[tuple[CostProfile, FitReport]]]:
+    """Write (or with ``check`` only compare) the composed profiles; return what changed."""
+    changes = []
+    fitted = compose_and_fit(root, date, table_out)
+    for profile, _ in fitted:
+        path = out_dir / profile_file_name(profile.hardware, profile.model,
+                                           profile.weight_dtype, profile.tp)
+        if path.is_file():
+            old = load_profile(path)
+            if _close(_without_date(old), _without_date(profile)):
+                continue
+        changes.append(f"write {path.name}")
+        if not check:
+            save_profile(profile, path)
+    return changes, fitted
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None,
+                        help="aiconfigurator_core/systems folder (default: the installed "
+                             f"{DISTRIBUTION} {AIC_VERSION})")
+    parser.add_argument("--out", type=Path, default=PROFILES_DIR, help="profiles folder")
+    parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
+    parser.add_argument("--table-out", type=Path, default=None,
+                        help="also write each composed profile table (Parquet) here")
+    parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
+    args = parser.parse_args(argv)
+    root = args.data or find_data_root()
+    if root is None or not (root / "query_versions.yaml").is_file():
+        print(f"calibrate.aiconfigurator: error: AIConfigurator {AIC_VERSION} tables not found; "
+              f"{EXTRA_HINT}, or pass --data", file=sys.stderr)
+        return 2
+    changes, fitted = sync(root, args.out, args.check, args.date, args.table_out)
+    print(f"{'profile':42s} {'pts':>4s} {'MAPE':>7s} {'max':>7s} {'prefill':>8s} "
+          f"{'decode':>7s} {'mixed':>7s}")
+    for profile, report in fitted:
+        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
+                                 profile.tp)
+        q = report.by_phase
+        print(f"{name:42s} {report.n_points:4d} {report.mape:7.2%} {report.max_ape:7.2%} "
+              + " ".join(f"{q[p]['mape']:7.2%}" if p in q else f"{'-':>7s}"
+                         for p in ("prefill", "decode", "mixed")))
+    for line in changes:
+        print(line)
+    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {args.out}")
+    return 1 if args.check and changes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

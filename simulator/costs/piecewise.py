@@ -1,0 +1,127 @@
+"""The fitted piecewise cost model: per-kind fixed costs and a roofline knee in tokens.
+
+    t = fixed(kind) + b1*P + k1*max(T - K1, 0) + k2*max(T - K2, 0)
+        + b2*A + b3*D + b4*C + b5a*admitted + b5f*finished
+
+P, A, D, C as in :mod:`simulator.costs.linear`; T = P + D, the tokens through the model
+this step. Admitting and finishing a request are priced apart: a measured admission cost
+holds per-sequence prefill work that finishing a request does not do. The step's *kind*
+picks its fixed cost:
+
+- a one-token step (T = 1: batch-1 decode, or a one-token prefill): ``single_token_step_s``.
+  Its matrix products are matrix-vector kernels, which run faster than any matrix-matrix
+  product (on CPU a batch-1 decode step is ~4 ms cheaper than batch 2);
+- prefill tokens only: ``prefill_step_s``; decode rows only: ``decode_step_s``;
+- both (chunked prefill): ``mixed_step_s``. One forward pass, so one fixed cost; when the
+  profile had no mixed steps the fit sets it to max(prefill_step_s, decode_step_s).
+
+The hinges are the roofline: a forward pass costs max(weight read, token compute), and
+max(F, c*T) = F + c * max(T - F/c, 0): the floor F sits in the fixed cost and the knee
+K1 = F/c is the ridge point in tokens, below which more tokens cost (almost) nothing.
+A second knee K2 lets the compute slope rise again at large token counts, as measured
+GPUs show at 2-4k tokens (sustained-load clocks, kernel choice). Every coefficient is
+>= 0, so the time never falls when work is added and the slope only rises with T; the fit
+also keeps every fixed cost >= single_token_step_s (no forward pass is cheaper than a
+one-token one). Knees are fitted on a power-of-two grid (calibrate/fit.py); a knee whose
+slope is 0 is inert and stored as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, fields
+
+import numpy as np
+
+from simulator.costs.base import Num, check_number
+from simulator.errors import ConfigError
+from simulator.shapes import StepShape, StepShapes
+
+
+@dataclass(frozen=True, slots=True)
+class PiecewiseCost:
+    """Step time: a fixed cost by step kind, linear terms, and two knees in tokens."""
+
+    prefill_step_s: float = 0.0  # fixed cost of a step with prefill tokens only (T >= 2)
+    decode_step_s: float = 0.0  # fixed cost of a step with decode rows only (T >= 2)
+    mixed_step_s: float = 0.0  # fixed cost of a step with prefill tokens and decode rows
+    single_token_step_s: float = 0.0  # fixed cost of a one-token step (matrix-vector kernels)
+    prefill_token_s: float = 0.0  # per prefill token, at any token count
+    knee1_tokens: float = 0.0  # K1: tokens in the step (P + D) where the first slope starts
+    knee1_token_s: float = 0.0  # k1: extra seconds per token above K1
+    knee2_tokens: float = 0.0  # K2: where the second slope starts
+    knee2_token_s: float = 0.0  # k2: extra seconds per token above K2
+    prefill_attn_s: float = 0.0  # per unit of prefill attention work (A, tokens^2)
+    decode_seq_s: float = 0.0  # per decoding row (D)
+    decode_context_s: float = 0.0  # per decode context token attended (C)
+    admit_s: float = 0.0  # per request admitted this step (its first step)
+    finish_s: float = 0.0  # per request finished this step (its last token)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_number(f.name, getattr(self, f.name))
+        values = astuple(self)
+        if not any(values[:5] + values[6:7] + values[8:]):  # knee positions alone price nothing
+            raise ConfigError("PiecewiseCost: all coefficients are 0, every step would take 0 s")
+
+    def _price(self, fixed: Num, p: Num, h1: Num, h2: Num, a: Num, d: Num, c: Num,
+               admitted: Num, finished: Num) -> Num:
+        # Written once over floats or arrays, so step_time and step_times agree exactly.
+        return (
+            fixed
+            + self.prefill_token_s * p
+            + self.knee1_token_s * h1
+            + self.knee2_token_s * h2
+            + self.prefill_attn_s * a
+            + self.decode_seq_s * d
+            + self.decode_context_s * c
+            + self.admit_s * admitted
+            + self.finish_s * finished
+        )
+
+    def step_time(self, shape: StepShape) -> float:
+        p, d = shape.num_prefill_tokens, shape.num_decode_seqs
+        tokens = float(p + d)
+        if p + d == 1:
+            fixed = self.single_token_step_s
+        elif p > 0:
+            fixed = self.mixed_step_s if d > 0 else self.prefill_step_s
+        else:
+            fixed = self.decode_step_s
+        return float(
+            self._price(
+                fixed,
+                float(p),
+                max(tokens - self.knee1_tokens, 0.0),
+                max(tokens - self.knee2_tokens, 0.0),
+                float(shape.prefill_attn_work),
+                float(d),
+                float(shape.decode_context_tokens),
+                float(shape.num_admitted),
+                float(shape.num_finished),
+            )
+        )
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        p = shapes.num_prefill_tokens.astype(np.float64)
+        d = shapes.num_decode_seqs.astype(np.float64)
+        tokens = p + d
+        fixed = np.where(
+            tokens == 1,
+            self.single_token_step_s,
+            np.where(p > 0, np.where(d > 0, self.mixed_step_s, self.prefill_step_s),
+                     self.decode_step_s),
+        )
+        return np.asarray(
+            self._price(
+                fixed,
+                p,
+                np.maximum(tokens - self.knee1_tokens, 0.0),
+                np.maximum(tokens - self.knee2_tokens, 0.0),
+                np.asarray(shapes.prefill_attn_work, dtype=np.float64),
+                d,
+                shapes.decode_context_tokens.astype(np.float64),
+                shapes.num_admitted.astype(np.float64),
+                shapes.num_finished.astype(np.float64),
+            ),
+            dtype=np.float64,
+        )
