@@ -91,8 +91,8 @@ class EngineCore:
         slot_tokens = [self.tokens[s.request_id] for s in self.slots]
         emitted: dict[int, int] = {}
         f0 = time.perf_counter()
-        for lo, hi, rows in forward_groups(work, padded):
-            emitted.update(self.runner.run(lo, hi, rows, slot_tokens))
+        for forward in forward_groups(work, padded):
+            emitted.update(self.runner.forward(forward, slot_tokens))
         self.forward_s.append(time.perf_counter() - f0)
         end = self.clock()
         self.last_end = end

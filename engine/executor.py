@@ -6,21 +6,24 @@ attention mask (a query at position ``p`` sees its own row's keys ``0 .. p``) le
 of different context lengths share one forward. Padding tokens write to the cache's
 scratch column and attend key 0 only; their outputs are discarded.
 
-Rows that compute one token (decodes) and rows that compute many (prefill chunks) run
-as two forwards, so decode rows are not padded to a chunk's width (vLLM packs the two
-into one ragged batch; with dense tensors padding would cost ``rows x chunk`` tokens).
-A padded static/dynamic batch runs as one forward over all its rows, finished rows
-included, as HF ``generate`` does.
+Rows that compute one token (decodes) run as one batched forward. Rows that compute
+many (prefill chunks) run as one *packed* forward: their tokens concatenated in a single
+row, attention per segment (engine/segment_attention.py), so a step computes exactly its
+``P`` tokens as vLLM's ragged batches do, not ``rows x longest``. A mixed step is those
+two forwards. A padded static/dynamic batch runs as one batched forward over all its
+rows, padding and finished rows included, as HF ``generate`` does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from engine.models import EngineModel
-from engine.profiler import _forward
+from engine.profiler import _forward, _forward_names
+from engine.segment_attention import Segment, use_segment_attention
 from engine.slot_cache import SlotCache
 from simulator.policies import Batch, Sequence
 
@@ -41,19 +44,31 @@ def batch_work(batch: Batch, slot_of: dict[int, int]) -> list[RowWork]:
     return sorted(work, key=lambda w: w.slot)
 
 
-def forward_groups(work: list[RowWork], padded_rows: int | None) -> list[tuple[int, int,
-                                                                               list[RowWork]]]:
-    """(lo, hi, rows) slot ranges to run as separate forwards.
+@dataclass(slots=True, frozen=True)
+class Forward:
+    """One forward pass of a step: a batched slot range, or packed rows."""
 
-    ``padded_rows``: the padded batch's row count (all of its slots run together).
+    rows: list[RowWork]
+    lo: int = 0  # batched: slots lo .. hi - 1 (slots without work are padding rows)
+    hi: int = 0
+    packed: bool = False
+
+
+def forward_groups(work: list[RowWork], padded_rows: int | None) -> list[Forward]:
+    """The forwards that run ``work``: decodes batched, prefill chunks packed.
+
+    ``padded_rows``: the padded batch's row count (all of its slots run batched together).
     """
     if padded_rows is not None:
-        return [(0, padded_rows, work)]
-    groups = []
-    for part in ([w for w in work if w.count == 1], [w for w in work if w.count > 1]):
-        if part:
-            groups.append((part[0].slot, part[-1].slot + 1, part))
-    return groups
+        return [Forward(work, 0, padded_rows)]
+    out = []
+    ones = [w for w in work if w.count == 1]
+    if ones:
+        out.append(Forward(ones, ones[0].slot, ones[-1].slot + 1))
+    many = [w for w in work if w.count > 1]
+    if many:
+        out.append(Forward(many, packed=True))
+    return out
 
 
 class BatchRunner:
@@ -62,6 +77,42 @@ class BatchRunner:
     def __init__(self, em: EngineModel, cache: SlotCache) -> None:
         self.em = em
         self.cache = cache
+        use_segment_attention(em.model)
+
+    def forward(self, f: Forward, tokens: list[list[int]]) -> dict[int, int]:
+        """Run one forward of a step; ``{slot: greedy next token}`` as :meth:`run` says."""
+        if f.packed:
+            return self.run_packed(f.rows, tokens)
+        return self.run(f.lo, f.hi, f.rows, tokens)
+
+    @torch.inference_mode()
+    def run_packed(self, rows: list[RowWork], tokens: list[list[int]]) -> dict[int, int]:
+        """Run ``rows`` as one packed row (see the module docstring); emitted tokens by slot."""
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        segments = []
+        for w in rows:
+            q0 = len(ids)
+            ids += tokens[w.slot][w.start:w.start + w.count]
+            positions += range(w.start, w.start + w.count)
+            slots += [w.slot] * w.count
+            segments.append(Segment(w.slot, q0, len(ids), w.start))
+        pos = torch.tensor([positions])
+        self.cache.prepare_packed(torch.tensor(slots), pos[0])
+        dev = self.em.device
+        ends = torch.tensor([seg.q1 - 1 for seg in segments], device=dev)
+        model: Any = self.em.model
+        cache_kw, keep = _forward_names(type(model))
+        # A 4-D mask is passed through untouched (segment attention ignores it), so
+        # transformers builds no mask of its own from the cache.
+        unused_mask = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev)
+        logits = model(input_ids=torch.tensor([ids], device=dev), position_ids=pos.to(dev),
+                       attention_mask=unused_mask, use_cache=True, segments=segments,
+                       **{cache_kw: self.cache, keep or "logits_to_keep": ends}).logits
+        nxt = logits[0].argmax(-1).tolist()  # (segments,)
+        return {w.slot: nxt[i] for i, w in enumerate(rows)
+                if w.start + w.count == len(tokens[w.slot])}
 
     @torch.inference_mode()
     def run(self, lo: int, hi: int, rows: list[RowWork],

@@ -40,9 +40,14 @@ def hf_generate_batch(em: EngineModel, prompts: list[list[int]], max_new_tokens:
                            pad_token_id=0)
     cb = ContinuousBatchingConfig(num_blocks=num_blocks) if num_blocks else None
     model: Any = em.model  # generate_batch comes from transformers' generation mixin
-    t0 = time.perf_counter()
-    out = model.generate_batch(prompts, generation_config=gen,
-                                  continuous_batching_config=cb, warmup=False)
-    wall = time.perf_counter() - t0
+    before = model.config._attn_implementation  # the engine's own: not one CB accepts
+    model.set_attn_implementation("sdpa")
+    try:
+        t0 = time.perf_counter()
+        out = model.generate_batch(prompts, generation_config=gen,
+                                   continuous_batching_config=cb, warmup=False)
+        wall = time.perf_counter() - t0
+    finally:
+        model.set_attn_implementation(before)
     return HFBatchResult([list(out[f"req_{i}"].generated_tokens) for i in range(len(prompts))],
                          wall)

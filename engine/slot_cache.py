@@ -43,6 +43,8 @@ class SlotCache:
         self._row_index = torch.zeros(0, 1, dtype=torch.long)  # (B, 1) slots of the rows
         self._columns = torch.zeros(0, 0, dtype=torch.long)  # (B, W) write column per token
         self._length = 0  # key columns attention reads this step
+        self._packed = False  # this step is one packed row (engine/segment_attention.py)
+        self._token_slots = torch.zeros(0, dtype=torch.long)  # packed: slot of each token
 
     def _alloc(self, slots: int, capacity: int) -> None:
         """(Re)allocate for ``slots`` rows of ``capacity`` positions, keeping what is cached."""
@@ -87,15 +89,28 @@ class SlotCache:
         (``self.capacity`` for padding); attention reads key columns ``0 .. length - 1``.
         """
         num = columns.shape[0]
+        self._packed = False
         self._rows = slice(lo, lo + num)
         self._row_index = torch.arange(lo, lo + num, device=self.device)[:, None]
         self._columns = columns.to(self.device)
         self._length = length
 
+    def prepare_packed(self, slots: torch.Tensor, columns: torch.Tensor) -> None:
+        """Set a packed step: token ``i`` of the one input row is cached at
+        ``(slots[i], columns[i])``; attention (per segment) reads the whole buffers."""
+        self._packed = True
+        self._token_slots = slots.to(self.device)
+        self._columns = columns.to(self.device)
+
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
                *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the step's keys/values (B, H, W, D) in place; return the rows' views."""
+        """Write the step's keys/values (B, H, W, D) in place; return the rows' views (or,
+        packed, the whole buffers)."""
         k, v = self.keys[layer_idx], self.values[layer_idx]
+        if self._packed:  # (1, H, N, D) -> (N, H, D) at (slot, column) per token
+            k[self._token_slots, :, self._columns] = key_states[0].transpose(0, 1).to(k.dtype)
+            v[self._token_slots, :, self._columns] = value_states[0].transpose(0, 1).to(v.dtype)
+            return k, v
         # Advanced indices (B, 1) and (B, W) around a slice index (B, W, H, D).
         k[self._row_index, :, self._columns] = key_states.transpose(1, 2).to(k.dtype)
         v[self._row_index, :, self._columns] = value_states.transpose(1, 2).to(v.dtype)

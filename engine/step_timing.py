@@ -53,7 +53,7 @@ def step_for_shape(em: EngineModel, phase: str, batch: int, length: int, *,
     groups = forward_groups(rows, None)
 
     def step() -> None:
-        for lo, hi, part in groups:
-            runner.run(lo, hi, part, tokens)
+        for forward in groups:
+            runner.forward(forward, tokens)
 
     return step
