@@ -103,7 +103,8 @@ class BatchRunner:
         dev = self.em.device
         ends = torch.tensor([seg.q1 - 1 for seg in segments], device=dev)
         model: Any = self.em.model
-        cache_kw, keep = _forward_names(type(model))
+        model_cls: Any = type(model)
+        cache_kw, keep = _forward_names(model_cls)
         # A 4-D mask is passed through untouched (segment attention ignores it), so
         # transformers builds no mask of its own from the cache.
         unused_mask = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev)
