@@ -23,7 +23,7 @@ class SweepPlan:
     mixed_batches: tuple[int, ...] = (1, 4, 16)  # decode rows beside one prefill chunk
     mixed_chunks: tuple[int, ...] = (32, 128, 512)  # that chunk's tokens
     mixed_context: int = 256  # cached tokens of each decode row in a mixed step
-    repeats: int = 10  # timed runs per shape; the row holds their median
+    repeats: int = 10  # timed runs per shape; the row holds their mean (and median)
     warmup: int = 2  # untimed runs per new shape
     seed: int = 0  # token ids are drawn from torch.Generator(seed)
 

@@ -135,6 +135,14 @@ class Timing:
     cpu_s: float  # median process CPU time (time.process_time), seconds, all threads
     spread: float  # (max - min) / median of the wall times: repeat-to-repeat noise
     repeats: int  # timed runs (warm-up runs excluded)
+    mean_s: float = 0.0  # mean wall time: what a sum of many such steps averages to
+
+    @classmethod
+    def of(cls, walls: list[float], cpus: list[float]) -> Timing:
+        """Summary of timed runs (seconds)."""
+        median = statistics.median(walls)
+        return cls(median, statistics.median(cpus), (max(walls) - min(walls)) / median,
+                   len(walls), statistics.fmean(walls))
 
 
 def _sync(device: torch.device) -> None:
@@ -157,8 +165,43 @@ def time_step(step: Callable[[], object], device: torch.device, *, repeats: int 
     finally:
         if was_enabled:
             gc.enable()
-    median = statistics.median(walls)
-    return Timing(median, statistics.median(cpus), (max(walls) - min(walls)) / median, repeats)
+    return Timing.of(walls, cpus)
+
+
+def time_interleaved(steps: list[Callable[[], object]], device: torch.device, *,
+                     repeats: int = 3, warmup: int = 1,
+                     progress: Callable[[int], None] | None = None) -> list[Timing]:
+    """Time several steps in ``repeats`` passes, each pass running every step once.
+
+    On a shared machine the speed drifts for seconds at a time; timing each shape in one
+    burst would give a whole shape a slow period and bend the fitted surface. Passes
+    spread every shape over the whole run instead. (Needs every step's inputs alive at
+    once: for CPU models, not for GPU models whose caches fill the GPU.) ``progress(n)``
+    is called after each run with the runs just done.
+    """
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"{repeats=} must be >= 1 and {warmup=} >= 0")
+    walls: list[list[float]] = [[] for _ in steps]
+    cpus: list[list[float]] = [[] for _ in steps]
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for step in steps:
+            _timed_runs(step, device, 0, warmup, None)
+            if progress is not None:
+                progress(warmup)
+        for _ in range(repeats):
+            for i, step in enumerate(steps):
+                w, c = _timed_runs(step, device, 1, 0, None)
+                walls[i] += w
+                cpus[i] += c
+                if progress is not None:
+                    progress(1)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return [Timing.of(w, c) for w, c in zip(walls, cpus, strict=True)]
 
 
 def _timed_runs(step: Callable[[], object], device: torch.device, repeats: int, warmup: int,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ import transformers
 
 from engine.models import EngineModel
 from engine.plan import SweepPlan
-from engine.profiler import Timing, time_step
+from engine.profiler import Timing, time_interleaved, time_step
 from engine.step_timing import step_for_shape
 
 
@@ -40,7 +40,8 @@ def shape_row(phase: str, batch: int, length: int, timing: Timing,
         "prefill_attn_work": prefill_rows * length * (length / 2),
         "decode_context_tokens": decode_rows * (decode_ctx + 1),
         "batch_size": prefill_rows + decode_rows,
-        "time_s": timing.wall_s,
+        "time_s": timing.mean_s,
+        "median_time_s": timing.wall_s,
         "cpu_time_s": timing.cpu_s,
         "time_spread": timing.spread,
         "repeats": timing.repeats,
@@ -55,11 +56,28 @@ def measure_shape(em: EngineModel, phase: str, batch: int, length: int, plan: Sw
     return time_step(step, em.device, repeats=plan.repeats, warmup=plan.warmup)
 
 
-def run_sweep(em: EngineModel, plan: SweepPlan) -> Iterator[dict[str, Any]]:
-    """Measure every shape of ``plan`` in order, yielding one row per shape."""
+def run_sweep(em: EngineModel, plan: SweepPlan,
+              progress: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Measure every shape of ``plan``, yielding one row per shape in plan order.
+
+    On CPU the shapes are timed in interleaved passes (``time_interleaved``), so rows
+    arrive at the end; on CUDA one shape at a time (each shape's cache is freed before
+    the next is built). ``progress(n)`` counts runs: ``(warmup + repeats) x shapes``.
+    """
     generator = torch.Generator().manual_seed(plan.seed)
-    for phase, batch, length in plan.shapes():
+    shapes = plan.shapes()
+    if em.device.type == "cpu":
+        steps = [step_for_shape(em, ph, b, n, context=plan.mixed_context, generator=generator)
+                 for ph, b, n in shapes]
+        timings = time_interleaved(steps, em.device, repeats=plan.repeats, warmup=plan.warmup,
+                                   progress=progress)
+        for (phase, batch, length), timing in zip(shapes, timings, strict=True):
+            yield shape_row(phase, batch, length, timing, context=plan.mixed_context)
+        return
+    for phase, batch, length in shapes:
         timing = measure_shape(em, phase, batch, length, plan, generator)
+        if progress is not None:
+            progress(plan.warmup + plan.repeats)
         yield shape_row(phase, batch, length, timing, context=plan.mixed_context)
 
 
@@ -111,7 +129,8 @@ def run_metadata(em: EngineModel, threads: int, load: RunLoad, plan: SweepPlan,
         "load": {"before": [round(x, 2) for x in load.before],
                  "after": [round(x, 2) for x in load.after]},
         "source": "servesim profile (engine/sweep.py): the serving loop's own steps "
-                  "(engine/step_timing.py), median of repeats after warm-up",
+                  "(engine/step_timing.py); time_s = mean of repeats after warm-up "
+                  "(median in median_time_s); on CPU in interleaved passes over all shapes",
     }
     if em.dtype in ("bf16", "fp16"):
         meta["kv_dtype"] = em.dtype  # fp32 KV has no cost-profile dtype; calibrate picks bf16

@@ -51,7 +51,7 @@ def add_profile_parser(sub: Any) -> None:
                    help="cached tokens of each decode row in a mixed step "
                         f"(default {_DEFAULTS.mixed_context})")
     p.add_argument("--repeats", type=int, default=_DEFAULTS.repeats,
-                   help=f"timed runs per shape, median kept (default {_DEFAULTS.repeats})")
+                   help=f"timed runs per shape, their mean kept (default {_DEFAULTS.repeats})")
     p.add_argument("--warmup", type=int, default=_DEFAULTS.warmup,
                    help=f"untimed runs per new shape (default {_DEFAULTS.warmup})")
     p.add_argument("--threads", type=int, default=1,
@@ -94,8 +94,10 @@ def profile_command(args: argparse.Namespace) -> int:
         em = build_model(args.model, dtype=dtype, device=device, seed=args.seed)
         load = RunLoad()
         shapes = plan.shapes()
-        rows = list(tqdm(run_sweep(em, plan), total=len(shapes), desc=f"profile {em.spec.name}",
-                         unit="shape", file=sys.stderr, disable=args.no_progress))
+        runs = len(shapes) * (plan.warmup + plan.repeats)
+        with tqdm(total=runs, desc=f"profile {em.spec.name}", unit="run", file=sys.stderr,
+                  disable=args.no_progress) as bar:
+            rows = list(run_sweep(em, plan, progress=bar.update))
         load.finish()
         meta = run_metadata(em, args.threads, load, plan, _engine_version())
         out = Path(args.out)
