@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
+from simulator.costs.base import RowsFactorCost
 from simulator.costs.profile import FITTED, LINEAR_COEFFICIENTS, CostProfile
 from simulator.errors import ConfigError
 from simulator.profile_table import ProfileTable, validate_profile_table
@@ -80,6 +81,8 @@ class FitReport:
     warnings: list[str] = field(default_factory=list)  # regions the form misses
     form: str = "linear"  # "linear" or "piecewise"
     unmeasured: dict[str, str] = field(default_factory=dict)  # coefficient -> rule that set it
+    step_time_cv: float | None = None  # median over shapes of the repeats' std / mean
+    rows_factor: dict[str, float] = field(default_factory=dict)  # decode rows -> factor
 
     def fit_dict(self) -> dict[str, Any]:
         """The ``fit`` object of a cost profile (data contract 3)."""
@@ -92,6 +95,11 @@ class FitReport:
             "by_phase": self.by_phase, "worst": self.worst, "ranges": self.ranges,
             "warnings": self.warnings,
         }
+        if self.step_time_cv is not None:
+            out["step_time_cv"] = round(self.step_time_cv, 5)
+            out["step_time_cv_note"] = ("median over shapes of std/mean of one shape's repeats; "
+                                        "the simulator draws each step's time with this CV "
+                                        "(cost.jitter_cv overrides, 0 turns it off)")
         if self.form == "piecewise":
             out["knees"] = ("K1 < K2 from powers of two 8..2^20 tokens, least in-sample "
                             "relative error; each held-out fold chooses its own")
@@ -99,7 +107,7 @@ class FitReport:
         return out
 
     def summary(self) -> str:
-        """A few lines for a terminal: held-out error, per phase, and warnings."""
+        """A few lines for a terminal: held-out error, per phase, factors and warnings."""
         lines = [f"{self.form} form, held-out ({self.folds}-fold over {self.n_shapes} shapes, "
                  f"{self.n_points} points): mean APE {self.mape:.2%}, max APE "
                  f"{self.max_ape:.2%}, R^2 {self.r2:.4f}; in-sample mean APE "
@@ -112,6 +120,12 @@ class FitReport:
             knees = [f"{c[f'knee{i}_tokens']:g} tokens (+{c[f'knee{i}_token_s'] * 1e6:.3g} "
                      "us/token)" for i in (1, 2) if c[f"knee{i}_token_s"] > 0]
             lines.append(f"  knees: {', '.join(knees) or 'none'}")
+        if self.rows_factor:
+            lines.append("  decode rows factor: " + ", ".join(
+                f"{k}: {v:.3f}" for k, v in self.rows_factor.items()))
+        if self.step_time_cv is not None:
+            lines.append(f"  step-to-step variation (median CV of repeats): "
+                         f"{self.step_time_cv:.1%}")
         lines += [f"note: {k} not measured: {v}" for k, v in self.unmeasured.items()]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -235,10 +249,24 @@ def fit_coefficients(steps: pd.DataFrame, form: str) -> tuple[dict[str, float], 
     return {k: float(v) for k, v in zip(LINEAR_COEFFICIENTS, b, strict=True)}, {}
 
 
-def predict(form: str, coefficients: dict[str, float], steps: pd.DataFrame) -> np.ndarray:
+def predict(form: str, coefficients: dict[str, float], steps: pd.DataFrame,
+            rows_factor: dict[str, float] | None = None) -> np.ndarray:
     """Step times the fitted cost model gives ``steps``: the simulator's own ``step_times``."""
-    cost = FITTED[form][0](**coefficients)
-    return cost.step_times(ProfileTable(steps=steps).shapes())
+    cost: Any = FITTED[form][0](**coefficients)
+    if rows_factor:
+        items = sorted((int(k), v) for k, v in rows_factor.items())
+        cost = RowsFactorCost(cost, tuple(r for r, _ in items), tuple(f for _, f in items))
+    return np.asarray(cost.step_times(ProfileTable(steps=steps).shapes()))
+
+
+def fit_rows_factor(steps: pd.DataFrame, predicted_s: np.ndarray) -> dict[str, float]:
+    """Per decode row count: the median of measured / predicted over the steps with that
+    many decode rows (the form's smooth terms cannot follow kernel or CUDA-graph steps in
+    D; see ``simulator.costs.base.RowsFactorCost``). Empty when no step decodes."""
+    d = steps["num_decode_seqs"].to_numpy(np.int64)
+    ratio = steps["time_s"].to_numpy(np.float64) / predicted_s
+    return {str(r): round(float(np.median(ratio[d == r])), 5)
+            for r in sorted(set(d[d > 0].tolist()))}
 
 
 def shape_folds(steps: pd.DataFrame, k: int) -> np.ndarray:
@@ -253,8 +281,11 @@ def _ape(pred: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def fit_steps(steps: pd.DataFrame, form: str = "piecewise", folds: int = 5,
-              source: str = "profile table") -> FitReport:
-    """Fit ``form`` to a profile table and measure it on held-out shapes."""
+              source: str = "profile table", rows_factor: bool = False) -> FitReport:
+    """Fit ``form`` to a profile table and measure it on held-out shapes.
+
+    ``rows_factor``: also fit a factor per decode row count (each fold fits its own).
+    """
     if form not in FITTED:
         raise ConfigError(f"form={form!r}: the fit knows {tuple(FITTED)}")
     steps = validate_profile_table(steps, source).reset_index(drop=True)
@@ -267,9 +298,12 @@ def fit_steps(steps: pd.DataFrame, form: str = "piecewise", folds: int = 5,
     heldout = np.empty_like(t)
     for f in range(folds):
         test = fold == f
-        coef, _ = fit_coefficients(steps[~test], form)
-        heldout[test] = predict(form, coef, steps[test])
+        train = steps[~test]
+        coef, _ = fit_coefficients(train, form)
+        factor = fit_rows_factor(train, predict(form, coef, train)) if rows_factor else None
+        heldout[test] = predict(form, coef, steps[test], factor)
     coefficients, unmeasured = fit_coefficients(steps, form)
+    factors = fit_rows_factor(steps, predict(form, coefficients, steps)) if rows_factor else {}
     ape = _ape(heldout, t)
     ss_tot = float(np.sum((t - t.mean()) ** 2))
     r2 = 1.0 - float(np.sum((heldout - t) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
@@ -283,7 +317,7 @@ def fit_steps(steps: pd.DataFrame, form: str = "piecewise", folds: int = 5,
     worst = {"row": i, "phase": str(steps.at[i, "phase"]),
              **{c: float(steps.at[i, c]) for c in SHAPE_COLUMNS[:4]},
              "measured_s": float(t[i]), "predicted_s": float(heldout[i]), "ape": float(ape[i])}
-    insample = _ape(predict(form, coefficients, steps), t)
+    insample = _ape(predict(form, coefficients, steps, factors), t)
     report = FitReport(
         coefficients=coefficients, n_points=len(t), n_shapes=n_shapes, folds=folds,
         mape=float(ape.mean()), max_ape=float(ape.max()), r2=r2,
@@ -291,6 +325,9 @@ def fit_steps(steps: pd.DataFrame, form: str = "piecewise", folds: int = 5,
         ranges={c: [float(steps[c].min()), float(steps[c].max())] for c in RANGE_COLUMNS},
         by_phase=by_phase, worst=worst, heldout_pred_s=heldout, form=form,
         unmeasured=unmeasured,
+        step_time_cv=(float(steps["time_cv"].median()) if "time_cv" in steps
+                      and steps["time_cv"].notna().any() else None),
+        rows_factor=factors,
     )
     report.warnings = region_warnings(report)
     return report
@@ -322,17 +359,17 @@ def region_warnings(report: FitReport) -> list[str]:
 def fit_profile(
     steps: pd.DataFrame, *, hardware: str, model: str, weight_dtype: str, kv_dtype: str,
     tp: int, provenance: dict[str, Any], folds: int = 5, source: str = "profile table",
-    form: str = "linear",
+    form: str = "linear", rows_factor: bool = False,
 ) -> tuple[CostProfile, FitReport]:
     """Fit ``steps`` and wrap the result as a cost profile of ``form`` (data contract 3).
 
     ``servesim calibrate`` and ``calibrate.splitwise`` pass ``form="piecewise"``; the
     default stays "linear" for callers that have not moved to it yet.
     """
-    report = fit_steps(steps, form, folds, source)
+    report = fit_steps(steps, form, folds, source, rows_factor)
     profile = CostProfile(
         hardware=hardware, model=model, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp,
         form=form, coefficients=report.coefficients, fit=report.fit_dict(),
-        provenance=provenance,
+        provenance=provenance, decode_rows_factor=report.rows_factor,
     )
     return profile, report

@@ -18,7 +18,8 @@ class SweepPlan:
 
     prefill_batches: tuple[int, ...] = (1, 2, 4, 8)
     prompt_lens: tuple[int, ...] = (16, 64, 128, 256, 512)
-    decode_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    decode_batches: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # every small batch:
+    # on CPU the GEMM kernel differs by row count (3 rows cost more than 4)
     context_lens: tuple[int, ...] = (64, 256, 512, 1024)
     mixed_batches: tuple[int, ...] = (1, 4, 16)  # decode rows beside one prefill chunk
     mixed_chunks: tuple[int, ...] = (32, 128, 512)  # that chunk's tokens

@@ -136,13 +136,17 @@ class Timing:
     spread: float  # (max - min) / median of the wall times: repeat-to-repeat noise
     repeats: int  # timed runs (warm-up runs excluded)
     mean_s: float = 0.0  # mean wall time: what a sum of many such steps averages to
+    cv: float = 0.0  # standard deviation / mean of the wall times
+
 
     @classmethod
     def of(cls, walls: list[float], cpus: list[float]) -> Timing:
         """Summary of timed runs (seconds)."""
         median = statistics.median(walls)
+        mean = statistics.fmean(walls)
+        cv = statistics.pstdev(walls) / mean if len(walls) > 1 else 0.0
         return cls(median, statistics.median(cpus), (max(walls) - min(walls)) / median,
-                   len(walls), statistics.fmean(walls))
+                   len(walls), mean, cv)
 
 
 def _sync(device: torch.device) -> None:

@@ -7,7 +7,8 @@ D, C as the cost model counts them (design.md, "Cost models"):
     decode (batch b, context c):  P = A = 0, D = b, C = b*(c+1) (cached tokens + the new one)
     mixed (b rows at context c, one chunk n):  P = n, A = n*(n/2), D = b, C = b*(c+1)
 
-``num_admitted``/``num_finished`` stay 0: no request starts or ends in a timed step.
+``num_admitted`` is the prefill rows (each is a request entering the batch, with its own
+attention segment); ``num_finished`` stays 0: no request's last token is timed here.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ def shape_row(phase: str, batch: int, length: int, timing: Timing,
         "prefill_attn_work": prefill_rows * length * (length / 2),
         "decode_context_tokens": decode_rows * (decode_ctx + 1),
         "batch_size": prefill_rows + decode_rows,
+        # Each prefill row is a request entering the batch: its own attention segment
+        # (engine/segment_attention.py) costs ~0.7 ms on one CPU thread, fitted as admit_s.
+        "num_admitted": prefill_rows,
         "time_s": timing.mean_s,
         "median_time_s": timing.wall_s,
         "cpu_time_s": timing.cpu_s,
         "time_spread": timing.spread,
+        "time_cv": timing.cv,
         "repeats": timing.repeats,
     }
 

@@ -34,6 +34,9 @@ def add_calibrate_parser(sub: Any) -> None:
     p.add_argument("--form", choices=("piecewise", "linear"), default="piecewise",
                    help="cost-model form to fit (default piecewise: a fixed cost per step "
                         "kind and two knees in tokens; see docs/calibration.md)")
+    p.add_argument("--rows-factor", action="store_true",
+                   help="also fit a factor per decode row count (kernel or CUDA-graph steps "
+                        "in the batch size; needs every row count served in the table)")
     p.add_argument("--no-plot", action="store_true", help="skip the residual plot")
 
 
@@ -83,7 +86,8 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
                         if "load" in table.metadata else ""),
         }
         profile, report = fit_profile(table.steps, provenance=provenance, folds=args.folds,
-                                      source=str(args.table), form=args.form, **dep)
+                                      source=str(args.table), form=args.form,
+                                      rows_factor=args.rows_factor, **dep)
         out = Path(args.out)
         save_profile(profile, out)
     except (ValueError, OSError) as e:

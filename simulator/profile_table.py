@@ -18,7 +18,8 @@ Metadata keys (all optional; ``servesim calibrate`` flags override them): ``devi
 ``threads``, ``source``, ``notes``; the engine's profiler adds ``transformers_version``,
 ``device_name`` (raw GPU/CPU name), ``repeats`` and ``load`` (1/5/15-minute load averages
 ``before`` and ``after`` the run). Extra columns are kept (the profiler writes
-``cpu_time_s``, ``time_spread`` = (max - min) / median over repeats, and ``repeats``).
+``cpu_time_s``, ``median_time_s``, ``time_spread`` = (max - min) / median and ``time_cv`` =
+std / mean over repeats, and ``repeats``; ``time_s`` is then the mean of the repeats).
 """
 
 from __future__ import annotations

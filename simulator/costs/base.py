@@ -64,3 +64,65 @@ class ScaledCost:
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         return self.inner.step_times(shapes) * self.time_scale
+
+
+class JitterCost:
+    """``inner``'s step times, each multiplied by a random factor of mean 1 and CV ``cv``.
+
+    Real steps vary: on a shared CPU one step shape repeats within a CV of ~10%, on a GPU
+    ~1%. A deterministic cost model gets means right but tails (P90/P99 of ITL, TTFT)
+    too narrow. The factor is lognormal (positive, mean exactly 1, so mean latencies do
+    not move), drawn independently per step from the model's own seeded generator: one
+    simulation is reproducible, and two simulations never share a stream.
+    """
+
+    def __init__(self, inner: CostModel, cv: float, seed: int = 0) -> None:
+        self.inner = inner
+        self.cv = check_number("jitter_cv", cv, high=1.0)
+        self._sigma = math.sqrt(math.log1p(self.cv ** 2))
+        self._rng = np.random.default_rng(seed)
+
+    def _factors(self, n: int) -> np.ndarray:
+        s = self._sigma
+        return self._rng.lognormal(-s * s / 2, s, n) if s > 0 else np.ones(n)
+
+    def step_time(self, shape: StepShape) -> float:
+        return self.inner.step_time(shape) * float(self._factors(1)[0])
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        return self.inner.step_times(shapes) * self._factors(len(shapes))
+
+
+class RowsFactorCost:
+    """``inner``'s time for steps with decode rows, times a factor that depends on how many.
+
+    Real engines are not smooth in the decode batch: on one CPU thread a 3-row step took
+    40% longer than a 4-row one (the GEMM kernel chosen for M = 3), and GPU engines pad
+    decode batches to CUDA-graph sizes (a batch of 3 costs a batch of 4). The factors are
+    measured (calibrate/fit.py: median measured / predicted per row count) at ``rows``,
+    interpolated linearly between them, and 1 beyond the largest measured count.
+    Prefill-only steps are not changed.
+    """
+
+    def __init__(self, inner: CostModel, rows: tuple[int, ...], factors: tuple[float, ...]
+                 ) -> None:
+        if len(rows) != len(factors) or not rows or list(rows) != sorted(set(rows)):
+            raise ConfigError(f"decode_rows_factor: row counts {rows} must be distinct and "
+                              "match the factors")
+        for r, f in zip(rows, factors, strict=True):
+            check_number(f"decode_rows_factor[{r}]", f, low=0.2, high=5.0)
+        self.inner = inner
+        self.rows = np.asarray(rows, dtype=np.float64)
+        self.factors = np.asarray(factors, dtype=np.float64)
+
+    def _factor(self, d: np.ndarray) -> np.ndarray:
+        f = np.interp(d, self.rows, self.factors, right=1.0)
+        return np.where(d > 0, f, 1.0)
+
+    def step_time(self, shape: StepShape) -> float:
+        f = self._factor(np.array([float(shape.num_decode_seqs)]))[0]
+        return self.inner.step_time(shape) * float(f)
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        return self.inner.step_times(shapes) * self._factor(
+            shapes.num_decode_seqs.astype(np.float64))

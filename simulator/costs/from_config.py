@@ -1,6 +1,8 @@
 """The scenario hook: a scenario's ``[cost]`` section -> a cost model and where it came from.
 
-Forms of the section (any of them may add ``time_scale = 0.8``, a what-if multiplier)::
+Forms of the section (any of them may add ``time_scale = 0.8``, a what-if multiplier, and
+``jitter_cv = 0.05``, random step-to-step variation; a measured profile that recorded its
+repeat-to-repeat variation, ``fit.step_time_cv``, applies it unless ``jitter_cv = 0``)::
 
     [cost]                                  # empty: the shipped profile for this deployment,
                                             # else a roofline prior built on the fly
@@ -24,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from simulator.costs.base import CostModel, ScaledCost, check_number
+from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -43,8 +45,8 @@ from simulator.specs.models import ModelSpec
 
 ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
-SECTION_KEYS = ("profile", "form", "time_scale", "force", *COEFFICIENT_KEYS)
-NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale")
+SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", *COEFFICIENT_KEYS)
+NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv")
 
 
 def cost_model_from_config(
@@ -70,8 +72,9 @@ def cost_model_from_config(
         if "force" in section and "profile" not in section:
             raise ConfigError(f"{where}.force applies only with {where}.profile (a profile "
                               "file to use although it was measured for another deployment)")
+        cv = 0.0
         if "profile" in section:
-            cost, used = _from_profile(
+            cost, used, cv = _from_profile(
                 section, coefficients, model, hw, tp, weight_dtype, kv_dtype, where
             )
         elif "form" in section:
@@ -82,7 +85,11 @@ def cost_model_from_config(
             key = next(iter(coefficients))
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
-            cost, used = _default(model, hw, tp, weight_dtype, kv_dtype)
+            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype)
+        if "jitter_cv" in section:
+            cv = check_number(f"{where}.jitter_cv", section["jitter_cv"], high=1.0)
+        if cv > 0:
+            cost, used = JitterCost(cost, cv), f"{used}, step jitter CV {cv:.1%}"
         if "time_scale" in section:
             scale = check_number(f"{where}.time_scale", section["time_scale"], low_open=True)
             cost, used = ScaledCost(cost, scale), f"{used}, x time_scale {scale:g}"
@@ -101,7 +108,7 @@ def _from_profile(
     weight_dtype: str,
     kv_dtype: str,
     where: str,
-) -> tuple[CostModel, str]:
+) -> tuple[CostModel, str, float]:
     if coefficients or "form" in section:
         extra = next(iter(coefficients), "form")
         raise ConfigError(f"{where}.{extra} cannot be combined with {where}.profile")
@@ -139,8 +146,9 @@ def _from_profile(
             f"this deployment, or set {where}.force = true to price the steps with it anyway"
         )
     used = describe(profile, path)
+    cv = measured_cv(profile)
     if not mismatches:
-        return profile.build(model, hw), used
+        return profile.build(model, hw), used, cv
     if profile.form in FITTED:
         cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
     else:  # a prior's knobs, applied to the scenario's own deployment
@@ -149,7 +157,7 @@ def _from_profile(
     theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
     ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
     return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
-                 f"the scenario has {ours}"
+                 f"the scenario has {ours}", cv
 
 
 def describe(profile: CostProfile, path: Path) -> str:
@@ -189,10 +197,16 @@ def _inline(
 
 def _default(
     model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str
-) -> tuple[CostModel, str]:
+) -> tuple[CostModel, str, float]:
     path = find_shipped_profile(model, hw, weight_dtype, tp)
     if path is not None:
         profile: CostProfile = load_profile(path)
         if same_cost_dtype(profile.kv_dtype, kv_dtype) and profile.model == model.name:
-            return profile.build(model, hw), describe(profile, path)
-    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY
+            return profile.build(model, hw), describe(profile, path), measured_cv(profile)
+    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY, 0.0
+
+
+def measured_cv(profile: CostProfile) -> float:
+    """The step-to-step variation the profile measured (``fit.step_time_cv``), else 0."""
+    value = profile.fit.get("step_time_cv", 0.0)
+    return float(value) if isinstance(value, int | float) and value > 0 else 0.0

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.atomic import atomic_write
-from simulator.costs.base import CostModel, check_number
+from simulator.costs.base import CostModel, RowsFactorCost, check_number
 from simulator.costs.linear import LinearCost
 from simulator.costs.piecewise import PiecewiseCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
@@ -61,6 +61,8 @@ class CostProfile:
     coefficients: dict[str, float]  # the form's fields, or RooflineCost knobs (seconds, ratios)
     fit: dict[str, Any] = field(default_factory=dict)  # mape, r2, n_points, ranges; {} = prior
     provenance: dict[str, Any] = field(default_factory=dict)  # source, measured_by, date, ...
+    # Optional: decode row count -> measured factor on the form's time (RowsFactorCost).
+    decode_rows_factor: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.version != PROFILE_VERSION or isinstance(self.version, bool):
@@ -74,10 +76,22 @@ class CostProfile:
             raise ConfigError(f"tp={self.tp!r} must be an int >= 1")
         if self.form not in FORMS:
             raise ConfigError(f"form={self.form!r} must be one of {FORMS}")
-        for name in ("coefficients", "fit", "provenance"):
+        for name in ("coefficients", "fit", "provenance", "decode_rows_factor"):
             if not isinstance(getattr(self, name), dict):
                 raise ConfigError(f"{name} must be a JSON object, got {getattr(self, name)!r}")
         self._check_coefficients()
+        if self.decode_rows_factor:
+            self._rows_factor()  # validates
+
+    def _rows_factor(self) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        try:
+            items = sorted((int(k), float(v)) for k, v in self.decode_rows_factor.items())
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"decode_rows_factor: keys must be row counts and values "
+                              f"numbers ({e})") from e
+        if self.form not in FITTED or any(r < 1 for r, _ in items):
+            raise ConfigError("decode_rows_factor: row counts >= 1, on a fitted form only")
+        return tuple(r for r, _ in items), tuple(f for _, f in items)
 
     def _check_coefficients(self) -> None:
         coef = self.coefficients
@@ -100,13 +114,18 @@ class CostProfile:
         if self.form in FITTED:
             cls, _ = FITTED[self.form]
             cost: CostModel = cls(**self.coefficients)
+            if self.decode_rows_factor:
+                cost = RowsFactorCost(cost, *self._rows_factor())
             return cost
         knobs = {k: float(v) for k, v in self.coefficients.items()}
         return RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of data contract 3, keys in schema order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not self.decode_rows_factor:
+            del out["decode_rows_factor"]  # optional: absent unless measured
+        return out
 
 
 def load_profile(path: str | Path) -> CostProfile:
@@ -124,7 +143,8 @@ def load_profile(path: str | Path) -> CostProfile:
     unknown = [k for k in data if k not in names]
     if unknown:
         raise ConfigError(f"{path}: unknown field(s) {unknown}; known: {', '.join(names)}")
-    missing = [n for n in names if n not in data and n not in ("fit", "provenance")]
+    optional = ("fit", "provenance", "decode_rows_factor")
+    missing = [n for n in names if n not in data and n not in optional]
     if missing:
         raise ConfigError(f"{path}: missing field(s) {missing}")
     try:
