@@ -47,7 +47,10 @@ def main() -> int:
     ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "validate-cpu.toml"))
     ap.add_argument("--requests", type=int, default=None, help="requests per point")
     ap.add_argument("--capacity-requests", type=int, default=64)
-    ap.add_argument("--no-capacity", action="store_true", help="skip the capacity runs")
+    ap.add_argument("--no-capacity", action="store_true",
+                    help="skip the capacity runs: use the scenario's own rates")
+    ap.add_argument("--loads", default="0.3,0.6,0.9",
+                    help="offered loads as fractions of each policy's measured capacity")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--out", default="results/fidelity")
@@ -69,6 +72,12 @@ def main() -> int:
             if name not in caps:
                 caps[name] = capacity(point, args.capacity_requests, args.threads)
                 print(f"capacity {name}: {caps[name]:.2f} req/s")
+        fractions = [float(x) for x in args.loads.split(",")]
+        points = []  # each policy at the same fractions of its own capacity
+        for name, cap in caps.items():
+            rates = ", ".join(f"{f * cap:.2f}" for f in fractions)
+            points += expand_sweep(apply_overrides(raw, [*overrides, f"policy.name='{name}'",
+                                                         f"workload.rate=[{rates}]"]))
     t0 = time.perf_counter()
     v = validate_points(points, Path(args.out), threads=args.threads)
     print(f"validated {len(points)} points in {time.perf_counter() - t0:.0f} s; simulated "
