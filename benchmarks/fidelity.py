@@ -42,6 +42,27 @@ def capacity(point: dict[str, Any], requests: int, threads: int) -> float:
     return len(done) / float(done["finish_s"].max() - done["arrival_s"].min())
 
 
+def repeatability(which: str, points: list[tuple[dict[str, Any], dict[str, Any]]],
+                  caps: dict[str, float], out: Path, threads: int) -> int:
+    """Serve one point twice on the engine and print run B against run A, metric by metric."""
+    from servesim.engine_run import run_on_engine
+    from servesim.validate_command import validate_points
+
+    policy, _, load = which.partition("@")
+    point = next(p for _, p in points if p["policy"]["name"] == policy)
+    # LOAD is a fraction of the measured capacity, or with --no-capacity a rate in req/s
+    rate = float(load) * caps[policy] if policy in caps else float(load)
+    one = [({"rate": round(rate, 2)}, apply_overrides(point, [f"workload.rate={rate:.2f}"]))]
+    for run in ("a", "b"):
+        run_on_engine(one, out / run, threads=threads)
+    v = validate_points(one, out / "ab", measured_dir=str(out / "a"), simulated_dir=str(out / "b"))
+    print(f"engine run B vs run A, {policy} at {rate:.2f} req/s (the same requests):")
+    for r in v.rows:
+        print(f"  {r['metric']:<10} {r['statistic']:<18} A {r['measured']:>9.4g}  "
+              f"B {r['simulated']:>9.4g}  {r['relative_error']:+.1%}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "validate-cpu.toml"))
@@ -52,6 +73,10 @@ def main() -> int:
     ap.add_argument("--loads", default="0.3,0.6,0.9",
                     help="offered loads as fractions of each policy's measured capacity")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeatability", default=None, metavar="POLICY@LOAD",
+                    help="instead: serve one point twice on the engine (continuous@0.6: 60%% of "
+                         "capacity; with --no-capacity continuous@6.6: 6.6 req/s) and "
+                         "compare the two runs: the machine's own noise floor")
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--out", default="results/fidelity")
     args = ap.parse_args()
@@ -78,6 +103,8 @@ def main() -> int:
             rates = ", ".join(f"{f * cap:.2f}" for f in fractions)
             points += expand_sweep(apply_overrides(raw, [*overrides, f"policy.name='{name}'",
                                                          f"workload.rate=[{rates}]"]))
+    if args.repeatability:
+        return repeatability(args.repeatability, points, caps, Path(args.out), args.threads)
     t0 = time.perf_counter()
     v = validate_points(points, Path(args.out), threads=args.threads)
     print(f"validated {len(points)} points in {time.perf_counter() - t0:.0f} s; simulated "

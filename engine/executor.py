@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from engine.models import EngineModel
-from engine.profiler import _forward, _forward_names
+from engine.profiler import forward_last, forward_names
 from engine.segment_attention import Segment, use_segment_attention
 from engine.slot_cache import SlotCache
 from simulator.policies import Batch, Sequence
@@ -104,7 +104,7 @@ class BatchRunner:
         ends = torch.tensor([seg.q1 - 1 for seg in segments], device=dev)
         model: Any = self.em.model
         model_cls: Any = type(model)
-        cache_kw, keep = _forward_names(model_cls)
+        cache_kw, keep = forward_names(model_cls)
         # A 4-D mask is passed through untouched (segment attention ignores it), so
         # transformers builds no mask of its own from the cache.
         unused_mask = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=dev)
@@ -142,7 +142,7 @@ class BatchRunner:
         mask = (torch.arange(length)[None, None, :] <= pos[:, :, None])[:, None]
         self.cache.prepare(lo, cols, length)
         dev = self.em.device
-        logits = _forward(self.em.model, ids.to(dev), mask.to(dev), pos.to(dev), self.cache)
+        logits = forward_last(self.em.model, ids.to(dev), mask.to(dev), pos.to(dev), self.cache)
         nxt = logits[:, -1, :].argmax(-1).tolist()  # (B,) last column: real for every row
         return {slot: nxt[slot - lo] for slot, w in by_slot.items()
                 if w.start + w.count == len(tokens[slot])}

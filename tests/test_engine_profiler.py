@@ -12,14 +12,7 @@ pytest.importorskip("transformers")
 
 from engine.models import build_model, hf_config_dict  # noqa: E402
 from engine.plan import SweepPlan  # noqa: E402
-from engine.profiler import (  # noqa: E402
-    decode,
-    decode_state,
-    prefill,
-    prefill_inputs,
-    rewind,
-    time_step,
-)
+from engine.profiler import time_interleaved, time_step  # noqa: E402
 from engine.sweep import RunLoad, run_metadata, run_sweep  # noqa: E402
 from servesim.cli import main  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
@@ -62,38 +55,15 @@ def test_unknown_model_and_remote_model_type_are_refused():
         build_model({**hf_config_dict(TINY), "model_type": "gpt2"})
 
 
-def test_prefill_keeps_only_last_logits(tiny):
-    inputs = prefill_inputs(3, 16, tiny.vocab_size, generator=torch.Generator().manual_seed(0))
-    logits = prefill(tiny.model, inputs)
-    assert logits.shape == (3, 1, TINY.vocab_size)
-
-
-def test_left_padded_row_matches_the_same_prompt_alone(tiny):
-    gen = torch.Generator().manual_seed(1)
-    batch = prefill_inputs(2, 12, tiny.vocab_size, lengths=[12, 7], generator=gen)
-    alone = prefill_inputs(1, 7, tiny.vocab_size)
-    alone.input_ids[:] = batch.input_ids[1:, 5:]
-    got, want = prefill(tiny.model, batch)[1], prefill(tiny.model, alone)[0]
-    assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
-
-
-def test_decode_over_cache_equals_full_forward(tiny):
-    """The cache path is right: one decode step gives the logits of a full forward."""
-    state = decode_state(tiny.model, 2, 20, tiny.vocab_size,
-                         generator=torch.Generator().manual_seed(2))
-    cached = decode(tiny.model, state)  # (2, 1, V)
-    # Recover the prompt from a fresh prefill with the same generator, then append next_ids.
-    prompt = prefill_inputs(2, 20, tiny.vocab_size, generator=torch.Generator().manual_seed(2))
-    full = prefill_inputs(2, 21, tiny.vocab_size)
-    full.input_ids[:] = torch.cat([prompt.input_ids, state.next_ids], dim=1)
-    want = prefill(tiny.model, full)
-    worst = (cached - want).abs().max().item()
-    assert worst < 1e-4, f"worst |cached - full| = {worst}"
-    assert state.cache.get_seq_length() == 21
-    rewind(state)
-    assert state.cache.get_seq_length() == 20
-    again = decode(tiny.model, state)  # a rewound step repeats exactly
-    assert torch.allclose(again, cached, atol=1e-5)
+def test_interleaved_timing_warms_each_step_then_runs_passes():
+    calls: list[str] = []
+    steps = [lambda n=n: calls.append(n) for n in ("a", "b")]
+    done: list[int] = []
+    timings = time_interleaved(steps, torch.device("cpu"), repeats=3, warmup=1,
+                               progress=done.append)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-ups, then three passes over both
+    assert sum(done) == 2 * (1 + 3)
+    assert all(t.repeats == 3 and t.mean_s > 0 and t.cv >= 0 for t in timings)
 
 
 def test_time_step_warms_up_and_resets():
@@ -181,5 +151,3 @@ def test_cuda_smoke_bf16():
                                         warmup=1)))
     assert [r["phase"] for r in rows] == ["prefill", "decode", "mixed"]
     assert all(r["time_s"] > 0 for r in rows)
-    state = decode_state(em.model, 2, 32, em.vocab_size, device="cuda")
-    assert decode(em.model, state).shape == (2, 1, TINY.vocab_size)
