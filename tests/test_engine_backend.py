@@ -44,7 +44,7 @@ def test_a_gpu_scenario_without_that_gpu_is_refused(capsys, tmp_path):
 
 @pytest.mark.parametrize(("override", "says"), [
     ("cluster.replicas=2", "serves one replica"),
-    ("hardware.tp=2", "no tensor parallelism"),
+    ("hardware.tp=2", "tp=2 needs a GPU link"),  # refused while resolving, before the engine
 ])
 def test_what_the_engine_cannot_do_is_named(override, says, capsys, tmp_path):
     scenario = tmp_path / "t.toml"
