@@ -133,6 +133,11 @@ class EngineCore:
         self._done(seq)
         return True
 
+    def forget_tokens(self, request_id: int) -> None:
+        """Drop a finished request's token ids (a long-lived server keeps only its records
+        and token times; a replay keeps the ids to return them)."""
+        self.tokens.pop(request_id, None)
+
     def _done(self, seq: Sequence) -> None:
         if self.on_done is not None:
             self.on_done(seq)

@@ -233,6 +233,7 @@ class LiveEngine:
     def _on_done(self, seq: Sequence) -> None:
         self._publish()  # the step is applied: a client that reads /metrics next sees it
         self._sinks.pop(seq.request_id).done(seq)
+        self.core.forget_tokens(seq.request_id)  # streamed already; keep the server's memory flat
 
     def _fail_all(self, message: str) -> None:
         sinks = list(self._sinks.values()) + [s.sink for s in self._pending]

@@ -258,3 +258,33 @@ def test_pretrained_model_streams_the_text_its_tokenizer_decodes(tmp_path):
     assert whole["choices"][0]["text"] == tokenizer.decode(ids)
     assert [c["choices"][0]["token_ids"][0] for c in chunks] == ids
     assert "".join(c["choices"][0]["text"] for c in chunks) == tokenizer.decode(ids)
+
+
+def test_a_long_lived_engine_forgets_token_ids_of_finished_requests(tiny):
+    """Memory stays flat: ids are streamed and dropped; records and token times remain."""
+    import threading
+
+    em, _ = tiny
+    engine = LiveEngine(em, make_policy("continuous"), 64)
+    done = threading.Event()
+
+    class Sink:
+        def token(self, seq, token_id, time_s):
+            pass
+
+        def done(self, seq):
+            done.set()
+
+        def fail(self, message):
+            done.set()
+
+    engine.start()
+    try:
+        rid = engine.submit([5, 6, 7], 4, Sink())
+        assert done.wait(30)
+        snap = engine.snapshot()
+    finally:
+        engine.stop()
+    assert rid not in engine.core.tokens
+    assert snap.requests.set_index("request_id").loc[rid, "status"] == "finished"
+    assert (snap.tokens["request_id"] == rid).sum() == 4
