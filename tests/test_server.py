@@ -288,3 +288,19 @@ def test_a_long_lived_engine_forgets_token_ids_of_finished_requests(tiny):
     assert rid not in engine.core.tokens
     assert snap.requests.set_index("request_id").loc[rid, "status"] == "finished"
     assert (snap.tokens["request_id"] == rid).sum() == 4
+
+
+def test_a_client_that_leaves_mid_stream_cancels_its_request(http):
+    import time
+
+    body = {"prompt": [9] * 6, "max_tokens": 400, "stream": True}
+    with http.stream("POST", "/v1/completions", json=body) as resp:
+        lines = resp.iter_lines()
+        assert next(line for line in lines if line.startswith("data: "))  # one token, then leave
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        last = http.get("/servesim/records").json()["requests"][-1]
+        if last["status"] != "in_flight":
+            break
+        time.sleep(0.1)
+    assert last["status"] == "rejected" and last["reason"].startswith("aborted")
