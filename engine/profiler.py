@@ -96,9 +96,10 @@ def time_interleaved(steps: list[Callable[[], object]], device: torch.device, *,
 
     On a shared machine the speed drifts for seconds at a time; timing each shape in one
     burst would give a whole shape a slow period and bend the fitted surface. Passes
-    spread every shape over the whole run instead. (Needs every step's inputs alive at
-    once: for CPU models, not for GPU models whose caches fill the GPU.) ``progress(n)``
-    is called after each run with the runs just done.
+    spread every shape over the whole run instead; each timed run follows one untimed run
+    of the same shape, so it starts with that shape's data in the caches. (Needs every
+    step's inputs alive at once: for CPU models, not for GPU models whose caches fill the
+    GPU.) ``progress(n)`` is called after each timed run with the runs just done.
     """
     if repeats < 1 or warmup < 0:
         raise ValueError(f"{repeats=} must be >= 1 and {warmup=} >= 0")
@@ -114,7 +115,10 @@ def time_interleaved(steps: list[Callable[[], object]], device: torch.device, *,
                 progress(warmup)
         for _ in range(repeats):
             for i, step in enumerate(steps):
-                w, c = _timed_runs(step, device, 1, 0, None)
+                # One untimed run first: the previous shape (a long prefill, say) has
+                # evicted this one's working set from the CPU caches, and a serving loop
+                # runs similar steps back to back (measured: cold decode steps ~5% slower).
+                w, c = _timed_runs(step, device, 1, 1, None)
                 walls[i] += w
                 cpus[i] += c
                 if progress is not None:

@@ -61,7 +61,8 @@ def test_interleaved_timing_warms_each_step_then_runs_passes():
     done: list[int] = []
     timings = time_interleaved(steps, torch.device("cpu"), repeats=3, warmup=1,
                                progress=done.append)
-    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-ups, then three passes over both
+    # warm-ups, then three passes over both, each timed run after an untimed one
+    assert calls == ["a", "b"] + ["a", "a", "b", "b"] * 3
     assert sum(done) == 2 * (1 + 3)
     assert all(t.repeats == 3 and t.mean_s > 0 and t.cv >= 0 for t in timings)
 
