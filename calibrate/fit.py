@@ -254,8 +254,7 @@ def predict(form: str, coefficients: dict[str, float], steps: pd.DataFrame,
     """Step times the fitted cost model gives ``steps``: the simulator's own ``step_times``."""
     cost: Any = FITTED[form][0](**coefficients)
     if rows_factor:
-        items = sorted((int(k), v) for k, v in rows_factor.items())
-        cost = RowsFactorCost(cost, tuple(r for r, _ in items), tuple(f for _, f in items))
+        cost = RowsFactorCost.from_mapping(cost, rows_factor)
     return np.asarray(cost.step_times(ProfileTable(steps=steps).shapes()))
 
 
@@ -331,11 +330,6 @@ def fit_steps(steps: pd.DataFrame, form: str = "piecewise", folds: int = 5,
     )
     report.warnings = region_warnings(report)
     return report
-
-
-def fit_linear(steps: pd.DataFrame, folds: int = 5, source: str = "profile table") -> FitReport:
-    """Fit the linear form (``fit_steps(steps, "linear", ...)``)."""
-    return fit_steps(steps, "linear", folds, source)
 
 
 def region_warnings(report: FitReport) -> list[str]:

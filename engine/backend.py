@@ -23,9 +23,9 @@ from engine.serving import EngineRun, replay
 from engine.sweep import hardware_name
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
-from simulator.metrics import summarize, to_json_safe
+from simulator.metrics import summarize
 from simulator.policies import make_policy
-from simulator.runner import PointResult
+from simulator.runner import PointResult, point_result
 from simulator.workload.config import build_requests
 
 WARMUP_REQUESTS = pd.DataFrame({  # a few shapes through every code path before timing
@@ -86,21 +86,17 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
     outside = durations - run.forward_s  # loop work outside the batch runner, per step
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=1)
-    head = {"policy": dep.policy_name, **labels}
-    meta = {
-        "scenario": point.get("name", ""), "backend": "engine",
-        "model": dep.model.name, "gpu": dep.hardware.name, "tp": 1,
-        "weight_dtype": dep.weight_dtype, "kv_dtype": dep.weight_dtype, "replicas": 1,
-        "num_gpus": 0 if device.type == "cpu" else 1,
-        "kv_blocks_per_replica": dep.kv_blocks, "cost_profile": "measured by the engine",
-        "workload_counts": built.counts, "workload_notes": built.notes,
-        "engine": {"device": str(device), "threads": torch.get_num_threads(),
-                   "torch": torch.__version__, "transformers": transformers.__version__,
-                   "python": platform.python_version(), "cpus": os.cpu_count(),
-                   "load_avg": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-                   "steps": len(res.steps), "wall_s": res.wall_s,
-                   "median_step_ms": float(np.median(durations)) * 1e3 if len(durations) else None,
-                   "median_overhead_ms": (float(np.median(outside)) * 1e3 if len(outside)
-                                          else None)},
+    engine = {
+        "device": str(device), "threads": torch.get_num_threads(),
+        "torch": torch.__version__, "transformers": transformers.__version__,
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "steps": len(res.steps), "wall_s": res.wall_s,
+        "median_step_ms": float(np.median(durations)) * 1e3 if len(durations) else None,
+        "median_overhead_ms": float(np.median(outside)) * 1e3 if len(outside) else None,
     }
-    return PointResult(head, dep, to_json_safe({**head, **summary, **meta}), res), run
+    # The KV cache holds the weights' dtype; a CPU has no GPUs to count.
+    result = point_result(labels, point, dep, built, summary, res, backend="engine",
+                          kv_dtype=dep.weight_dtype, num_gpus=0 if device.type == "cpu" else 1,
+                          cost_profile="measured by the engine", engine=engine)
+    return result, run

@@ -166,8 +166,3 @@ class EngineCore:
         self.slots.extend(running[len(self.slots):])
         need = max((s.prompt_tokens + s.output_tokens for s in self.slots), default=1)
         self.cache.reserve(len(self.slots), need)
-
-    @property
-    def idle(self) -> bool:
-        """Nothing waiting or running."""
-        return not self.state.waiting and not self.state.running

@@ -25,7 +25,7 @@ from engine.models import EngineModel
 from engine.profiler import forward_last, forward_names
 from engine.segment_attention import Segment, use_segment_attention
 from engine.slot_cache import SlotCache
-from simulator.policies import Batch, Sequence
+from simulator.policies import Batch
 
 
 @dataclass(slots=True)
@@ -146,8 +146,3 @@ class BatchRunner:
         nxt = logits[:, -1, :].argmax(-1).tolist()  # (B,) last column: real for every row
         return {slot: nxt[slot - lo] for slot, w in by_slot.items()
                 if w.start + w.count == len(tokens[slot])}
-
-
-def needed_capacity(seqs: list[Sequence]) -> int:
-    """Cache positions the longest of ``seqs`` will ever use."""
-    return max((s.prompt_tokens + s.output_tokens for s in seqs), default=1)

@@ -30,16 +30,13 @@ import time
 import traceback
 from dataclasses import dataclass
 
-import pandas as pd
-
 from engine.core import EngineCore
 from engine.live_api import EngineUnavailable, Gauges, RequestSink, Snapshot
 from engine.models import EngineModel
-from engine.serving import TOKEN_COLUMNS
 from simulator.cluster import request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
-from simulator.records import STEP_COLUMNS, empty_table
+from simulator.records import STEP_COLUMNS, empty_table, token_table
 
 
 @dataclass(slots=True, frozen=True)
@@ -138,15 +135,13 @@ class LiveEngine:
                 core = self.core
                 requests = request_records(list(core.arrived))
                 steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
-                rows = [(rid, i, t) for rid, ts in core.token_times.items()
-                        for i, t in enumerate(ts)]
+                tokens = token_table(core.token_times)
                 now = self.clock()
         finally:
             with self._readers_lock:
                 self._readers -= 1
                 if self._readers == 0:
                     self._no_readers.set()
-        tokens = pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
         return Snapshot(requests, steps, tokens, self.kv_blocks, now)
 
     # --- the engine thread -------------------------------------------------------------

@@ -115,9 +115,8 @@ def time_interleaved(steps: list[Callable[[], object]], device: torch.device, *,
                 progress(warmup)
         for _ in range(repeats):
             for i, step in enumerate(steps):
-                # One untimed run first: the previous shape (a long prefill, say) has
-                # evicted this one's working set from the CPU caches, and a serving loop
-                # runs similar steps back to back (measured: cold decode steps ~5% slower).
+                # One untimed run first: a step's time depends on what ran before it, and a
+                # server runs similar steps back to back (benchmarks/cpu_noise.py).
                 w, c = _timed_runs(step, device, 1, 1, None)
                 walls[i] += w
                 cpus[i] += c

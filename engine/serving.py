@@ -26,12 +26,10 @@ import pandas as pd
 
 from engine.core import EngineCore
 from engine.models import EngineModel
-from simulator.cluster import SimResult, request_records
+from simulator.cluster import Arrivals, SimResult, read_arrivals, request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
-from simulator.records import STEP_COLUMNS, empty_table
-
-TOKEN_COLUMNS = {"request_id": "int64", "token_index": "int64", "time_s": "float64"}
+from simulator.records import STEP_COLUMNS, empty_table, token_table
 
 
 @dataclass(slots=True)
@@ -51,35 +49,20 @@ def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> 
     return rng.integers(1, vocab_size, size=length).tolist()
 
 
-def _sequences(table: pd.DataFrame) -> tuple[list[Sequence], list[float], bool]:
-    """(sequences in arrival order, think times, closed loop?) of a request table."""
-    table = table.sort_values("arrival_s", kind="stable") if len(table) else table
-    arrivals = table["arrival_s"].to_numpy(np.float64)
-    closed = len(table) > 0 and bool(np.isnan(arrivals).all())
-    if closed and "client_id" not in table:
-        raise ValueError("closed-loop request table (arrival_s all NaN) needs a client_id column")
-    clients = table["client_id"].tolist() if "client_id" in table else [-1] * len(table)
-    think = table["think_s"].tolist() if "think_s" in table else [0.0] * len(table)
-    seqs = [Sequence(int(r), float(a), int(p), int(o), int(c)) for r, a, p, o, c in zip(
-        table["request_id"], arrivals, table["prompt_tokens"], table["output_tokens"], clients,
-        strict=True)]
-    return seqs, [float(t) for t in think], closed
-
-
 class _Arrivals:
     """Requests not yet sent, by due time (open loop), or per client (closed loop)."""
 
-    def __init__(self, seqs: list[Sequence], think: list[float], closed: bool) -> None:
+    def __init__(self, read: Arrivals) -> None:
         self.heap: list[tuple[float, int, Sequence]] = []
-        self.unsent = len(seqs)
+        self.unsent = len(read.seqs)
         self.clients: dict[int, deque[tuple[Sequence, float]]] = {}
-        if closed:
-            for seq, t in zip(seqs, think, strict=True):
+        if read.closed:
+            for seq, t in zip(read.seqs, read.think_s, strict=True):
                 self.clients.setdefault(seq.client_id, deque()).append((seq, t))
             for queue in self.clients.values():
                 self._push(0.0, queue.popleft()[0])
         else:
-            for seq in seqs:
+            for seq in read.seqs:
                 self._push(seq.arrival_s, seq)
 
     def _push(self, due: float, seq: Sequence) -> None:
@@ -113,8 +96,9 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
            prompts: dict[int, list[int]] | None = None,
            progress: Callable[[int, int], None] | None = None) -> EngineRun:
     """Serve ``table`` (contract 1) on ``em`` with ``policy`` in real time."""
-    seqs, think, closed = _sequences(table)
-    arrivals = _Arrivals(seqs, think, closed)
+    read = read_arrivals(table)
+    seqs = read.seqs
+    arrivals = _Arrivals(read)
     t0 = time.perf_counter()
 
     def clock() -> float:
@@ -163,11 +147,5 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
                        kv_blocks_total=kv_blocks, num_replicas=1, num_events=len(core.log),
                        wall_s=clock())
     outputs = {s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived}
-    return EngineRun(result, _token_table(core.token_times), outputs, em,
+    return EngineRun(result, token_table(core.token_times), outputs, em,
                      np.asarray(core.forward_s, dtype=np.float64))
-
-
-def _token_table(times: dict[int, list[float]]) -> pd.DataFrame:
-    rows = [(rid, i, t) for rid, ts in times.items() for i, t in enumerate(ts)]
-    df = pd.DataFrame(rows, columns=list(TOKEN_COLUMNS))
-    return df.astype(TOKEN_COLUMNS)

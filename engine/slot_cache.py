@@ -119,7 +119,3 @@ class SlotCache:
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Key columns of the current step (transformers asks only without position ids)."""
         return self._length
-
-    def nbytes(self) -> int:
-        """Bytes allocated for keys and values."""
-        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))

@@ -42,7 +42,7 @@ def shape_row(phase: str, batch: int, length: int, timing: Timing,
         "decode_context_tokens": decode_rows * (decode_ctx + 1),
         "batch_size": prefill_rows + decode_rows,
         # Each prefill row is a request entering the batch: its own attention segment
-        # (engine/segment_attention.py) costs ~0.7 ms on one CPU thread, fitted as admit_s.
+        # (engine/segment_attention.py) has its own cost, fitted as admit_s.
         "num_admitted": prefill_rows,
         "time_s": timing.mean_s,
         "median_time_s": timing.wall_s,

@@ -50,16 +50,32 @@ class ClusterSpec:
     router: str = "round_robin"
 
 
-def _sequences(requests: pd.DataFrame) -> list[Sequence]:
-    ids = requests["request_id"].to_numpy(np.int64).tolist()
-    arr = requests["arrival_s"].to_numpy(np.float64).tolist()
-    p = requests["prompt_tokens"].to_numpy(np.int64).tolist()
-    o = requests["output_tokens"].to_numpy(np.int64).tolist()
-    if "client_id" in requests:
-        c = requests["client_id"].to_numpy(np.int64).tolist()
-    else:
-        c = [-1] * len(ids)
-    return [Sequence(i, a, pp, oo, cc) for i, a, pp, oo, cc in zip(ids, arr, p, o, c, strict=True)]
+@dataclass(slots=True)
+class Arrivals:
+    """A request table (contract 1) read for serving: what the simulator and the engine
+    both start from."""
+
+    seqs: list[Sequence]  # in arrival order (a stable sort, so ties keep table order)
+    think_s: list[float]  # per sequence: a closed-loop client's pause before sending it
+    closed: bool  # closed loop: arrival_s all NaN, clients send after their last request
+
+
+def read_arrivals(requests: pd.DataFrame) -> Arrivals:
+    """The table's requests as sequences, open or closed loop (see :class:`Arrivals`)."""
+    table = requests.sort_values("arrival_s", kind="stable") if len(requests) else requests
+    n = len(table)
+    arr = table["arrival_s"].to_numpy(np.float64)
+    closed = n > 0 and bool(np.isnan(arr).all())
+    if closed and "client_id" not in table:
+        raise ValueError("closed-loop request table (arrival_s all NaN) needs a client_id column")
+    ids = table["request_id"].to_numpy(np.int64).tolist()
+    p = table["prompt_tokens"].to_numpy(np.int64).tolist()
+    o = table["output_tokens"].to_numpy(np.int64).tolist()
+    c = table["client_id"].to_numpy(np.int64).tolist() if "client_id" in table else [-1] * n
+    think = table["think_s"].to_numpy(np.float64).tolist() if "think_s" in table else [0.0] * n
+    seqs = [Sequence(i, a, pp, oo, cc)
+            for i, a, pp, oo, cc in zip(ids, arr.tolist(), p, o, c, strict=True)]
+    return Arrivals(seqs, think, closed)
 
 
 class ArrivalTimeout(simpy.Event):
@@ -175,14 +191,9 @@ def simulate(
     """
     t0 = time.perf_counter()
     env = simpy.Environment()
-    table = requests.sort_values("arrival_s", kind="stable") if len(requests) else requests
-    seqs = _sequences(table)
-    closed = len(seqs) > 0 and bool(np.isnan(table["arrival_s"].to_numpy(np.float64)).all())
-    if closed and "client_id" not in table:
-        raise ValueError("closed-loop request table (arrival_s all NaN) needs a client_id column")
-    think = (table["think_s"].to_numpy(np.float64).tolist() if "think_s" in table
-             else [0.0] * len(seqs))
-    driver = _Driver(env, spec, seqs, closed, think, fast_forward, check_invariants)
+    arrivals = read_arrivals(requests)
+    driver = _Driver(env, spec, arrivals.seqs, arrivals.closed, arrivals.think_s, fast_forward,
+                     check_invariants)
     env.run(until=horizon_s)
     steps = [r.log.table() for r in driver.replicas]
     step_table = pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS)

@@ -41,6 +41,8 @@ replica                 int64   replica that ran the step
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -74,6 +76,17 @@ STEP_COLUMNS: dict[str, str] = {
     "replica": "int64",
 }
 
+
+
+# Per-token times (engine runs, `servesim measure`): tokens.parquet beside the records.
+TOKEN_COLUMNS: dict[str, str] = {"request_id": "int64", "token_index": "int64",
+                                 "time_s": "float64"}
+
+
+def token_table(times: Mapping[int, Sequence[float]]) -> pd.DataFrame:
+    """One row per output token: its request, its index in the output, when it appeared."""
+    rows = [(rid, i, t) for rid, ts in times.items() for i, t in enumerate(ts)]
+    return pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
 
 
 def empty_table(columns: dict[str, str]) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from simulator.atomic import atomic_write
 from simulator.cluster import SimResult, simulate
 from simulator.deployment import Deployment, resolve
 from simulator.metrics import summarize, to_json_safe
-from simulator.workload.config import build_requests
+from simulator.workload.config import BuiltWorkload, build_requests
 
 
 @dataclass(slots=True)
@@ -37,17 +37,25 @@ def run_point(labels: dict[str, Any], point: dict[str, Any]) -> PointResult:
                    fast_forward=dep.fast_forward)
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=dep.replicas)
+    meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
+    return point_result(labels, point, dep, built, summary, res, **meta)
+
+
+def point_result(labels: dict[str, Any], point: dict[str, Any], dep: Deployment,
+                 built: BuiltWorkload, summary: dict[str, Any], result: SimResult,
+                 **meta: Any) -> PointResult:
+    """A point's result: the summary with its labels, the deployment and the workload's
+    provenance, then ``meta`` (which backend ran it, and how; it may override a key)."""
     head = {"policy": dep.policy_name, **labels}
-    meta = {
+    common = {
         "scenario": point.get("name", ""),
         "model": dep.model.name, "gpu": dep.hardware.name, "tp": dep.tp,
         "weight_dtype": dep.weight_dtype, "kv_dtype": dep.kv_dtype,
         "replicas": dep.replicas, "num_gpus": dep.replicas * dep.tp,
         "kv_blocks_per_replica": dep.kv_blocks, "cost_profile": dep.cost_source,
         "workload_counts": built.counts, "workload_notes": built.notes,
-        "sim_events": res.num_events, "sim_wall_s": res.wall_s,
     }
-    return PointResult(head, dep, to_json_safe({**head, **summary, **meta}), res)
+    return PointResult(head, dep, to_json_safe({**head, **summary, **common, **meta}), result)
 
 
 def run_points(

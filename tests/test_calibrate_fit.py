@@ -11,14 +11,14 @@ from calibrate_support import TRUE, synthetic_steps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibrate.fit import fit_linear, fit_profile, fit_steps, nnls_relative, shape_folds
+from calibrate.fit import fit_profile, fit_steps, nnls_relative, shape_folds
 from simulator.costs import LinearCost
 from simulator.errors import ConfigError
 from simulator.profile_table import ProfileTable, validate_profile_table
 
 
 def test_recovers_known_coefficients_with_2pct_noise() -> None:
-    report = fit_linear(synthetic_steps(noise=0.02))
+    report = fit_steps(synthetic_steps(noise=0.02), "linear")
     for name, want in TRUE.items():
         tol = 0.25 if name == "request_s" else 0.05  # request_s is a small share of any step
         assert report.coefficients[name] == pytest.approx(want, rel=tol), name
@@ -30,7 +30,7 @@ def test_recovers_known_coefficients_with_2pct_noise() -> None:
 
 def test_noise_free_fit_is_exact_and_predicts_like_linear_cost() -> None:
     steps = synthetic_steps(noise=0.0)
-    report = fit_linear(steps)
+    report = fit_steps(steps, "linear")
     assert report.mape < 1e-6
     cost = LinearCost(**report.coefficients)
     predicted = cost.step_times(ProfileTable(steps=validate_profile_table(steps)).shapes())
@@ -56,7 +56,7 @@ def test_folds_keep_repeats_of_one_shape_together() -> None:
 
 def test_too_few_shapes_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"4 distinct step shapes; need at least 10"):
-        fit_linear(synthetic_steps(n=4))
+        fit_steps(synthetic_steps(n=4), "linear")
 
 
 def test_fit_profile_wraps_a_linear_cost_profile() -> None:
@@ -83,6 +83,6 @@ def test_a_missed_region_is_reported() -> None:
     steps = synthetic_steps(noise=0.0)
     small = (steps["phase"] == "decode") & (steps["num_decode_seqs"] < 64)
     steps.loc[small, "time_s"] += 0.01  # a decode floor the linear form cannot follow
-    report = fit_linear(steps)
+    report = fit_steps(steps, "linear")
     assert any("linear form misses decode steps" in w and "--form piecewise" in w
                for w in report.warnings)

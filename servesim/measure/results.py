@@ -34,12 +34,11 @@ from servesim.measure.workload import MeasureWorkload
 from simulator.atomic import atomic_write
 from simulator.metrics import summarize, to_json_safe
 from simulator.metrics_stats import describe
-from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table
+from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table, token_table
 
 if TYPE_CHECKING:
     from servesim.measure.loops import LoopConfig
 
-TOKEN_COLUMNS = {"request_id": "int64", "token_index": "int64", "time_s": "float64"}
 PERCENTILES = (50, 90, 99)
 
 
@@ -73,8 +72,7 @@ class MeasureRun:
 
     def tokens(self) -> pd.DataFrame:
         """request_id, token_index, time_s: one row per streamed chunk received."""
-        rows = [(o.request_id, i, t) for o in self.outcomes for i, t in enumerate(o.token_times)]
-        return pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
+        return token_table({o.request_id: o.token_times for o in self.outcomes})
 
     def summary(self) -> dict[str, Any]:
         """Summary JSON (contract 5) with what was measured and how."""

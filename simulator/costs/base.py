@@ -9,6 +9,7 @@ model in this package writes its formula once over numbers-or-arrays so they do.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -114,6 +115,18 @@ class RowsFactorCost:
         self.inner = inner
         self.rows = np.asarray(rows, dtype=np.float64)
         self.factors = np.asarray(factors, dtype=np.float64)
+
+    @classmethod
+    def from_mapping(cls, inner: CostModel, factors: Mapping[str, float]) -> RowsFactorCost:
+        """From a profile's ``decode_rows_factor`` (JSON: row count as a string -> factor)."""
+        try:
+            items = sorted((int(k), float(v)) for k, v in factors.items())
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"decode_rows_factor: keys must be row counts and values "
+                              f"numbers ({e})") from e
+        if any(r < 1 for r, _ in items):
+            raise ConfigError("decode_rows_factor: row counts must be >= 1")
+        return cls(inner, tuple(r for r, _ in items), tuple(f for _, f in items))
 
     def _factor(self, d: np.ndarray) -> np.ndarray:
         f = np.interp(d, self.rows, self.factors, right=1.0)

@@ -81,17 +81,9 @@ class CostProfile:
                 raise ConfigError(f"{name} must be a JSON object, got {getattr(self, name)!r}")
         self._check_coefficients()
         if self.decode_rows_factor:
-            self._rows_factor()  # validates
-
-    def _rows_factor(self) -> tuple[tuple[int, ...], tuple[float, ...]]:
-        try:
-            items = sorted((int(k), float(v)) for k, v in self.decode_rows_factor.items())
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"decode_rows_factor: keys must be row counts and values "
-                              f"numbers ({e})") from e
-        if self.form not in FITTED or any(r < 1 for r, _ in items):
-            raise ConfigError("decode_rows_factor: row counts >= 1, on a fitted form only")
-        return tuple(r for r, _ in items), tuple(f for _, f in items)
+            if self.form not in FITTED:
+                raise ConfigError("decode_rows_factor applies to a fitted form only")
+            self.build_fitted()  # validates the factors with the coefficients
 
     def _check_coefficients(self) -> None:
         coef = self.coefficients
@@ -112,13 +104,17 @@ class CostProfile:
     def build(self, model: ModelSpec, hw: HardwareSpec) -> CostModel:
         """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``."""
         if self.form in FITTED:
-            cls, _ = FITTED[self.form]
-            cost: CostModel = cls(**self.coefficients)
-            if self.decode_rows_factor:
-                cost = RowsFactorCost(cost, *self._rows_factor())
-            return cost
+            return self.build_fitted()
         knobs = {k: float(v) for k, v in self.coefficients.items()}
         return RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs)
+
+    def build_fitted(self) -> CostModel:
+        """A fitted form's cost model (with its decode-row factors, if measured)."""
+        cls, _ = FITTED[self.form]
+        cost: CostModel = cls(**self.coefficients)
+        if self.decode_rows_factor:
+            cost = RowsFactorCost.from_mapping(cost, self.decode_rows_factor)
+        return cost
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of data contract 3, keys in schema order."""
