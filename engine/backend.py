@@ -20,7 +20,7 @@ import transformers
 
 from engine.models import TORCH_DTYPES, EngineModel, build_model
 from engine.serving import EngineRun, replay
-from engine.sweep import hardware_name
+from engine.sweep import hardware_name, machine_fingerprint
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
 from simulator.metrics import summarize
@@ -95,8 +95,10 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
         "median_step_ms": float(np.median(durations)) * 1e3 if len(durations) else None,
         "median_overhead_ms": float(np.median(outside)) * 1e3 if len(outside) else None,
     }
+    fingerprint = machine_fingerprint(device, torch.get_num_threads())
     # The KV cache holds the weights' dtype; a CPU has no GPUs to count.
     result = point_result(labels, point, dep, built, summary, res, backend="engine",
                           kv_dtype=dep.weight_dtype, num_gpus=0 if device.type == "cpu" else 1,
-                          cost_profile="measured by the engine", engine=engine)
+                          cost_profile="measured by the engine", engine=engine,
+                          fingerprint=fingerprint)
     return result, run

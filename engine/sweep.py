@@ -26,6 +26,7 @@ from engine.models import EngineModel
 from engine.plan import SweepPlan
 from engine.profiler import Timing, time_interleaved, time_step
 from engine.step_timing import step_for_shape
+from simulator.fingerprint import gpu_fields, this_machine
 
 
 def shape_row(phase: str, batch: int, length: int, timing: Timing,
@@ -110,6 +111,21 @@ def device_description(device: torch.device) -> str:
     return f"{model or platform.processor() or 'cpu'} ({os.cpu_count()} logical CPUs)"
 
 
+def machine_fingerprint(device: torch.device, threads: int) -> dict[str, Any]:
+    """This machine's fingerprint (simulator/fingerprint.py) for the engine on ``device``."""
+    if device.type != "cuda":
+        return this_machine("cpu", threads)
+    props = torch.cuda.get_device_properties(device)
+    gpu = {"device": props.name, "gpu_memory_mib": int(props.total_memory // 2**20),
+           "driver": _driver_version()}
+    return this_machine("cuda", threads, gpu=gpu)
+
+
+def _driver_version() -> str:
+    found = gpu_fields()
+    return str(found["driver"]) if found else f"cuda {torch.version.cuda}"
+
+
 @dataclass(slots=True)
 class RunLoad:
     """1/5/15-minute load averages before and after the sweep (other processes' load)."""
@@ -130,7 +146,7 @@ def run_metadata(em: EngineModel, threads: int, load: RunLoad, plan: SweepPlan,
         "model": em.spec.name, "dtype": em.dtype, "tp": 1,
         "engine_version": engine_version, "torch_version": torch.__version__,
         "transformers_version": transformers.__version__, "threads": threads,
-        "repeats": plan.repeats,
+        "repeats": plan.repeats, "fingerprint": machine_fingerprint(em.device, threads),
         "load": {"before": [round(x, 2) for x in load.before],
                  "after": [round(x, 2) for x in load.after]},
         "source": "servesim profile (engine/sweep.py): the serving loop's own steps "

@@ -8,7 +8,6 @@ residual plot PNG beside it (``cost.json`` -> ``cost.residuals.png``).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import shlex
 import sys
 from pathlib import Path
@@ -19,10 +18,23 @@ from simulator.errors import ConfigError
 
 def add_calibrate_parser(sub: Any) -> None:
     """The ``calibrate`` subcommand and its flags."""
-    p = sub.add_parser("calibrate", help="fit a cost profile (JSON) from a profile table")
-    p.add_argument("table", metavar="PROFILE.parquet", help="profile table (data contract 2)")
-    p.add_argument("--out", required=True, metavar="COST.json", help="cost profile to write")
-    p.add_argument("--model", default=None, help="model name (default: the table's metadata)")
+    p = sub.add_parser("calibrate", help="fit a cost profile (JSON) from a profile table, "
+                                         "from this machine (--here) or from a measured run "
+                                         "(--from-run)")
+    p.add_argument("table", metavar="PROFILE.parquet", nargs="?", default=None,
+                   help="profile table (data contract 2)")
+    p.add_argument("--here", action="store_true",
+                   help="profile this machine now (about a minute for tiny), fit, and store "
+                        "the profile in the per-user cache where later runs find it")
+    p.add_argument("--threads", type=int, default=1,
+                   help="--here: torch threads the engine will run with (default 1)")
+    p.add_argument("--device", default="cpu", help="--here: cpu or cuda[:N] (default cpu)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="--here: timed runs per shape (default 8)")
+    p.add_argument("--out", default=None, metavar="COST.json",
+                   help="cost profile to write (required with a table; with --here, a copy)")
+    p.add_argument("--model", default=None,
+                   help="model name (default: the table's metadata; --here: tiny)")
     p.add_argument("--hardware", default=None,
                    help="hardware name, e.g. h100-sxm (default: the table's device)")
     p.add_argument("--tp", type=int, default=None, help="tensor-parallel degree (default: table)")
@@ -63,28 +75,21 @@ def _deployment(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any
 def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the fit quality, write JSON and PNG; 2 on bad input."""
     from calibrate.fit import fit_profile
+    from calibrate.provenance import table_provenance
     from simulator.costs.profile import save_profile
     from simulator.profile_table import read_profile_table
 
+    if args.here:
+        return here_command(args)
     try:
+        if args.table is None or args.out is None:
+            raise ConfigError("give a profile table and --out, or --here, or --from-run DIR")
         if args.folds < 2:
             raise ConfigError(f"--folds={args.folds} must be >= 2")
         table = read_profile_table(args.table)
         dep = _deployment(args, table.metadata)
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
-        provenance = {
-            "source": f"profile table {Path(args.table).name}"
-                      + (f" ({table.metadata['source']})" if "source" in table.metadata else ""),
-            "measured_by": table.metadata.get("engine_version", "not stated in the table"),
-            "date": dt.date.today().isoformat(),
-            "software": ", ".join(f"{k} {table.metadata[k]}" for k in
-                                  ("engine_version", "torch_version", "transformers_version",
-                                   "threads") if k in table.metadata)
-                        or "not stated in the table",
-            "notes": f"fitted by: {command}"
-                     + (f"; load average (1/5/15 min) {table.metadata['load']}"
-                        if "load" in table.metadata else ""),
-        }
+        provenance = table_provenance(table, args.table, command)
         profile, report = fit_profile(table.steps, provenance=provenance, folds=args.folds,
                                       source=str(args.table), form=args.form,
                                       rows_factor=args.rows_factor, **dep)
@@ -103,4 +108,49 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
                             f"{out.name}: {report.form} form, held-out residuals, mean APE "
                             f"{report.mape:.2%}")
         print(f"wrote {png}")
+    return 0
+
+
+def here_command(args: argparse.Namespace) -> int:
+    """``--here``: profile and fit this machine, store in the cache (and at --out)."""
+    try:
+        import torch  # noqa: F401  (the engine extra)
+    except ImportError:
+        print("servesim: error: `servesim calibrate --here` needs the engine extra: "
+              "pip install torch==2.13.0 && pip install -e '.[engine]'", file=sys.stderr)
+        return 2
+    import shutil
+
+    from tqdm import tqdm
+
+    from calibrate.here import HERE_REPEATS, calibrate_here, here_fingerprint
+    from simulator.fingerprint import short
+
+    model, dtype = args.model or "tiny", args.dtype or "fp32"
+    repeats = args.repeats or HERE_REPEATS
+    try:
+        if args.table is not None:
+            raise ConfigError("--here measures this machine; it takes no profile table")
+        if args.threads < 1 or repeats < 1:
+            raise ConfigError(f"--threads={args.threads} and --repeats={repeats} must be >= 1")
+        fp = here_fingerprint(args.threads, args.device)
+        print(f"calibrating this machine: {short(fp)}", file=sys.stderr)
+        with tqdm(desc=f"calibrate --here {model}", unit="run", file=sys.stderr) as bar:
+            result = calibrate_here(model, dtype, args.threads, args.device, repeats,
+                                    progress=bar.update)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(result.profile_path, args.out)
+    except (ValueError, OSError, RuntimeError) as e:
+        print(f"servesim: error: {e}", file=sys.stderr)
+        return 2
+    print(f"{short(fp)}: {result.seconds:.0f} s")
+    print(result.report.summary())
+    h = result.host
+    print(f"  serving-loop host work: {h.step_s * 1e3:.3f} ms/step, {h.admit_s * 1e3:.3f} ms/"
+          f"admission, {h.finish_s * 1e3:.3f} ms/finish, {h.seq_s * 1e3:.4f} ms/decode row "
+          f"({h.num_steps} steps, median residual {h.residual_ms:.3f} ms)")
+    print(f"wrote {result.profile_path} (table: {result.table_path.name})")
+    if args.out:
+        print(f"wrote {args.out}")
     return 0

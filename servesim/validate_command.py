@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,11 @@ from calibrate.validate import (
     rows_table,
     worst_request,
 )
+from servesim.validate_profiles import choose_profiles, measured_fingerprint
 from simulator.atomic import atomic_write
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
+from simulator.fingerprint import this_machine
 from simulator.runner import run_points, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 
@@ -93,14 +96,28 @@ class Validation:
     measured: Side
     simulated: Side
     cost_source: str  # the profile that priced the simulated steps
+    notes: list[str]  # how that profile was chosen (calibrated here, forced, unchecked)
 
 
 def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
                     threads: int = 1, measured_dir: str | None = None,
                     simulated_dir: str | None = None) -> Validation:
     """Serve (or read) and simulate (or read) every point, compare, write the report files."""
+    [resolve(p) for _, p in points]  # a bad point fails before anything runs
+    notes: list[str] = []
+    if measured_dir:
+        measured = read_results(measured_dir, len(points))
+        fingerprint = measured_fingerprint([s for s, _ in measured])
+        engine_here = fingerprint is not None and fingerprint.get("id") == \
+            this_machine("cpu", int(fingerprint.get("threads", 1))).get("id")
+    else:
+        fingerprint, engine_here = _engine_fingerprint(points, threads), True
+    if not simulated_dir:
+        points, notes = choose_profiles(points, fingerprint, engine_here=engine_here,
+                                        calibrate=_calibrator(points))
+    if not measured_dir:
+        measured = _measured(points, out, threads)
     deps = [resolve(p) for _, p in points]
-    measured = _measured(measured_dir, points, out, threads)
     simulated = _simulated(simulated_dir, points, out)
     rows, worst, pairs = [], [], []
     for (labels, point), dep, (m_sum, m_req), (s_sum, s_req) in zip(
@@ -117,7 +134,7 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
     text = json.dumps(rows, indent=2) + "\n"
     atomic_write(out / "comparison.json", lambda p: p.write_text(text))
     _plot(pairs, out / "cdf.png")
-    return Validation(rows, worst, pairs, measured, simulated, deps[0].cost_source)
+    return Validation(rows, worst, pairs, measured, simulated, deps[0].cost_source, notes)
 
 
 def validate_command(args: argparse.Namespace) -> int:
@@ -135,16 +152,51 @@ def validate_command(args: argparse.Namespace) -> int:
         print(json.dumps(v.rows, indent=2))
     else:
         print(f"simulated with: {v.cost_source}")
+        for note in v.notes:
+            print(f"note: {note}")
         print(format_rows(v.rows, v.worst))
         files = ("comparison.csv", "comparison.json", "cdf.png")
         print("results: " + ", ".join(str(out / f) for f in files if (out / f).exists()))
     return 1 if args.strict and not rows_table(v.rows)["ok"].all() else 0
 
 
-def _measured(folder: str | None, points: list[tuple[dict[str, Any], dict[str, Any]]],
-              out: Path, threads: int) -> Side:
-    if folder:
-        return read_results(folder, len(points))
+def _engine_fingerprint(points: list[tuple[dict[str, Any], dict[str, Any]]],
+                        threads: int) -> dict[str, Any]:
+    """The fingerprint of this machine as the engine will serve the points."""
+    if all(resolve(p).hardware.name == "cpu" for _, p in points):
+        return this_machine("cpu", threads)
+    try:
+        from calibrate.here import here_fingerprint
+    except ImportError as e:
+        raise OSError(f"validate on a GPU needs the engine extra ({e})") from e
+    return here_fingerprint(threads, "cuda")
+
+
+def _calibrator(points: list[tuple[dict[str, Any], dict[str, Any]]]
+                ) -> Callable[[str, str, int], Path]:
+    """``servesim calibrate --here`` for the points' device, with a progress bar."""
+    device = "cpu" if all(resolve(p).hardware.name == "cpu" for _, p in points) else "cuda"
+
+    def calibrate(model: str, weight_dtype: str, threads: int) -> Path:
+        try:
+            from calibrate.here import calibrate_here
+        except ImportError as e:
+            raise OSError(f"calibrating this machine needs the engine extra ({e}); "
+                          "pip install torch==2.13.0 -e '.[engine]'") from e
+        from tqdm import tqdm
+
+        with tqdm(desc=f"calibrate --here {model}", unit="run", file=sys.stderr,
+                  leave=False) as bar:
+            result = calibrate_here(model, weight_dtype, threads, device, progress=bar.update)
+        print(f"servesim: calibrated in {result.seconds:.0f} s, held-out MAPE "
+              f"{result.report.mape:.1%}: {result.profile_path}", file=sys.stderr)
+        return result.profile_path
+
+    return calibrate
+
+
+def _measured(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path,
+              threads: int) -> Side:
     from servesim.engine_run import run_on_engine
 
     results, _ = run_on_engine(points, out / "measured", threads=threads)

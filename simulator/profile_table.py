@@ -17,7 +17,8 @@ Metadata keys (all optional; ``servesim calibrate`` flags override them): ``devi
 ``model``, ``dtype``, ``kv_dtype``, ``tp``, ``engine_version``, ``torch_version``,
 ``threads``, ``source``, ``notes``; the engine's profiler adds ``transformers_version``,
 ``device_name`` (raw GPU/CPU name), ``repeats`` and ``load`` (1/5/15-minute load averages
-``before`` and ``after`` the run). Extra columns are kept (the profiler writes
+``before`` and ``after`` the run) and ``fingerprint`` (the machine: simulator/fingerprint.py).
+Extra columns are kept (the profiler writes
 ``cpu_time_s``, ``median_time_s``, ``time_spread`` = (max - min) / median and ``time_cv`` =
 std / mean over repeats, and ``repeats``; ``time_s`` is then the mean of the repeats).
 """
@@ -45,7 +46,7 @@ REQUIRED_COLUMNS = ("phase", *COUNT_COLUMNS[:2], "prefill_attn_work", *COUNT_COL
 OPTIONAL_COLUMNS = ("num_admitted", "num_finished")
 METADATA_KEYS = ("device", "model", "dtype", "kv_dtype", "tp", "engine_version",
                  "torch_version", "threads", "source", "notes", "transformers_version",
-                 "device_name", "repeats", "load")
+                 "device_name", "repeats", "load", "fingerprint")
 _META_KEY = b"servesim.profile_table"
 
 

@@ -1,0 +1,111 @@
+"""``servesim calibrate --here``: measure this machine, fit, and keep the profile in the cache.
+
+One call profiles the serving loop's own steps on this machine (engine/sweep.py, the
+default grid of 69 prefill, decode and mixed shapes in interleaved passes), fits the
+piecewise form with decode-row factors and the measured step jitter (calibrate/fit.py,
+held-out MAPE reported), measures the serving loop's host work per step, admission and
+finish on a short synthetic run of its own (calibrate/host_costs.py), and stores the table and the profile under this machine's
+fingerprint in the per-user cache (simulator/profile_cache.py), where later runs on this
+machine find it. It never sees a workload: nothing it fits was served by a scenario it
+later validates. About a minute for ``tiny`` on one thread of a 2-vCPU VM.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from calibrate.fit import FitReport, fit_profile
+from calibrate.host_costs import HostCosts, measure_host_costs
+from calibrate.provenance import table_provenance
+from engine.models import build_model
+from engine.plan import SweepPlan
+from engine.sweep import RunLoad, hardware_name, run_metadata, run_sweep
+from simulator.costs.profile import save_profile
+from simulator.fingerprint import short, this_machine
+from simulator.profile_cache import cached_profile_path
+from simulator.profile_table import ProfileTable, write_profile_table
+
+HERE_REPEATS = 8  # 69 shapes x (2 warm-ups + 8 x (untimed + timed)): ~55 s for tiny
+
+
+@dataclass(slots=True)
+class HereResult:
+    """What ``calibrate_here`` measured and where it stored it."""
+
+    profile_path: Path  # the cost profile (JSON) in the per-user cache
+    table_path: Path  # the profile table it was fitted on, beside it
+    report: FitReport  # held-out fit quality
+    host: HostCosts  # the serving loop's own work per step, admission and finish
+    seconds: float  # wall time of the whole calibration
+
+
+def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int = 1,
+                   device: str = "cpu", repeats: int = HERE_REPEATS, seed: int = 0,
+                   progress: Callable[[int], None] | None = None) -> HereResult:
+    """Profile ``model`` on this machine, fit it, store table and profile in the cache."""
+    t0 = time.perf_counter()
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: CUDA is not available on this machine")
+    if threads < 1:
+        raise ValueError(f"threads={threads} must be >= 1")
+    plan = SweepPlan(repeats=repeats, seed=seed)
+    torch.set_num_threads(threads)
+    em = build_model(model, dtype=weight_dtype, device=dev, seed=seed)
+    load = RunLoad()
+    rows = list(run_sweep(em, plan, progress=progress))
+    load.finish()
+    meta = run_metadata(em, threads, load, plan, _engine_version())
+    fp = meta["fingerprint"]
+    hardware = hardware_name(dev)
+    path = cached_profile_path(fp, hardware, em.spec.name, weight_dtype, 1)
+    table = ProfileTable(pd.DataFrame(rows), meta)
+    table_path = path.with_suffix(".parquet")
+    write_profile_table(table, table_path)
+    command = "servesim calibrate --here " + shlex.join(
+        ["--model", model, "--dtype", weight_dtype, "--threads", str(threads),
+         "--device", device])
+    provenance = table_provenance(
+        table, table_path, command,
+        source=f"measured on this machine by servesim calibrate --here ({len(rows)} shapes "
+               f"of the serving loop's own steps, mean of {repeats} repeats in interleaved "
+               f"passes): {short(fp)}")
+    kv = weight_dtype if weight_dtype in ("bf16", "fp16") else "bf16"
+    profile, report = fit_profile(table.steps, provenance=provenance, source=str(table_path),
+                                  form="piecewise", rows_factor=True, hardware=hardware,
+                                  model=em.spec.name, weight_dtype=weight_dtype, kv_dtype=kv,
+                                  tp=1)
+    host = measure_host_costs(em, seed=seed)
+    fit = {**profile.fit, "host": {
+        "method": "calibrate/host_costs.py: a synthetic continuous-batching run of its own "
+                  "(64 requests), per-step wall minus forward time, NNLS on [1, admitted, "
+                  "finished before, decode rows]",
+        "num_steps": host.num_steps, "median_residual_ms": round(host.residual_ms, 4)}}
+    profile = replace(profile, overhead=host.overhead(), fit=fit)
+    save_profile(profile, path)
+    return HereResult(path, table_path, report, host, time.perf_counter() - t0)
+
+
+def here_fingerprint(threads: int = 1, device: str = "cpu") -> dict[str, object]:
+    """This machine's fingerprint for the engine on ``device`` (CPU without torch.cuda)."""
+    if device == "cpu":
+        return this_machine("cpu", threads)
+    from engine.sweep import machine_fingerprint
+
+    return machine_fingerprint(torch.device(device), threads)
+
+
+def _engine_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"servesim {version('servesim')}"
+    except PackageNotFoundError:
+        return "servesim (not installed)"

@@ -1,0 +1,124 @@
+"""Which profile prices the simulated side of ``servesim validate``: one measured where the
+engine ran, or a refusal that says why.
+
+Comparing an engine with a profile measured on another machine tests the machines, not the
+simulator (the tiny model's CPU profile from an AMD EPYC VM was 2-4x slow on an Intel Xeon
+with AMX). So, per point, against the fingerprint of the machine that served the measured
+side (this one, or the one recorded in ``--measured DIR``'s summary):
+
+- ``[cost] profile = FILE``: its fingerprint must match, field by field; otherwise the run
+  is refused with the differing fields and the one command that fixes it, unless
+  ``cost.force = true`` (the output then says it was forced);
+- no ``[cost]`` profile: a profile of this machine from the per-user cache; when there is
+  none and the engine runs here, ``servesim calibrate --here`` runs first (said on stderr),
+  on its own grid of step shapes, never on the workload being validated.
+
+A measured side without a fingerprint (``servesim measure`` against another server) is not
+checked: the machine behind an endpoint is not known.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simulator.costs.from_config import profile_file, profile_path_for
+from simulator.costs.machine import profile_fingerprint
+from simulator.costs.profile import load_profile
+from simulator.deployment import resolve
+from simulator.errors import ConfigError
+from simulator.fingerprint import HOW_TO_FIX, describe_differences, differences
+from simulator.profile_cache import find_cached_profile
+
+Point = tuple[dict[str, Any], dict[str, Any]]
+Calibrator = Callable[[str, str, int], Path]  # (model, weight dtype, threads) -> profile
+
+
+def measured_fingerprint(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The engine machine's fingerprint from a measured folder's summaries (None if absent)."""
+    found = [s.get("fingerprint") for s in summaries if isinstance(s.get("fingerprint"), dict)]
+    return found[0] if found else None
+
+
+def choose_profiles(points: list[Point], fingerprint: dict[str, Any] | None, *,
+                    engine_here: bool, calibrate: Calibrator) -> tuple[list[Point], list[str]]:
+    """Points whose ``[cost]`` names a profile of the measured machine; notes to print.
+
+    ``engine_here``: the measured side runs (or ran) on this machine, so a missing profile
+    may be measured now with ``calibrate``.
+    """
+    if fingerprint is None:
+        return points, ["the measured side has no machine fingerprint (an endpoint's run): "
+                        "the profile's machine is not checked"]
+    threads = int(fingerprint.get("threads", 1))
+    out: list[Point] = []
+    notes: list[str] = []
+    made: dict[tuple[str, str, str, int], Path] = {}
+    for labels, point in points:
+        dep = resolve(point)
+        section = dict(point.get("cost", {}))
+        if "profile" in section:
+            _check_explicit(section, dep.model.name, fingerprint, notes)
+            out.append((labels, point))
+            continue
+        if "form" in section:  # inline coefficients: the user's own numbers
+            out.append((labels, point))
+            continue
+        key = (dep.hardware.name, dep.model.name, dep.weight_dtype, dep.tp)
+        path = find_cached_profile(fingerprint, *key)
+        if path is None:
+            default = profile_path_for(section, dep.model, dep.hardware, dep.tp,
+                                       dep.weight_dtype, dep.kv_dtype, threads)
+            if default is not None and not _differs(default, fingerprint):
+                path = default
+        if path is None:
+            if not engine_here:
+                raise ConfigError(_no_profile(dep.model.name, fingerprint))
+            if key not in made:
+                print(f"servesim: no profile of {dep.model.name} ({dep.weight_dtype}, "
+                      f"{threads} thread(s)) measured on this machine: calibrating it now "
+                      f"(`{HOW_TO_FIX.format(model=dep.model.name, threads=threads)}`, "
+                      "about a minute; the workload is not used)", file=sys.stderr)
+                made[key] = calibrate(dep.model.name, dep.weight_dtype, threads)
+                notes.append(f"calibrated this machine first: {made[key]}")
+            path = made[key]
+        new = copy.deepcopy(point)
+        new["cost"] = {**section, "profile": str(path)}
+        out.append((labels, new))
+    return out, notes
+
+
+def _differs(path: Path, fingerprint: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Differing fields (a missing fingerprint differs in every field)."""
+    theirs = profile_fingerprint(load_profile(path))
+    if not theirs:
+        return [("fingerprint", "none", fingerprint.get("id"))]
+    return differences(theirs, fingerprint)
+
+
+def _check_explicit(section: dict[str, Any], model: str, fingerprint: dict[str, Any],
+                    notes: list[str]) -> None:
+    path = profile_file(section["profile"])
+    diffs = _differs(path, fingerprint)
+    if not diffs:
+        return
+    fix = HOW_TO_FIX.format(model=model, threads=fingerprint.get("threads", 1))
+    where = f"cost.profile={str(section['profile'])!r} was measured on another machine " \
+            f"than the engine ({describe_differences(diffs)})"
+    if section.get("force") is True:
+        notes.append(f"FORCED (cost.force = true): {where}")
+        return
+    raise ConfigError(f"{where}; comparing them tests the machines, not the simulator. Run "
+                      f"`{fix}` and drop cost.profile (validate then uses it), or set "
+                      "cost.force = true to compare anyway")
+
+
+def _no_profile(model: str, fingerprint: dict[str, Any]) -> str:
+    return (f"no cost profile of {model} measured on the machine that served the measured "
+            f"side ({fingerprint.get('device')}, [{fingerprint.get('id')}]); measure it there "
+            f"with `{HOW_TO_FIX.format(model=model, threads=fingerprint.get('threads', 1))}` "
+            "and pass the profile as cost.profile (with cost.force = true if the fields "
+            "differ only in a version)")
