@@ -48,6 +48,13 @@ class ClusterSpec:
     block_size: int = 16  # tokens per KV block
     num_replicas: int = 1
     router: str = "round_robin"
+    # Seconds from a request's arrival to the engine seeing it (API server, tokenising,
+    # HTTP): it occupies no replica; TTFT and E2E include it (costs/host.py).
+    request_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.request_s >= 0.0 and math.isfinite(self.request_s)):
+            raise ValueError(f"request_s={self.request_s!r} must be a finite number >= 0")
 
 
 @dataclass(slots=True)
@@ -91,17 +98,24 @@ class ArrivalTimeout(simpy.Event):
 
 
 class _Driver:
-    """Arrivals (open or closed loop), the router, and bookkeeping of who is done."""
+    """Arrivals (open or closed loop), the router, and bookkeeping of who is done.
+
+    With ``spec.request_s > 0`` a request sent at ``t`` reaches the router at
+    ``t + request_s``; from then on its ``Sequence.arrival_s`` is that time (what the engine
+    sees: a dynamic batch's wait starts there), and ``sent_s`` keeps the send time for the
+    records. At 0 nothing is shifted, so runs without host latency are unchanged bit for bit.
+    """
 
     def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
                  closed_loop: bool, think_s: list[float], fast_forward: bool,
                  check_invariants: bool) -> None:
         self.env = env
         self.router = make_router(spec.router)
+        self.request_s = spec.request_s
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.
         known = not closed_loop and spec.num_replicas == 1
-        self.next_arrival_s = seqs[0].arrival_s if seqs else math.inf
+        self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf
         self.replicas = [
             Replica(env, i, spec.policy, spec.cost, BlockManager(spec.kv_blocks, spec.block_size),
                     self._done, fast_forward=fast_forward, check_invariants=check_invariants,
@@ -110,6 +124,7 @@ class _Driver:
         ]
         self.states = [r.state for r in self.replicas]
         self.arrived: list[Sequence] = []
+        self.sent_s: list[float] = []  # per arrived sequence: when its client sent it
         self.num_events = 0
         self._unsent = len(seqs)
         self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
@@ -122,9 +137,22 @@ class _Driver:
             env.process(self._open_loop(seqs))
 
     def _send(self, seq: Sequence) -> None:
-        if math.isnan(seq.arrival_s) or seq.client_id in self._clients:
-            seq.arrival_s = self.env.now
+        """A closed-loop client sends ``seq`` now; it reaches the router ``request_s`` later."""
+        seq.arrival_s = self.env.now
+        if self.request_s > 0:
+            sent = seq.arrival_s
+            self.num_events += 1
+            ArrivalTimeout(self.env, self.request_s).callbacks.append(
+                lambda _ev: self._deliver(seq, sent))
+        else:
+            self._deliver(seq, seq.arrival_s)
+
+    def _deliver(self, seq: Sequence, sent_s: float) -> None:
+        """``seq``, sent at ``sent_s``, reaches the router now."""
         self.arrived.append(seq)
+        self.sent_s.append(sent_s)
+        if self.request_s > 0:
+            seq.arrival_s = self.env.now
         self.replicas[self.router.pick(self.states)].submit(seq)
         self._unsent -= 1
         if self._unsent == 0:
@@ -134,12 +162,12 @@ class _Driver:
     def _open_loop(self, seqs: list[Sequence]) -> Generator[simpy.Event, Any, None]:
         env = self.env
         for seq in seqs:
-            self.next_arrival_s = seq.arrival_s
-            delay = seq.arrival_s - env.now
+            self.next_arrival_s = seq.arrival_s + self.request_s
+            delay = self.next_arrival_s - env.now
             if delay > 0:
                 self.num_events += 1
                 yield ArrivalTimeout(env, delay)
-            self._send(seq)
+            self._deliver(seq, seq.arrival_s)
         self.next_arrival_s = math.inf
 
     def _done(self, seq: Sequence) -> None:
@@ -150,8 +178,12 @@ class _Driver:
             self.num_events += 1
 
 
-def request_records(seqs: list[Sequence]) -> pd.DataFrame:
-    """Request records (contract 4) of ``seqs``: every request that arrived, with its status."""
+def request_records(seqs: list[Sequence], sent_s: list[float] | None = None) -> pd.DataFrame:
+    """Request records (contract 4) of ``seqs``: every request that arrived, with its status.
+
+    ``sent_s``, when given, is each request's arrival time as its client saw it (the
+    records' ``arrival_s``), where the sequences hold when the engine first saw it.
+    """
     if not seqs:
         return empty_table(REQUEST_COLUMNS)
 
@@ -162,7 +194,7 @@ def request_records(seqs: list[Sequence]) -> pd.DataFrame:
 
     cols = {
         "request_id": [s.request_id for s in seqs],
-        "arrival_s": [s.arrival_s for s in seqs],
+        "arrival_s": sent_s if sent_s is not None else [s.arrival_s for s in seqs],
         "scheduled_s": [s.scheduled_s for s in seqs],
         "first_token_s": [s.first_token_s for s in seqs],
         "finish_s": [s.finish_s for s in seqs],
@@ -199,7 +231,7 @@ def simulate(
     step_table = pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS)
     events = driver.num_events + sum(r.num_events for r in driver.replicas)
     return SimResult(
-        requests=request_records(driver.arrived),
+        requests=request_records(driver.arrived, driver.sent_s),
         steps=step_table,
         kv_blocks_total=spec.kv_blocks,
         num_replicas=spec.num_replicas,

@@ -9,6 +9,7 @@ from typing import Any
 from simulator.cluster import ClusterSpec
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.host import request_delay_s
 from simulator.errors import ConfigError
 from simulator.kvcache import KVCacheConfig
 from simulator.policies import Policy, make_policy, policy_knobs
@@ -41,11 +42,12 @@ class Deployment:
     seed: int
     horizon_s: float | None
     fast_forward: bool
+    request_s: float = 0.0  # host latency before a request reaches the engine ([cost] overhead)
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
         return ClusterSpec(self.policy, self.cost, self.kv_blocks, self.block_size,
-                           self.replicas, self.router)
+                           self.replicas, self.router, request_s=self.request_s)
 
 
 def _int(table: dict[str, Any], key: str, where: str, default: int, low: int = 1) -> int:
@@ -101,6 +103,7 @@ def resolve(point: dict[str, Any]) -> Deployment:
         seed=_int(point, "seed", "seed", 0, low=0),
         horizon_s=None if horizon is None else float(horizon),
         fast_forward=bool(run_t.get("fast_forward", True)),
+        request_s=request_delay_s(cost),
     )
 
 

@@ -19,6 +19,14 @@ repeat-to-repeat variation, ``fit.step_time_cv``, applies it unless ``jitter_cv 
     [cost]
     form = "roofline"                       # roofline prior with knobs overridden
     memory_efficiency = 0.7
+
+Any form may add host costs (simulator/costs/host.py), in seconds::
+
+    overhead = { step_s = 2e-4, admit_s = 1e-3, token_s = 5e-5, request_s = 5e-3 }
+
+They are added after ``jitter_cv`` and ``time_scale``, which scale the kernel-level steps
+only. A profile that already has an ``overhead`` (a black-box calibration) keeps its terms
+except those the section names: the section's keys replace the profile's, one by one.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
+from simulator.costs.host import Overhead, split_host, with_overhead
+from simulator.costs.machine import here, machine_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -39,14 +49,16 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.errors import ConfigError
+from simulator.profile_cache import find_cached_profile
 from simulator.specs.dtypes import same_cost_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
 ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
-SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", *COEFFICIENT_KEYS)
-NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv")
+SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
+                *COEFFICIENT_KEYS)
+NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead")
 
 
 def cost_model_from_config(
@@ -86,6 +98,13 @@ def cost_model_from_config(
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
             cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype)
+        cost, host = split_host(cost)  # a calibrated profile's host costs go on last
+        if isinstance(cost, ScaledCost):
+            used = f"{used}, x fitted time_scale {cost.time_scale:g}"
+        if "overhead" in section:
+            mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
+            named = {k: getattr(mine, k) for k in section["overhead"]}
+            host = Overhead(**{**host.to_dict(), **named})  # the section's keys win
         if "jitter_cv" in section:
             cv = check_number(f"{where}.jitter_cv", section["jitter_cv"], high=1.0)
         if cv > 0:
@@ -93,6 +112,8 @@ def cost_model_from_config(
         if "time_scale" in section:
             scale = check_number(f"{where}.time_scale", section["time_scale"], low_open=True)
             cost, used = ScaledCost(cost, scale), f"{used}, x time_scale {scale:g}"
+        if host.to_dict():
+            cost, used = with_overhead(cost, host), f"{used} + host overhead {host.describe()}"
     except ConfigError as e:
         named = str(e).startswith((f"{where}.", f"{where}:"))
         raise (e if named else ConfigError(f"{where}: {e}")) from None
@@ -113,13 +134,7 @@ def _from_profile(
         extra = next(iter(coefficients), "form")
         raise ConfigError(f"{where}.{extra} cannot be combined with {where}.profile")
     value = section["profile"]
-    if not isinstance(value, str | Path) or not str(value):
-        raise ConfigError(f"{where}.profile={value!r} must be a path to a cost-profile JSON")
-    path = Path(value).expanduser()
-    if not path.is_file() and (PROFILES_DIR / path.name).is_file() and path.name == str(value):
-        path = PROFILES_DIR / path.name  # a bare shipped-profile file name
-    if not path.is_file():
-        raise ConfigError(f"{where}.profile={str(value)!r}: no such file (from {Path.cwd()})")
+    path = profile_file(value, where)
     force = section.get("force", False)
     if not isinstance(force, bool):
         raise ConfigError(f"{where}.force={force!r} must be true or false")
@@ -145,7 +160,7 @@ def _from_profile(
             f"{where}.profile={str(value)!r} is for {differ}. Use a profile measured for "
             f"this deployment, or set {where}.force = true to price the steps with it anyway"
         )
-    used = describe(profile, path)
+    used = with_machine_note(describe(profile, path), profile)
     cv = measured_cv(profile)
     if not mismatches:
         return profile.build(model, hw), used, cv
@@ -158,6 +173,18 @@ def _from_profile(
     ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
     return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
                  f"the scenario has {ours}", cv
+
+
+def profile_file(value: object, where: str = "cost") -> Path:
+    """The file a ``profile`` value names: a path from the cwd, or a shipped file's name."""
+    if not isinstance(value, str | Path) or not str(value):
+        raise ConfigError(f"{where}.profile={value!r} must be a path to a cost-profile JSON")
+    path = Path(value).expanduser()
+    if not path.is_file() and (PROFILES_DIR / path.name).is_file() and path.name == str(value):
+        path = PROFILES_DIR / path.name  # a bare shipped-profile file name
+    if not path.is_file():
+        raise ConfigError(f"{where}.profile={str(value)!r}: no such file (from {Path.cwd()})")
+    return path
 
 
 def describe(profile: CostProfile, path: Path) -> str:
@@ -198,12 +225,46 @@ def _inline(
 def _default(
     model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str
 ) -> tuple[CostModel, str, float]:
+    path = default_profile_path(model, hw, tp, weight_dtype, kv_dtype)
+    if path is not None:
+        profile = load_profile(path)
+        used = with_machine_note(describe(profile, path), profile)
+        return profile.build(model, hw), used, measured_cv(profile)
+    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY, 0.0
+
+
+def default_profile_path(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
+                         kv_dtype: str, threads: int = 1) -> Path | None:
+    """The profile an empty ``[cost]`` section uses: one measured on this machine (the
+    per-user cache, ``servesim calibrate --here``), else the shipped one, else None (a
+    roofline prior). Only CPU profiles are looked up in the cache: a simulation of a GPU
+    is a prediction for that GPU, whatever machine runs the simulator."""
+    if hw.name == "cpu":
+        cached = find_cached_profile(here("cpu", threads), hw.name, model.name, weight_dtype, tp)
+        if cached is not None:
+            return cached
     path = find_shipped_profile(model, hw, weight_dtype, tp)
     if path is not None:
-        profile: CostProfile = load_profile(path)
+        profile = load_profile(path)
         if same_cost_dtype(profile.kv_dtype, kv_dtype) and profile.model == model.name:
-            return profile.build(model, hw), describe(profile, path), measured_cv(profile)
-    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY, 0.0
+            return path
+    return None
+
+
+def profile_path_for(section: dict[str, Any], model: ModelSpec, hw: HardwareSpec, tp: int,
+                     weight_dtype: str, kv_dtype: str, threads: int = 1) -> Path | None:
+    """The profile file a ``[cost]`` section prices steps with (None: inline or a prior)."""
+    if "profile" in section:
+        return profile_file(section["profile"], "cost")
+    if "form" in section:
+        return None
+    return default_profile_path(model, hw, tp, weight_dtype, kv_dtype, threads)
+
+
+def with_machine_note(used: str, profile: CostProfile) -> str:
+    """The cost source, followed by whether the profile was measured on this machine."""
+    note = machine_note(profile)
+    return f"{used}; {note}" if note else used
 
 
 def measured_cv(profile: CostProfile) -> float:

@@ -9,7 +9,13 @@ One JSON object per (hardware, model, weight dtype, tp)::
                               # fourteen), or RooflineCost knobs
      "fit": {"mape": ..., "r2": ..., "n_points": ..., "ranges": {...}},  # {} for priors
      "provenance": {"source": ..., "measured_by": ..., "date": ..., "software": ...,
-                    "notes": ...}}
+                    "notes": ...},
+     "time_scale": 1.1,       # optional: a fitted correction multiplying the form's times
+     "overhead": {"step_s": ..., "request_s": ...}}  # optional: host costs (costs/host.py)
+
+``time_scale`` and ``overhead`` come from black-box calibration on a measured serving run
+(``servesim calibrate --from-run``); files without them read as before (1 and none), and
+``to_dict`` leaves them out when they are 1 and empty.
 
 "linear" and "piecewise" are fitted forms (calibrate/fit.py), "roofline" the prior. The
 "piecewise" form was added without a version bump: a version-1 reader that knows it reads
@@ -27,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.atomic import atomic_write
-from simulator.costs.base import CostModel, RowsFactorCost, check_number
+from simulator.costs.base import CostModel, RowsFactorCost, ScaledCost, check_number
+from simulator.costs.host import Overhead, with_overhead
 from simulator.costs.linear import LinearCost
 from simulator.costs.piecewise import PiecewiseCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
@@ -63,6 +70,9 @@ class CostProfile:
     provenance: dict[str, Any] = field(default_factory=dict)  # source, measured_by, date, ...
     # Optional: decode row count -> measured factor on the form's time (RowsFactorCost).
     decode_rows_factor: dict[str, float] = field(default_factory=dict)
+    # Optional, from a measured serving run: the form's times x time_scale, plus host costs.
+    time_scale: float = 1.0  # dimensionless, > 0
+    overhead: dict[str, float] = field(default_factory=dict)  # Overhead fields, seconds
 
     def __post_init__(self) -> None:
         if self.version != PROFILE_VERSION or isinstance(self.version, bool):
@@ -76,10 +86,12 @@ class CostProfile:
             raise ConfigError(f"tp={self.tp!r} must be an int >= 1")
         if self.form not in FORMS:
             raise ConfigError(f"form={self.form!r} must be one of {FORMS}")
-        for name in ("coefficients", "fit", "provenance", "decode_rows_factor"):
+        for name in ("coefficients", "fit", "provenance", "decode_rows_factor", "overhead"):
             if not isinstance(getattr(self, name), dict):
                 raise ConfigError(f"{name} must be a JSON object, got {getattr(self, name)!r}")
         self._check_coefficients()
+        check_number("time_scale", self.time_scale, low_open=True)
+        Overhead.from_mapping(self.overhead, "overhead")
         if self.decode_rows_factor:
             if self.form not in FITTED:
                 raise ConfigError("decode_rows_factor applies to a fitted form only")
@@ -106,7 +118,8 @@ class CostProfile:
         if self.form in FITTED:
             return self.build_fitted()
         knobs = {k: float(v) for k, v in self.coefficients.items()}
-        return RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs)
+        return self.calibrated(
+            RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs))
 
     def build_fitted(self) -> CostModel:
         """A fitted form's cost model (with its decode-row factors, if measured)."""
@@ -114,13 +127,23 @@ class CostProfile:
         cost: CostModel = cls(**self.coefficients)
         if self.decode_rows_factor:
             cost = RowsFactorCost.from_mapping(cost, self.decode_rows_factor)
-        return cost
+        return self.calibrated(cost)
+
+    def calibrated(self, cost: CostModel) -> CostModel:
+        """``cost`` (this profile's form) with its ``time_scale`` and host ``overhead``."""
+        if self.time_scale != 1.0:
+            cost = ScaledCost(cost, float(self.time_scale))
+        return with_overhead(cost, Overhead.from_mapping(self.overhead, "overhead"))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of data contract 3, keys in schema order."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if not self.decode_rows_factor:
             del out["decode_rows_factor"]  # optional: absent unless measured
+        if self.time_scale == 1.0:
+            del out["time_scale"]  # optional: absent unless calibrated on a serving run
+        if not self.overhead:
+            del out["overhead"]
         return out
 
 
@@ -139,7 +162,7 @@ def load_profile(path: str | Path) -> CostProfile:
     unknown = [k for k in data if k not in names]
     if unknown:
         raise ConfigError(f"{path}: unknown field(s) {unknown}; known: {', '.join(names)}")
-    optional = ("fit", "provenance", "decode_rows_factor")
+    optional = ("fit", "provenance", "decode_rows_factor", "time_scale", "overhead")
     missing = [n for n in names if n not in data and n not in optional]
     if missing:
         raise ConfigError(f"{path}: missing field(s) {missing}")

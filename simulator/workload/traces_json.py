@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import TraceError
-from simulator.workload.traces_common import LoadedTrace, finish
+from simulator.workload.traces_common import LoadedTrace, finish, zero_token_reasons
 
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash id in Mooncake's traces (its README)
 
@@ -150,6 +150,14 @@ def load_vllm_bench(path: str | os.PathLike[str]) -> LoadedTrace:
     notes say to synthesise arrivals; ``request_rate``, ``burstiness`` and
     ``max_concurrency``, when present, are repeated in the notes.
     """
+    return load_vllm_bench_result(path)[0]
+
+
+def load_vllm_bench_result(
+    path: str | os.PathLike[str],
+) -> tuple[LoadedTrace, dict[str, Any], np.ndarray]:
+    """:func:`load_vllm_bench`, plus the parsed JSON object and, for each row of the table,
+    its position in the file's per-request lists (to read ``ttfts``/``itls`` beside it)."""
     p = Path(path)
     if not p.is_file():
         raise TraceError(f"{p}: no such file")
@@ -197,4 +205,6 @@ def load_vllm_bench(path: str | os.PathLike[str]) -> LoadedTrace:
         "prompt_tokens": prompt,
         "output_tokens": output,
     }
-    return finish(columns, str(p), "vllm_bench", failed=failed, notes=notes)
+    trace = finish(columns, str(p), "vllm_bench", failed=failed, notes=notes)
+    rows = np.flatnonzero(zero_token_reasons(prompt, output, failed)[0])  # as finish keeps
+    return trace, data, rows

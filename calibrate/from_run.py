@@ -1,0 +1,246 @@
+"""Black-box calibration: fit host costs and a time correction to measured serving runs.
+
+For a stack we cannot instrument (vLLM, SGLang, our own server) the request timelines of a
+measured run (:mod:`calibrate.run_records`) are what we have. The parameters are
+
+    time_scale  (> 0)  multiplies the base cost profile's step times (kernel-level)
+    step_s, admit_s, finish_s, token_s, seq_s  (>= 0)  blocking host work (costs/host.py)
+    request_s   (>= 0)  non-blocking latency before a request reaches the engine
+
+For each candidate the SAME requests (ids, send times, lengths) are replayed through the
+simulator with the deployment's policy and KV cache, the base cost model wrapped as
+``HostCost(ScaledCost(base, time_scale), overhead)``, no step jitter (deterministic). The
+residuals are relative errors: per request ``sim/measured - 1`` of TTFT and of TPOT (mean
+inter-token time) when send times are known, else of the mean and the 5th..95th
+percentiles (every 10) of each. The loss is ``soft_l1`` (a few requests far off, e.g. an
+OS hiccup, do not steer the fit).
+
+The fit is Gauss-Newton on the simulator: for the schedule a replay took, TTFT and TPOT
+are exactly linear in the parameters (calibrate/replay_jacobian.py), so each iteration
+solves the bounded linear problem (``scipy.optimize.least_squares``, host terms in ms so
+every parameter is of order 1) and replays at the answer, shortening the step until the
+true loss falls (the schedule may change with the parameters). Finite differences were
+tried first and stalled on a ridge: a small change of a parameter moves a request into
+another batch, so the loss is piecewise smooth with small jumps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from calibrate.replay_jacobian import PARAMS, latency_jacobians
+from calibrate.run_records import MeasuredRun
+from simulator.cluster import ClusterSpec, simulate
+from simulator.costs.base import CostModel, ScaledCost
+from simulator.costs.host import Overhead, with_overhead
+from simulator.errors import ConfigError
+
+FIT_TERMS = PARAMS
+DEFAULT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
+QUANTILES = np.linspace(0.05, 0.95, 10)  # distribution targets when send times are unknown
+STATS = ("mean", "p50", "p90")
+METRICS = ("ttft", "tpot", "e2e")
+LOSS_SCALE = 0.05  # soft_l1: residuals beyond ~5% relative error count linearly, not squared
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A measured run and the deployment that replays it (its cost: the base, no host)."""
+
+    run: MeasuredRun
+    spec: ClusterSpec  # policy, KV, replicas, router; ``cost`` is the kernel-level base
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A candidate (or the answer): time_scale on the base, plus host overhead."""
+
+    time_scale: float = 1.0
+    overhead: Overhead = field(default_factory=Overhead)
+
+    def value(self, term: str) -> float:
+        """The term in seconds (time_scale: a ratio)."""
+        return self.time_scale if term == "time_scale" else float(getattr(self.overhead, term))
+
+    def with_values(self, values: dict[str, float]) -> Calibration:
+        """A copy with some terms replaced (seconds; time_scale a ratio)."""
+        ts = values.get("time_scale", self.time_scale)
+        host = replace(self.overhead, **{k: v for k, v in values.items() if k != "time_scale"})
+        return Calibration(ts, host)
+
+    def cost(self, base: CostModel) -> CostModel:
+        """The base cost model with this correction and overhead on top."""
+        scaled = base if self.time_scale == 1.0 else ScaledCost(base, self.time_scale)
+        return with_overhead(scaled, self.overhead)
+
+
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    """Per-request simulated TTFT, TPOT and E2E (seconds), in the run's request order, and
+    the derivatives of TTFT and TPOT by the parameters (rows x PARAMS) for this schedule."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    ttft_jac: np.ndarray
+    tpot_jac: np.ndarray
+
+
+def replay(target: Target, cal: Calibration) -> Predicted:
+    """Simulate the run's requests with ``cal`` on the base cost model."""
+    spec = replace(target.spec, cost=cal.cost(target.spec.cost),
+                   request_s=cal.overhead.request_s)
+    sim = simulate(target.run.requests, spec)
+    ids = target.run.requests["request_id"].to_numpy()
+    rec = sim.requests.set_index("request_id").reindex(ids)
+    arrival = rec["arrival_s"].to_numpy(np.float64)
+    first, last = rec["first_token_s"].to_numpy(np.float64), rec["finish_s"].to_numpy(np.float64)
+    out = rec["output_tokens"].to_numpy(np.float64)
+    tpot = np.divide(last - first, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids)
+    return Predicted(first - arrival, tpot, last - arrival, jt, jp)
+
+
+def _summary_weights(values: np.ndarray) -> np.ndarray:
+    """W with ``W @ values`` = (mean, the QUANTILES) of ``values`` (numpy's linear rule)."""
+    n = len(values)
+    order = np.argsort(values, kind="stable")
+    w = np.zeros((len(QUANTILES) + 1, n))
+    w[0] = 1.0 / n
+    for k, q in enumerate(QUANTILES, 1):
+        h = (n - 1) * q
+        lo = int(np.floor(h))
+        w[k, order[lo]] += 1.0 - (h - lo)
+        w[k, order[min(lo + 1, n - 1)]] += h - lo
+    return w
+
+
+def linear_model(run: MeasuredRun, pred: Predicted, theta: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(A, b): the run's residuals are ``A @ theta' + b`` while the schedule holds.
+
+    Relative errors of TTFT and TPOT per request, or of their distributions (module
+    docstring). A request the replay did not finish gets a fixed residual of 10.
+    """
+    a_parts, b_parts = [], []
+    for sim, meas, jac in ((pred.ttft_s, run.ttft_s, pred.ttft_jac),
+                           (pred.tpot_s, run.tpot_s, pred.tpot_jac)):
+        c = sim - jac @ theta  # exact: sim = jac @ theta + c for this schedule
+        valid = np.isfinite(meas) & (meas > 0)
+        if run.per_request:
+            ok = valid & np.isfinite(sim)
+            scale = np.where(ok, 1.0 / np.where(ok, meas, 1.0), 0.0)
+            a_parts.append(jac * scale[:, None])
+            b_parts.append(np.where(ok, np.nan_to_num(c) * scale - 1.0,
+                                    np.where(valid, 10.0, 0.0)))
+            continue
+        ok_s = np.isfinite(sim)
+        w = _summary_weights(sim[ok_s])
+        m = _summary_weights(meas[valid]) @ meas[valid]
+        weight = np.sqrt(len(run.requests) / len(m))  # as heavy as n requests
+        a_parts.append(w @ jac[ok_s] / m[:, None] * weight)
+        b_parts.append((w @ c[ok_s] / m - 1.0) * weight)
+    return np.vstack(a_parts), np.concatenate(b_parts)
+
+
+def _loss(r: np.ndarray) -> float:
+    """The soft_l1 loss: f^2 * sum(sqrt(1 + (r / f)^2) - 1), f = LOSS_SCALE."""
+    return float(LOSS_SCALE**2 * np.sum(np.sqrt(1.0 + (r / LOSS_SCALE) ** 2) - 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """The fitted calibration, how well it fits, and what the fit cost."""
+
+    calibration: Calibration
+    terms: tuple[str, ...]  # the fitted terms (the others were held at their start values)
+    errors: dict[str, dict[str, float]]  # per run name: in-sample relative errors (errors())
+    evaluations: int  # replays of all the runs (one per candidate calibration)
+    wall_s: float  # seconds the fit took
+
+
+def _theta(cal: Calibration) -> np.ndarray:
+    return np.array([cal.value(t) for t in PARAMS])
+
+
+def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
+        start: Calibration | None = None, max_iterations: int = 25) -> FitResult:
+    """Gauss-Newton fit of ``terms`` to every target run (module docstring)."""
+    unknown = [t for t in terms if t not in FIT_TERMS]
+    if unknown or not terms:
+        raise ConfigError(f"--fit: {unknown or 'nothing'}: choose among {', '.join(FIT_TERMS)}")
+    if not targets:
+        raise ConfigError("nothing to fit: no measured runs")
+    t0 = time.perf_counter()
+    idx = [PARAMS.index(t) for t in terms]
+    unit = np.array([1.0 if t == "time_scale" else 1e-3 for t in terms])  # x (ms) -> seconds
+    low = np.array([0.05 if t == "time_scale" else 0.0 for t in terms])
+    high = np.array([20.0 if t == "time_scale" else np.inf for t in terms])
+    cal = start or Calibration()
+    evaluations = 0
+
+    def evaluate(c: Calibration) -> tuple[float, np.ndarray, np.ndarray]:
+        nonlocal evaluations
+        evaluations += 1
+        theta = _theta(c)
+        parts = [linear_model(t.run, replay(t, c), theta) for t in targets]
+        a, b = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        return _loss(a @ theta + b), a, b
+
+    loss, a, b = evaluate(cal)
+    for _ in range(max_iterations):
+        theta = _theta(cal)
+        x = np.clip(theta[idx] / unit, low, high)
+        a_x = a[:, idx] * unit
+        b_x = b + a @ theta - a_x @ x
+        step = least_squares(lambda v, a_x=a_x, b_x=b_x: a_x @ v + b_x, x,
+                             jac=lambda v, a_x=a_x: a_x, bounds=(low, high), loss="soft_l1",
+                             f_scale=LOSS_SCALE).x
+        for alpha in (1.0, 0.5, 0.25, 0.1):
+            x_new = x + alpha * (step - x)
+            cand = cal.with_values(dict(zip(terms, (x_new * unit).tolist(), strict=True)))
+            new_loss, a_new, b_new = evaluate(cand)
+            if new_loss < loss:
+                break
+        else:
+            break  # no step along the linear answer lowers the true loss
+        moved = float(np.max(np.abs(x_new - x) / np.maximum(np.abs(x), 1.0)))
+        cal, loss, a, b = cand, new_loss, a_new, b_new
+        if moved < 1e-3:
+            break
+    errs = {t.run.name: errors(t.run, replay(t, cal)) for t in targets}
+    return FitResult(cal, tuple(terms), errs, evaluations, time.perf_counter() - t0)
+
+
+def errors(run: MeasuredRun, pred: Predicted) -> dict[str, float]:
+    """``<metric>_<stat>``: simulated / measured - 1 for mean, P50, P90 of TTFT, TPOT, E2E."""
+    out = {}
+    for metric, sim, meas in zip(METRICS, (pred.ttft_s, pred.tpot_s, pred.e2e_s),
+                                 (run.ttft_s, run.tpot_s, run.e2e_s), strict=True):
+        s, m = sim[np.isfinite(sim)], meas[np.isfinite(meas)]
+        for stat in STATS:
+            f = np.mean if stat == "mean" else (lambda v, q=int(stat[1:]): np.percentile(v, q))
+            out[f"{metric}_{stat}"] = float(f(s) / f(m) - 1.0) if len(s) and len(m) else np.nan
+    return out
+
+
+def leave_one_out(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
+                  start: Calibration | None = None) -> dict[str, dict[str, float]]:
+    """Per run: its errors as predicted by a fit on the other runs (needs >= 2 runs)."""
+    out = {}
+    for i, held in enumerate(targets):
+        others = [t for j, t in enumerate(targets) if j != i]
+        cal = fit(others, terms, start).calibration
+        out[held.run.name] = errors(held.run, replay(held, cal))
+    return out
+
+
+def describe_terms(cal: Calibration, terms: Sequence[str]) -> list[tuple[str, str]]:
+    """(term, value in words) for a report: time_scale as a ratio, the rest in ms."""
+    return [(t, f"{cal.value(t):.4g}" if t == "time_scale" else f"{cal.value(t) * 1e3:.4g} ms")
+            for t in terms]

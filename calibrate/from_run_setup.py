@@ -1,0 +1,120 @@
+"""What a black-box fit replays against: scenario points, the base profile, the output profile.
+
+The deployment (model, hardware, policy and its knobs, KV cache, replicas) comes from a
+scenario. A scenario that is one point serves every run; a sweep is matched to a run
+folder point by point, in order (the folder was written from that scenario, as
+``servesim validate --measured`` assumes). The base cost profile is the scenario's own
+(``cost.profile``, inline coefficients, the per-user or shipped profile, else a roofline
+prior), or ``--base`` instead; its ``time_scale`` and ``overhead``, if any, are the start
+(the fit replaces the terms it fits); the scenario's own ``time_scale``, ``overhead`` and
+``jitter_cv`` are dropped (replays are deterministic).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from dataclasses import asdict, replace
+from typing import Any
+
+from calibrate.from_run import Calibration, FitResult, Target
+from calibrate.run_records import MeasuredRun
+from simulator.costs.from_config import profile_path_for
+from simulator.costs.host import split_host
+from simulator.costs.profile import FITTED, CostProfile, load_profile
+from simulator.costs.roofline import KNOBS
+from simulator.deployment import Deployment, resolve
+from simulator.errors import ConfigError
+
+DROPPED = ("time_scale", "overhead", "jitter_cv")  # scenario cost keys the fit replaces
+
+
+def base_point(point: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """The point with the cost section a replay uses: the base profile, no jitter."""
+    out = copy.deepcopy(point)
+    section = {k: v for k, v in out.get("cost", {}).items() if k not in DROPPED}
+    if base is not None:
+        section = {"profile": base, **({"force": section["force"]} if "force" in section else {})}
+    out["cost"] = {**section, "jitter_cv": 0}
+    return out
+
+
+def match_points(folders: list[list[MeasuredRun]],
+                 points: list[tuple[dict[str, Any], dict[str, Any]]],
+                 names: list[str]) -> list[tuple[MeasuredRun, dict[str, Any]]]:
+    """Each run with its scenario point (one point for all, or a sweep point by point)."""
+    out = []
+    for name, runs in zip(names, folders, strict=True):
+        if len(points) == 1:
+            out += [(r, points[0][1]) for r in runs]
+        elif len(points) == len(runs):
+            out += [(r, p) for r, (_, p) in zip(runs, points, strict=True)]
+        else:
+            raise ConfigError(f"{name}: {len(runs)} run point(s), but the scenario is a sweep of "
+                              f"{len(points)}; choose one deployment with --set (e.g. "
+                              "--set \"policy.name='continuous'\")")
+    return out
+
+
+def targets(pairs: list[tuple[MeasuredRun, dict[str, Any]]], base: str | None
+            ) -> tuple[list[Target], Calibration, Deployment, dict[str, Any]]:
+    """Targets to fit, the start calibration, the first point's deployment and point."""
+    out: list[Target] = []
+    start, first, first_point = Calibration(), None, {}
+    for run, point in pairs:
+        p = base_point(point, base)
+        dep = resolve(p)
+        kernel, host = split_host(dep.cost)
+        if first is None:
+            first, first_point, start = dep, p, Calibration(1.0, host)
+        elif dep.cost_source != first.cost_source:
+            raise ConfigError(f"{run.name}: priced with {dep.cost_source}, but the first run "
+                              f"with {first.cost_source}; one fit needs one base profile")
+        spec = replace(dep.cluster(), cost=kernel, request_s=0.0)
+        out.append(Target(run, spec))
+    if first is None:
+        raise ConfigError("nothing to fit: no measured runs")
+    return out, start, first, first_point
+
+
+def base_profile(point: dict[str, Any], dep: Deployment) -> CostProfile:
+    """The base as a cost profile: its file, else the inline form, else a roofline prior."""
+    section = point.get("cost", {})
+    path = profile_path_for(section, dep.model, dep.hardware, dep.tp, dep.weight_dtype,
+                            dep.kv_dtype)
+    if path is not None:
+        return load_profile(path)
+    form = section.get("form", "roofline")
+    if form in FITTED:
+        cls, names = FITTED[form]
+        coefficients = asdict(cls(**{k: float(v) for k, v in section.items() if k in names}))
+        source = f"inline {form} coefficients (the scenario's [cost] section)"
+    else:
+        coefficients = {k: float(v) for k, v in section.items() if k in KNOBS}
+        source = "roofline prior (not measured)"
+    return CostProfile(hardware=dep.hardware.name, model=dep.model.name,
+                       weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp,
+                       form=form, coefficients=coefficients, provenance={"source": source})
+
+
+def calibrated_profile(base: CostProfile, result: FitResult,
+                       heldout: dict[str, dict[str, float]], base_source: str,
+                       command: str) -> CostProfile:
+    """``base`` with the fitted time_scale and overhead, and the fit described."""
+    cal = result.calibration
+    runs = list(result.errors)
+    record = {
+        "method": "black-box: least squares (soft_l1) of per-request TTFT and TPOT relative "
+                  "errors of the simulator's replay of the same requests (calibrate/from_run.py)",
+        "runs": runs, "base": base_source,
+        "fitted_terms": list(result.terms), "fitted_time_scale": cal.time_scale,
+        "insample_error": result.errors,
+        "heldout": "leave-one-run-out" if heldout else "not computed (needs two runs)",
+        "heldout_error": heldout, "replays": result.evaluations,
+        "fit_wall_s": round(result.wall_s, 2),
+    }
+    provenance = {**base.provenance, "calibrated_from_run": {
+        "runs": runs, "date": dt.date.today().isoformat(), "command": command}}
+    return replace(base, time_scale=base.time_scale * cal.time_scale,
+                   overhead=cal.overhead.to_dict(), fit={**base.fit, "from_run": record},
+                   provenance=provenance)

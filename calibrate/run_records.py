@@ -1,0 +1,194 @@
+"""Measured serving runs as fitting targets: what ``servesim calibrate --from-run`` reads.
+
+Two sources:
+
+- a results folder written by ``servesim measure`` (any OpenAI-compatible server) or
+  ``servesim run --backend engine``: ``summary.json`` (a list, one summary per point),
+  ``requests.parquet`` (contract 4 with a ``point`` column) and ``tokens.parquet``
+  (``request_id, token_index, time_s, point``: when each output token was seen). One folder
+  may hold several points; each is a run. Per request: TTFT = first token - arrival, E2E
+  = last token - arrival, TPOT = (last - first) / (output_tokens - 1), from the token times.
+- a vLLM ``bench serve`` result JSON (``--save-result --save-detailed``), read by the one
+  reader of that format (:func:`simulator.workload.traces_json.load_vllm_bench_result`);
+  ``ttfts`` and ``itls`` give the same three figures. It has no send times, so the run to
+  replay is: a burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset
+  (per-request targets hold: requests in file order); a closed loop of ``max_concurrency``
+  clients when set (client k sends requests k, k + N, ...; vLLM hands the next request to
+  whichever slot frees first, so only distributions are compared); else arrivals drawn at
+  ``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seeded, and again only
+  distributions compared.
+
+Only finished requests are kept (and replayed). Errors name the file and what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.errors import ConfigError, TraceError
+from simulator.workload.arrivals import gamma_arrivals
+from simulator.workload.traces_json import load_vllm_bench_result
+
+RUN_FILES = "summary.json, requests.parquet and tokens.parquet"
+WRITERS = "servesim measure or servesim run --backend engine"
+BENCH_SEED = 0  # arrivals drawn for a vLLM bench result at a finite request_rate
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRun:
+    """One measured run: the requests to replay and what was measured for each (seconds)."""
+
+    name: str  # where it came from, for reports: "DIR" or "DIR point 2"
+    requests: pd.DataFrame  # request table (contract 1) of finished requests, arrival order
+    ttft_s: np.ndarray  # per request, same order as ``requests``
+    tpot_s: np.ndarray  # per request; NaN when output_tokens <= 1
+    e2e_s: np.ndarray  # per request
+    per_request: bool  # send times known: compare request by request, else distributions
+    point: int = 0  # index of the point in its folder (matches the scenario's sweep order)
+    policy: str = ""  # the policy the summary names, if any
+    notes: list[str] = field(default_factory=list)  # facts a user should know
+
+    def __post_init__(self) -> None:
+        n = len(self.requests)
+        if n == 0:
+            raise ConfigError(f"{self.name}: no finished requests to fit on")
+        for name in ("ttft_s", "tpot_s", "e2e_s"):
+            if len(getattr(self, name)) != n:
+                raise ConfigError(f"{self.name}: {name} has {len(getattr(self, name))} "
+                                  f"values for {n} requests")
+
+
+def read_runs(path: str | Path) -> list[MeasuredRun]:
+    """The runs in ``path``: a results folder (one per point) or a vLLM bench JSON."""
+    p = Path(path)
+    if p.is_file() and p.suffix.lower() == ".json":
+        return [read_vllm_bench(p)]
+    if not p.is_dir():
+        raise ConfigError(f"{p}: no such folder (expected a run folder written by {WRITERS}, "
+                          "or a vLLM bench result .json)")
+    missing = [f for f in ("summary.json", "requests.parquet", "tokens.parquet")
+               if not (p / f).is_file()]
+    if "summary.json" in missing or "requests.parquet" in missing:
+        raise ConfigError(f"{p}: not a run folder: no {' or '.join(missing[:2])} (a run folder "
+                          f"has {RUN_FILES}, as {WRITERS} write them)")
+    if missing:
+        raise ConfigError(f"{p}: no tokens.parquet: fitting needs the time of every output "
+                          f"token, which {WRITERS} record (a simulated run has none)")
+    return _read_folder(p)
+
+
+def _read_folder(p: Path) -> list[MeasuredRun]:
+    try:
+        summaries = json.loads((p / "summary.json").read_text())
+        requests = pd.read_parquet(p / "requests.parquet")
+        tokens = pd.read_parquet(p / "tokens.parquet")
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{p}: cannot read the run ({e})") from e
+    if not isinstance(summaries, list) or not all(isinstance(s, dict) for s in summaries):
+        raise ConfigError(f"{p / 'summary.json'}: expected a list of summary objects")
+    for table, name, cols in ((requests, "requests.parquet", ("request_id", "arrival_s",
+                                                              "prompt_tokens", "output_tokens",
+                                                              "status")),
+                              (tokens, "tokens.parquet", ("request_id", "time_s"))):
+        lacking = [c for c in cols if c not in table.columns]
+        if lacking:
+            raise ConfigError(f"{p / name}: lacks column(s) {lacking}")
+    if "point" not in requests:
+        requests = requests.assign(point=0)
+    if "point" not in tokens:
+        tokens = tokens.assign(point=0)
+    runs = []
+    for i, summary in enumerate(summaries):
+        name = str(p) if len(summaries) == 1 else f"{p} point {i}"
+        runs.append(_folder_point(name, i, summary, requests[requests["point"] == i],
+                                  tokens[tokens["point"] == i]))
+    return runs
+
+
+def _folder_point(name: str, i: int, summary: dict[str, Any], records: pd.DataFrame,
+                  tokens: pd.DataFrame) -> MeasuredRun:
+    done = records[records["status"] == "finished"].sort_values(["arrival_s", "request_id"])
+    times = tokens.groupby("request_id")["time_s"].agg(["min", "max", "count"])
+    lost = ~done["request_id"].isin(times.index)
+    if lost.any():
+        rid = int(done["request_id"][lost].iloc[0])
+        raise ConfigError(f"{name}: finished request {rid} has no rows in tokens.parquet "
+                          f"({int(lost.sum())} such request(s))")
+    t = times.loc[done["request_id"]]
+    arrival = done["arrival_s"].to_numpy(np.float64)
+    first, last = t["min"].to_numpy(np.float64), t["max"].to_numpy(np.float64)
+    out = done["output_tokens"].to_numpy(np.float64)
+    tpot = np.divide(last - first, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    table = done[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]].astype(
+        {"request_id": "int64", "prompt_tokens": "int64", "output_tokens": "int64"})
+    notes = []
+    if len(done) < len(records):
+        notes.append(f"{len(records) - len(done)} request(s) did not finish: not replayed")
+    return MeasuredRun(name, table.reset_index(drop=True), first - arrival, tpot, last - arrival,
+                       per_request=True, point=i, policy=str(summary.get("policy", "")),
+                       notes=notes)
+
+
+def read_vllm_bench(p: Path) -> MeasuredRun:
+    """A vLLM bench result JSON as a run (module docstring: how arrivals are chosen)."""
+    try:
+        trace, data, rows = load_vllm_bench_result(p)
+    except TraceError as e:
+        raise ConfigError(str(e)) from e
+    ttft_all, itls_all = data.get("ttfts"), data.get("itls")
+    if not isinstance(ttft_all, list) or not isinstance(itls_all, list):
+        raise ConfigError(f"{p}: fields 'ttfts' and 'itls' must be lists (vLLM writes them "
+                          "with --save-detailed)")
+    n_file = len(data["input_lens"])
+    if len(ttft_all) != n_file or len(itls_all) != n_file:
+        raise ConfigError(f"{p}: ttfts has {len(ttft_all)} and itls {len(itls_all)} entries, "
+                          f"input_lens has {n_file}")
+    ttft, e2e = np.empty(len(rows)), np.empty(len(rows))
+    for j, r in enumerate(rows):
+        first, gaps = ttft_all[r], itls_all[r]
+        if not _seconds(first) or not isinstance(gaps, list) or not all(map(_seconds, gaps)):
+            raise ConfigError(f"{p}: ttfts[{r}] = {first!r} or itls[{r}] is not a number of "
+                              "seconds (itls[i] must be a list of seconds)")
+        ttft[j], e2e[j] = first, first + sum(gaps)
+    out = trace.table["output_tokens"].to_numpy(np.float64)
+    tpot = np.divide(e2e - ttft, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    table, per_request, how = _bench_arrivals(trace.table, data)
+    return MeasuredRun(str(p), table, ttft, tpot, e2e, per_request=per_request,
+                       notes=[*trace.notes, how])
+
+
+def _seconds(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        math.isfinite(value) and value >= 0
+
+
+def _bench_arrivals(table: pd.DataFrame, data: dict[str, Any]
+                    ) -> tuple[pd.DataFrame, bool, str]:
+    """(the table with arrivals, per-request targets?, what was assumed, in words)."""
+    rate = data.get("request_rate")
+    rate = math.inf if rate in (None, "inf", "Infinity") else rate
+    conc = data.get("max_concurrency")
+    n = len(table)
+    if not isinstance(rate, int | float) or isinstance(rate, bool) or not rate > 0:
+        raise ConfigError(f"request_rate = {rate!r}: expected a number > 0 or inf")
+    if isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1 and rate == math.inf:
+        closed = table.assign(arrival_s=np.nan, client_id=np.arange(n) % conc)
+        return closed, False, (f"replayed as a closed loop of {conc} clients (max_concurrency); "
+                               "fitted on distributions, not request by request")
+    if rate == math.inf:
+        return table.assign(arrival_s=0.0), True, "replayed as a burst at t = 0 (request_rate inf)"
+    burst = data.get("burstiness") or 1.0
+    cv = 1.0 / math.sqrt(float(burst))
+    times = gamma_arrivals(float(rate), cv, n, np.random.default_rng(BENCH_SEED))
+    note = (f"no send times: arrivals drawn at request_rate {rate:g}/s (CV {cv:.2f}, seed "
+            f"{BENCH_SEED}); fitted on distributions, not request by request")
+    if conc is not None:
+        note += f"; max_concurrency = {conc} not modelled"
+    return table.assign(arrival_s=times), False, note

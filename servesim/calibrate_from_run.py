@@ -1,0 +1,112 @@
+"""``servesim calibrate --from-run DIR [DIR ...] --scenario S --out profile.json``.
+
+Black-box calibration (calibrate/from_run.py): fit a ``time_scale`` on the scenario's cost
+profile and host costs (per step, per request, per token, and the non-blocking per-request
+latency) so that the simulator's replay of measured runs matches their TTFT and TPOT.
+Prints the fitted terms and the error on each run (in-sample, and held out: each run
+predicted by a fit on the others), writes the base profile with ``time_scale`` and
+``overhead`` filled in. ``servesim/calibrate_command.py`` wires these flags into
+``servesim calibrate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from simulator.errors import ConfigError
+
+_STAT_COLUMNS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "tpot_p90",
+                 "e2e_mean", "e2e_p50", "e2e_p90")
+
+
+def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--from-run``, ``--scenario``, ``--set``, ``--base``, ``--fit``, ``--holdout``."""
+    from calibrate.from_run import DEFAULT_TERMS, FIT_TERMS
+
+    g = parser.add_argument_group("black-box calibration from measured runs")
+    g.add_argument("--from-run", nargs="+", default=None, metavar="DIR",
+                   help="measured runs to fit: results folders of servesim measure or "
+                        "servesim run --backend engine (every point in them), or vLLM bench "
+                        "result JSON files (--save-detailed)")
+    g.add_argument("--scenario", default=None, metavar="S.toml",
+                   help="the deployment the runs were served with (model, hardware, policy, "
+                        "KV); one point, or a sweep matching each folder's points in order")
+    g.add_argument("--set", dest="from_run_sets", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE", help="override a scenario field, repeatable")
+    g.add_argument("--base", default=None, metavar="PROFILE.json",
+                   help="base cost profile (default: the scenario's [cost])")
+    g.add_argument("--fit", default=",".join(DEFAULT_TERMS), metavar="TERMS",
+                   help=f"comma-separated terms to fit, among {', '.join(FIT_TERMS)} "
+                        f"(default {','.join(DEFAULT_TERMS)})")
+    g.add_argument("--holdout", nargs="+", default=[], metavar="DIR",
+                   help="runs not used in the fit, only predicted with it")
+
+
+def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
+    from calibrate.from_run import errors, fit, leave_one_out, replay
+    from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
+    from calibrate.run_records import read_runs
+    from simulator.costs.profile import save_profile
+    from simulator.scenario import apply_overrides, expand_sweep, load_scenario
+
+    try:
+        if not args.scenario:
+            raise ConfigError("--from-run needs --scenario (the deployment the runs were "
+                              "served with)")
+        terms = tuple(t.strip() for t in str(args.fit).split(",") if t.strip())
+        raw = apply_overrides(load_scenario(args.scenario), list(args.from_run_sets))
+        points = expand_sweep(raw)
+        folders = [read_runs(d) for d in args.from_run]
+        held_folders = [read_runs(d) for d in args.holdout]
+        fitted, start, dep, point = targets(
+            match_points(folders, points, list(args.from_run)), args.base)
+        extra, _, _, _ = targets(match_points(held_folders, points, list(args.holdout)),
+                                 args.base) if held_folders else ([], None, None, None)
+        base = base_profile(point, dep)
+        result = fit(fitted, terms, start)
+        heldout = leave_one_out(fitted, terms, start) if len(fitted) >= 2 else {}
+        for t in extra:
+            heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
+        command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
+        profile = calibrated_profile(base, result, heldout, dep.cost_source, command)
+        save_profile(profile, args.out)
+    except (ValueError, OSError) as e:
+        print(f"servesim: error: {e}", file=sys.stderr)
+        return 2
+    _report(fitted, result, heldout, dep.cost_source)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]],
+            base_source: str) -> None:
+    from calibrate.from_run import describe_terms
+
+    n_req = sum(len(t.run.requests) for t in fitted)
+    print(f"base: {base_source}")
+    for t in fitted:
+        for note in t.run.notes:
+            print(f"note: {t.run.name}: {note}")
+    print(f"fitted on {len(fitted)} run(s), {n_req} requests: {result.evaluations} replays, "
+          f"{result.wall_s:.1f} s")
+    for term, value in describe_terms(result.calibration, result.terms):
+        print(f"  {term:<11} {value}")
+    print("error, simulated / measured - 1 (mean, P50, P90):")
+    print(_table("in-sample", result.errors))
+    if heldout:
+        print(_table("held out", heldout))
+    else:
+        print("held out: needs two runs (each is predicted by a fit on the others)")
+
+
+def _table(title: str, rows: dict[str, dict[str, float]]) -> str:
+    width = max(len(title), *(len(n) for n in rows))
+    head = f"{title:<{width}}  " + "  ".join(f"{c.replace('_', ' '):>10}" for c in _STAT_COLUMNS)
+    lines = [head]
+    for name, errs in rows.items():
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{errs[c]:>+10.1%}" for c in _STAT_COLUMNS))
+    return "\n".join(lines)

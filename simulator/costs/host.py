@@ -1,0 +1,136 @@
+"""Host (CPU) overhead on top of any cost model: the serving stack's work outside the kernels.
+
+vLLM's own profile of Llama-3-8B on an H100 once found a third of the time in its API
+server and another third in scheduling: host work is first-order. :class:`HostCost` adds
+it to a kernel-level cost model in two kinds:
+
+*Blocking* (the engine loop does it, so every request in the step waits), per step::
+
+    t = inner(step) + step_s + admit_s * admitted + finish_s * finished
+        + token_s * (D + admitted) + seq_s * D
+
+- ``step_s``: scheduling, input preparation, launching (per step);
+- ``admit_s`` / ``finish_s``: per request admitted / finishing in the step;
+- ``token_s``: per output token sampled (sampling, detokenising, streaming). A step samples
+  one token per decode row (D) plus one per request whose prompt completes. A
+  :class:`~simulator.shapes.StepShape` does not say which prefill chunks complete a prompt,
+  so ``D + admitted`` stands for it: exact without chunked prefill (a prompt is admitted
+  and completed in one step); with chunked prefill each request's first token is priced at
+  its first chunk rather than its last (the same count per request, a few steps early);
+  a recompute after preemption is not counted again;
+- ``seq_s``: per running decode row (Python bookkeeping that grows with the batch).
+
+*Non-blocking* ``request_s``: latency each request spends before it reaches the engine (API
+server, tokenising, HTTP). It is not a step cost and occupies no engine time; the cost
+model only carries it to the simulator (``ClusterSpec.request_s``), which delivers each
+request ``request_s`` after its arrival, so TTFT and E2E include it and TPOT does not.
+
+A scenario adds these with ``[cost] overhead = {step_s = ..., request_s = ...}``; a cost
+profile (contract 3) stores them as its optional ``overhead`` object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from simulator.costs.base import CostModel, Num, check_number
+from simulator.errors import ConfigError
+from simulator.shapes import StepShape, StepShapes
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """Host costs in seconds (see the module docstring); all >= 0, all 0 by default."""
+
+    step_s: float = 0.0  # per step
+    admit_s: float = 0.0  # per request admitted in the step
+    finish_s: float = 0.0  # per request finishing in the step
+    token_s: float = 0.0  # per output token sampled in the step (D + admitted)
+    seq_s: float = 0.0  # per decode row in the step
+    request_s: float = 0.0  # per request, before it reaches the engine (non-blocking)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_number(f.name, getattr(self, f.name))
+
+    @classmethod
+    def from_mapping(cls, values: object, where: str) -> Overhead:
+        """From a TOML/JSON table; errors name ``<where>.<key>`` and show the bad value."""
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{where}={values!r} must be a table of host costs "
+                              f"({', '.join(OVERHEAD_KEYS)}), in seconds")
+        for key, value in values.items():
+            if key not in OVERHEAD_KEYS:
+                raise ConfigError(f"{where}.{key} is not a host cost; known: "
+                                  f"{', '.join(OVERHEAD_KEYS)}")
+            check_number(f"{where}.{key}", value)
+        return cls(**{k: float(v) for k, v in values.items()})
+
+    def to_dict(self) -> dict[str, float]:
+        """The non-zero terms (what a profile's ``overhead`` object stores)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+
+    def describe(self) -> str:
+        """``step 0.2 ms, request 5 ms``: the non-zero terms, for a run's cost source."""
+        terms = self.to_dict()
+        if not terms:
+            return "none"
+        return ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.4g} ms" for k, v in terms.items())
+
+    @property
+    def blocking(self) -> bool:
+        """True if any term adds to step times (every term but ``request_s``)."""
+        return any(getattr(self, f.name) for f in fields(self) if f.name != "request_s")
+
+
+OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
+
+
+class HostCost:
+    """``inner``'s step times plus blocking host work; carries ``request_s`` for the simulator."""
+
+    def __init__(self, inner: CostModel, overhead: Overhead) -> None:
+        self.inner = inner
+        self.overhead = overhead
+
+    @property
+    def request_s(self) -> float:
+        """Seconds from a request's arrival to the engine seeing it (not a step cost)."""
+        return self.overhead.request_s
+
+    def _host(self, d: Num, admitted: Num, finished: Num) -> Num:
+        """The blocking host seconds of a step (numbers) or of many steps (arrays)."""
+        h = self.overhead
+        return (h.step_s + h.admit_s * admitted + h.finish_s * finished
+                + h.token_s * (d + admitted) + h.seq_s * d)
+
+    def step_time(self, shape: StepShape) -> float:
+        host = self._host(float(shape.num_decode_seqs), float(shape.num_admitted),
+                          float(shape.num_finished))
+        return self.inner.step_time(shape) + float(host)
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        d = shapes.num_decode_seqs.astype(np.float64)
+        a = shapes.num_admitted.astype(np.float64)
+        f = shapes.num_finished.astype(np.float64)
+        return self.inner.step_times(shapes) + self._host(d, a, f)
+
+
+def with_overhead(cost: CostModel, overhead: Overhead) -> CostModel:
+    """``cost`` with ``overhead`` added (``cost`` itself when every term is 0)."""
+    return HostCost(cost, overhead) if overhead.to_dict() else cost
+
+
+def split_host(cost: CostModel) -> tuple[CostModel, Overhead]:
+    """(the kernel-level cost model, its host overhead): undo :func:`with_overhead`."""
+    if isinstance(cost, HostCost):
+        return cost.inner, cost.overhead
+    return cost, Overhead()
+
+
+def request_delay_s(cost: CostModel) -> float:
+    """The non-blocking per-request latency ``cost`` carries (0 without host overhead)."""
+    return cost.request_s if isinstance(cost, HostCost) else 0.0
