@@ -4,10 +4,11 @@ One call profiles the serving loop's own steps on this machine (engine/sweep.py,
 default grid of 69 prefill, decode and mixed shapes in interleaved passes), fits the
 piecewise form with decode-row factors and the measured step jitter (calibrate/fit.py,
 held-out MAPE reported), measures the serving loop's host work per step, admission and
-finish on a short synthetic run of its own (calibrate/host_costs.py), and stores the table and the profile under this machine's
-fingerprint in the per-user cache (simulator/profile_cache.py), where later runs on this
-machine find it. It never sees a workload: nothing it fits was served by a scenario it
-later validates. About a minute for ``tiny`` on one thread of a 2-vCPU VM.
+finish on a short synthetic run of its own (calibrate/host_costs.py), and stores the table
+and the profile under this machine's fingerprint in the per-user cache
+(simulator/profile_cache.py), where later runs on this machine find it. It never sees a
+workload: nothing it fits was served by a scenario it later validates. About a minute for
+``tiny`` on one thread of a 2-vCPU VM.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ side (this one, or the one recorded in ``--measured DIR``'s summary):
 - ``[cost] profile = FILE``: its fingerprint must match, field by field; otherwise the run
   is refused with the differing fields and the one command that fixes it, unless
   ``cost.force = true`` (the output then says it was forced);
-- no ``[cost]`` profile: a profile of this machine from the per-user cache; when there is
-  none and the engine runs here, ``servesim calibrate --here`` runs first (said on stderr),
-  on its own grid of step shapes, never on the workload being validated.
+- no ``[cost]`` profile: the profile ``servesim calibrate --here`` stored for this machine
+  in the per-user cache; when there is none and the engine runs here, it runs first (said
+  on stderr), on its own grid of step shapes, never on the workload being validated. A
+  shipped CPU profile is not used even when its fingerprint matches: a fingerprint names
+  a kind of machine, and two VMs of one kind still differ by several percent.
 
 A measured side without a fingerprint (``servesim measure`` against another server) is not
 checked: the machine behind an endpoint is not known.
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simulator.costs.from_config import profile_file, profile_path_for
+from simulator.costs.from_config import profile_file
 from simulator.costs.machine import profile_fingerprint
 from simulator.costs.profile import load_profile
 from simulator.deployment import resolve
@@ -69,11 +71,6 @@ def choose_profiles(points: list[Point], fingerprint: dict[str, Any] | None, *,
             continue
         key = (dep.hardware.name, dep.model.name, dep.weight_dtype, dep.tp)
         path = find_cached_profile(fingerprint, *key)
-        if path is None:
-            default = profile_path_for(section, dep.model, dep.hardware, dep.tp,
-                                       dep.weight_dtype, dep.kv_dtype, threads)
-            if default is not None and not _differs(default, fingerprint):
-                path = default
         if path is None:
             if not engine_here:
                 raise ConfigError(_no_profile(dep.model.name, fingerprint))

@@ -103,8 +103,8 @@ def cost_model_from_config(
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
-            named = {k: getattr(mine, k) for k in section["overhead"]}
-            host = Overhead(**{**host.to_dict(), **named})  # the section's keys win
+            given = {k: getattr(mine, k) for k in section["overhead"]}
+            host = Overhead(**{**host.to_dict(), **given})  # the section's keys win
         if "jitter_cv" in section:
             cv = check_number(f"{where}.jitter_cv", section["jitter_cv"], high=1.0)
         if cv > 0:

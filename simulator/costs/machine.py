@@ -59,7 +59,7 @@ def _gpu_here() -> tuple[tuple[str, Any], ...] | None:
 
 
 def machine_note(profile: CostProfile) -> str:
-    """``measured on this machine [id]``, or which fields differ and the command to fix it."""
+    """``fingerprint matches this machine [id]``, or which fields differ and the fix."""
     fp = profile_fingerprint(profile)
     if profile.form == "roofline":
         return ""
@@ -70,7 +70,7 @@ def machine_note(profile: CostProfile) -> str:
     if diffs is None:
         return ""
     if not diffs:
-        return f"measured on this machine [{fp.get('id', '?')}]"
+        return f"fingerprint matches this machine [{fp.get('id', '?')}]"
     fix = HOW_TO_FIX.format(model=profile.model, threads=fp.get("threads", 1))
     return (f"measured on ANOTHER machine ({describe_differences(diffs)}): it predicts that "
             f"machine, not this one; `{fix}` measures this one")
