@@ -3,7 +3,8 @@
 A point is keyed by a hash of its resolved scenario: the SHA-256 of the canonical JSON
 (sorted keys, no whitespace) of ``{"kind", "point", "code"}``, where ``code`` is
 :func:`code_version`, a hash of the simulator's own source files and shipped profiles, so
-a change to the simulator never serves a stale result. Each entry is
+a change to the simulator never serves a stale result, and the state of the per-user
+profile cache (a re-calibrated machine recomputes its points). Each entry is
 ``<folder>/<hash>.json`` (the summary and the point it came from) plus, for sweeps,
 ``<hash>.<table>.parquet``; the JSON is written last, atomically, and is the mark that the
 entry is complete. :func:`map_cached` runs only the points that are missing and saves
@@ -23,6 +24,7 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.executors import Executor
+from simulator.profile_cache import cache_root
 
 CACHE_VERSION = 1
 _SIM_ROOT = Path(__file__).resolve().parent
@@ -51,8 +53,16 @@ def canonical_json(value: Any) -> str:
 def point_key(point: dict[str, Any], kind: str) -> str:
     """The cache key of one scenario point for one kind of job (``sweep``, ``summary``)."""
     text = canonical_json({"kind": kind, "point": point, "code": code_version(),
-                           "cache_version": CACHE_VERSION})
+                           "cache_version": CACHE_VERSION, "measured_here": profile_cache_state()})
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def profile_cache_state() -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of every profile in the per-user cache: a point that resolves to
+    one (``servesim calibrate --here``) is recomputed when it is measured again."""
+    root = cache_root()
+    files = sorted(root.glob("*/*.json")) if root.is_dir() else []
+    return [(str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
 class PointCache:

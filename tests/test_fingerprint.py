@@ -158,3 +158,14 @@ def test_validate_will_not_calibrate_here_for_a_run_served_elsewhere(measured, t
                  "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err
     assert "no cost profile of tiny measured on the machine that served the measured" in err
+
+
+def test_a_sweep_point_is_recomputed_after_this_machine_is_calibrated(tmp_path, monkeypatch):
+    from simulator.point_cache import point_key
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    before = point_key(TINY, "sweep")
+    assert point_key(TINY, "sweep") == before
+    path = cached_profile_path(this_machine("cpu", 1), "cpu", "tiny", "fp32", 1)
+    _write_profile(path, this_machine("cpu", 1))
+    assert point_key(TINY, "sweep") != before
