@@ -37,11 +37,11 @@ from calibrate.replay_jacobian import PARAMS, latency_jacobians
 from calibrate.run_records import MeasuredRun
 from simulator.cluster import ClusterSpec, simulate
 from simulator.costs.base import CostModel, ScaledCost
-from simulator.costs.host import Overhead, with_overhead
+from simulator.costs.host import DEFAULT_FIT_TERMS, Overhead, with_overhead
 from simulator.errors import ConfigError
 
 FIT_TERMS = PARAMS
-DEFAULT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
+DEFAULT_TERMS = DEFAULT_FIT_TERMS
 QUANTILES = np.linspace(0.05, 0.95, 10)  # distribution targets when send times are unknown
 STATS = ("mean", "p50", "p90")
 METRICS = ("ttft", "tpot", "e2e")
@@ -102,7 +102,8 @@ def replay(target: Target, cal: Calibration) -> Predicted:
     first, last = rec["first_token_s"].to_numpy(np.float64), rec["finish_s"].to_numpy(np.float64)
     out = rec["output_tokens"].to_numpy(np.float64)
     tpot = np.divide(last - first, out - 1, out=np.full(len(out), np.nan), where=out > 1)
-    jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids)
+    jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids,
+                               cal.overhead.request_s)
     return Predicted(first - arrival, tpot, last - arrival, jt, jp)
 
 
@@ -198,7 +199,8 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
         x = np.clip(theta[idx] / unit, low, high)
         a_x = a[:, idx] * unit
         b_x = b + a @ theta - a_x @ x
-        step = least_squares(lambda v, a_x=a_x, b_x=b_x: a_x @ v + b_x, x,
+        inside = np.minimum(np.maximum(x, low + 0.01), high)  # trf stalls on a bound
+        step = least_squares(lambda v, a_x=a_x, b_x=b_x: a_x @ v + b_x, inside,
                              jac=lambda v, a_x=a_x: a_x, bounds=(low, high), loss="soft_l1",
                              f_scale=LOSS_SCALE).x
         for alpha in (1.0, 0.5, 0.25, 0.1):
@@ -213,6 +215,7 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
         cal, loss, a, b = cand, new_loss, a_new, b_new
         if moved < 1e-3:
             break
+    cal = cal.with_values({t: 0.0 for t in terms if t != "time_scale" and cal.value(t) < 1e-9})
     errs = {t.run.name: errors(t.run, replay(t, cal)) for t in targets}
     return FitResult(cal, tuple(terms), errs, evaluations, time.perf_counter() - t0)
 

@@ -1,8 +1,9 @@
 """What a black-box fit replays against: scenario points, the base profile, the output profile.
 
 The deployment (model, hardware, policy and its knobs, KV cache, replicas) comes from a
-scenario. A scenario that is one point serves every run; a sweep is matched to a run
-folder point by point, in order (the folder was written from that scenario, as
+scenario. One deployment serves every run; points that differ only in the workload or SLO
+are one deployment (the requests come from the runs). A sweep of deployments is matched to
+a run folder point by point, in order (the folder was written from that scenario, as
 ``servesim validate --measured`` assumes). The base cost profile is the scenario's own
 (``cost.profile``, inline coefficients, the per-user or shipped profile, else a roofline
 prior), or ``--base`` instead; its ``time_scale`` and ``overhead``, if any, are the start
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -27,6 +29,7 @@ from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
 
 DROPPED = ("time_scale", "overhead", "jitter_cv")  # scenario cost keys the fit replaces
+NOT_DEPLOYMENT = ("workload", "slo", "name", "description", "seed")  # a replay ignores them
 
 
 def base_point(point: dict[str, Any], base: str | None) -> dict[str, Any]:
@@ -42,10 +45,16 @@ def base_point(point: dict[str, Any], base: str | None) -> dict[str, Any]:
 def match_points(folders: list[list[MeasuredRun]],
                  points: list[tuple[dict[str, Any], dict[str, Any]]],
                  names: list[str]) -> list[tuple[MeasuredRun, dict[str, Any]]]:
-    """Each run with its scenario point (one point for all, or a sweep point by point)."""
+    """Each run with its scenario point (one deployment for all, or a sweep point by point).
+
+    Points that differ only in what a replay does not use (the workload, the SLO) are one
+    deployment: the requests come from the runs.
+    """
     out = []
+    deployments = {json.dumps({k: v for k, v in p.items() if k not in NOT_DEPLOYMENT},
+                              sort_keys=True, default=str) for _, p in points}
     for name, runs in zip(names, folders, strict=True):
-        if len(points) == 1:
+        if len(deployments) == 1:
             out += [(r, points[0][1]) for r in runs]
         elif len(points) == len(runs):
             out += [(r, p) for r, (_, p) in zip(runs, points, strict=True)]
@@ -104,8 +113,9 @@ def calibrated_profile(base: CostProfile, result: FitResult,
     cal = result.calibration
     runs = list(result.errors)
     record = {
-        "method": "black-box: least squares (soft_l1) of per-request TTFT and TPOT relative "
-                  "errors of the simulator's replay of the same requests (calibrate/from_run.py)",
+        "method": "black-box: Gauss-Newton, soft_l1 loss, on TTFT and TPOT relative errors "
+                  "(per request when send times are known, else of their distributions) of "
+                  "the simulator's replay of the same requests (calibrate/from_run.py)",
         "runs": runs, "base": base_source,
         "fitted_terms": list(result.terms), "fitted_time_scale": cal.time_scale,
         "insample_error": result.errors,

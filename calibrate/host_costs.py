@@ -92,7 +92,8 @@ def fit_host_costs(host_s: np.ndarray, counts: pd.DataFrame) -> HostCosts:
     coef, _ = nnls(x / scale, y)
     coef = coef / scale
     resid = float(np.median(np.abs(x @ coef - y))) * 1e3
-    return HostCosts(*(float(c) for c in coef), num_steps=int(keep.sum()), residual_ms=resid)
+    step_s, admit_s, finish_s, seq_s = (float(c) for c in coef)
+    return HostCosts(step_s, admit_s, finish_s, seq_s, int(keep.sum()), resid)
 
 
 def measure_host_costs(em: EngineModel, num_requests: int = 64, seed: int = 0) -> HostCosts:

@@ -3,17 +3,23 @@
 With the schedule held (which requests run in which step), every step's duration is
 linear in the parameters: ``dur_i = F_i . theta`` with ``theta = (time_scale, step_s,
 admit_s, finish_s, token_s, seq_s, request_s)`` and ``F_i = (base_i, 1, admitted_i,
-finished_i, D_i + admitted_i, D_i, 0)`` (costs/host.py). A step's end is the start of its
-busy period plus the durations since; a busy period starts when the idle engine sees a
-request, ``request_s`` after it was sent, so its start moves 1:1 with ``request_s``. Hence
-TTFT = end(first-token step) - sent and TPOT = (end(last) - end(first)) / (n - 1) are
-``J theta + c`` with J read off the step log. A Gauss-Newton fit (calibrate/from_run.py)
-solves the linear problem, replays at the answer (the schedule may change), and repeats.
+finished_i, D_i + admitted_i, D_i, 0)`` (costs/host.py). A request reaches the engine
+``request_s`` after it was sent, during step j (or as the idle engine starts step j), and
+its first token comes at the end of step k:
+
+    TTFT = request_s + (end_j - seen) + dur_{j+1} + ... + dur_k
+
+The wait for step j to end is taken as the same fraction of that step (``phi``), so
+``d TTFT = e_request + phi F_j + F_{j+1} + ... + F_k``; and ``d TPOT`` is the sum of F over
+the steps after the first token to the last, over ``n - 1``. This is a smoothed derivative:
+the exact pathwise one at a fixed schedule would charge a request arriving late in a busy
+period with every step since the period began, but a slower engine does not delay it by
+all of them, it only moves which step admits it (the expected wait for the step in
+progress is a fraction of that step). With the pathwise derivative the fit stalled far
+from the answer; with this one it converges (calibrate/from_run.py).
 
 ``admitted_i`` is the number of requests whose ``scheduled_s`` is the step's start and
-``finished_i`` those whose ``finish_s`` is its end (the step log does not keep them). In a
-closed loop a send time depends on an earlier finish; that chain is left out of J (the
-fit's line search, on true replays, absorbs it).
+``finished_i`` those whose ``finish_s`` is its end (the step log does not keep them).
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from simulator.costs.base import CostModel
+from simulator.costs.host import FIT_TERMS
 from simulator.shapes import StepShapes
 
-PARAMS = ("time_scale", "step_s", "admit_s", "finish_s", "token_s", "seq_s", "request_s")
+PARAMS = FIT_TERMS  # time_scale, step_s, admit_s, finish_s, token_s, seq_s, request_s
 
 
 def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel) -> np.ndarray:
@@ -46,36 +53,28 @@ def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel) -
     return np.column_stack([base_s, ones, admitted, finished, d + admitted, d, 0 * ones])
 
 
-def end_jacobian(steps: pd.DataFrame, features: np.ndarray) -> np.ndarray:
-    """d end_s / d theta per step (steps x PARAMS), for one replica's steps in time order."""
-    start = steps["start_s"].to_numpy(np.float64)
-    end = steps["end_s"].to_numpy(np.float64)
-    idle = np.ones(len(start), dtype=bool)
-    idle[1:] = start[1:] > end[:-1] + 1e-12  # the engine waited before this step
-    period = np.cumsum(idle) - 1
-    cum = np.cumsum(features, axis=0)
-    before = np.vstack([np.zeros((1, features.shape[1])), cum])[np.flatnonzero(idle)]
-    jac = cum - before[period]
-    jac[:, PARAMS.index("request_s")] += 1.0  # each busy period starts at a delivery
-    return jac
-
-
 def latency_jacobians(records: pd.DataFrame, steps: pd.DataFrame, base: CostModel,
-                      request_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(d TTFT / d theta, d TPOT / d theta), rows in ``request_ids`` order."""
+                      request_ids: np.ndarray, request_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(d TTFT / d theta, d TPOT / d theta), rows in ``request_ids`` order (module docstring)."""
     n = len(request_ids)
     ttft, tpot = np.zeros((n, len(PARAMS))), np.zeros((n, len(PARAMS)))
     rec = records.set_index("request_id").reindex(request_ids)
     for replica, own in steps.groupby("replica", sort=False):
         own = own.sort_values("start_s", kind="stable")
-        jac = end_jacobian(own, step_features(own, rec[rec["replica"] == replica], base))
-        ends = own["end_s"].to_numpy(np.float64)
+        feats = step_features(own, rec[rec["replica"] == replica], base)
+        cum = np.cumsum(feats, axis=0)
+        start, ends = own["start_s"].to_numpy(np.float64), own["end_s"].to_numpy(np.float64)
         mine = (rec["replica"] == replica).to_numpy() & rec["finish_s"].notna().to_numpy()
-        first = np.searchsorted(ends, rec["first_token_s"].to_numpy(np.float64)[mine])
-        last = np.searchsorted(ends, rec["finish_s"].to_numpy(np.float64)[mine])
-        first, last = np.minimum(first, len(ends) - 1), np.minimum(last, len(ends) - 1)
+        last_step = len(ends) - 1
+        first = np.minimum(np.searchsorted(ends, rec["first_token_s"].to_numpy()[mine]), last_step)
+        last = np.minimum(np.searchsorted(ends, rec["finish_s"].to_numpy()[mine]), last_step)
+        seen = rec["arrival_s"].to_numpy(np.float64)[mine] + request_s  # reached the engine
+        during = np.minimum(np.searchsorted(ends, seen, side="left"), last_step)
+        dur = ends[during] - start[during]
+        left = np.clip((ends[during] - seen) / np.where(dur > 0, dur, 1.0), 0.0, 1.0)
+        ttft[mine] = left[:, None] * feats[during] + cum[first] - cum[during]
+        ttft[mine, PARAMS.index("request_s")] += 1.0
         out = rec["output_tokens"].to_numpy(np.float64)[mine]
-        ttft[mine] = jac[first]
         per = np.where(out > 1, 1.0 / np.maximum(out - 1, 1), 0.0)[:, None]
-        tpot[mine] = (jac[last] - jac[first]) * per
+        tpot[mine] = (cum[last] - cum[first]) * per
     return ttft, tpot

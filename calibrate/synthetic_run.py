@@ -50,3 +50,56 @@ def write_run(points: list[tuple[dict[str, Any], dict[str, Any]]], out: str | Pa
                         for i, r in enumerate(results)], ignore_index=True)
     atomic_write(Path(out) / "tokens.parquet", lambda p: tokens.to_parquet(p))
     return results
+
+
+def main() -> None:
+    """Fit synthetic runs (continuous at 3 and 6 req/s) for four workload seeds; print what
+    was recovered and how it predicts continuous at 9 req/s and dynamic at 6 req/s."""
+    import tempfile
+
+    from calibrate.from_run import errors, fit, leave_one_out, replay
+    from calibrate.from_run_setup import match_points, targets
+    from calibrate.run_records import read_runs
+    from simulator.scenario import apply_overrides, expand_sweep, load_scenario
+
+    injected = ["cost.profile='cpu__tiny__fp32__tp1.json'", "cost.time_scale=1.1",
+                "cost.jitter_cv=0.05",
+                "cost.overhead={request_s=0.005, token_s=0.0004, step_s=0.001}"]
+    print("injected: time_scale 1.1, step 1 ms, admit 0, token 0.4 ms, request 5 ms")
+    for seed in (11, 1, 2, 3):
+        base = {**load_scenario("scenarios/validate-cpu.toml"), "seed": seed}
+
+        def points(*sets: str, base: dict[str, Any] = base) -> list[tuple[dict[str, Any],
+                                                                           dict[str, Any]]]:
+            return expand_sweep(apply_overrides(base, list(sets)))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            folders = {}
+            for name, sets in (("fit", ("policy.name='continuous'", "workload.rate=[3.0, 6.0]")),
+                               ("c9", ("policy.name='continuous'", "workload.rate=9.0")),
+                               ("d6", ("policy.name='dynamic'", "workload.rate=6.0"))):
+                write_run(points(*sets, *injected), Path(tmp) / name)
+                folders[name] = (read_runs(Path(tmp) / name), points(*sets))
+            runs, pts = folders["fit"]
+            tg, start, _, _ = targets(match_points([runs], pts, ["fit"]), None)
+            result = fit(tg, start=start)
+            loo = leave_one_out(tg, start=start)
+            c, h = result.calibration, result.calibration.overhead
+            print(f"seed {seed}: time_scale {c.time_scale:.3f}, step {h.step_s * 1e3:.2f} ms, "
+                  f"admit {h.admit_s * 1e3:.2f} ms, token {h.token_s * 1e3:.3f} ms, request "
+                  f"{h.request_s * 1e3:.2f} ms; fit {result.wall_s:.1f} s "
+                  f"({result.evaluations} replays)")
+            rows = {f"held out {k[-7:]}": v for k, v in loo.items()}
+            for name in ("c9", "d6"):
+                runs, pts = folders[name]
+                [t] = targets(match_points([runs], pts, [name]), None)[0]
+                rows[{"c9": "continuous 9/s", "d6": "dynamic 6/s"}[name]] = errors(
+                    t.run, replay(t, c))
+            for label, e in rows.items():
+                print(f"  {label:<16} " + "  ".join(
+                    f"{m} {e[m]:+.1%}" for m in ("ttft_mean", "ttft_p90", "tpot_mean",
+                                                 "e2e_mean")))
+
+
+if __name__ == "__main__":
+    main()

@@ -88,9 +88,11 @@ def _error(e: ApiError) -> JSONResponse:
 
 
 def create_app(backend: Backend, model: ServedModel, *,
-               records_out: Path | None = None) -> Starlette:
+               records_out: Path | None = None,
+               fingerprint: dict[str, Any] | None = None) -> Starlette:
     """The ASGI app. Its lifespan starts the backend and, at shutdown, stops it and writes
-    the records to ``records_out`` (a folder) when given."""
+    the records to ``records_out`` (a folder) when given. ``fingerprint`` (the machine the
+    engine runs on) is served at ``/servesim/fingerprint`` for ``servesim measure``."""
     metrics = ServerMetrics(model.name, backend.kv_blocks)
     created = int(time.time())
 
@@ -111,6 +113,11 @@ def create_app(backend: Backend, model: ServedModel, *,
         tokens = request.query_params.get("tokens", "") in ("1", "true")
         snap = await run_in_threadpool(backend.snapshot)
         return JSONResponse(records_json(snap, tokens))
+
+    async def machine(request: Request) -> Response:
+        if fingerprint is None:
+            return JSONResponse(error_body("no fingerprint", kind="not_found"), status_code=404)
+        return JSONResponse(fingerprint)
 
     async def completions(request: Request) -> Response:
         arrived = backend.clock()  # before the body is read: when the request reached us
@@ -151,7 +158,7 @@ def create_app(backend: Backend, model: ServedModel, *,
 
     return Starlette(routes=[
         Route("/health", health), Route("/v1/models", models), Route("/metrics", prometheus),
-        Route("/servesim/records", records),
+        Route("/servesim/records", records), Route("/servesim/fingerprint", machine),
         Route("/v1/completions", completions, methods=["POST"]),
     ], lifespan=lifespan)
 

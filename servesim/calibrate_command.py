@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from servesim.calibrate_from_run import add_from_run_arguments, from_run_command
 from simulator.errors import ConfigError
 
 
@@ -50,6 +51,7 @@ def add_calibrate_parser(sub: Any) -> None:
                    help="also fit a factor per decode row count (kernel or CUDA-graph steps "
                         "in the batch size; needs every row count served in the table)")
     p.add_argument("--no-plot", action="store_true", help="skip the residual plot")
+    add_from_run_arguments(p)
 
 
 def _deployment(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any]:
@@ -79,8 +81,18 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
     from simulator.costs.profile import save_profile
     from simulator.profile_table import read_profile_table
 
+    if args.here and args.from_run:
+        print("servesim: error: --here measures this machine's engine; --from-run fits a "
+              "measured run: one at a time", file=sys.stderr)
+        return 2
     if args.here:
         return here_command(args)
+    if args.from_run:
+        if args.table is not None or args.out is None:
+            print("servesim: error: --from-run takes run folders, not a profile table, and "
+                  "needs --out PROFILE.json", file=sys.stderr)
+            return 2
+        return from_run_command(args, argv)
     try:
         if args.table is None or args.out is None:
             raise ConfigError("give a profile table and --out, or --here, or --from-run DIR")

@@ -24,7 +24,8 @@ _STAT_COLUMNS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "
 
 def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
     """``--from-run``, ``--scenario``, ``--set``, ``--base``, ``--fit``, ``--holdout``."""
-    from calibrate.from_run import DEFAULT_TERMS, FIT_TERMS
+    from simulator.costs.host import DEFAULT_FIT_TERMS as DEFAULT_TERMS
+    from simulator.costs.host import FIT_TERMS
 
     g = parser.add_argument_group("black-box calibration from measured runs")
     g.add_argument("--from-run", nargs="+", default=None, metavar="DIR",
@@ -61,11 +62,12 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         raw = apply_overrides(load_scenario(args.scenario), list(args.from_run_sets))
         points = expand_sweep(raw)
         folders = [read_runs(d) for d in args.from_run]
-        held_folders = [read_runs(d) for d in args.holdout]
         fitted, start, dep, point = targets(
             match_points(folders, points, list(args.from_run)), args.base)
-        extra, _, _, _ = targets(match_points(held_folders, points, list(args.holdout)),
-                                 args.base) if held_folders else ([], None, None, None)
+        extra = []
+        if args.holdout:
+            held = [read_runs(d) for d in args.holdout]
+            extra = targets(match_points(held, points, list(args.holdout)), args.base)[0]
         base = base_profile(point, dep)
         result = fit(fitted, terms, start)
         heldout = leave_one_out(fitted, terms, start) if len(fitted) >= 2 else {}

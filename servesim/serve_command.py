@@ -100,7 +100,10 @@ def serve_command(args: argparse.Namespace) -> int:
         return 2
     engine = LiveEngine(em, policy, args.kv_blocks, block_size=args.block_size)
     out = Path(args.records_out) if args.records_out else None
-    app = create_app(engine, served, records_out=out)
+    from engine.sweep import machine_fingerprint
+
+    app = create_app(engine, served, records_out=out,
+                     fingerprint=machine_fingerprint(em.device, torch.get_num_threads()))
     print(f"servesim: serving {served.name} ({dtype} on {device}, policy {args.policy}, "
           f"{args.kv_blocks} KV blocks of {args.block_size} tokens, context "
           f"{served.max_context}, text: {served.codec.name}) on "

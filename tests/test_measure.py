@@ -34,6 +34,7 @@ from servesim.measure.client import Endpoint  # noqa: E402
 from servesim.validate_command import read_results  # noqa: E402
 from simulator.metrics import summarize  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
+from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, empty_table  # noqa: E402
 
 OVERHEAD_MS = 30.0  # mean client-minus-server TTFT / E2E allowed, plus ...
@@ -45,7 +46,9 @@ THROUGHPUT_TOLERANCE = 0.10  # output throughput, relative
 def server():
     torch.set_num_threads(1)
     em, served = load_served_model("tiny")
-    running = start_in_thread(create_app(LiveEngine(em, make_policy("continuous"), 512), served))
+    app = create_app(LiveEngine(em, make_policy("continuous"), 512), served,
+                     fingerprint=this_machine("cpu", 1))
+    running = start_in_thread(app)
     yield running
     running.stop()
 
@@ -103,6 +106,7 @@ def test_open_loop_agrees_with_the_servers_own_records(server, tmp_path):
     ((summary, records),) = read_results(tmp_path / "out", 1)  # what validate --measured reads
     assert summary == csum and len(records) == n
     assert csum["completed"] == n and csum["num_rejected"] == 0 and csum["model"] == "tiny"
+    assert csum["fingerprint"]["id"] == this_machine("cpu", 1)["id"]  # the server said
     sreq, stok = server_records(server.url, first)
     assert len(sreq) == n and (sreq.status == "finished").all()
     c = creq.set_index("prompt_tokens").sort_index()

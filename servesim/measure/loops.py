@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
@@ -118,7 +119,20 @@ async def _measure(cfg: LoopConfig, load: Callable[[int | None], MeasureWorkload
             mode = f"closed loop, {len(set(clients))} clients"
         bar.close()
         wall_s = ep.now()
-    return MeasureRun(outcomes, wl, mode, base, model, cfg, wall_s)
+        fingerprint = await server_fingerprint(client, base)
+    return MeasureRun(outcomes, wl, mode, base, model, cfg, wall_s, fingerprint)
+
+
+async def server_fingerprint(client: httpx.AsyncClient, base: str) -> dict[str, Any] | None:
+    """The serving machine's fingerprint, if the server says (``servesim serve`` does at
+    ``/servesim/fingerprint``); None for any other server or answer."""
+    root = base.rsplit("/", 1)[0] if base.endswith("/v1") else base
+    try:
+        answer = await client.get(f"{root}/servesim/fingerprint", timeout=5.0)
+        found = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return found if isinstance(found, dict) and "id" in found else None
 
 
 def _clients(cfg: LoopConfig, wl: MeasureWorkload) -> list[int] | None:

@@ -53,6 +53,7 @@ class MeasureRun:
     model: str
     config: LoopConfig
     wall_s: float  # from the first send to the last answer
+    fingerprint: dict[str, Any] | None = None  # the server's machine, if it said
 
     def records(self) -> pd.DataFrame:
         """Request records (contract 4) of every request sent."""
@@ -96,6 +97,8 @@ class MeasureRun:
             "rejection_reasons": dict(reasons.most_common(20)),
             "workload_notes": self.workload.notes,
         }
+        if self.fingerprint is not None:
+            meta["fingerprint"] = self.fingerprint  # validate --measured checks profiles
         return to_json_safe({**out, **meta})
 
 

@@ -87,6 +87,11 @@ class Overhead:
 
 
 OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
+# What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
+# profile's times, and every host term; the default leaves out finish_s and seq_s, which a
+# client's token times barely separate from step_s and token_s.
+FIT_TERMS = ("time_scale", *OVERHEAD_KEYS)
+DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
 class HostCost:
