@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -108,8 +109,10 @@ def base_profile(point: dict[str, Any], dep: Deployment) -> CostProfile:
 
 def calibrated_profile(base: CostProfile, result: FitResult,
                        heldout: dict[str, dict[str, float]], base_source: str,
-                       command: str) -> CostProfile:
-    """``base`` with the fitted time_scale and overhead, and the fit described."""
+                       command: str, fingerprints: Sequence[dict[str, Any] | None] = ()
+                       ) -> CostProfile:
+    """``base`` with the fitted time_scale and overhead, and the fit described; its
+    fingerprint is the runs' machine when they all recorded the same one, else none."""
     cal = result.calibration
     runs = list(result.errors)
     record = {
@@ -125,6 +128,14 @@ def calibrated_profile(base: CostProfile, result: FitResult,
     }
     provenance = {**base.provenance, "calibrated_from_run": {
         "runs": runs, "date": dt.date.today().isoformat(), "command": command}}
+    provenance.pop("fingerprint", None)  # the profile now describes the runs' machine:
+    machines = {json.dumps(fp, sort_keys=True) for fp in fingerprints}
+    if len(machines) == 1 and None not in fingerprints:
+        provenance["fingerprint"] = fingerprints[0]
+    else:
+        provenance["fingerprint_note"] = (
+            "the measured runs did not all say which machine served them (an endpoint other "
+            "than servesim serve): no fingerprint")
     return replace(base, time_scale=base.time_scale * cal.time_scale,
                    overhead=cal.overhead.to_dict(), fit={**base.fit, "from_run": record},
                    provenance=provenance)

@@ -54,6 +54,7 @@ class MeasuredRun:
     point: int = 0  # index of the point in its folder (matches the scenario's sweep order)
     policy: str = ""  # the policy the summary names, if any
     notes: list[str] = field(default_factory=list)  # facts a user should know
+    fingerprint: dict[str, Any] | None = None  # the serving machine, if the run recorded it
 
     def __post_init__(self) -> None:
         n = len(self.requests)
@@ -129,11 +130,12 @@ def _folder_point(name: str, i: int, summary: dict[str, Any], records: pd.DataFr
     table = done[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]].astype(
         {"request_id": "int64", "prompt_tokens": "int64", "output_tokens": "int64"})
     notes = []
+    fp = summary.get("fingerprint")
     if len(done) < len(records):
         notes.append(f"{len(records) - len(done)} request(s) did not finish: not replayed")
     return MeasuredRun(name, table.reset_index(drop=True), first - arrival, tpot, last - arrival,
                        per_request=True, point=i, policy=str(summary.get("policy", "")),
-                       notes=notes)
+                       notes=notes, fingerprint=fp if isinstance(fp, dict) else None)
 
 
 def read_vllm_bench(p: Path) -> MeasuredRun:

@@ -74,7 +74,8 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         for t in extra:
             heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
-        profile = calibrated_profile(base, result, heldout, dep.cost_source, command)
+        machines = [r.fingerprint for runs in folders for r in runs]
+        profile = calibrated_profile(base, result, heldout, dep.cost_source, command, machines)
         save_profile(profile, args.out)
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)

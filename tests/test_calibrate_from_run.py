@@ -21,6 +21,7 @@ from simulator.costs import CostProfile, cost_model_from_config, load_profile, s
 from simulator.costs.host import HostCost, Overhead
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
+from simulator.fingerprint import this_machine
 from simulator.policies import ContinuousPolicy, DynamicPolicy
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 from simulator.shapes import StepShape, StepShapes
@@ -175,6 +176,22 @@ def test_fit_recovers_injected_host_costs(tmp_path: Path) -> None:
         CONTINUOUS, "workload.rate=3.0", f"cost.profile='{out}'"]))
     dep = resolve(point)
     assert dep.request_s == host.request_s and "+ host overhead" in dep.cost_source
+    # a simulated run says no machine: the fitted profile claims none (not the base's)
+    assert "fingerprint" not in prof.provenance and "fingerprint_note" in prof.provenance
+
+
+def test_the_fitted_profile_holds_where_the_runs_were_served(tmp_path: Path) -> None:
+    _synthetic(tmp_path / "run", rates="3.0")
+    summaries = json.loads((tmp_path / "run" / "summary.json").read_text())
+    machine = {**this_machine("cpu", 1), "device": "Some Other CPU"}
+    summaries[0]["fingerprint"] = machine
+    (tmp_path / "run" / "summary.json").write_text(json.dumps(summaries))
+    out = tmp_path / "fitted.json"
+    args = _args("--from-run", str(tmp_path / "run"), "--scenario", SCENARIO, "--set",
+                 CONTINUOUS, "--set", "workload.rate=3.0", "--fit", "time_scale,request_s",
+                 "--out", str(out))
+    assert from_run_command(args, argv=["calibrate", "--from-run"]) == 0
+    assert load_profile(out).provenance["fingerprint"] == machine
 
 
 def _bench(path: Path, **settings: object) -> Path:
