@@ -13,23 +13,25 @@ S=scenarios/validate-cpu.toml
 BIN=${BIN:-.venv/bin}
 PORT=${PORT:-8123}
 mkdir -p "$OUT"
-serve() {  # serve POLICY: start the server, wait until it answers
-  "$BIN/servesim" serve --model tiny --policy "$1" --max-num-seqs 8 --threads 1 \
-    --kv-blocks 4096 --port "$PORT" 2>"$OUT/serve-$1.log" &
+serve() {  # serve POLICY KNOB...: start the server (the scenario's knobs), wait for it
+  local policy=$1; shift
+  "$BIN/servesim" serve --model tiny --policy "$policy" "$@" --threads 1 \
+    --kv-blocks 4096 --port "$PORT" 2>"$OUT/serve-$policy.log" &
   SERVER=$!
   for _ in $(seq 120); do
     curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0; sleep 0.5
   done
   echo "server did not start" >&2; exit 1
 }
-measure() {  # measure POLICY RATE DIR
+measure() {  # measure POLICY RATE DIR (skipped when DIR holds a measurement already)
+  [ -f "$3/summary.json" ] && return 0
   "$BIN/servesim" measure --endpoint "http://127.0.0.1:$PORT/v1" --workload "$S" \
     --set "policy.name='$1'" --set "workload.rate=$2" --no-progress --out "$3" >/dev/null
 }
-serve continuous
+serve continuous --max-num-seqs 8
 measure continuous 3.0 "$OUT/c3"; measure continuous 6.0 "$OUT/c6"; measure continuous 9.0 "$OUT/c9"
 kill "$SERVER"; wait "$SERVER" || true
-serve dynamic
+serve dynamic --set max_batch_size=8 --set max_wait_s=0.25
 measure dynamic 6.0 "$OUT/d6"
 kill "$SERVER"; wait "$SERVER" || true
 "$BIN/servesim" calibrate --from-run "$OUT/c3" "$OUT/c6" --scenario "$S" \

@@ -168,7 +168,8 @@ def _from_profile(
         cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
     else:  # a prior's knobs, applied to the scenario's own deployment
         knobs = {k: float(v) for k, v in profile.coefficients.items()}
-        cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **knobs)
+        cost = profile.calibrated(RooflineCost(model, hw, tp, weight_dtype, kv_dtype,
+                                               **knobs))
     theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
     ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
     return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
