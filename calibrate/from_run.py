@@ -243,6 +243,41 @@ def leave_one_out(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERM
     return out
 
 
+# Term sets ``select_terms`` tries, smallest first: which host costs a stack's runs can
+# support is an empirical question (admit_s and request_s differ only under load; step_s
+# and time_scale are one intercept on decode steps), so the runs answer it, held out.
+CANDIDATE_TERMS: tuple[tuple[str, ...], ...] = (
+    ("time_scale", "request_s"),
+    ("time_scale", "token_s", "request_s"),
+    ("time_scale", "step_s", "token_s", "request_s"),
+    ("time_scale", "admit_s", "token_s", "request_s"),
+    DEFAULT_FIT_TERMS,
+)
+SCORE_STATS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "tpot_p90",
+               "e2e_mean", "e2e_p50", "e2e_p90")
+
+
+def heldout_score(heldout: dict[str, dict[str, float]]) -> float:
+    """Mean |held-out error| over the runs' TTFT, TPOT and E2E mean, P50 and P90."""
+    errs = [abs(e[k]) for e in heldout.values() for k in SCORE_STATS if np.isfinite(e[k])]
+    return float(np.mean(errs)) if errs else float("inf")
+
+
+def select_terms(targets: Sequence[Target], start: Calibration | None = None,
+                 candidates: Sequence[tuple[str, ...]] = CANDIDATE_TERMS,
+                 ) -> tuple[tuple[str, ...], dict[tuple[str, ...], float]]:
+    """The term set with the least leave-one-run-out error (needs >= 2 runs), and every
+    candidate's score. Within 5% (relative) or 0.2 points of the best, the smaller set
+    wins: a term the runs cannot pin down only adds variance to a prediction elsewhere."""
+    if len(targets) < 2:
+        raise ConfigError("choosing terms needs two runs (each predicted by a fit on the "
+                          "others); give --fit TERMS for one run")
+    scores = {tuple(c): heldout_score(leave_one_out(targets, c, start)) for c in candidates}
+    best = min(scores.values())
+    chosen = next(c for c in scores if scores[c] <= best * 1.05 + 0.002)
+    return chosen, scores
+
+
 def describe_terms(cal: Calibration, terms: Sequence[str]) -> list[tuple[str, str]]:
     """(term, value in words) for a report: time_scale as a ratio, the rest in ms."""
     return [(t, f"{cal.value(t):.4g}" if t == "time_scale" else f"{cal.value(t) * 1e3:.4g} ms")

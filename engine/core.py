@@ -53,6 +53,7 @@ class EngineCore:
         self.arrived: list[Sequence] = []
         self.last_end = 0.0  # end of the last step run
         self.forward_s: list[float] = []  # per step: seconds in the runner (inputs + forwards)
+        self._forget: set[int] = set()  # finished, ids to drop once their slot is gone
 
     def arrive(self, seq: Sequence, prompt_ids: list[int]) -> bool:
         """A request reaches the server; False if it can never fit (then it is done)."""
@@ -135,8 +136,20 @@ class EngineCore:
 
     def forget_tokens(self, request_id: int) -> None:
         """Drop a finished request's token ids (a long-lived server keeps only its records
-        and token times; a replay keeps the ids to return them)."""
-        self.tokens.pop(request_id, None)
+        and token times; a replay keeps the ids to return them). A row of a padded batch
+        (static, dynamic) still runs until the batch ends, so its ids go when its slot does."""
+        if any(s.request_id == request_id for s in self.slots):
+            self._forget.add(request_id)
+        else:
+            self.tokens.pop(request_id, None)
+
+    def _drop_forgotten(self) -> None:
+        """Forget the ids of finished requests whose slots are gone (``forget_tokens``)."""
+        if self._forget:
+            held = {s.request_id for s in self.slots}
+            for rid in [r for r in self._forget if r not in held]:
+                self.tokens.pop(rid, None)
+                self._forget.discard(rid)
 
     def _done(self, seq: Sequence) -> None:
         if self.on_done is not None:
@@ -150,6 +163,7 @@ class EngineCore:
             return
         if not running:  # a padded batch ended, or the last request left: nothing to move
             self.slots.clear()
+            self._drop_forgotten()
             return
         keep = {id(s) for s in running}
         i = 0
@@ -164,5 +178,6 @@ class EngineCore:
             raise RuntimeError("the policy reordered its running requests; the slot cache "
                                "keeps them in admission order")
         self.slots.extend(running[len(self.slots):])
+        self._drop_forgotten()
         need = max((s.prompt_tokens + s.output_tokens for s in self.slots), default=1)
         self.cache.reserve(len(self.slots), need)

@@ -39,18 +39,21 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
                    metavar="SECTION.KEY=VALUE", help="override a scenario field, repeatable")
     g.add_argument("--base", default=None, metavar="PROFILE.json",
                    help="base cost profile (default: the scenario's [cost])")
-    g.add_argument("--fit", default=",".join(DEFAULT_TERMS), metavar="TERMS",
-                   help=f"comma-separated terms to fit, among {', '.join(FIT_TERMS)} "
-                        f"(default {','.join(DEFAULT_TERMS)})")
+    g.add_argument("--fit", default="auto", metavar="TERMS",
+                   help=f"comma-separated terms to fit, among {', '.join(FIT_TERMS)}; "
+                        "default auto: with two or more runs, the set of terms whose "
+                        "leave-one-run-out error is least (smaller sets on ties), else "
+                        f"{','.join(DEFAULT_TERMS)}")
     g.add_argument("--holdout", nargs="+", default=[], metavar="DIR",
                    help="runs not used in the fit, only predicted with it")
 
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
-    from calibrate.from_run import errors, fit, leave_one_out, replay
+    from calibrate.from_run import errors, fit, leave_one_out, replay, select_terms
     from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
     from calibrate.run_records import read_runs
+    from simulator.costs.host import DEFAULT_FIT_TERMS
     from simulator.costs.profile import save_profile
     from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 
@@ -69,6 +72,11 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
             held = [read_runs(d) for d in args.holdout]
             extra = targets(match_points(held, points, list(args.holdout)), args.base)[0]
         base = base_profile(point, dep)
+        scores: dict[tuple[str, ...], float] = {}
+        if terms == ("auto",):
+            terms = DEFAULT_FIT_TERMS
+            if len(fitted) >= 2:
+                terms, scores = select_terms(fitted, start)
         result = fit(fitted, terms, start)
         heldout = leave_one_out(fitted, terms, start) if len(fitted) >= 2 else {}
         for t in extra:
@@ -80,6 +88,12 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2
+    if scores:
+        print("terms chosen by leave-one-run-out error (mean |error| of TTFT, TPOT, E2E "
+              "mean/P50/P90):")
+        for cand, score in scores.items():
+            mark = "  <- fitted" if cand == result.terms else ""
+            print(f"  {score:6.1%}  {','.join(cand)}{mark}")
     _report(fitted, result, heldout, dep.cost_source)
     print(f"wrote {args.out}")
     return 0

@@ -290,6 +290,45 @@ def test_a_long_lived_engine_forgets_token_ids_of_finished_requests(tiny):
     assert (snap.tokens["request_id"] == rid).sum() == 4
 
 
+@pytest.mark.parametrize("policy", [("static", {"batch_size": 2}),
+                                    ("dynamic", {"max_batch_size": 2, "max_wait_s": 0.05})])
+def test_a_padded_batch_keeps_a_finished_rows_ids_until_the_batch_ends(tiny, policy):
+    """Static and dynamic batches run finished rows to the batch's end: forgetting a short
+    request's ids as it finished crashed the next step (KeyError) and failed every request
+    after it. Two requests of 2 and 6 tokens in one batch, then a third batch."""
+    import threading
+
+    em, _ = tiny
+    name, knobs = policy
+    engine = LiveEngine(em, make_policy(name, **knobs), 64)
+    finished: list[str] = []
+    all_done = threading.Event()
+
+    class Sink:
+        def token(self, seq, token_id, time_s):
+            pass
+
+        def done(self, seq):
+            finished.append(seq.reason or "ok")
+            if len(finished) == 4:
+                all_done.set()
+
+        def fail(self, message):
+            finished.append(message)
+            all_done.set()
+
+    engine.start()
+    try:
+        for prompt, out in (([5, 6, 7], 2), ([8, 9], 6), ([4, 4], 3), ([3], 3)):
+            engine.submit(prompt, out, Sink())
+        assert all_done.wait(60)
+    finally:
+        engine.stop()
+    assert finished == ["ok"] * 4, finished
+    assert engine.error is None
+    assert not engine.core.tokens  # every id dropped once its batch ended
+
+
 def test_a_client_that_leaves_mid_stream_cancels_its_request(http):
     import time
 

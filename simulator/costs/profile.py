@@ -45,8 +45,8 @@ from simulator.specs.models import ModelSpec
 
 PROFILE_VERSION = 1
 FORMS = ("linear", "piecewise", "roofline")
-LINEAR_COEFFICIENTS = tuple(f.name for f in fields(LinearCost))
-PIECEWISE_COEFFICIENTS = tuple(f.name for f in fields(PiecewiseCost))
+LINEAR_COEFFICIENTS: tuple[str, ...] = tuple(f.name for f in fields(LinearCost))
+PIECEWISE_COEFFICIENTS: tuple[str, ...] = tuple(f.name for f in fields(PiecewiseCost))
 FITTED: dict[str, tuple[type[LinearCost] | type[PiecewiseCost], tuple[str, ...]]] = {
     "linear": (LinearCost, LINEAR_COEFFICIENTS),  # fitted forms: class, coefficient names
     "piecewise": (PiecewiseCost, PIECEWISE_COEFFICIENTS),
