@@ -125,11 +125,9 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
 
 def here_command(args: argparse.Namespace) -> int:
     """``--here``: profile and fit this machine, store in the cache (and at --out)."""
-    try:
-        import torch  # noqa: F401  (the engine extra)
-    except ImportError:
-        print("servesim: error: `servesim calibrate --here` needs the engine extra: "
-              "pip install torch==2.13.0 && pip install -e '.[engine]'", file=sys.stderr)
+    from servesim.profile_command import engine_missing
+
+    if engine_missing("calibrate --here"):
         return 2
     import shutil
 

@@ -67,15 +67,23 @@ def _engine_version() -> str:
         return "servesim (not installed)"
 
 
-def profile_command(args: argparse.Namespace) -> int:
-    """Build the model, run the sweep with a progress bar, write the table; 2 on bad input."""
+def engine_missing(command: str) -> bool:
+    """True (having said how to install it) when torch, the engine extra, is absent."""
     try:
         import torch  # noqa: F401  (the engine extra)
     except ImportError:
-        print("servesim: error: `servesim profile` needs the engine extra: "
+        print(f"servesim: error: `servesim {command}` needs the engine extra: "
               "pip install torch==2.13.0 && pip install -e '.[engine]'", file=sys.stderr)
+        return True
+    return False
+
+
+def profile_command(args: argparse.Namespace) -> int:
+    """Build the model, run the sweep with a progress bar, write the table; 2 on bad input."""
+    if engine_missing("profile"):
         return 2
     import pandas as pd
+    import torch
     from tqdm import tqdm
 
     from engine.models import build_model
