@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from calibrate.fit import FitReport, fit_profile
-from calibrate.host_costs import HostCosts, measure_host_costs
+from calibrate.host_costs import HostCosts, host_costs_of, serve_synthetic, served_time_scale
 from calibrate.provenance import table_provenance
 from engine.models import build_model
 from engine.plan import SweepPlan
@@ -49,7 +49,8 @@ class HereResult:
 
 def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int = 1,
                    device: str = "cpu", repeats: int = HERE_REPEATS, seed: int = 0,
-                   progress: Callable[[int], None] | None = None) -> HereResult:
+                   progress: Callable[[int], None] | None = None,
+                   serve_scale: bool = True) -> HereResult:
     """Profile ``model`` on this machine, fit it, store table and profile in the cache."""
     t0 = time.perf_counter()
     dev = torch.device(device)
@@ -83,13 +84,21 @@ def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int
                                   form="piecewise", rows_factor=True, hardware=hardware,
                                   model=em.spec.name, weight_dtype=weight_dtype, kv_dtype=kv,
                                   tp=1)
-    host = measure_host_costs(em, seed=seed)
+    served = serve_synthetic(em, seed=seed)
+    host = host_costs_of(served)
+    scale = served_time_scale(served, profile.build_fitted()) if serve_scale else 1.0
     fit = {**profile.fit, "host": {
         "method": "calibrate/host_costs.py: a synthetic continuous-batching run of its own "
                   "(64 requests), per-step wall minus forward time, NNLS on [1, admitted, "
                   "finished before, decode rows]",
-        "num_steps": host.num_steps, "median_residual_ms": round(host.residual_ms, 4)}}
-    profile = replace(profile, overhead=host.overhead(), fit=fit)
+        "num_steps": host.num_steps, "median_residual_ms": round(host.residual_ms, 4)},
+        "served_time_scale": {
+            "value": round(scale, 4), "applied": serve_scale,
+            "method": "the same run's forward time / the fitted form's prediction for its "
+                      "steps: the profiler times fixed shapes in turn, a busy loop serves "
+                      "alike shapes back to back (calibrate/host_costs.py)"}}
+    profile = replace(profile, overhead=host.overhead(), fit=fit,
+                      time_scale=round(scale, 4) if serve_scale else 1.0)
     save_profile(profile, path)
     return HereResult(path, table_path, report, host, time.perf_counter() - t0)
 

@@ -48,3 +48,22 @@ def test_the_synthetic_workload_is_its_own():
     assert len(table) == 64 and table["arrival_s"].is_monotonic_increasing
     assert table["prompt_tokens"].between(32, 320).all()
     assert table["output_tokens"].between(4, 48).all()
+
+
+def test_served_time_scale_is_served_over_predicted_forward_time():
+    from calibrate.host_costs import served_time_scale
+    from engine.serving import EngineRun
+    from simulator.cluster import SimResult
+    from simulator.costs.linear import LinearCost
+
+    # A 2 ms intercept and 0.1 ms per decode row: steps of 1 and 3 rows cost 2.1 and 2.3 ms;
+    # served in 1.89 and 2.07 ms, 0.9 of that.
+    kernel = LinearCost(step_s=2e-3, prefill_token_s=0.0, prefill_attn_s=0.0,
+                        decode_seq_s=1e-4, decode_context_s=0.0, request_s=0.0)
+    steps = pd.DataFrame({"start_s": [0.0, 1.0], "end_s": [0.5, 1.5],
+                          "num_prefill_tokens": [0, 0], "prefill_attn_work": [0.0, 0.0],
+                          "num_decode_seqs": [1, 3], "decode_context_tokens": [10, 30]})
+    requests = pd.DataFrame({"scheduled_s": [9.0], "finish_s": [9.0]})
+    run = EngineRun(SimResult(requests, steps, 0, 1, 2, 0.0), pd.DataFrame(), {}, None,
+                    np.array([1.89e-3, 2.07e-3]))
+    assert served_time_scale(run, kernel) == pytest.approx(0.9)
