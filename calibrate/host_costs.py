@@ -116,9 +116,9 @@ def served_time_scale(run: EngineRun, kernel: CostModel) -> float:
     """Forward time the loop spent serving / what ``kernel`` (fitted on the profiler's fixed
     shapes) predicts for the same steps.
 
-    A busy serving loop runs the same shapes back to back; the profiler times 69 shapes in
-    turn. On this project's VM the served steps took 0.92-0.95 of the profile (three seeds),
-    as the validation run's busy stretches did at every policy and load.
+    A check of the profile against the loop's own steps, seconds later: on this project's
+    VM one calibration read 0.92-0.95 (three seeds, and the validation run's busy stretches
+    agreed), the next 0.97-1.04: the machine's drift between windows, not a bias.
     """
     steps, requests = run.result.steps, run.result.requests
     counts = step_counts(steps, requests)

@@ -161,9 +161,9 @@ def here_command(args: argparse.Namespace) -> int:
     print(f"  serving-loop host work: {h.step_s * 1e3:.3f} ms/step, {h.admit_s * 1e3:.3f} ms/"
           f"admission, {h.finish_s * 1e3:.3f} ms/finish, {h.seq_s * 1e3:.4f} ms/decode row "
           f"({h.num_steps} steps, median residual {h.residual_ms:.3f} ms)")
-    served = load_profile(result.profile_path).time_scale
-    print(f"  served steps (a busy loop, same run) / profiled: {served:.3f}, kept as the "
-          "profile's time_scale")
+    served = load_profile(result.profile_path).fit["served_time_scale"]["value"]
+    print(f"  check: the loop's own served steps / the fit = {served:.3f} (1 = no drift "
+          "between profiling and serving)")
     print(f"wrote {result.profile_path} (table: {result.table_path.name})")
     if args.out:
         print(f"wrote {args.out}")
