@@ -32,9 +32,9 @@ from engine.server_model import load_served_model  # noqa: E402
 from servesim.cli import main  # noqa: E402
 from servesim.measure.client import Endpoint  # noqa: E402
 from servesim.validate_command import read_results  # noqa: E402
+from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.metrics import summarize  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
-from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, empty_table  # noqa: E402
 
 OVERHEAD_MS = 30.0  # mean client-minus-server TTFT / E2E allowed, plus ...
