@@ -20,6 +20,7 @@ import transformers
 
 from engine.models import TORCH_DTYPES, EngineModel, build_model
 from engine.serving import EngineRun, replay
+from engine.speed_probe import merge, probe
 from engine.sweep import hardware_name, machine_fingerprint
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
@@ -79,8 +80,10 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
         warm_up(em, dep)
     built = build_requests(dep.workload, np.random.default_rng(dep.seed),
                            dep.model.max_context_tokens)
+    before = probe(em)  # the machine's speed now, on steps the profile knows
     run = replay(built.table, em, dep.policy, dep.kv_blocks, block_size=dep.block_size,
                  horizon_s=dep.horizon_s, seed=dep.seed, progress=progress)
+    speed_probe = merge(before, probe(em))
     res = run.result
     durations = (res.steps["end_s"] - res.steps["start_s"]).to_numpy()
     outside = durations - run.forward_s  # loop work outside the batch runner, per step
@@ -94,6 +97,7 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
         "steps": len(res.steps), "wall_s": res.wall_s,
         "median_step_ms": float(np.median(durations)) * 1e3 if len(durations) else None,
         "median_overhead_ms": float(np.median(outside)) * 1e3 if len(outside) else None,
+        "speed_probe": speed_probe,  # engine/speed_probe.py; validate's drift correction
     }
     fingerprint = machine_fingerprint(device, torch.get_num_threads())
     # The KV cache holds the weights' dtype; a CPU has no GPUs to count.

@@ -27,7 +27,7 @@ from calibrate.validate import (
     rows_table,
     worst_request,
 )
-from servesim.validate_profiles import choose_profiles, measured_fingerprint
+from servesim.validate_profiles import choose_profiles, drift_corrected, measured_fingerprint
 from simulator.atomic import atomic_write
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
@@ -55,6 +55,9 @@ def add_validate_parser(sub: Any) -> None:
                    help="take the simulated side from this results folder")
     p.add_argument("--threads", type=int, default=1,
                    help="engine intra-op threads on CPU (default 1)")
+    p.add_argument("--no-drift", action="store_true",
+                   help="do not scale the profile by the engine's speed probe (the machine's "
+                        "speed while it served each point, on three fixed steps)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any figure is outside its tolerance")
 
@@ -101,7 +104,7 @@ class Validation:
 
 def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
                     threads: int = 1, measured_dir: str | None = None,
-                    simulated_dir: str | None = None) -> Validation:
+                    simulated_dir: str | None = None, drift: bool = True) -> Validation:
     """Serve (or read) and simulate (or read) every point, compare, write the report files."""
     [resolve(p) for _, p in points]  # a bad point fails before anything runs
     notes: list[str] = []
@@ -117,6 +120,9 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
                                         calibrate=_calibrator(points))
     if not measured_dir:
         measured = _measured(points, out, threads)
+    if drift and not simulated_dir:
+        points, drift_notes = drift_corrected(points, [s for s, _ in measured])
+        notes += drift_notes
     deps = [resolve(p) for _, p in points]
     simulated = _simulated(simulated_dir, points, out)
     rows, worst, pairs = [], [], []
@@ -144,7 +150,7 @@ def validate_command(args: argparse.Namespace) -> int:
         points = expand_sweep(raw)
         out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
         v = validate_points(points, out, threads=args.threads, measured_dir=args.measured,
-                            simulated_dir=args.simulated)
+                            simulated_dir=args.simulated, drift=not args.no_drift)
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2

@@ -17,6 +17,10 @@ side (this one, or the one recorded in ``--measured DIR``'s summary):
 
 A measured side without a fingerprint (``servesim measure`` against another server) is not
 checked: the machine behind an endpoint is not known.
+
+Then :func:`drift_corrected` scales each point's profile by the machine's speed while the
+engine served it (a speed probe of three fixed steps before and after the point), so a
+validation compares the simulator with the engine, not with the VM's drift since calibrating.
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from simulator.costs.base import CostModel
 from simulator.costs.from_config import profile_file
 from simulator.costs.machine import profile_fingerprint
 from simulator.costs.profile import load_profile
@@ -34,6 +42,7 @@ from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.fingerprint import HOW_TO_FIX, describe_differences, differences
 from simulator.profile_cache import find_cached_profile
+from simulator.shapes import StepShapes
 
 Point = tuple[dict[str, Any], dict[str, Any]]
 Calibrator = Callable[[str, str, int], Path]  # (model, weight dtype, threads) -> profile
@@ -119,3 +128,51 @@ def _no_profile(model: str, fingerprint: dict[str, Any]) -> str:
             f"with `{HOW_TO_FIX.format(model=model, threads=fingerprint.get('threads', 1))}` "
             "and pass the profile as cost.profile (with cost.force = true if the fields "
             "differ only in a version)")
+
+
+def drift_corrected(points: list[Point], summaries: list[dict[str, Any]]
+                    ) -> tuple[list[Point], list[str]]:
+    """Each point's profile scaled by the machine's speed while the engine served it.
+
+    The engine's summary holds a speed probe (engine/speed_probe.py: three fixed steps timed
+    just before and after the point); the factor is their measured time over what the
+    point's profile predicts for them (its forward passes only: no host work, no jitter).
+    It multiplies any ``cost.time_scale`` already set. Without a probe (an endpoint's run)
+    or a profile file (inline coefficients) the point is left as it is.
+    """
+    out, notes = [], []
+    for (labels, point), summary in zip(points, summaries, strict=True):
+        rows = (summary.get("engine") or {}).get("speed_probe")
+        section = dict(point.get("cost", {}))
+        if not rows or "profile" not in section:
+            out.append((labels, point))
+            continue
+        dep = resolve(point)
+        profile = replace(load_profile(profile_file(section["profile"])), overhead={})
+        kernel = profile.build(dep.model, dep.hardware)
+        factor = probe_factor(rows, kernel)
+        where = f"{dep.policy_name} {', '.join(f'{k}={v}' for k, v in labels.items())}"
+        if not 0.5 <= factor <= 2.0:
+            notes.append(f"{where}: speed probe {factor:.2f}x the profile: not a drift, the "
+                         "profile is for other steps or another machine; not applied")
+            out.append((labels, point))
+            continue
+        scale = float(section.get("time_scale", 1.0)) * factor
+        notes.append(f"{where}: machine at {factor:.3f}x the profile's speed while serving "
+                     "(speed probe before/after), applied as cost.time_scale")
+        new = copy.deepcopy(point)
+        new["cost"] = {**section, "time_scale": scale}
+        out.append((labels, new))
+    return out, notes
+
+
+def probe_factor(rows: list[dict[str, Any]], kernel: CostModel) -> float:
+    """Measured seconds of the probe steps / ``kernel``'s prediction for them."""
+    shapes = StepShapes(
+        num_prefill_tokens=np.array([r["num_prefill_tokens"] for r in rows], np.int64),
+        prefill_attn_work=np.array([r["prefill_attn_work"] for r in rows], np.float64),
+        num_decode_seqs=np.array([r["num_decode_seqs"] for r in rows], np.int64),
+        decode_context_tokens=np.array([r["decode_context_tokens"] for r in rows], np.int64),
+        num_admitted=np.array([r.get("num_admitted", 0) for r in rows], np.int64),
+        num_finished=np.zeros(len(rows), np.int64))
+    return float(sum(r["time_s"] for r in rows) / kernel.step_times(shapes).sum())
