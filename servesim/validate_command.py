@@ -55,9 +55,10 @@ def add_validate_parser(sub: Any) -> None:
                    help="take the simulated side from this results folder")
     p.add_argument("--threads", type=int, default=1,
                    help="engine intra-op threads on CPU (default 1)")
-    p.add_argument("--no-drift", action="store_true",
-                   help="do not scale the profile by the engine's speed probe (the machine's "
-                        "speed while it served each point, on three fixed steps)")
+    p.add_argument("--drift", action="store_true",
+                   help="scale each point's profile by the engine's speed probe (the "
+                        "machine's speed while it served the point, on three fixed steps; "
+                        "docs/calibration.md: it helped in one run here and hurt in another)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any figure is outside its tolerance")
 
@@ -104,7 +105,7 @@ class Validation:
 
 def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
                     threads: int = 1, measured_dir: str | None = None,
-                    simulated_dir: str | None = None, drift: bool = True) -> Validation:
+                    simulated_dir: str | None = None, drift: bool = False) -> Validation:
     """Serve (or read) and simulate (or read) every point, compare, write the report files."""
     [resolve(p) for _, p in points]  # a bad point fails before anything runs
     notes: list[str] = []
@@ -150,7 +151,7 @@ def validate_command(args: argparse.Namespace) -> int:
         points = expand_sweep(raw)
         out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
         v = validate_points(points, out, threads=args.threads, measured_dir=args.measured,
-                            simulated_dir=args.simulated, drift=not args.no_drift)
+                            simulated_dir=args.simulated, drift=args.drift)
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2

@@ -18,9 +18,10 @@ side (this one, or the one recorded in ``--measured DIR``'s summary):
 A measured side without a fingerprint (``servesim measure`` against another server) is not
 checked: the machine behind an endpoint is not known.
 
-Then :func:`drift_corrected` scales each point's profile by the machine's speed while the
-engine served it (a speed probe of three fixed steps before and after the point), so a
-validation compares the simulator with the engine, not with the VM's drift since calibrating.
+With ``--drift``, :func:`drift_corrected` scales each point's profile by the machine's speed
+while the engine served it (a speed probe of three fixed steps before and after the point),
+meant to compare the simulator with the engine rather than with the VM's drift since
+calibrating. Off by default: on this project's VM it helped in one run and hurt in another.
 """
 
 from __future__ import annotations
