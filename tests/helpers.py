@@ -44,3 +44,10 @@ def timeline(records: pd.DataFrame) -> list[tuple[int, float, float, float]]:
          round(r.finish_s, 9))
         for r in records.sort_values("request_id").itertuples()
     ]
+
+
+def tiny_cpu_scenario(name: str, seed: int, workload: str) -> str:
+    """A scenario TOML: the tiny model on the CPU, continuous batching, ``workload`` (the
+    lines of its [workload] section)."""
+    return (f'name = "{name}"\nseed = {seed}\n[model]\nname = "tiny"\nweight_dtype = "fp32"\n'
+            f'[hardware]\ngpu = "cpu"\n[policy]\nname = "continuous"\n[workload]\n{workload}')

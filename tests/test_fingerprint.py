@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import tiny_cpu_scenario
 
 from servesim.cli import main
 from simulator.costs.machine import machine_note
@@ -18,23 +19,12 @@ from simulator.shapes import StepShape
 
 TINY = {"model": {"name": "tiny", "weight_dtype": "fp32"}, "hardware": {"gpu": "cpu"}}
 OTHER_DEVICE = "Intel(R) Xeon(R) Platinum 0000 (a CPU no test machine has)"
-SCENARIO = """
-name = "fp"
-seed = 3
-[model]
-name = "tiny"
-weight_dtype = "fp32"
-[hardware]
-gpu = "cpu"
-[policy]
-name = "continuous"
-[workload]
-arrival = "poisson"
+SCENARIO = tiny_cpu_scenario("fp", 3, """arrival = "poisson"
 rate = 2.0
 num_requests = 12
 prompt = { dist = "uniform", low = 20, high = 80 }
 output = { dist = "uniform", low = 5, high = 20 }
-"""
+""")
 
 
 def foreign(fp: dict) -> dict:
