@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from dashboard.logic.calibration import (
+    cached_table,
     decode_surface,
     fit_quality,
     predict,
@@ -23,6 +24,8 @@ from dashboard.logic.run import latency_samples, simulate
 from dashboard.logic.scenario_form import Knobs, apply_knobs, collapse, load_shipped
 from dashboard.logic.validation import error_table, load_measured, worst_offender
 from simulator.costs.profile import PROFILES_DIR, shipped_profiles
+from simulator.fingerprint import this_machine
+from simulator.profile_cache import cached_profile_path
 
 PROFILE = PROFILES_DIR / "h100-sxm__llama-3.1-8b__bf16__tp1.json"
 
@@ -93,6 +96,24 @@ def test_vllm_bench_result(tmp_path):
 def test_provenance_lists_every_shipped_profile():
     table = provenance_table()
     assert len(table) == len(shipped_profiles()) and table["source"].str.len().min() > 0
+    tiny = table.set_index("file").loc["cpu__tiny__fp32__tp1.json"]
+    assert tiny["measured_on"].startswith("AMD EPYC") and tiny["this_machine"]  # says which
+    assert table.set_index("file").loc["h100-sxm__llama-3.1-8b__bf16__tp1.json",
+                                       "measured_on"] == ""  # composed: no machine
+
+
+def test_the_cache_table_lists_profiles_measured_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVESIM_PROFILE_CACHE", str(tmp_path))
+    assert len(cached_table()) == 0
+    here = this_machine("cpu", 1)
+    data = json.loads((PROFILES_DIR / "cpu__tiny__fp32__tp1.json").read_text())
+    data["provenance"]["fingerprint"] = here
+    path = cached_profile_path(here, "cpu", "tiny", "fp32", 1)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    table = cached_table()
+    assert table["path"].tolist() == [str(path)]
+    assert table["this_machine"].iloc[0].startswith("fingerprint matches this machine")
 
 
 def test_profile_table_residuals_and_quality():

@@ -1,5 +1,6 @@
-"""Calibration views: shipped profiles' provenance, a profile's cost surface, and an
-uploaded profile table (contract 2) against the profile's predictions.
+"""Calibration views: shipped and cached profiles' provenance (and whether each was measured
+on this machine), a profile's cost surface, and an uploaded profile table (contract 2)
+against the profile's predictions.
 
 Profile table columns (one row per measured step): ``phase, num_prefill_tokens,
 num_decode_seqs, prefill_attn_work, decode_context_tokens, batch_size, time_s``.
@@ -14,7 +15,10 @@ import numpy as np
 import pandas as pd
 
 from simulator.costs.base import CostModel
+from simulator.costs.machine import machine_note, profile_fingerprint
 from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
+from simulator.fingerprint import short
+from simulator.profile_cache import cache_root
 from simulator.shapes import StepShapes
 from simulator.specs import get_hardware, get_model
 
@@ -23,18 +27,31 @@ PROFILE_TABLE_COLUMNS = ("phase", "num_prefill_tokens", "num_decode_seqs", "pref
 NUMERIC = PROFILE_TABLE_COLUMNS[1:]
 
 
-def provenance_table() -> pd.DataFrame:
-    """One row per shipped cost profile: what it prices, its form, fit and provenance."""
+def provenance_table(paths: list[Path] | None = None) -> pd.DataFrame:
+    """One row per cost profile (default: the shipped ones): what it prices, its form, fit
+    and provenance, the machine it was measured on and whether that is this one."""
     rows = []
-    for path in shipped_profiles():
+    for path in shipped_profiles() if paths is None else paths:
         p = load_profile(path)
+        fp = profile_fingerprint(p)
         rows.append({"file": path.name, "hardware": p.hardware, "model": p.model,
                      "weight_dtype": p.weight_dtype, "tp": p.tp, "form": p.form,
                      "source": p.provenance.get("source", ""),
                      "measured_by": p.provenance.get("measured_by", ""),
                      "date": p.provenance.get("date", ""),
-                     "mape": p.fit.get("mape"), "n_points": p.fit.get("n_points")})
+                     "mape": p.fit.get("mape"), "n_points": p.fit.get("n_points"),
+                     "measured_on": short(fp) if fp else "",
+                     "this_machine": machine_note(p)})
     return pd.DataFrame(rows)
+
+
+def cached_table() -> pd.DataFrame:
+    """The profiles ``servesim calibrate --here`` stored in the per-user cache (any machine's
+    folder), with the same columns as :func:`provenance_table`, plus their path."""
+    root = cache_root()
+    paths = sorted(root.glob("*/*.json")) if root.is_dir() else []
+    table = provenance_table(paths)
+    return table.assign(path=[str(p) for p in paths]) if len(table) else table
 
 
 def profile_cost(path: str | Path) -> tuple[CostProfile, CostModel]:

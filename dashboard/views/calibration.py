@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import figures_fit
 from dashboard.logic.calibration import (
     PROFILE_TABLE_COLUMNS,
+    cached_table,
     decode_surface,
     fit_quality,
     predict,
@@ -20,6 +21,7 @@ from dashboard.logic.calibration import (
 )
 from dashboard.ui import BAD_INPUT, plot, upload
 from simulator.costs.profile import PROFILES_DIR
+from simulator.profile_cache import cache_root
 
 DEFAULT_PROFILE = "h100-sxm__llama-3.1-8b__bf16__tp1.json"
 DEMO_SCALE = 1.1
@@ -28,6 +30,11 @@ st.title("Calibration")
 st.subheader("Shipped cost profiles")
 prov = provenance_table()
 st.dataframe(prov, hide_index=True, height=240)
+cached = cached_table()
+st.caption(f"Measured on a user's machine (`servesim calibrate --here`, cache {cache_root()}): "
+           f"{len(cached)} profile(s)")
+if len(cached):
+    st.dataframe(cached, hide_index=True)
 files = list(prov["file"])
 name = st.selectbox("Profile", files, index=files.index(DEFAULT_PROFILE), key="profile")
 profile, cost = profile_cost(PROFILES_DIR / name)
