@@ -33,15 +33,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.optimize import least_squares
 
-from calibrate.replay_jacobian import PARAMS, latency_jacobians
+from calibrate.replay_jacobian import latency_jacobians
 from calibrate.run_records import MeasuredRun
 from simulator.cluster import ClusterSpec, simulate
-from simulator.costs.base import CostModel, ScaledCost
-from simulator.costs.host import DEFAULT_FIT_TERMS, Overhead, with_overhead
+from simulator.costs.base import CostModel
+from simulator.costs.host import DEFAULT_FIT_TERMS, FIT_TERMS, Overhead, calibrated_cost
 from simulator.errors import ConfigError
 
-FIT_TERMS = PARAMS
-DEFAULT_TERMS = DEFAULT_FIT_TERMS
 QUANTILES = np.linspace(0.05, 0.95, 10)  # distribution targets when send times are unknown
 STATS = ("mean", "p50", "p90")
 METRICS = ("ttft", "tpot", "e2e")
@@ -75,14 +73,13 @@ class Calibration:
 
     def cost(self, base: CostModel) -> CostModel:
         """The base cost model with this correction and overhead on top."""
-        scaled = base if self.time_scale == 1.0 else ScaledCost(base, self.time_scale)
-        return with_overhead(scaled, self.overhead)
+        return calibrated_cost(base, self.time_scale, self.overhead)
 
 
 @dataclass(frozen=True, slots=True)
 class Predicted:
     """Per-request simulated TTFT, TPOT and E2E (seconds), in the run's request order, and
-    the derivatives of TTFT and TPOT by the parameters (rows x PARAMS) for this schedule."""
+    the derivatives of TTFT and TPOT by the parameters (rows x FIT_TERMS) for this schedule."""
 
     ttft_s: np.ndarray
     tpot_s: np.ndarray
@@ -166,10 +163,10 @@ class FitResult:
 
 
 def _theta(cal: Calibration) -> np.ndarray:
-    return np.array([cal.value(t) for t in PARAMS])
+    return np.array([cal.value(t) for t in FIT_TERMS])
 
 
-def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
+def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
         start: Calibration | None = None, max_iterations: int = 25) -> FitResult:
     """Gauss-Newton fit of ``terms`` to every target run (module docstring)."""
     unknown = [t for t in terms if t not in FIT_TERMS]
@@ -178,7 +175,7 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
     if not targets:
         raise ConfigError("nothing to fit: no measured runs")
     t0 = time.perf_counter()
-    idx = [PARAMS.index(t) for t in terms]
+    idx = [FIT_TERMS.index(t) for t in terms]
     unit = np.array([1.0 if t == "time_scale" else 1e-3 for t in terms])  # x (ms) -> seconds
     low = np.array([0.05 if t == "time_scale" else 0.0 for t in terms])
     high = np.array([20.0 if t == "time_scale" else np.inf for t in terms])
@@ -232,7 +229,7 @@ def errors(run: MeasuredRun, pred: Predicted) -> dict[str, float]:
     return out
 
 
-def leave_one_out(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_TERMS,
+def leave_one_out(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
                   start: Calibration | None = None) -> dict[str, dict[str, float]]:
     """Per run: its errors as predicted by a fit on the other runs (needs >= 2 runs)."""
     out = {}

@@ -27,9 +27,9 @@ from calibrate.host_costs import HostCosts, host_costs_of, serve_synthetic, serv
 from calibrate.provenance import table_provenance
 from engine.models import build_model
 from engine.plan import SweepPlan
-from engine.sweep import RunLoad, hardware_name, run_metadata, run_sweep
+from engine.sweep import RunLoad, engine_version, hardware_name, run_metadata, run_sweep
 from simulator.costs.profile import save_profile
-from simulator.fingerprint import short, this_machine
+from simulator.fingerprint import short
 from simulator.profile_cache import cached_profile_path
 from simulator.profile_table import ProfileTable, write_profile_table
 
@@ -43,6 +43,7 @@ class HereResult:
     profile_path: Path  # the cost profile (JSON) in the per-user cache
     table_path: Path  # the profile table it was fitted on, beside it
     report: FitReport  # held-out fit quality
+    served_scale: float  # the loop's served forward time / the fit's: a drift check
     host: HostCosts  # the serving loop's own work per step, admission and finish
     seconds: float  # wall time of the whole calibration
 
@@ -64,7 +65,7 @@ def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int
     load = RunLoad()
     rows = list(run_sweep(em, plan, progress=progress))
     load.finish()
-    meta = run_metadata(em, threads, load, plan, _engine_version())
+    meta = run_metadata(em, threads, load, plan, engine_version())
     fp = meta["fingerprint"]
     hardware = hardware_name(dev)
     path = cached_profile_path(fp, hardware, em.spec.name, weight_dtype, 1)
@@ -87,8 +88,8 @@ def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int
     served = serve_synthetic(em, seed=seed)
     host = host_costs_of(served)
     # A consistency check: the same fit against steps served seconds later. Not applied by
-    # default: on this VM it read 0.92-0.95 for one calibration and 1.00-1.04 for the next
-    # (docs/calibration.md), i.e. the machine's drift between two windows, not a bias.
+    # default: what it measures is the machine's drift between two windows, not a bias
+    # (docs/calibration.md, "Issue 10").
     scale = served_time_scale(served, profile.build_fitted())
     fit = {**profile.fit, "host": {
         "method": "calibrate/host_costs.py: a synthetic continuous-batching run of its own "
@@ -103,22 +104,4 @@ def calibrate_here(model: str = "tiny", weight_dtype: str = "fp32", threads: int
     profile = replace(profile, overhead=host.overhead(), fit=fit,
                       time_scale=round(scale, 4) if serve_scale else 1.0)
     save_profile(profile, path)
-    return HereResult(path, table_path, report, host, time.perf_counter() - t0)
-
-
-def here_fingerprint(threads: int = 1, device: str = "cpu") -> dict[str, object]:
-    """This machine's fingerprint for the engine on ``device`` (CPU without torch.cuda)."""
-    if device == "cpu":
-        return this_machine("cpu", threads)
-    from engine.sweep import machine_fingerprint
-
-    return machine_fingerprint(torch.device(device), threads)
-
-
-def _engine_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"servesim {version('servesim')}"
-    except PackageNotFoundError:
-        return "servesim (not installed)"
+    return HereResult(path, table_path, report, scale, host, time.perf_counter() - t0)

@@ -14,7 +14,7 @@ finished request, against 10-25 ms steps; on a machine whose forward passes are 
 faster (an Intel Xeon with AMX), the same Python work is a much larger share of a prefill
 step, which is how continuous batching's TTFT came out 11-15% optimistic there.
 
-:func:`measure_host_costs` serves a short synthetic workload of its own (not a scenario's:
+:func:`serve_synthetic` serves a short synthetic workload of its own (not a scenario's:
 calibration never sees the workload it is validated on) through the real serving loop with
 continuous batching, and fits, per step, ``wall - forward = step_s + admit_s * admitted +
 finish_s * finished_before + seq_s * decode_rows`` by non-negative least squares.
@@ -32,6 +32,7 @@ from engine.models import EngineModel
 from engine.serving import EngineRun, replay
 from simulator.costs.base import CostModel
 from simulator.policies import make_policy
+from simulator.records import count_at
 from simulator.shapes import StepShapes
 
 HOST_TERMS = ("step_s", "admit_s", "finish_s", "seq_s")
@@ -70,11 +71,10 @@ def synthetic_workload(num_requests: int = 64, seed: int = 0) -> pd.DataFrame:
 
 def step_counts(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
     """Per step: requests admitted in it, and requests that finished in the step before."""
-    admitted = requests.groupby("scheduled_s").size()
-    finished = requests.groupby("finish_s").size()  # a step starts where the last one ended
+    start = steps["start_s"].to_numpy(np.float64)  # a step starts where the last one ended
     return pd.DataFrame({
-        "admitted": steps["start_s"].map(admitted).fillna(0).to_numpy(np.int64),
-        "finished_before": steps["start_s"].map(finished).fillna(0).to_numpy(np.int64),
+        "admitted": count_at(requests["scheduled_s"].to_numpy(np.float64), start),
+        "finished_before": count_at(requests["finish_s"].to_numpy(np.float64), start),
         "decode_rows": steps["num_decode_seqs"].to_numpy(np.int64),
     })
 
@@ -117,21 +117,10 @@ def served_time_scale(run: EngineRun, kernel: CostModel) -> float:
     shapes) predicts for the same steps.
 
     A check of the profile against the loop's own steps, seconds later: on this project's
-    VM one calibration read 0.92-0.95 (three seeds, and the validation run's busy stretches
-    agreed), the next 0.97-1.04: the machine's drift between windows, not a bias.
+    VM it read 1.02 for one calibration and 0.92-0.95 an hour before (docs/calibration.md,
+    "Issue 10"): the machine's drift between windows, not a bias.
     """
     steps, requests = run.result.steps, run.result.requests
     counts = step_counts(steps, requests)
-    shapes = StepShapes(
-        num_prefill_tokens=steps["num_prefill_tokens"].to_numpy(np.int64),
-        prefill_attn_work=steps["prefill_attn_work"].to_numpy(np.float64),
-        num_decode_seqs=steps["num_decode_seqs"].to_numpy(np.int64),
-        decode_context_tokens=steps["decode_context_tokens"].to_numpy(np.int64),
-        num_admitted=counts["admitted"].to_numpy(np.int64),
-        num_finished=np.zeros(len(steps), np.int64))
+    shapes = StepShapes.from_table(steps.assign(num_admitted=counts["admitted"].to_numpy()))
     return float(run.forward_s.sum() / kernel.step_times(shapes).sum())
-
-
-def measure_host_costs(em: EngineModel, num_requests: int = 64, seed: int = 0) -> HostCosts:
-    """Serve :func:`synthetic_workload` on ``em`` and fit the loop's host work."""
-    return host_costs_of(serve_synthetic(em, num_requests, seed))

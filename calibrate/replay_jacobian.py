@@ -29,26 +29,19 @@ import pandas as pd
 
 from simulator.costs.base import CostModel
 from simulator.costs.host import FIT_TERMS
+from simulator.records import count_at
 from simulator.shapes import StepShapes
-
-PARAMS = FIT_TERMS  # time_scale, step_s, admit_s, finish_s, token_s, seq_s, request_s
 
 
 def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel) -> np.ndarray:
-    """F (steps x PARAMS): each step's duration is ``F @ theta`` (one replica, time order)."""
+    """F (steps x FIT_TERMS): each step's duration is ``F @ theta`` (one replica, time order)."""
     start = steps["start_s"].to_numpy(np.float64)
     end = steps["end_s"].to_numpy(np.float64)
-    sched = np.sort(records["scheduled_s"].dropna().to_numpy(np.float64))
-    fin = np.sort(records["finish_s"].dropna().to_numpy(np.float64))
-    admitted = (np.searchsorted(sched, start, "right") - np.searchsorted(sched, start, "left"))
-    finished = (np.searchsorted(fin, end, "right") - np.searchsorted(fin, end, "left"))
+    admitted = count_at(records["scheduled_s"].to_numpy(np.float64), start)
+    finished = count_at(records["finish_s"].to_numpy(np.float64), end)
     d = steps["num_decode_seqs"].to_numpy(np.int64)
-    shapes = StepShapes(
-        num_prefill_tokens=steps["num_prefill_tokens"].to_numpy(np.int64),
-        prefill_attn_work=steps["prefill_attn_work"].to_numpy(np.float64),
-        num_decode_seqs=d, decode_context_tokens=steps["decode_context_tokens"].to_numpy(np.int64),
-        num_admitted=admitted.astype(np.int64), num_finished=finished.astype(np.int64))
-    base_s = base.step_times(shapes)
+    base_s = base.step_times(StepShapes.from_table(
+        steps.assign(num_admitted=admitted, num_finished=finished)))
     ones = np.ones(len(d))
     return np.column_stack([base_s, ones, admitted, finished, d + admitted, d, 0 * ones])
 
@@ -57,7 +50,7 @@ def latency_jacobians(records: pd.DataFrame, steps: pd.DataFrame, base: CostMode
                       request_ids: np.ndarray, request_s: float) -> tuple[np.ndarray, np.ndarray]:
     """(d TTFT / d theta, d TPOT / d theta), rows in ``request_ids`` order (module docstring)."""
     n = len(request_ids)
-    ttft, tpot = np.zeros((n, len(PARAMS))), np.zeros((n, len(PARAMS)))
+    ttft, tpot = np.zeros((n, len(FIT_TERMS))), np.zeros((n, len(FIT_TERMS)))
     rec = records.set_index("request_id").reindex(request_ids)
     for replica, own in steps.groupby("replica", sort=False):
         own = own.sort_values("start_s", kind="stable")
@@ -73,7 +66,7 @@ def latency_jacobians(records: pd.DataFrame, steps: pd.DataFrame, base: CostMode
         dur = ends[during] - start[during]
         left = np.clip((ends[during] - seen) / np.where(dur > 0, dur, 1.0), 0.0, 1.0)
         ttft[mine] = left[:, None] * feats[during] + cum[first] - cum[during]
-        ttft[mine, PARAMS.index("request_s")] += 1.0
+        ttft[mine, FIT_TERMS.index("request_s")] += 1.0
         out = rec["output_tokens"].to_numpy(np.float64)[mine]
         per = np.where(out > 1, 1.0 / np.maximum(out - 1, 1), 0.0)[:, None]
         tpot[mine] = (cum[last] - cum[first]) * per

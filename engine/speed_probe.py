@@ -1,7 +1,7 @@
 """A speed probe: this machine's speed right now, on a few fixed steps the profile also knows.
 
-A shared VM's speed drifts by 5-10% between minutes (docs/calibration.md: two calibrations
-an hour apart, the same loop served 0.92-0.95 and 0.97-1.04 of one profile). A validation
+A shared VM's speed drifts by 5-10% between minutes (docs/calibration.md, "Issue 10":
+the same loop served 0.92-0.95 of one profile, and 1.02 of the next an hour later). A validation
 run minutes after calibrating compares the simulator with the machine's *drift* as much as
 with the engine. So the engine times three fixed serving-loop steps (engine/step_timing.py)
 just before and just after it serves a point, and ``servesim validate`` scales the profile

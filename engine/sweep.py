@@ -17,6 +17,7 @@ import os
 import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import torch
@@ -136,6 +137,14 @@ class RunLoad:
     def finish(self) -> None:
         """Record the load at the end of the run."""
         self.after = os.getloadavg()
+
+
+def engine_version() -> str:
+    """``servesim 0.1.0``: the engine that measured (a profile table's ``engine_version``)."""
+    try:
+        return f"servesim {version('servesim')}"
+    except PackageNotFoundError:
+        return "servesim (not installed)"
 
 
 def run_metadata(em: EngineModel, threads: int, load: RunLoad, plan: SweepPlan,

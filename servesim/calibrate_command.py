@@ -133,8 +133,9 @@ def here_command(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from calibrate.here import HERE_REPEATS, calibrate_here, here_fingerprint
-    from simulator.costs.profile import load_profile
+    from calibrate.here import HERE_REPEATS, calibrate_here
+    from engine.sweep import machine_fingerprint
+    from servesim.profile_command import check_device
     from simulator.fingerprint import short
 
     model, dtype = args.model or "tiny", args.dtype or "fp32"
@@ -144,7 +145,7 @@ def here_command(args: argparse.Namespace) -> int:
             raise ConfigError("--here measures this machine; it takes no profile table")
         if args.threads < 1 or repeats < 1:
             raise ConfigError(f"--threads={args.threads} and --repeats={repeats} must be >= 1")
-        fp = here_fingerprint(args.threads, args.device)
+        fp = machine_fingerprint(check_device(args.device), args.threads)
         print(f"calibrating this machine: {short(fp)}", file=sys.stderr)
         with tqdm(desc=f"calibrate --here {model}", unit="run", file=sys.stderr) as bar:
             result = calibrate_here(model, dtype, args.threads, args.device, repeats,
@@ -161,9 +162,8 @@ def here_command(args: argparse.Namespace) -> int:
     print(f"  serving-loop host work: {h.step_s * 1e3:.3f} ms/step, {h.admit_s * 1e3:.3f} ms/"
           f"admission, {h.finish_s * 1e3:.3f} ms/finish, {h.seq_s * 1e3:.4f} ms/decode row "
           f"({h.num_steps} steps, median residual {h.residual_ms:.3f} ms)")
-    served = load_profile(result.profile_path).fit["served_time_scale"]["value"]
-    print(f"  check: the loop's own served steps / the fit = {served:.3f} (1 = no drift "
-          "between profiling and serving)")
+    print(f"  check: the loop's own served steps / the fit = {result.served_scale:.3f} "
+          "(1 = no drift between profiling and serving)")
     print(f"wrote {result.profile_path} (table: {result.table_path.name})")
     if args.out:
         print(f"wrote {args.out}")

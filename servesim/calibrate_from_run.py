@@ -24,8 +24,7 @@ _STAT_COLUMNS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "
 
 def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
     """``--from-run``, ``--scenario``, ``--set``, ``--base``, ``--fit``, ``--holdout``."""
-    from simulator.costs.host import DEFAULT_FIT_TERMS as DEFAULT_TERMS
-    from simulator.costs.host import FIT_TERMS
+    from simulator.costs.host import DEFAULT_FIT_TERMS, FIT_TERMS
 
     g = parser.add_argument_group("black-box calibration from measured runs")
     g.add_argument("--from-run", nargs="+", default=None, metavar="DIR",
@@ -43,7 +42,7 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"comma-separated terms to fit, among {', '.join(FIT_TERMS)}; "
                         "default auto: with two or more runs, the set of terms whose "
                         "leave-one-run-out error is least (smaller sets on ties), else "
-                        f"{','.join(DEFAULT_TERMS)}")
+                        f"{','.join(DEFAULT_FIT_TERMS)}")
     g.add_argument("--holdout", nargs="+", default=[], metavar="DIR",
                    help="runs not used in the fit, only predicted with it")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +59,6 @@ def add_profile_parser(sub: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def _engine_version() -> str:
-    try:
-        return f"servesim {version('servesim')}"
-    except PackageNotFoundError:
-        return "servesim (not installed)"
-
-
 def engine_missing(command: str) -> bool:
     """True (having said how to install it) when torch, the engine extra, is absent."""
     try:
@@ -87,11 +79,11 @@ def profile_command(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from engine.models import build_model
-    from engine.sweep import RunLoad, run_metadata, run_sweep
+    from engine.sweep import RunLoad, engine_version, run_metadata, run_sweep
     from simulator.profile_table import ProfileTable, write_profile_table
 
     try:
-        device = _check_device(args.device)
+        device = check_device(args.device)
         dtype = args.dtype or ("fp32" if device.type == "cpu" else "bf16")
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} must be >= 1")
@@ -107,7 +99,7 @@ def profile_command(args: argparse.Namespace) -> int:
                   disable=args.no_progress) as bar:
             rows = list(run_sweep(em, plan, progress=bar.update))
         load.finish()
-        meta = run_metadata(em, args.threads, load, plan, _engine_version())
+        meta = run_metadata(em, args.threads, load, plan, engine_version())
         out = Path(args.out)
         write_profile_table(ProfileTable(pd.DataFrame(rows), meta), out)
     except (ValueError, OSError, RuntimeError) as e:
@@ -122,7 +114,7 @@ def profile_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_device(name: str) -> Any:
+def check_device(name: str) -> Any:
     """A torch.device that exists here, or a ValueError saying why not."""
     import torch
 

@@ -81,7 +81,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"servesim: error: `servesim serve` needs the engine and serve extras ({e}): "
               "pip install torch==2.13.0 && pip install -e '.[engine,serve]'", file=sys.stderr)
         return 2
-    from servesim.profile_command import _check_device
+    from servesim.profile_command import check_device
 
     try:
         policy = make_policy(args.policy, **policy_knobs(args))
@@ -89,7 +89,7 @@ def serve_command(args: argparse.Namespace) -> int:
             if getattr(args, flag) < (0 if flag == "port" else 1):
                 raise ConfigError(f"--{flag.replace('_', '-')}={getattr(args, flag)} "
                                   "must be >= 1")
-        device = _check_device(args.device)
+        device = check_device(args.device)
         dtype = args.dtype or ("fp32" if device.type == "cpu" else "bf16")
         if args.threads is not None:
             torch.set_num_threads(max(1, args.threads))

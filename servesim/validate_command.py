@@ -107,7 +107,8 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
                     threads: int = 1, measured_dir: str | None = None,
                     simulated_dir: str | None = None, drift: bool = False) -> Validation:
     """Serve (or read) and simulate (or read) every point, compare, write the report files."""
-    [resolve(p) for _, p in points]  # a bad point fails before anything runs
+    first = [resolve(p) for _, p in points]  # a bad point fails before anything runs
+    device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
     notes: list[str] = []
     if measured_dir:
         measured = read_results(measured_dir, len(points))
@@ -115,10 +116,10 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
         engine_here = fingerprint is not None and fingerprint.get("id") == \
             this_machine("cpu", int(fingerprint.get("threads", 1))).get("id")
     else:
-        fingerprint, engine_here = _engine_fingerprint(points, threads), True
+        fingerprint, engine_here = _engine_fingerprint(device, threads), True
     if not simulated_dir:
         points, notes = choose_profiles(points, fingerprint, engine_here=engine_here,
-                                        calibrate=_calibrator(points))
+                                        calibrate=_calibrator(device))
     if not measured_dir:
         measured = _measured(points, out, threads)
     if drift and not simulated_dir:
@@ -167,22 +168,21 @@ def validate_command(args: argparse.Namespace) -> int:
     return 1 if args.strict and not rows_table(v.rows)["ok"].all() else 0
 
 
-def _engine_fingerprint(points: list[tuple[dict[str, Any], dict[str, Any]]],
-                        threads: int) -> dict[str, Any]:
-    """The fingerprint of this machine as the engine will serve the points."""
-    if all(resolve(p).hardware.name == "cpu" for _, p in points):
+def _engine_fingerprint(device: str, threads: int) -> dict[str, Any]:
+    """The fingerprint of this machine as the engine will serve on ``device``."""
+    if device == "cpu":
         return this_machine("cpu", threads)
     try:
-        from calibrate.here import here_fingerprint
+        import torch
+
+        from engine.sweep import machine_fingerprint
     except ImportError as e:
         raise OSError(f"validate on a GPU needs the engine extra ({e})") from e
-    return here_fingerprint(threads, "cuda")
+    return machine_fingerprint(torch.device("cuda"), threads)
 
 
-def _calibrator(points: list[tuple[dict[str, Any], dict[str, Any]]]
-                ) -> Callable[[str, str, int], Path]:
-    """``servesim calibrate --here`` for the points' device, with a progress bar."""
-    device = "cpu" if all(resolve(p).hardware.name == "cpu" for _, p in points) else "cuda"
+def _calibrator(device: str) -> Callable[[str, str, int], Path]:
+    """``servesim calibrate --here`` on ``device``, with a progress bar."""
 
     def calibrate(model: str, weight_dtype: str, threads: int) -> Path:
         try:

@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import pandas as pd
 
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import profile_file
@@ -169,11 +169,5 @@ def drift_corrected(points: list[Point], summaries: list[dict[str, Any]]
 
 def probe_factor(rows: list[dict[str, Any]], kernel: CostModel) -> float:
     """Measured seconds of the probe steps / ``kernel``'s prediction for them."""
-    shapes = StepShapes(
-        num_prefill_tokens=np.array([r["num_prefill_tokens"] for r in rows], np.int64),
-        prefill_attn_work=np.array([r["prefill_attn_work"] for r in rows], np.float64),
-        num_decode_seqs=np.array([r["num_decode_seqs"] for r in rows], np.int64),
-        decode_context_tokens=np.array([r["decode_context_tokens"] for r in rows], np.int64),
-        num_admitted=np.array([r.get("num_admitted", 0) for r in rows], np.int64),
-        num_finished=np.zeros(len(rows), np.int64))
+    shapes = StepShapes.from_table(pd.DataFrame(rows))
     return float(sum(r["time_s"] for r in rows) / kernel.step_times(shapes).sum())

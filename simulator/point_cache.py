@@ -50,10 +50,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def point_key(point: dict[str, Any], kind: str) -> str:
-    """The cache key of one scenario point for one kind of job (``sweep``, ``summary``)."""
+def point_key(point: dict[str, Any], kind: str,
+              measured_here: list[tuple[str, int, int]] | None = None) -> str:
+    """The cache key of one scenario point for one kind of job (``sweep``, ``summary``).
+
+    ``measured_here`` is :func:`profile_cache_state` (read here when not given: a caller
+    keying many points reads it once)."""
+    state = profile_cache_state() if measured_here is None else measured_here
     text = canonical_json({"kind": kind, "point": point, "code": code_version(),
-                           "cache_version": CACHE_VERSION, "measured_here": profile_cache_state()})
+                           "cache_version": CACHE_VERSION, "measured_here": state})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -122,7 +127,8 @@ def map_cached(
     ``load(i, key, summary)`` rebuilds a result from the cache; ``save(i, key, result)``
     stores a fresh one (called as each finishes). Results come back in the items' order.
     """
-    keys = [point_key(p, kind) for p in points]
+    state = profile_cache_state()
+    keys = [point_key(p, kind, state) for p in points]
     out: list[Any] = [None] * len(items)
     todo = []
     for i, key in enumerate(keys):

@@ -59,15 +59,7 @@ class ProfileTable:
 
     def shapes(self) -> StepShapes:
         """The steps as :class:`StepShapes`, ready for a cost model's ``step_times``."""
-        s = self.steps
-        return StepShapes(
-            num_prefill_tokens=s["num_prefill_tokens"].to_numpy(np.int64),
-            prefill_attn_work=s["prefill_attn_work"].to_numpy(np.float64),
-            num_decode_seqs=s["num_decode_seqs"].to_numpy(np.int64),
-            decode_context_tokens=s["decode_context_tokens"].to_numpy(np.int64),
-            num_admitted=s["num_admitted"].to_numpy(np.int64),
-            num_finished=s["num_finished"].to_numpy(np.int64),
-        )
+        return StepShapes.from_table(self.steps)
 
 
 def _bad(source: str, row: Any, col: str, value: Any, why: str) -> ConfigError:

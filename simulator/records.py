@@ -89,6 +89,14 @@ def token_table(times: Mapping[int, Sequence[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TOKEN_COLUMNS)).astype(TOKEN_COLUMNS)
 
 
+def count_at(times: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """How many of ``times`` (NaN ignored) equal each value of ``at``: e.g. the requests
+    whose ``scheduled_s`` is a step's start (admitted in it), or whose ``finish_s`` is."""
+    t = np.sort(np.asarray(times, np.float64))
+    t = t[np.isfinite(t)]
+    return (np.searchsorted(t, at, "right") - np.searchsorted(t, at, "left")).astype(np.int64)
+
+
 def empty_table(columns: dict[str, str]) -> pd.DataFrame:
     """An empty table with the given column dtypes."""
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})

@@ -8,6 +8,7 @@ price a whole fast-forwarded decode run in one vectorised call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,24 @@ class StepShapes:
 
         def col(name: str, dtype: type) -> np.ndarray:
             return np.fromiter((getattr(s, name) for s in shapes), dtype=dtype, count=len(shapes))
+
+        return cls(
+            num_prefill_tokens=col("num_prefill_tokens", np.int64),
+            prefill_attn_work=col("prefill_attn_work", np.float64),
+            num_decode_seqs=col("num_decode_seqs", np.int64),
+            decode_context_tokens=col("decode_context_tokens", np.int64),
+            num_admitted=col("num_admitted", np.int64),
+            num_finished=col("num_finished", np.int64),
+        )
+
+    @classmethod
+    def from_table(cls, table: Any) -> StepShapes:
+        """From a table with the step columns (a step log, a profile table, a DataFrame of
+        profile rows); ``num_admitted`` / ``num_finished`` are 0 where it has none."""
+        def col(name: str, dtype: type) -> np.ndarray:
+            if name in table:
+                return np.asarray(table[name], dtype=dtype)
+            return np.zeros(len(table["num_decode_seqs"]), dtype=dtype)
 
         return cls(
             num_prefill_tokens=col("num_prefill_tokens", np.int64),

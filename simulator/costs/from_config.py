@@ -226,9 +226,9 @@ def _inline(
 def _default(
     model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str
 ) -> tuple[CostModel, str, float]:
-    path = default_profile_path(model, hw, tp, weight_dtype, kv_dtype)
-    if path is not None:
-        profile = load_profile(path)
+    found = _default_profile(model, hw, tp, weight_dtype, kv_dtype)
+    if found is not None:
+        path, profile = found
         used = with_machine_note(describe(profile, path), profile)
         return profile.build(model, hw), used, measured_cv(profile)
     return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY, 0.0
@@ -240,15 +240,22 @@ def default_profile_path(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dty
     per-user cache, ``servesim calibrate --here``), else the shipped one, else None (a
     roofline prior). Only CPU profiles are looked up in the cache: a simulation of a GPU
     is a prediction for that GPU, whatever machine runs the simulator."""
+    found = _default_profile(model, hw, tp, weight_dtype, kv_dtype, threads)
+    return None if found is None else found[0]
+
+
+def _default_profile(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
+                     kv_dtype: str, threads: int = 1) -> tuple[Path, CostProfile] | None:
+    """:func:`default_profile_path` and the profile, read once."""
     if hw.name == "cpu":
         cached = find_cached_profile(here("cpu", threads), hw.name, model.name, weight_dtype, tp)
         if cached is not None:
-            return cached
+            return cached, load_profile(cached)
     path = find_shipped_profile(model, hw, weight_dtype, tp)
     if path is not None:
         profile = load_profile(path)
         if same_cost_dtype(profile.kv_dtype, kv_dtype) and profile.model == model.name:
-            return path
+            return path, profile
     return None
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from simulator.costs.base import CostModel, Num, check_number
+from simulator.costs.base import CostModel, Num, ScaledCost, check_number
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 
@@ -80,11 +80,6 @@ class Overhead:
             return "none"
         return ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.4g} ms" for k, v in terms.items())
 
-    @property
-    def blocking(self) -> bool:
-        """True if any term adds to step times (every term but ``request_s``)."""
-        return any(getattr(self, f.name) for f in fields(self) if f.name != "request_s")
-
 
 OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
 # What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
@@ -127,6 +122,13 @@ class HostCost:
 def with_overhead(cost: CostModel, overhead: Overhead) -> CostModel:
     """``cost`` with ``overhead`` added (``cost`` itself when every term is 0)."""
     return HostCost(cost, overhead) if overhead.to_dict() else cost
+
+
+def calibrated_cost(cost: CostModel, time_scale: float, overhead: Overhead) -> CostModel:
+    """``cost`` x ``time_scale`` (a fitted correction), plus ``overhead`` (host work): what a
+    calibrated profile and a black-box candidate both price steps with."""
+    scaled = cost if time_scale == 1.0 else ScaledCost(cost, time_scale)
+    return with_overhead(scaled, overhead)
 
 
 def split_host(cost: CostModel) -> tuple[CostModel, Overhead]:

@@ -37,19 +37,17 @@ def here(kind: str = "cpu", threads: int = 1) -> dict[str, Any]:
     return dict(_here(kind, threads))
 
 
-def machine_differences(profile: CostProfile, threads: int | None = None
-                        ) -> list[tuple[str, Any, Any]] | None:
+def machine_differences(profile: CostProfile) -> list[tuple[str, Any, Any]] | None:
     """Fields where the profile's machine differs from this one; None if not comparable.
 
-    ``threads`` is the engine's thread count to compare with (None: the profile's own, so
-    a simulation-only run asks "same machine?" and not "same flags?").
+    This machine is taken at the profile's own thread count: a simulation-only run asks
+    "same machine?", not "same engine flags?" (validate compares threads too).
     """
     fp = profile_fingerprint(profile)
     kind = "cpu" if profile.hardware == "cpu" else "cuda"
     if not fp or (kind == "cuda" and _gpu_here() is None):
         return None
-    count = int(fp.get("threads", 1)) if threads is None else threads
-    return differences(fp, here(kind, count))
+    return differences(fp, here(kind, int(fp.get("threads", 1))))
 
 
 @functools.lru_cache(maxsize=1)

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from simulator.atomic import atomic_write
-from simulator.costs.base import CostModel, RowsFactorCost, ScaledCost, check_number
-from simulator.costs.host import Overhead, with_overhead
+from simulator.costs.base import CostModel, RowsFactorCost, check_number
+from simulator.costs.host import Overhead, calibrated_cost
 from simulator.costs.linear import LinearCost
 from simulator.costs.piecewise import PiecewiseCost
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
@@ -131,9 +131,8 @@ class CostProfile:
 
     def calibrated(self, cost: CostModel) -> CostModel:
         """``cost`` (this profile's form) with its ``time_scale`` and host ``overhead``."""
-        if self.time_scale != 1.0:
-            cost = ScaledCost(cost, float(self.time_scale))
-        return with_overhead(cost, Overhead.from_mapping(self.overhead, "overhead"))
+        return calibrated_cost(cost, float(self.time_scale),
+                               Overhead.from_mapping(self.overhead, "overhead"))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of data contract 3, keys in schema order."""
