@@ -33,8 +33,8 @@ test: $(VENV)/.all
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.all
-	$(BIN)/ruff check simulator servesim calibrate engine dashboard tests benchmarks
-	$(BIN)/mypy simulator servesim
+	$(BIN)/ruff check simulator servesim calibrate clients engine dashboard tests benchmarks
+	$(BIN)/mypy simulator servesim clients
 
 $(VENV)/.dashboard: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dashboard]'

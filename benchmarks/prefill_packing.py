@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from engine.executor import BatchRunner, RowWork  # noqa: E402
 from engine.models import build_model  # noqa: E402
 from engine.slot_cache import SlotCache  # noqa: E402
+from engine.step_runner import BatchRunner, RowWork  # noqa: E402
 
 
 def median_ms(step: Callable[[], object], repeats: int = 10, warmup: int = 2) -> float:

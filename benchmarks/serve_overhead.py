@@ -22,9 +22,9 @@ import httpx2 as httpx  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from engine.live import LiveEngine  # noqa: E402
-from engine.server import create_app, start_in_thread  # noqa: E402
-from engine.server_model import load_served_model  # noqa: E402
+from engine.server.app import create_app, start_in_thread  # noqa: E402
+from engine.server.live import LiveEngine  # noqa: E402
+from engine.server.model import load_served_model  # noqa: E402
 from engine.serving import prompt_ids, replay  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
 

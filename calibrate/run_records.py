@@ -9,14 +9,15 @@ Two sources:
   may hold several points; each is a run. Per request: TTFT = first token - arrival, E2E
   = last token - arrival, TPOT = (last - first) / (output_tokens - 1), from the token times.
 - a vLLM ``bench serve`` result JSON (``--save-result --save-detailed``), read by the one
-  reader of that format (:func:`simulator.workload.traces_json.load_vllm_bench_result`);
-  ``ttfts`` and ``itls`` give the same three figures. It has no send times, so the run to
-  replay is: a burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset
-  (per-request targets hold: requests in file order); a closed loop of ``max_concurrency``
-  clients when set (client k sends requests k, k + N, ...; vLLM hands the next request to
-  whichever slot frees first, so only distributions are compared); else arrivals drawn at
-  ``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seeded, and again only
-  distributions compared.
+  reader of that format (``load_vllm_bench_result`` and ``bench_latencies`` in
+  simulator/workload/traces_json.py); its ``ttfts`` and ``itls`` give the same three
+  figures. It has no send times, so the run to replay is: a burst at t = 0 when
+  ``request_rate`` is inf and ``max_concurrency`` unset (per-request targets hold:
+  requests in file order); a closed loop of ``max_concurrency`` clients when set (client
+  k sends requests k, k + N, ...; vLLM hands the next request to whichever slot frees
+  first, so only distributions are compared); else arrivals drawn at ``request_rate``
+  (Poisson, or gamma with CV 1/sqrt(burstiness)), seeded, and again only distributions
+  compared.
 
 Only finished requests are kept (and replayed). Errors name the file and what is missing.
 """
@@ -34,7 +35,7 @@ import pandas as pd
 
 from simulator.errors import ConfigError, TraceError
 from simulator.workload.arrivals import gamma_arrivals
-from simulator.workload.traces_json import load_vllm_bench_result
+from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
 
 RUN_FILES = "summary.json, requests.parquet and tokens.parquet"
 WRITERS = "servesim measure or servesim run --backend engine"
@@ -142,33 +143,15 @@ def read_vllm_bench(p: Path) -> MeasuredRun:
     """A vLLM bench result JSON as a run (module docstring: how arrivals are chosen)."""
     try:
         trace, data, rows = load_vllm_bench_result(p)
+        ttft, gaps = bench_latencies(data, rows, p)
     except TraceError as e:
         raise ConfigError(str(e)) from e
-    ttft_all, itls_all = data.get("ttfts"), data.get("itls")
-    if not isinstance(ttft_all, list) or not isinstance(itls_all, list):
-        raise ConfigError(f"{p}: fields 'ttfts' and 'itls' must be lists (vLLM writes them "
-                          "with --save-detailed)")
-    n_file = len(data["input_lens"])
-    if len(ttft_all) != n_file or len(itls_all) != n_file:
-        raise ConfigError(f"{p}: ttfts has {len(ttft_all)} and itls {len(itls_all)} entries, "
-                          f"input_lens has {n_file}")
-    ttft, e2e = np.empty(len(rows)), np.empty(len(rows))
-    for j, r in enumerate(rows):
-        first, gaps = ttft_all[r], itls_all[r]
-        if not _seconds(first) or not isinstance(gaps, list) or not all(map(_seconds, gaps)):
-            raise ConfigError(f"{p}: ttfts[{r}] = {first!r} or itls[{r}] is not a number of "
-                              "seconds (itls[i] must be a list of seconds)")
-        ttft[j], e2e[j] = first, first + sum(gaps)
+    e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, len(gaps))
     out = trace.table["output_tokens"].to_numpy(np.float64)
     tpot = np.divide(e2e - ttft, out - 1, out=np.full(len(out), np.nan), where=out > 1)
     table, per_request, how = _bench_arrivals(trace.table, data)
     return MeasuredRun(str(p), table, ttft, tpot, e2e, per_request=per_request,
                        notes=[*trace.notes, how])
-
-
-def _seconds(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and \
-        math.isfinite(value) and value >= 0
 
 
 def _bench_arrivals(table: pd.DataFrame, data: dict[str, Any]

@@ -1,158 +1,207 @@
 """The explorer's sidebar: pick a scenario, then every knob as a widget (returns ``Knobs``).
 
-Widget keys are stable names (``rate``, ``policy``, ...) so tests can set them. Choosing
-another scenario clears them, so the widgets take that scenario's values.
+Widgets show what runs. Each widget's value lives in ``st.session_state`` under a stable
+key (``rate``, ``policy``, ...; tests set them by key; the other pages prefix theirs).
+When the starting scenario changes (another shipped one, or an uploaded TOML: by its
+bytes) every key is rewritten from that scenario, so each widget takes the scenario's
+value; widgets are created without their own default, so nothing but the session state
+decides what they show (``dashboard.page_form``). Choices, ranges and the values a
+scenario leaves out are the scenario schema's (``dashboard.logic.form_fields``). A scenario value
+that no widget can hold is refused with a message naming the field; fields the form does
+not show are carried through and listed (``dashboard.logic.form_fields``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from dashboard.logic.form_fields import (
+    LENGTH_KINDS,
+    LENGTH_RANGES,
+    bounds,
+    choices,
+    form_notes,
+    form_problems,
+    usable_scenarios,
+)
 from dashboard.logic.scenario_form import (
     DEFAULT_SCENARIO,
-    POLICY_LABELS,
+    POLICY_KNOBS,
     Knobs,
     collapse,
     load_shipped,
-    shipped_scenarios,
+    policy_label,
+    sweep_note,
 )
+from dashboard.page_form import KNOB_STEPS, choice, knob_label, number, refill, seed
 from dashboard.ui import BAD_INPUT, upload
-from simulator.router import ROUTERS
-from simulator.scenario import POLICY_NAMES, check_structure
-from simulator.specs import HARDWARE, MODELS, WEIGHT_DTYPE_BYTES
-from simulator.workload.config import ARRIVALS
+from simulator.policies import policy_knobs
+from simulator.scenario import check_structure
 from simulator.workload.traces import load_trace
 
-KNOB_KEYS = (*Knobs.__dataclass_fields__, "prompt_dist", "output_dist", "prompt_mean",
-             "prompt_sigma", "prompt_tokens", "prompt_low", "prompt_high", "output_mean",
-             "output_sigma", "output_tokens", "output_low", "output_high")
+LENGTH_KEYS = tuple(f"{w}_{k}" for w in ("prompt", "output")
+                    for k in ("dist", "mean", "sigma", "tokens", "low", "high"))
+KNOB_KEYS = (*Knobs.__dataclass_fields__, "use_trace", *LENGTH_KEYS)
 TRACE_TYPES = ("csv", "json", "jsonl", "parquet", "pq")
+LENGTH_DEFAULTS = {"mean": 1000.0, "sigma": 1.0, "tokens": 512, "low": 64, "high": 1024}
 
 
-def _reset_knobs() -> None:
-    for key in KNOB_KEYS:
-        st.session_state.pop(key, None)
+@st.cache_data(show_spinner=False)
+def usable_shipped() -> list[str]:
+    """:func:`usable_scenarios`, read once per session."""
+    return usable_scenarios()
 
 
-def scenario_picker() -> dict[str, Any]:
-    """The starting scenario (shipped, or an uploaded TOML), collapsed to one point."""
-    names = list(shipped_scenarios())
-    name = st.sidebar.selectbox("Start from scenario", names, index=names.index(DEFAULT_SCENARIO),
-                                key="scenario", on_change=_reset_knobs)
+def scenario_picker() -> tuple[dict[str, Any], str]:
+    """The starting scenario (shipped, or an uploaded TOML) collapsed to one point, and its
+    name; the widgets are refilled from it when it is not the one they show."""
+    names = usable_shipped()
+    name = st.sidebar.selectbox("Start from scenario", names,
+                                index=names.index(DEFAULT_SCENARIO), key="scenario")
     f = st.sidebar.file_uploader("...or upload a scenario TOML", type=["toml"],
-                                 key="scenario_file", on_change=_reset_knobs)
-    if f is None:
-        return collapse(load_shipped(name))
-
-    def parse() -> dict[str, Any]:
+                                 key="scenario_file")
+    raw, source, label = load_shipped(name), f"shipped:{name}", f"{name}.toml"
+    if f is not None:
         try:
-            raw = tomllib.loads(f.getvalue().decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{f.name}: not valid TOML: {e}") from e
-        check_structure(raw, f.name)
-        raw.setdefault("name", f.name.removesuffix(".toml"))
-        return collapse(raw)
+            raw = _parse_upload(f.name, f.getvalue())
+            source, label = "upload:" + hashlib.sha256(f.getvalue()).hexdigest(), f.name
+        except BAD_INPUT as e:
+            st.error(f"Uploaded scenario not used: {e}")
+    base = collapse(raw)
+    note = sweep_note(raw, label)
+    if note:
+        st.sidebar.caption(note)
+    refill("explorer", source, KNOB_KEYS)
+    return base, label
 
+
+def _parse_upload(name: str, data: bytes) -> dict[str, Any]:
     try:
-        return parse()
-    except BAD_INPUT as e:
-        st.error(f"Uploaded scenario not used: {e}")
-        return collapse(load_shipped(name))
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{name}: not valid TOML: {e}") from e
+    check_structure(raw, name)
+    raw.setdefault("name", name.removesuffix(".toml"))
+    problems = form_problems(collapse(raw))
+    if problems:
+        raise ValueError(f"{name}: the explorer's form cannot show " + "; ".join(problems)
+                         + " (run it with `servesim run`)")
+    return raw
 
 
 def _choice(label: str, options: list[Any], default: Any, key: str, **kw: Any) -> Any:
-    index = options.index(default) if default in options else 0
-    return st.sidebar.selectbox(label, options, index=index, key=key, **kw)
+    return choice(st.sidebar, label, options, default, key, **kw)
+
+
+def _number(label: str, knob: str, default: Any, step: Any = None, key: str | None = None,
+            limits: tuple[Any, Any] | None = None, policy: str | None = None) -> Any:
+    return number(st.sidebar, label, knob, default, key or knob, step, limits, policy)
 
 
 def _lengths(which: str, d: dict[str, Any]) -> dict[str, Any]:
     """A length distribution table from widgets (lognormal, fixed or uniform)."""
-    kinds = ["lognormal", "fixed", "uniform"]
-    kind = _choice(f"{which.title()} lengths", kinds, d.get("dist"), f"{which}_dist")
-    n = st.sidebar.number_input
+    if d.get("dist") not in LENGTH_KINDS:  # e.g. {dist = "trace", path = ...}: no widgets
+        st.sidebar.caption(f"{which.title()} lengths: {d} (from the scenario, not editable here)")
+        return dict(d)
+    kind = _choice(f"{which.title()} lengths", list(LENGTH_KINDS), d.get("dist"),
+                   f"{which}_dist")
+    def n(label: str, param: str, step: Any = None) -> Any:
+        default = d.get(param, LENGTH_DEFAULTS[param]) if d.get("dist") == kind else \
+            LENGTH_DEFAULTS[param]
+        return _number(label, param, default, step, f"{which}_{param}", LENGTH_RANGES[param])
+
     if kind == "fixed":
-        return {"dist": "fixed", "tokens": int(n("tokens", 1, 200_000, int(d.get("tokens", 512)),
-                                                 key=f"{which}_tokens"))}
+        return {"dist": "fixed", "tokens": n("tokens", "tokens")}
     if kind == "uniform":
-        low = int(n("low (tokens)", 1, 200_000, int(d.get("low", 64)), key=f"{which}_low"))
-        high = int(n("high (tokens)", 1, 200_000, max(low, int(d.get("high", 1024))),
-                     key=f"{which}_high"))
+        low, high = n("low (tokens)", "low"), n("high (tokens)", "high")
         return {"dist": "uniform", "low": low, "high": max(low, high)}
-    mean = float(n("mean (tokens)", 1.0, 200_000.0, float(d.get("mean", 1000)),
-                   key=f"{which}_mean"))
-    sigma = float(n("sigma (log-space)", 0.0, 3.0, float(d.get("sigma", 1.0)), 0.1,
-                    key=f"{which}_sigma"))
-    return {"dist": "lognormal", "mean": mean, "sigma": sigma}
+    return {"dist": "lognormal", "mean": n("mean (tokens)", "mean"),
+            "sigma": n("sigma (log-space)", "sigma", 0.1)}
 
 
-def _trace() -> tuple[str | None, int]:
-    """An uploaded trace (any loader format), checked here so a bad row is named at once."""
+def _trace(d: Knobs, base: dict[str, Any]) -> tuple[str | None, int]:
+    """The trace that runs: an uploaded one, else the scenario's own (shown, and checked here
+    so a bad row or a missing file is named at once); with its row count."""
     path = upload("Trace for lengths/arrivals", TRACE_TYPES, "trace_file",
                   help="Azure, BurstGPT, Mooncake JSONL, vLLM bench JSON, length-only CSV, "
                        "or a request table (CSV/Parquet)", where=st.sidebar)
-    if path is None:
+    if path is None and d.trace:
+        seed("use_trace", True)
+        if not st.sidebar.checkbox(f"Use the scenario's trace ({Path(d.trace).name})",
+                                   key="use_trace"):
+            return None, 0
+    if path is None and not d.trace:
         return None, 0
+    shown = str(path) if path is not None else str(d.trace)
+    full = Path(base.get("_base_dir", "."), shown) if path is None else path
     try:
-        loaded = load_trace(path)
+        loaded = load_trace(full)
     except BAD_INPUT as e:
-        st.error(f"Uploaded trace not used: {e}")
-        return None, 0
-    st.sidebar.caption(f"{path.name}: {loaded.format}, {len(loaded.table)} requests")
-    return str(path), len(loaded.table)
+        where = "Uploaded trace" if path is not None else (
+            f"The scenario's workload.trace = {shown!r}")
+        st.error(f"{where} not used: {e}")
+        if path is not None:
+            return None, 0
+        st.stop()
+    origin = "uploaded" if path is not None else "from the scenario"
+    st.sidebar.caption(f"trace: {Path(str(shown)).name} ({origin}): {loaded.format}, "
+                       f"{len(loaded.table)} requests")
+    return str(shown), len(loaded.table)
 
 
-def knob_widgets(d: Knobs) -> Knobs:
-    """Every sidebar knob, defaults from ``d``; returns the chosen values."""
+def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "") -> Knobs:
+    """Every sidebar knob, seeded from ``d``; returns the values that will run."""
+    base = base or {}
     sb = st.sidebar
     sb.subheader("Deployment")
-    model = _choice("Model", list(MODELS), d.model, "model")
-    gpu = _choice("GPU", [g for g in HARDWARE if g != "cpu"], d.gpu, "gpu")
-    dtype = _choice("Weight dtype", list(WEIGHT_DTYPE_BYTES), d.weight_dtype, "weight_dtype")
-    tp = _choice("Tensor parallelism (GPUs per replica)", [1, 2, 4, 8], d.tp, "tp")
-    replicas = int(sb.number_input("Replicas", 1, 64, d.replicas, key="replicas"))
-    router = _choice("Router", list(ROUTERS), d.router, "router")
+    model = _choice("Model", list(choices("model")), d.model, "model")
+    gpu = _choice("GPU", list(choices("gpu")), d.gpu, "gpu")
+    dtype = _choice("Weight dtype", list(choices("weight_dtype")), d.weight_dtype, "weight_dtype")
+    tp = _choice("Tensor parallelism (GPUs per replica)", list(choices("tp")), d.tp, "tp")
+    replicas = _number("Replicas", "replicas", d.replicas)
+    router = _choice("Router", list(choices("router")), d.router, "router")
     sb.subheader("Batching policy")
-    policy = _choice("Policy", list(POLICY_NAMES), d.policy, "policy",
-                     format_func=lambda p: POLICY_LABELS[p])
-    k: dict[str, Any] = {}
-    if policy == "static":
-        k["batch_size"] = int(sb.number_input("batch_size", 1, 1024, d.batch_size,
-                                              key="batch_size"))
-    elif policy == "dynamic":
-        k["max_batch_size"] = int(sb.number_input("max_batch_size", 1, 1024, d.max_batch_size,
-                                                  key="max_batch_size"))
-        k["max_wait_s"] = float(sb.number_input("max_wait_s (s)", 0.0, 10.0, d.max_wait_s,
-                                                0.01, key="max_wait_s"))
-    else:
-        k["max_num_seqs"] = int(sb.number_input("max_num_seqs", 1, 4096, d.max_num_seqs,
-                                                key="max_num_seqs"))
-        k["max_num_batched_tokens"] = int(sb.number_input(
-            "max_num_batched_tokens", 16, 1_000_000, d.max_num_batched_tokens, 256,
-            key="max_num_batched_tokens"))
+    policy = _choice("Policy", list(choices("policy")), d.policy, "policy",
+                     format_func=policy_label)
+    own = policy_knobs(policy)
+    k: dict[str, Any] = {
+        knob: _number(knob_label(knob, policy), knob, getattr(d, knob),
+                      KNOB_STEPS.get(knob), policy=policy)
+        for knob in POLICY_KNOBS if knob in own}
     sb.subheader("Traffic")
-    trace, trace_rows = _trace()
-    arrivals = [a for a in ARRIVALS if a != "trace" or trace]
+    trace, trace_rows = _trace(d, base)
+    arrivals = [a for a in choices("arrival") if a != "trace" or trace]
     arrival = _choice("Arrival process", arrivals, d.arrival, "arrival")
+    rescale = True
+    if arrival == "trace":
+        seed("rescale_trace", d.rescale_trace)
+        rescale = sb.checkbox("Rescale the trace's arrivals to a mean rate",
+                              key="rescale_trace")
     if arrival == "closed":
-        k["concurrency"] = int(sb.number_input("Clients", 1, 4096, d.concurrency,
-                                               key="concurrency"))
-    else:
-        k["rate"] = float(sb.number_input("Rate (req/s)", 0.01, 10_000.0, d.rate, 0.5, key="rate"))
+        k["concurrency"] = _number("Clients", "concurrency", d.concurrency)
+    elif rescale:
+        k["rate"] = _number("Rate (req/s)", "rate", d.rate, 0.5)
     if arrival == "gamma":
-        k["cv"] = float(sb.number_input("Burstiness (CV)", 0.05, 10.0, d.cv, 0.25, key="cv"))
-    n = int(sb.number_input("Requests", 10, 20_000, d.num_requests, 100, key="num_requests"))
-    n = min(n, trace_rows) if trace else n
+        k["cv"] = _number("Burstiness (CV)", "cv", d.cv, 0.25)
+    top = (1, trace_rows) if trace else bounds("num_requests")
+    n = _number("Requests", "num_requests", min(d.num_requests, top[1]), 100, limits=top)
     prompt = d.prompt if trace else _lengths("prompt", d.prompt)
     output = d.output if trace else _lengths("output", d.output)
+    if trace:
+        sb.caption("Prompt and output lengths come from the trace.")
     sb.subheader("Targets (SLO)")
-    ttft = float(sb.number_input("TTFT target (ms)", 1.0, 1e6, d.ttft_ms, 50.0, key="ttft_ms"))
-    tpot = float(sb.number_input("TPOT target (ms)", 1.0, 1e5, d.tpot_ms, 5.0, key="tpot_ms"))
-    q = float(_choice("Percentile", [50.0, 90.0, 95.0, 99.0], d.percentile, "percentile"))
+    ttft = _number("TTFT target (ms)", "ttft_ms", d.ttft_ms, 50.0)
+    tpot = _number("TPOT target (ms)", "tpot_ms", d.tpot_ms, 5.0)
+    q = _number("Percentile", "percentile", d.percentile, 1.0)
+    for note in form_notes(base, d, source):
+        sb.caption(note)
     return replace(d, **k, model=model, gpu=gpu, weight_dtype=dtype, tp=tp,
                    replicas=replicas, router=router, policy=policy, arrival=arrival,
-                   num_requests=n, prompt=prompt, output=output, trace=trace, ttft_ms=ttft,
-                   tpot_ms=tpot, percentile=q)
+                   rescale_trace=rescale, num_requests=n, prompt=prompt, output=output,
+                   trace=trace, ttft_ms=ttft, tpot_ms=tpot, percentile=q)

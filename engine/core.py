@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from engine.executor import BatchRunner, batch_work, forward_groups
 from engine.models import TORCH_DTYPES, EngineModel
 from engine.slot_cache import SlotCache
+from engine.step_runner import BatchRunner, batch_work, forward_groups
 from simulator.kvcache import BlockManager
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.step import decode_emitters
@@ -32,7 +32,8 @@ class EngineCore:
     """A real-model replica driven by a shared policy (see the module docstring)."""
 
     def __init__(self, em: EngineModel, policy: Policy, kv: BlockManager, *,
-                 capacity: int = 256, clock: Callable[[], float] = time.perf_counter,
+                 capacity: int = 256, max_cache_positions: int | None = None,
+                 clock: Callable[[], float] = time.perf_counter,
                  on_token: TokenCallback | None = None,
                  on_done: Callable[[Sequence], None] | None = None) -> None:
         self.em = em
@@ -45,7 +46,7 @@ class EngineCore:
         spec = em.spec
         self.cache = SlotCache(spec.num_layers, spec.num_kv_heads, spec.head_dim,
                                capacity=max(1, capacity), dtype=TORCH_DTYPES[em.dtype],
-                               device=em.device)
+                               device=em.device, max_positions=max_cache_positions)
         self.runner = BatchRunner(em, self.cache)
         self.slots: list[Sequence] = []  # mirrors state.running, in order
         self.tokens: dict[int, list[int]] = {}  # request id -> prompt ids, then outputs
@@ -60,6 +61,7 @@ class EngineCore:
         if len(prompt_ids) != seq.prompt_tokens:
             raise ValueError(f"request {seq.request_id}: {len(prompt_ids)} prompt ids for "
                              f"prompt_tokens={seq.prompt_tokens}")
+        seq.replica = self.log.replica  # the records' replica column: this engine's
         self.arrived.append(seq)
         self.tokens[seq.request_id] = list(prompt_ids)
         self.token_times[seq.request_id] = []
@@ -164,6 +166,7 @@ class EngineCore:
         if not running:  # a padded batch ended, or the last request left: nothing to move
             self.slots.clear()
             self._drop_forgotten()
+            self.cache.reserve(0, 0)  # a bounded cache gives back what a long request took
             return
         keep = {id(s) for s in running}
         i = 0

@@ -6,7 +6,9 @@ the client's previous request ended (closed loop). The engine keeps a *logical* 
 one ended; an idle one starts at the arrival or timeout it waited for, even if the OS
 woke it a little later (that lag is part of the step's measured duration). Requests are
 admitted at step boundaries. So the step log's durations, fed to the simulator, replay
-the same batches at the same times (tests/test_engine_fidelity.py).
+the same batches at the same times (tests/test_engine_serving.py,
+``test_simulator_replays_engine_schedule_exactly``). Every request record names the
+replica that served it (0: one engine is one replica), as the simulator's do.
 
 Prompts of synthetic requests are random token ids drawn from ``(seed, request_id)``, so a
 request gets the same prompt whether it runs alone or batched.

@@ -14,6 +14,15 @@ and values handed to attention are views, ``buffer[lo:hi, :, :length]``.
 
 transformers calls :meth:`update` from each attention layer (duck-typed ``Cache``); the
 step's write columns and key length are set beforehand with :meth:`prepare`.
+
+Memory is ``rows x (capacity + 1)`` positions per layer, i.e. the number of running
+requests times the longest of them. Given ``max_positions`` (the live server passes
+``kv_blocks x block_size``), the buffers never hold more than that many positions (plus
+the scratch column of each row); growing past it raises, so the caller must admit only
+what fits (engine/server/live.py does). A bounded cache also shrinks after a long request
+leaves: :meth:`reserve` reallocates once the buffers are more than four times what the
+rows need (never below the first allocation). An unbounded one (an offline replay, whose
+run is finite) only grows, so its steps pay no reallocation after an idle spell.
 """
 
 from __future__ import annotations
@@ -28,8 +37,9 @@ class SlotCache:
 
     def __init__(self, num_layers: int, kv_heads: int, head_dim: int, *, slots: int = 8,
                  capacity: int = 256, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str = "cpu") -> None:
+                 device: torch.device | str = "cpu", max_positions: int | None = None) -> None:
         self.num_layers = num_layers
+        self.max_positions = max_positions  # rows x capacity at most (None: unbounded)
         self.kv_heads = kv_heads
         self.head_dim = head_dim
         self.dtype = dtype
@@ -38,6 +48,10 @@ class SlotCache:
         self.capacity = 0  # positions per row (column `capacity` is scratch)
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
+        if max_positions is not None:  # start small enough to be within the bound
+            capacity = max(1, min(capacity, max_positions))
+            slots = max(1, min(slots, max_positions // capacity))
+        self._first = (slots, capacity)  # never shrink below the first allocation
         self._alloc(slots, capacity)
         self._rows = slice(0, 0)  # this step's slot range
         self._row_index = torch.zeros(0, 1, dtype=torch.long)  # (B, 1) slots of the rows
@@ -60,17 +74,51 @@ class SlotCache:
                     store.append(new)
         self.slots, self.capacity = slots, capacity
 
+    @property
+    def positions(self) -> int:
+        """Positions allocated per layer, scratch column excluded (rows x capacity)."""
+        return self.slots * self.capacity
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the key and value buffers of every layer."""
+        return sum(b.numel() * b.element_size() for b in (*self.keys, *self.values))
+
     def reserve(self, slots: int, capacity: int) -> None:
-        """Grow (doubling) so that ``slots`` rows of ``capacity`` positions fit."""
+        """Make ``slots`` rows of ``capacity`` positions fit: grow by doubling (within
+        ``max_positions``), or, when bounded, shrink if more than four times that is held.
+
+        Raises RuntimeError if ``slots x capacity`` exceeds ``max_positions``.
+        """
+        need = max(slots * capacity, 1)
+        bound = self.max_positions
+        if bound is not None and need > bound:
+            raise RuntimeError(f"the slot cache needs {slots} rows x {capacity} positions = "
+                               f"{need}, more than its bound of {bound} positions")
+        first_slots, first_cap = self._first
         if slots <= self.slots and capacity <= self.capacity:
+            if bound is not None and self.positions > max(4 * need, first_slots * first_cap):
+                smaller = self._grown(slots, capacity, first_slots, first_cap)
+                if smaller[0] * smaller[1] < self.positions:
+                    self._alloc(*smaller)
             return
-        new_slots = self.slots
+        self._alloc(*self._grown(slots, capacity, self.slots, self.capacity))
+
+    def _grown(self, slots: int, capacity: int, from_slots: int,
+               from_capacity: int) -> tuple[int, int]:
+        """Rows and capacity to allocate: doubled from ``from_*`` until ``slots x capacity``
+        fit, each dimension cut back to what is needed where doubling would pass the bound."""
+        new_slots, new_cap = max(1, from_slots), max(1, from_capacity)
         while new_slots < slots:
             new_slots *= 2
-        new_cap = self.capacity
         while new_cap < capacity:
             new_cap *= 2
-        self._alloc(new_slots, new_cap)
+        bound = self.max_positions
+        if bound is not None and new_slots * new_cap > bound:
+            new_cap = max(capacity, min(new_cap, bound // new_slots))
+            if new_slots * new_cap > bound:
+                new_slots = max(slots, bound // new_cap)
+        return new_slots, new_cap
 
     def remove_row(self, row: int, num_rows: int, length: int) -> None:
         """Drop slot ``row`` of ``num_rows`` in use: rows behind it move down by one.

@@ -1,7 +1,7 @@
 """Timing the serving loop's own steps: what ``servesim profile`` measures.
 
 The profile must price the steps the serving loop runs, so each shape is timed through
-the same :class:`~engine.executor.BatchRunner` over the same :class:`SlotCache`
+the same :class:`~engine.step_runner.BatchRunner` over the same :class:`SlotCache`
 (4-D mask, in-place writes, left-padded inputs), not a bare ``model.forward`` with a
 ``DynamicCache``: on one CPU thread the two differ by up to ~15% on long prefills.
 
@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import torch
 
-from engine.executor import BatchRunner, RowWork, forward_groups
 from engine.models import TORCH_DTYPES, EngineModel
 from engine.slot_cache import SlotCache
+from engine.step_runner import BatchRunner, RowWork, forward_groups
 
 
 def step_for_shape(em: EngineModel, phase: str, batch: int, length: int, *,

@@ -79,7 +79,7 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
     from calibrate.fit import fit_profile
     from calibrate.provenance import table_provenance
     from simulator.costs.profile import save_profile
-    from simulator.profile_table import read_profile_table
+    from simulator.profile_table import millisecond_warning, read_profile_table
 
     if args.here and args.from_run:
         print("servesim: error: --here measures this machine's engine; --from-run fits a "
@@ -99,6 +99,9 @@ def calibrate_command(args: argparse.Namespace, argv: list[str] | None = None) -
         if args.folds < 2:
             raise ConfigError(f"--folds={args.folds} must be >= 2")
         table = read_profile_table(args.table)
+        ms = millisecond_warning(table.steps, str(args.table))
+        if ms:
+            print(f"servesim: warning: {ms}", file=sys.stderr)
         dep = _deployment(args, table.metadata)
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
         provenance = table_provenance(table, args.table, command)

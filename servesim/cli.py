@@ -1,5 +1,13 @@
-"""The ``servesim`` command line: ``run`` and ``sweep`` over scenario files, ``calibrate``,
-``profile``.
+"""The ``servesim`` command line, nine commands:
+
+- ``run`` and ``sweep``: simulate a scenario's points (``--backend engine``: serve them);
+- ``plan``: the cheapest deployment that meets an SLO at a target rate;
+- ``validate``: serve a scenario on the real engine and simulate it, then compare;
+- ``profile``: measure prefill/decode step times on a real model;
+- ``calibrate``: fit a cost profile from a profile table (or a measured run);
+- ``serve``: serve a model over an OpenAI-compatible HTTP API;
+- ``measure``: replay a workload against an OpenAI-compatible endpoint;
+- ``dashboard``: start the Streamlit dashboard.
 
 Commands that need the engine (torch) import it only when they run, so ``servesim run``
 starts fast without torch.
@@ -40,6 +48,16 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="run points on a Dask cluster: scheduler address, or 'local'")
     p.add_argument("--no-cache", action="store_true",
                    help="sweep: recompute every point (default: reuse <out>/cache)")
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="replay FILE's requests (arrivals and lengths; path from the current "
+                        "directory) instead of the scenario's traffic; --set workload.rate=R "
+                        "rescales its arrivals")
+
+
+def _overwrite(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results of another kind in --out (an engine run's, a "
+                        "measurement's); refused without it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scenario (every point if it holds lists)")
     _common(run)
+    _overwrite(run)
     run.add_argument("--backend", choices=("sim", "engine"), default="sim",
                      help="sim: the simulator (default); engine: serve the workload on the "
                           "real engine here, in real time (needs the engine extra)")
@@ -56,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="engine backend on CPU: intra-op threads (default 1, stable timings)")
     sweep = sub.add_parser("sweep", help="simulate every point of a sweep, with progress")
     _common(sweep)
+    _overwrite(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="SECTION.KEY=A,B,C",
                        help="add a sweep axis from the command line, repeatable")
     add_plan_parser(sub, _common)
@@ -70,7 +90,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``servesim`` console script."""
+    """Entry point of the ``servesim`` console script; Ctrl-C anywhere is one line and
+    exit status 130 (finished points are already on disk: engine runs and sweeps resume)."""
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        print("\nservesim: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run the command it names."""
     args = build_parser().parse_args(argv)
     if args.command == "dashboard":
         from servesim.dashboard_command import dashboard_command

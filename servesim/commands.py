@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from servesim.progress import request_progress
 from simulator.cached_runs import run_sweep
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
+from simulator.metrics_slo import refusal_causes
 from simulator.point_cache import PointCache
-from simulator.report import format_summary_table
-from simulator.runner import PointResult, write_results
-from simulator.scenario import apply_overrides, expand_sweep, load_scenario
+from simulator.report import format_ms, format_summary_table
+from simulator.results_folder import default_out
+from simulator.results_manifest import ENGINE, SIMULATED, prepare_results
+from simulator.runner import PointResult, preflight, run_point, write_results
+from simulator.scenario import apply_overrides, expand_sweep, load_scenario, with_trace
+from simulator.scenario_types import Scenario
 
 
 def _vary(items: list[str]) -> list[str]:
@@ -48,33 +54,55 @@ def run_command(args: argparse.Namespace) -> tuple[Any, str]:
         from servesim.plan_command import plan_command
 
         return plan_command(args)
-    raw = load_scenario(args.scenario)
-    overrides = list(args.overrides) + _vary(getattr(args, "vary", []))
-    raw = apply_overrides(raw, overrides)
-    points = expand_sweep(raw)
+    points, overrides = scenario_points(args)
     if args.command == "sweep" and len(points) < 2 and not overrides:
         print("servesim: note: the scenario holds no lists; running its single point",
               file=sys.stderr)
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers = {args.workers}: must be >= 1")
-    for _, point in points:  # every point valid before any runs: a bad one loses nothing
-        resolve(point)
-    out = Path(args.out) if args.out else Path("results") / str(raw.get("name", "scenario"))
-    if getattr(args, "backend", "sim") == "engine":
+    scenarios = [Scenario.from_dict(p, args.scenario) for _, p in points]
+    parallel = min(len(points), args.workers or os.cpu_count() or 1)
+    for sc in scenarios:  # every point valid before any runs: a bad one loses nothing
+        try:
+            preflight(resolve(sc), parallel=parallel)
+        except ConfigError as e:  # a model, GPU or cost the catalogues refuse: name the file
+            raise ConfigError(f"{args.scenario}: {e}") from None
+    scenario = scenarios[0]
+    out = Path(args.out) if args.out else default_out(scenario.name)
+    engine = getattr(args, "backend", "sim") == "engine"
+    prepare_results(out, ENGINE if engine else SIMULATED,  # before any work
+                    overwrite=getattr(args, "overwrite", False))
+    if engine:
         from servesim.engine_run import run_on_engine
 
-        results, paths = run_on_engine(points, out, threads=getattr(args, "threads", 1))
-        return [r.summary for r in results], _text(raw, results, paths)
+        results, paths = run_on_engine(points, out, threads=getattr(args, "threads", 1),
+                                       scenario_file=str(args.scenario))
+        return [r.summary for r in results], _text(scenario, results, paths)
     results = _run_all(points, args, out, show=len(points) > 1)
-    paths = write_results(results, out)
+    paths = write_results(results, out, scenario_file=str(args.scenario))
     summaries = [r.summary for r in results]
-    return summaries, _text(raw, results, paths)
+    return summaries, _text(scenario, results, paths)
+
+
+def scenario_points(args: argparse.Namespace
+                    ) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[str]]:
+    """The scenario's points after ``--trace``, then ``--set`` and ``--vary``; and those
+    overrides."""
+    raw = load_scenario(args.scenario)
+    if getattr(args, "trace", None):
+        raw = with_trace(raw, args.trace)
+    overrides = list(args.overrides) + _vary(getattr(args, "vary", []))
+    return expand_sweep(apply_overrides(raw, overrides)), overrides
 
 
 def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], args: argparse.Namespace,
              out: Path, show: bool) -> list[PointResult]:
     """Run on the executor asked for; ``sweep`` keeps finished points in ``<out>/cache``."""
     use_cache = args.command == "sweep" and not getattr(args, "no_cache", False)
+    if len(points) == 1 and not use_cache and not getattr(args, "dask", None):
+        # one point runs here, where its requests' progress can be shown
+        with request_progress() as progress:
+            return [run_point(*points[0], progress=progress)]
     cache = PointCache(out / "cache" if use_cache else None)
     bar = tqdm(total=len(points), desc="simulating", unit="point", disable=not show,
                file=sys.stderr, leave=False)
@@ -87,11 +115,35 @@ def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], args: argparse
     return results
 
 
-def _text(raw: dict[str, Any], results: list[PointResult], paths: list[Path]) -> str:
+def _point_notes(r: PointResult) -> list[str]:
+    """Lines on what a point lost and why (refusals counted by cause) and why it missed
+    its SLO, so the table's "NO" is explained without opening the JSON."""
+    where = ", ".join(f"{k}={v}" for k, v in r.labels.items())
+    rejected, in_flight = (r.summary.get(k) or 0 for k in ("num_rejected", "num_in_flight"))
+    out = []
+    if rejected or in_flight:
+        causes = r.summary.get("rejected_by_cause") or refusal_causes(r.result.requests)
+        requests = r.result.requests
+        reasons = requests.loc[requests["status"] == "rejected", "reason"]
+        first = str(reasons.iloc[0]).split(": ") if len(reasons) else []
+        eg = [f"e.g. {first[min(1, len(first) - 1)]}"] if first else []
+        why = "; ".join([*(f"{n} {cause}" for cause, n in causes.items()), *eg])
+        out.append(f"note: {where}: {rejected} refused" + (f" ({why})" if why else "")
+                   + f", {in_flight} unfinished at the horizon")
+    if r.summary.get("slo_met") is False:
+        missed = [f"{k} {format_ms(c.get('value'))} ms > {c['target']:g} ms"
+                  for k, c in (r.summary.get("slo") or {}).items() if not c.get("met")]
+        if rejected or in_flight:
+            missed.append("requests lost (above)")
+        out.append(f"note: {where}: SLO not met: {'; '.join(missed)}")
+    return out
+
+
+def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> str:
     first = results[0]
     dep = first.deployment
     lines = [
-        f"{raw.get('name', '')}: {raw.get('description', '')}".rstrip(": "),
+        f"{scenario.name}: {scenario.description}".rstrip(": "),
         f"model {dep.model.name} ({dep.weight_dtype} weights, {dep.kv_dtype} KV) on "
         f"{dep.replicas} x {dep.tp} {dep.hardware.name}; KV cache {dep.kv_blocks} blocks of "
         f"{dep.block_size} tokens per replica",
@@ -103,6 +155,7 @@ def _text(raw: dict[str, Any], results: list[PointResult], paths: list[Path]) ->
     counts = {k: v for k, v in first.summary.get("workload_counts", {}).items() if v}
     if counts:
         lines.append(f"workload adjustments: {counts}")
+    lines += [f"workload: {note}" for note in first.summary.get("workload_notes", [])]
     lines.append("")
     labels = [k for k in first.labels if k != "policy"]
     by_policy: dict[str, list[dict[str, Any]]] = {}
@@ -111,12 +164,6 @@ def _text(raw: dict[str, Any], results: list[PointResult], paths: list[Path]) ->
     for policy, rows in by_policy.items():
         lines.append(format_summary_table(rows, f"policy: {policy}", labels=labels or ["policy"]))
     for r in results:
-        lost = {k: r.summary.get(k) for k in ("num_rejected", "num_in_flight")}
-        if any(lost.values()):
-            where = ", ".join(f"{k}={v}" for k, v in r.labels.items())
-            reasons = r.result.requests.loc[r.result.requests["status"] == "rejected", "reason"]
-            why = f"; e.g. {reasons.iloc[0]}" if len(reasons) else ""
-            lines.append(f"note: {where}: {lost['num_rejected']} rejected, "
-                         f"{lost['num_in_flight']} unfinished at the horizon{why}")
+        lines += _point_notes(r)
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

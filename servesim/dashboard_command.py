@@ -1,12 +1,15 @@
 """``servesim dashboard``: start the Streamlit app on 127.0.0.1 and say where it is.
 
+The process becomes Streamlit (``os.execv``), so signals sent to ``servesim dashboard``
+stop the server itself.
+
 Streamlit is imported only here, when the command runs, so other commands start fast
 and work without the ``dashboard`` extra.
 """
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -38,7 +41,8 @@ def dashboard_command(port: int) -> int:
               "pip install -e '.[dashboard]'", file=sys.stderr)
         return 2
     print(f"servesim dashboard: http://{ADDRESS}:{port}  (Ctrl-C stops it)", flush=True)
-    try:
-        return subprocess.call(streamlit_args(port))
-    except KeyboardInterrupt:
-        return 0
+    sys.stderr.flush()
+    args = streamlit_args(port)
+    # Streamlit takes over this process: SIGTERM (docker stop, systemd) and Ctrl-C reach
+    # it directly, and no child is left serving the port when servesim is stopped.
+    os.execv(args[0], args)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulator.results_manifest import ENDPOINT, prepare_results
+
 
 def add_measure_parser(sub: Any) -> None:
     """The ``measure`` subcommand and its flags."""
@@ -45,12 +47,16 @@ def add_measure_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the prompt ids (default: the scenario's seed; 0 for a trace)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results of another kind in --out (a simulation's, an engine "
+                        "run's); refused without it")
 
 
 def measure_command(args: argparse.Namespace) -> int:
-    """Measure, write the results, print a short report; 2 on bad input or no server."""
+    """Measure, write the results, print a short report; 2 on bad input or no server, 1
+    when every request failed (the results are written all the same)."""
     try:
-        from servesim.measure import LoopConfig, MeasureError, load_workload, measure, write_run
+        from clients.measure import LoopConfig, MeasureError, load_workload, measure, write_run
     except ImportError as e:
         print(f"servesim: error: `servesim measure` needs the serve extra ({e}): "
               "pip install -e '.[serve]'", file=sys.stderr)
@@ -58,7 +64,10 @@ def measure_command(args: argparse.Namespace) -> int:
     if not Path(args.workload).is_file():
         print(f"servesim: error: --workload {args.workload}: no such file", file=sys.stderr)
         return 2
+    out = Path(args.out)
+    created = not out.exists()
     try:
+        prepare_results(out, ENDPOINT, overwrite=args.overwrite)  # before sending anything
         cfg = LoopConfig(args.endpoint, model=args.model, concurrency=args.concurrency,
                          max_concurrency=args.max_concurrency, timeout_s=args.timeout,
                          prompt_format=args.prompt_format, vocab_size=args.vocab_size,
@@ -71,8 +80,10 @@ def measure_command(args: argparse.Namespace) -> int:
                                  rate_scale=args.rate_scale)
 
         run = measure(cfg, load)
-        paths = write_run(run, Path(args.out))
+        paths = write_run(run, out)
     except (MeasureError, ValueError, OSError) as e:  # ConfigError, TraceError: ValueErrors
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # made by the check above; nothing was measured
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2
     s = run.summary()
@@ -84,4 +95,9 @@ def measure_command(args: argparse.Namespace) -> int:
         print(f"TTFT mean {s['mean_ttft_ms']:.1f} ms, P99 {s['p99_ttft_ms']:.1f} ms; "
               f"E2E mean {s['mean_e2el_ms']:.1f} ms; output {s['output_throughput']:.1f} tok/s")
     print(f"wrote {', '.join(str(p) for p in paths)}")
+    if s["num_requests"] and not s["completed"]:
+        top = next(iter(s["rejection_reasons"]), "no reason recorded")
+        print(f"servesim: error: every request failed ({s['num_requests']} of "
+              f"{s['num_requests']}); the most common reason: {top}", file=sys.stderr)
+        return 1
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from servesim.progress import plan_progress
 from simulator.atomic import atomic_write
 from simulator.capacity import (
     CandidateResult,
@@ -26,7 +27,9 @@ from simulator.capacity import (
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
 from simulator.point_cache import PointCache
-from simulator.scenario import apply_overrides, load_scenario
+from simulator.results_folder import check_writable, default_out
+from simulator.scenario import apply_overrides, load_scenario, with_trace
+from simulator.scenario_types import Scenario
 from simulator.slo import SLO, parse_slo_string
 
 _DEFAULTS = SearchSettings()
@@ -81,10 +84,13 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
 
 
 def _target(args: argparse.Namespace, raw: dict[str, Any]) -> float:
-    rate = args.rate if args.rate is not None else raw.get("workload", {}).get("rate")
-    if isinstance(rate, list) or rate is None:
+    """--rate, else the rate the scenario file itself gives (one number, not a sweep)."""
+    if args.rate is not None:
+        return float(args.rate)  # the planner checks it
+    rate = raw.get("workload", {}).get("rate")  # as written: no rate is no target
+    if isinstance(rate, bool) or not isinstance(rate, int | float):
         raise ConfigError("give the target rate with --rate (the scenario has "
-                          f"workload.rate = {rate!r})")
+                          f"workload.rate = {rate!r}; a plan needs one number)")
     return float(rate)
 
 
@@ -92,24 +98,28 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """Run the plan; write ``<out>/plan.json``; return (plan JSON, text report)."""
     from servesim.commands import _vary
 
-    raw = apply_overrides(load_scenario(args.scenario),
-                          list(args.overrides) + _vary(getattr(args, "vary", [])))
-    slo = parse_slo_string(args.slo) if args.slo else SLO.from_dict(raw.get("slo") or {})
+    raw = load_scenario(args.scenario)
+    if getattr(args, "trace", None):
+        raw = with_trace(raw, args.trace)
+    raw = apply_overrides(raw, list(args.overrides) + _vary(getattr(args, "vary", [])))
     settings = SearchSettings(min_requests=args.min_requests, min_tail=args.min_tail,
                               max_iterations=args.max_iterations)
     target = _target(args, raw)
     prices = price_table(args.prices)
     candidates = build_candidates(raw, _axes(args))
-    out = Path(args.out) if args.out else Path("results") / f"{raw.get('name', 'scenario')}-plan"
+    first = Scenario.from_dict(candidates[0].point, args.scenario)  # name and [slo]
+    slo = parse_slo_string(args.slo) if args.slo else (first.slo or SLO())
+    out = check_writable(Path(args.out) if args.out else default_out(first.name, "-plan"))
     cache = PointCache(None if args.no_cache else out / "cache")
-    with open_executor(args.workers, args.dask, len(candidates)) as ex:
+    with open_executor(args.workers, args.dask, len(candidates)) as ex, \
+            plan_progress() as progress:
         result = plan(candidates, target, slo, prices=prices, settings=settings,
-                      executor=ex, cache=cache)
+                      executor=ex, cache=cache, progress=progress)
     data = result.to_json()
     out.mkdir(parents=True, exist_ok=True)
     text_json = json.dumps(data, indent=2) + "\n"
     atomic_write(out / "plan.json", lambda p: p.write_text(text_json))
-    return data, format_plan(result, str(raw.get("name", "")), out)
+    return data, format_plan(result, first.name, out)
 
 
 def _money(value: float | None, digits: int = 2) -> str:

@@ -81,12 +81,14 @@ def profile_command(args: argparse.Namespace) -> int:
     from engine.models import build_model
     from engine.sweep import RunLoad, engine_version, run_metadata, run_sweep
     from simulator.profile_table import ProfileTable, write_profile_table
+    from simulator.results_folder import check_writable
 
     try:
         device = check_device(args.device)
         dtype = args.dtype or ("fp32" if device.type == "cpu" else "bf16")
         if args.threads < 1:
             raise ValueError(f"--threads={args.threads} must be >= 1")
+        check_writable(Path(args.out).parent)  # before the minutes of measuring
         plan = SweepPlan(args.prefill_batches, args.prompt_lens, args.decode_batches,
                          args.context_lens, args.mixed_batches, args.mixed_chunks,
                          args.mixed_context, args.repeats, args.warmup, args.seed)

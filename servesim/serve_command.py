@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from servesim.serve_socket import bind_listener, network_warning
 from simulator.errors import ConfigError
 from simulator.policies import POLICIES, make_policy
 
@@ -35,14 +36,19 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
                    help="continuous: tokens per step at most")
     p.add_argument("--kv-blocks", type=int, default=2048,
-                   help="KV blocks the scheduler may hand out (default 2048)")
+                   help="KV blocks the scheduler may hand out (default 2048). Also the "
+                        "memory bound: the KV cache holds at most kv-blocks x block-size "
+                        "token positions (running requests x the longest of them); a "
+                        "request waits until it fits, one longer than that gets a 400")
     p.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     p.add_argument("--dtype", default=None, choices=("fp32", "bf16", "fp16"),
                    help="weight dtype (default fp32 on CPU, bf16 on CUDA)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads on CPU (default: torch's choice)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1); the server has no "
+                        "authentication, so another address warns")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--records-out", default=None, metavar="DIR",
                    help="write the server's request records, step log, token times and "
@@ -74,21 +80,26 @@ def serve_command(args: argparse.Namespace) -> int:
         import torch
         import uvicorn
 
-        from engine.live import LiveEngine
-        from engine.server import create_app
-        from engine.server_model import load_served_model
+        from engine.server.app import create_app
+        from engine.server.live import LiveEngine
+        from engine.server.model import load_served_model
     except ImportError as e:
         print(f"servesim: error: `servesim serve` needs the engine and serve extras ({e}): "
               "pip install torch==2.13.0 && pip install -e '.[engine,serve]'", file=sys.stderr)
         return 2
     from servesim.profile_command import check_device
 
+    listener = None
     try:
         policy = make_policy(args.policy, **policy_knobs(args))
-        for flag in ("kv_blocks", "block_size", "port"):
-            if getattr(args, flag) < (0 if flag == "port" else 1):
+        for flag in ("kv_blocks", "block_size"):
+            if getattr(args, flag) < 1:
                 raise ConfigError(f"--{flag.replace('_', '-')}={getattr(args, flag)} "
                                   "must be >= 1")
+        listener = bind_listener(args.host, args.port)  # before the model: fail fast
+        warning = network_warning(args.host)
+        if warning is not None:
+            print(f"servesim: warning: {warning}", file=sys.stderr)
         device = check_device(args.device)
         dtype = args.dtype or ("fp32" if device.type == "cpu" else "bf16")
         if args.threads is not None:
@@ -96,6 +107,8 @@ def serve_command(args: argparse.Namespace) -> int:
         em, served = load_served_model(args.model, dtype=dtype, device=str(device),
                                        seed=args.seed)
     except (ValueError, OSError) as e:  # ConfigError is a ValueError
+        if listener is not None:
+            listener.close()
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2
     engine = LiveEngine(em, policy, args.kv_blocks, block_size=args.block_size)
@@ -104,11 +117,17 @@ def serve_command(args: argparse.Namespace) -> int:
 
     app = create_app(engine, served, records_out=out,
                      fingerprint=machine_fingerprint(em.device, torch.get_num_threads()))
+    port = listener.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address
     print(f"servesim: serving {served.name} ({dtype} on {device}, policy {args.policy}, "
           f"{args.kv_blocks} KV blocks of {args.block_size} tokens, context "
           f"{served.max_context}, text: {served.codec.name}) on "
-          f"http://{args.host}:{args.port}/v1", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+          f"http://{host}:{port}/v1", file=sys.stderr)
+    config = uvicorn.Config(app, log_level="warning")
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: the way to stop
+        pass
     if engine.error is not None:
         print(f"servesim: error: the engine failed: {engine.error!r}", file=sys.stderr)
         return 1

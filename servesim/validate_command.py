@@ -5,7 +5,13 @@ machine (``--backend engine``) and simulated with the scenario's cost profile; t
 compared metric by metric (calibrate/validate.py). ``--measured DIR`` / ``--simulated DIR``
 take either side from a results folder written earlier (``servesim run``, ``run --backend
 engine``, ``servesim measure``) instead of running it. Writes ``comparison.csv``,
-``comparison.json``, ``cdf.png`` and both sides' tables under ``--out``.
+``comparison.json``, ``cdf.png``, both sides' tables (``measured/``, ``simulated/``) and a
+``manifest.json`` of kind ``validation`` under ``--out``, which is checked writable (and not
+holding results of another kind) before anything runs. ``--measured DIR`` must hold
+measurements: a folder whose manifest (or, from before manifests, whose summary.json) says
+it was simulated is refused. The engine side keeps each finished point in
+``measured/partial/`` until all are done, so an interrupted validate resumes
+(servesim/engine_run.py).
 """
 
 from __future__ import annotations
@@ -27,15 +33,21 @@ from calibrate.validate import (
     rows_table,
     worst_request,
 )
-from servesim.validate_profiles import choose_profiles, drift_corrected, measured_fingerprint
+from servesim.validate_folders import Side, check_measured, read_results, simulated_note
+from servesim.validate_profiles import (
+    choose_profiles,
+    drift_corrected,
+    measured_fingerprint,
+    overload_notes,
+)
 from simulator.atomic import atomic_write
 from simulator.deployment import resolve
-from simulator.errors import ConfigError
 from simulator.fingerprint import this_machine
+from simulator.results_folder import default_out
+from simulator.results_manifest import VALIDATION, begin_writing, prepare_results, seal_results
 from simulator.runner import run_points, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
-
-Side = list[tuple[dict[str, Any], pd.DataFrame]]  # per point: (summary, request records)
+from simulator.scenario_types import Scenario
 
 
 def add_validate_parser(sub: Any) -> None:
@@ -61,21 +73,8 @@ def add_validate_parser(sub: Any) -> None:
                         "docs/calibration.md: it helped in one run here and hurt in another)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any figure is outside its tolerance")
-
-
-def read_results(folder: str | Path, expected: int) -> Side:
-    """(summary, request records) per point from a results folder, in point order."""
-    path = Path(folder)
-    try:
-        summaries = json.loads((path / "summary.json").read_text())
-        requests = pd.read_parquet(path / "requests.parquet")
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a results folder (summary.json, requests.parquet): "
-                          f"{e}") from e
-    if len(summaries) != expected:
-        raise ConfigError(f"{path}: {len(summaries)} points, but the scenario has {expected}")
-    return [(s, requests[requests["point"] == i].drop(columns="point"))
-            for i, s in enumerate(summaries)]
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results of another kind in --out (refused without it)")
 
 
 def load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
@@ -83,11 +82,10 @@ def load_label(labels: dict[str, Any], point: dict[str, Any]) -> str:
     rest = {k: v for k, v in labels.items() if k != "policy"}
     if rest:
         return ", ".join(f"{k}={v}" for k, v in rest.items())
-    workload = point.get("workload", {})
-    for key in ("rate", "concurrency"):
-        if key in workload:
-            return f"{key}={workload[key]}"
-    return "-"
+    workload = Scenario.from_dict(point).workload
+    if workload.arrival == "closed":
+        return f"concurrency={workload.concurrency}"
+    return "-" if workload.rate is None else f"rate={workload.rate}"
 
 
 @dataclass(slots=True)
@@ -111,17 +109,24 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
     device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
     notes: list[str] = []
     if measured_dir:
+        note = check_measured(measured_dir)
+        notes += [note] if note else []
         measured = read_results(measured_dir, len(points))
         fingerprint = measured_fingerprint([s for s, _ in measured])
         engine_here = fingerprint is not None and fingerprint.get("id") == \
             this_machine("cpu", int(fingerprint.get("threads", 1))).get("id")
     else:
         fingerprint, engine_here = _engine_fingerprint(device, threads), True
+    if simulated_dir:
+        notes += simulated_note(simulated_dir)
     if not simulated_dir:
-        points, notes = choose_profiles(points, fingerprint, engine_here=engine_here,
-                                        calibrate=_calibrator(device))
+        points, chosen = choose_profiles(points, fingerprint, engine_here=engine_here,
+                                         calibrate=_calibrator(device))
+        notes += chosen
     if not measured_dir:
         measured = _measured(points, out, threads)
+    for warning in overload_notes(points, [s for s, _ in measured]):
+        print(f"servesim: warning: {warning}", file=sys.stderr)
     if drift and not simulated_dir:
         points, drift_notes = drift_corrected(points, [s for s, _ in measured])
         notes += drift_notes
@@ -138,10 +143,15 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
         pairs.append((policy, load, m_req, s_req))
     table = rows_table(rows)
     out.mkdir(parents=True, exist_ok=True)
+    begin_writing(out)
     atomic_write(out / "comparison.csv", lambda p: table.to_csv(p, index=False))
     text = json.dumps(rows, indent=2) + "\n"
     atomic_write(out / "comparison.json", lambda p: p.write_text(text))
     _plot(pairs, out / "cdf.png")
+    written = [out / f for f in ("comparison.csv", "comparison.json", "cdf.png", "measured",
+                                 "simulated") if (out / f).exists()]
+    seal_results(out, VALIDATION, written, machine=fingerprint, points=len(points),
+                 scenario=str(points[0][1].get("name", "")) if points else None)
     return Validation(rows, worst, pairs, measured, simulated, deps[0].cost_source, notes)
 
 
@@ -150,7 +160,9 @@ def validate_command(args: argparse.Namespace) -> int:
     try:
         raw = apply_overrides(load_scenario(args.scenario), list(args.overrides))
         points = expand_sweep(raw)
-        out = Path(args.out or Path("results") / f"{raw.get('name', 'scenario')}-validate")
+        out = Path(args.out) if args.out else default_out(raw.get("name", "scenario"),
+                                                           "-validate")
+        prepare_results(out, VALIDATION, overwrite=args.overwrite)  # before any work
         v = validate_points(points, out, threads=args.threads, measured_dir=args.measured,
                             simulated_dir=args.simulated, drift=args.drift)
     except (ValueError, OSError) as e:

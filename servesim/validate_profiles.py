@@ -149,9 +149,7 @@ def drift_corrected(points: list[Point], summaries: list[dict[str, Any]]
             out.append((labels, point))
             continue
         dep = resolve(point)
-        profile = replace(load_profile(profile_file(section["profile"])), overhead={})
-        kernel = profile.build(dep.model, dep.hardware)
-        factor = probe_factor(rows, kernel)
+        factor = _point_factor(rows, section, dep)
         where = f"{dep.policy_name} {', '.join(f'{k}={v}' for k, v in labels.items())}"
         if not 0.5 <= factor <= 2.0:
             notes.append(f"{where}: speed probe {factor:.2f}x the profile: not a drift, the "
@@ -165,6 +163,42 @@ def drift_corrected(points: list[Point], summaries: list[dict[str, Any]]
         new["cost"] = {**section, "time_scale": scale}
         out.append((labels, new))
     return out, notes
+
+
+def _point_factor(rows: list[dict[str, Any]], section: dict[str, Any], dep: Any) -> float:
+    """The probe's measured time over what ``section``'s profile predicts (forward passes)."""
+    profile = replace(load_profile(profile_file(section["profile"])), overhead={})
+    return probe_factor(rows, profile.build(dep.model, dep.hardware))
+
+
+OVERLOAD_MARGIN = 0.15  # a probe this much slower than the profile: the machine was busy
+
+
+def overload_notes(points: list[Point], summaries: list[dict[str, Any]]) -> list[str]:
+    """Warnings for points served on a loaded machine: the engine's speed probe more than
+    :data:`OVERLOAD_MARGIN` slower than the point's profile (same-machine profiles only:
+    a probe 2x off means another machine, which :func:`choose_profiles` reports), or a
+    load average above the CPU count while it served. Nothing for an endpoint's run."""
+    out = []
+    for (labels, point), summary in zip(points, summaries, strict=True):
+        engine = summary.get("engine") or {}
+        where = ", ".join(f"{k}={v}" for k, v in labels.items()) or "the point"
+        load, cpus = engine.get("load_avg"), engine.get("cpus")
+        if isinstance(load, int | float) and isinstance(cpus, int) and load > cpus:
+            out.append(f"{where}: load average {load:.1f} on {cpus} CPUs while the engine "
+                       "served: other work shared the machine, so the measured side is slow")
+        rows, section = engine.get("speed_probe"), dict(point.get("cost", {}))
+        if not rows or "profile" not in section:
+            continue
+        try:
+            factor = _point_factor(rows, section, resolve(point))
+        except (ValueError, OSError):
+            continue  # the comparison itself reports a bad profile
+        if 1 + OVERLOAD_MARGIN < factor <= 2.0:
+            out.append(f"{where}: the machine ran {factor:.2f}x slower than its calibration "
+                       f"while serving (speed probe; more than {OVERLOAD_MARGIN:.0%} off): it "
+                       "was loaded or throttled; rerun on a quiet machine, or pass --drift")
+    return out
 
 
 def probe_factor(rows: list[dict[str, Any]], kernel: CostModel) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,9 @@ class ClusterSpec:
     # Seconds from a request's arrival to the engine seeing it (API server, tokenising,
     # HTTP): it occupies no replica; TTFT and E2E include it (costs/host.py).
     request_s: float = 0.0
+    # Check the scheduler's invariants after every schedule() and step (policies/
+    # invariants.py): O(requests) per step, so tests turn it on, runs leave it off.
+    check_invariants: bool = False
 
     def __post_init__(self) -> None:
         if not (self.request_s >= 0.0 and math.isfinite(self.request_s)):
@@ -85,6 +88,10 @@ def read_arrivals(requests: pd.DataFrame) -> Arrivals:
     return Arrivals(seqs, think, closed)
 
 
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: requests finished or refused so far, of those in the table."""
+
+
 class ArrivalTimeout(simpy.Event):
     """A timeout at URGENT priority: an arrival at the same instant as a step's end is
     processed first, so the next schedule always sees it (the same in every code path:
@@ -108,8 +115,13 @@ class _Driver:
 
     def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
                  closed_loop: bool, think_s: list[float], fast_forward: bool,
-                 check_invariants: bool) -> None:
+                 check_invariants: bool, progress: Progress | None = None,
+                 max_step_rows: int | None = None) -> None:
         self.env = env
+        self.num_done = 0  # requests finished or refused
+        self.num_total = len(seqs)
+        self._progress = progress
+        self._every = max(1, len(seqs) // 1000)  # progress calls: about a thousand per run
         self.router = make_router(spec.router)
         self.request_s = spec.request_s
         # Open loop into one replica: the next arrival is known ahead, so a replica's
@@ -119,7 +131,9 @@ class _Driver:
         self.replicas = [
             Replica(env, i, spec.policy, spec.cost, BlockManager(spec.kv_blocks, spec.block_size),
                     self._done, fast_forward=fast_forward, check_invariants=check_invariants,
-                    next_arrival_s=(lambda: self.next_arrival_s) if known else None)
+                    next_arrival_s=(lambda: self.next_arrival_s) if known else None,
+                    max_step_rows=None if max_step_rows is None else max(
+                        1, max_step_rows // spec.num_replicas))
             for i in range(spec.num_replicas)
         ]
         self.states = [r.state for r in self.replicas]
@@ -171,6 +185,10 @@ class _Driver:
         self.next_arrival_s = math.inf
 
     def _done(self, seq: Sequence) -> None:
+        self.num_done += 1
+        if self._progress is not None and (
+                self.num_done % self._every == 0 or self.num_done == self.num_total):
+            self._progress(self.num_done, self.num_total)
         queue = self._clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
@@ -186,24 +204,30 @@ def request_records(seqs: list[Sequence], sent_s: list[float] | None = None) -> 
     """
     if not seqs:
         return empty_table(REQUEST_COLUMNS)
+    n = len(seqs)
 
-    def status(s: Sequence) -> str:
-        if s.reason:
-            return "rejected"
-        return "finished" if s.num_generated == s.output_tokens else "in_flight"
+    def column(values: Any, dtype: type) -> np.ndarray:
+        return np.fromiter(values, dtype=dtype, count=n)
 
+    generated = column((s.num_generated for s in seqs), np.int64)
+    output = column((s.output_tokens for s in seqs), np.int64)
+    reason = np.array([s.reason for s in seqs], dtype=object)
+    status = np.where(reason != "", "rejected",
+                      np.where(generated == output, "finished", "in_flight")).astype(object)
+    arrival = (np.asarray(sent_s, dtype=np.float64) if sent_s is not None
+               else column((s.arrival_s for s in seqs), np.float64))
     cols = {
-        "request_id": [s.request_id for s in seqs],
-        "arrival_s": sent_s if sent_s is not None else [s.arrival_s for s in seqs],
-        "scheduled_s": [s.scheduled_s for s in seqs],
-        "first_token_s": [s.first_token_s for s in seqs],
-        "finish_s": [s.finish_s for s in seqs],
-        "prompt_tokens": [s.prompt_tokens for s in seqs],
-        "output_tokens": [s.output_tokens for s in seqs],
-        "preemptions": [s.preemptions for s in seqs],
-        "replica": [s.replica for s in seqs],
-        "status": [status(s) for s in seqs],
-        "reason": [s.reason for s in seqs],
+        "request_id": column((s.request_id for s in seqs), np.int64),
+        "arrival_s": arrival,
+        "scheduled_s": column((s.scheduled_s for s in seqs), np.float64),
+        "first_token_s": column((s.first_token_s for s in seqs), np.float64),
+        "finish_s": column((s.finish_s for s in seqs), np.float64),
+        "prompt_tokens": column((s.prompt_tokens for s in seqs), np.int64),
+        "output_tokens": output,
+        "preemptions": column((s.preemptions for s in seqs), np.int64),
+        "replica": column((s.replica for s in seqs), np.int64),
+        "status": status,
+        "reason": reason,
     }
     return conform(pd.DataFrame(cols), REQUEST_COLUMNS, "request records")
 
@@ -215,20 +239,30 @@ def simulate(
     horizon_s: float | None = None,
     fast_forward: bool = True,
     check_invariants: bool = False,
+    progress: Progress | None = None,
+    max_step_rows: int | None = None,
 ) -> SimResult:
     """Run ``requests`` through the deployment ``spec``; stop at ``horizon_s`` if given.
 
     Open loop when ``arrival_s`` holds times; closed loop when it is NaN and the table
     has ``client_id`` (each client sends its next request ``think_s`` after the last ends).
+    ``check_invariants`` (or ``spec.check_invariants``) checks the scheduler's invariants
+    at every step; ``progress(done, total)`` is called about a thousand times a run;
+    a step log longer than ``max_step_rows`` (over all replicas) stops the run with
+    ConfigError (memory_guard.step_log_full).
     """
     t0 = time.perf_counter()
     env = simpy.Environment()
     arrivals = read_arrivals(requests)
     driver = _Driver(env, spec, arrivals.seqs, arrivals.closed, arrivals.think_s, fast_forward,
-                     check_invariants)
+                     check_invariants or spec.check_invariants, progress, max_step_rows)
     env.run(until=horizon_s)
-    steps = [r.log.table() for r in driver.replicas]
-    step_table = pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS)
+    steps = []
+    for r in driver.replicas:
+        steps.append(r.log.table())
+        r.log.clear()  # the table holds the steps now; one copy is enough
+    step_table = (steps[0] if len(steps) == 1 else
+                  pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS))
     events = driver.num_events + sum(r.num_events for r in driver.replicas)
     return SimResult(
         requests=request_records(driver.arrived, driver.sent_s),

@@ -14,6 +14,7 @@ imported only inside :class:`DaskExecutor`, so ``import simulator`` never import
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -77,20 +78,36 @@ class PoolExecutor:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._pool = ProcessPoolExecutor(max_workers=workers)
+        self._pool = ProcessPoolExecutor(max_workers=workers, initializer=_leave_ctrl_c)
 
     def map(self, fn: Callable[[T], R], items: Sequence[T],
             on_done: OnDone | None = None) -> list[R]:
         futures: list[Future[R]] = [self._pool.submit(fn, item) for item in items]
         try:
             return _gather(futures, as_completed, on_done)
-        except BaseException:
+        except BaseException as e:
             for f in futures:
                 f.cancel()
+            if isinstance(e, KeyboardInterrupt):
+                self._stop()
             raise
+
+    def _stop(self) -> None:
+        """Ctrl-C: end the workers now; points already queued to them would otherwise run
+        to the end before shutdown returns (finished ones are already in the cache)."""
+        workers = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.terminate()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_ctrl_c() -> None:
+    """Pool workers ignore SIGINT: the parent handles Ctrl-C and stops them (one message,
+    not a traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class DaskExecutor:

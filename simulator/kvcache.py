@@ -13,29 +13,23 @@ from itertools import accumulate, cycle, islice
 
 import numpy as np
 
-from simulator.errors import CapacityError, ConfigError
+from simulator.errors import CapacityError
+from simulator.scenario_fields import check_fields, spec
 
 
 @dataclass(slots=True, frozen=True)
 class KVCacheConfig:
     """How a replica carves its memory into KV blocks."""
 
-    block_size: int = 16  # tokens per block (vLLM's default)
-    gpu_memory_utilization: float = 0.9  # fraction of each GPU's memory the engine may use
-    reserve_gb: float = 2.0  # per GPU: activations, CUDA graphs, context (not for KV)
-    num_blocks: int | None = None  # set to override the derived capacity
+    block_size: int = spec(16, unit="tokens per block", low=1)  # vLLM's default
+    # fraction of each GPU's memory the engine may use
+    gpu_memory_utilization: float = spec(0.9, low=0, low_open=True, high=1)
+    # per GPU: activations, CUDA graphs, context (not for KV)
+    reserve_gb: float = spec(2.0, unit="GB", low=0)
+    num_blocks: int | None = spec(None, unit="blocks", low=1)  # overrides the derived capacity
 
     def __post_init__(self) -> None:
-        if self.block_size < 1:
-            raise ConfigError(f"kv.block_size = {self.block_size}: must be >= 1")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ConfigError(
-                f"kv.gpu_memory_utilization = {self.gpu_memory_utilization}: must be in (0, 1]"
-            )
-        if self.reserve_gb < 0:
-            raise ConfigError(f"kv.reserve_gb = {self.reserve_gb}: must be >= 0")
-        if self.num_blocks is not None and self.num_blocks < 1:
-            raise ConfigError(f"kv.num_blocks = {self.num_blocks}: must be >= 1")
+        check_fields(self, "kv")
 
     def capacity_blocks(
         self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.metrics_resources import busy_fraction, kv_usage, require_columns, run_window
-from simulator.metrics_slo import Samples, good_mask, percentile_checks
+from simulator.metrics_slo import Samples, good_mask, percentile_checks, refusal_causes, slo_met
 from simulator.metrics_stats import check_percentiles, describe, weighted_percentile
 from simulator.slo import SLO
 
@@ -123,12 +123,15 @@ def summarize(
         for stat, value in describe(values, qs, weights).items():
             summary[f"{stat}_{metric}_ms"] = value
     checks = {} if slo is None else percentile_checks(samples, slo)
+    num_rejected = int(np.sum(status == "rejected"))
+    num_in_flight = int(np.sum(status == "in_flight"))
     summary |= {
-        "num_rejected": int(np.sum(status == "rejected")),
-        "num_in_flight": int(np.sum(status == "in_flight")),
+        "num_rejected": num_rejected,
+        "rejected_by_cause": refusal_causes(requests),
+        "num_in_flight": num_in_flight,
         "num_preemptions": int(per["preemptions"].sum()),
         "goodput_fraction": None if good is None else _ratio(int(good.sum()), len(per)),
-        "slo_met": all(c["met"] for c in checks.values()) if checks else None,
+        "slo_met": slo_met(checks, num_rejected, num_in_flight),
         "slo": checks,
         "mean_kv_usage": None,
         "max_kv_usage": None,

@@ -7,10 +7,17 @@ Definitions (docs/metrics.md, "Goodput" and "SLO check"):
   TPOT and, as in vLLM, counts as meeting a TPOT target;
 - the SLO is met when, for every target set, the ``slo.percentile``-th percentile of that
   metric is within it; a percentile with no data (NaN) does not meet its target;
-- ``slo.mean_queue_ms`` is judged on the mean queue time of finished requests.
+- ``slo.mean_queue_ms`` is judged on the mean queue time of finished requests;
+- the SLO is met (:func:`slo_met`) when every target is met *and* no request was lost:
+  refused (``rejected``) or unfinished at the horizon. A refused request got no answer,
+  so no latency target holds for it. ``servesim run``'s summary and ``servesim plan``'s
+  search both ask this one function, and :func:`miss_reason` says in words why not.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,3 +54,43 @@ def percentile_checks(samples: dict[str, Samples], slo: SLO) -> dict[str, dict[s
         out["mean_queue_ms"] = {"target": slo.mean_queue_ms, "value": mean,
                                 "met": bool(mean <= slo.mean_queue_ms)}
     return out
+
+
+def refusal_causes(requests: pd.DataFrame) -> dict[str, int]:
+    """Rejected requests counted by cause (the ``reason`` up to its first ": "), most first."""
+    if "reason" not in requests or "status" not in requests:
+        return {}
+    reasons = requests.loc[requests["status"] == "rejected", "reason"].astype(str)
+    causes = reasons.str.split(": ", n=1).str[0].replace("", "no reason given")
+    counts = causes.value_counts()
+    return {str(k): int(v) for k, v in counts.items()}
+
+
+def slo_met(checks: Mapping[str, Mapping[str, Any]], num_rejected: int,
+            num_in_flight: int) -> bool | None:
+    """The one judge of an SLO: every target met and no request lost (None: no target)."""
+    if not checks:
+        return None
+    return num_rejected == 0 and num_in_flight == 0 and all(c["met"] for c in checks.values())
+
+
+def miss_reason(summary: Mapping[str, Any]) -> str:
+    """Why ``summary`` misses its SLO, in words ('' when it meets it or has none): lost
+    requests by cause first, then each target missed with its value."""
+    if not summary.get("slo"):
+        return ""
+    parts = []
+    rejected = int(summary.get("num_rejected") or 0)
+    if rejected:
+        causes = summary.get("rejected_by_cause") or {}
+        detail = "; ".join(f"{n} {cause}" for cause, n in causes.items())
+        parts.append(f"{rejected} request(s) refused" + (f" ({detail})" if detail else ""))
+    in_flight = int(summary.get("num_in_flight") or 0)
+    if in_flight:
+        parts.append(f"{in_flight} request(s) unfinished at the horizon")
+    for key, check in (summary.get("slo") or {}).items():
+        if not check.get("met"):
+            value = check.get("value")
+            shown = "no data" if value is None or value != value else f"{float(value):.1f} ms"
+            parts.append(f"{key} {shown} > {float(check['target']):g} ms")
+    return "; ".join(parts)

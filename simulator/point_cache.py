@@ -1,10 +1,13 @@
 """Finished scenario points on disk, so an interrupted sweep or plan loses nothing.
 
 A point is keyed by a hash of its resolved scenario: the SHA-256 of the canonical JSON
-(sorted keys, no whitespace) of ``{"kind", "point", "code"}``, where ``code`` is
-:func:`code_version`, a hash of the simulator's own source files and shipped profiles, so
-a change to the simulator never serves a stale result, and the state of the per-user
-profile cache (a re-calibrated machine recomputes its points). Each entry is
+(sorted keys, no whitespace) of ``{"kind", "point", "code", "inputs", "measured_here"}``,
+where ``code`` is :func:`code_version`, a hash of the simulator's own source files and
+shipped profiles, so a change to the simulator never serves a stale result; ``inputs`` is
+the content hash of every file the point names (cost profiles, traces, model configs:
+:mod:`simulator.point_inputs`), so an edited file is never answered from the cache; and
+``measured_here`` the contents of the per-user profile cache (a re-calibrated machine
+recomputes its points). Each entry is
 ``<folder>/<hash>.json`` (the summary and the point it came from) plus, for sweeps,
 ``<hash>.<table>.parquet``; the JSON is written last, atomically, and is the mark that the
 entry is complete. :func:`map_cached` runs only the points that are missing and saves
@@ -24,9 +27,10 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.executors import Executor
+from simulator.point_inputs import HashMemo, cached_profile_hashes, input_hashes
 from simulator.profile_cache import cache_root
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: keys hold the content hash of every file a point reads
 _SIM_ROOT = Path(__file__).resolve().parent
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,23 +55,25 @@ def canonical_json(value: Any) -> str:
 
 
 def point_key(point: dict[str, Any], kind: str,
-              measured_here: list[tuple[str, int, int]] | None = None) -> str:
+              measured_here: list[tuple[str, str]] | None = None,
+              memo: HashMemo | None = None) -> str:
     """The cache key of one scenario point for one kind of job (``sweep``, ``summary``).
 
     ``measured_here`` is :func:`profile_cache_state` (read here when not given: a caller
-    keying many points reads it once)."""
-    state = profile_cache_state() if measured_here is None else measured_here
+    keying many points reads it once, and shares ``memo`` so a file named by every point
+    of a sweep is hashed once)."""
+    memo = {} if memo is None else memo
+    state = profile_cache_state(memo) if measured_here is None else measured_here
     text = canonical_json({"kind": kind, "point": point, "code": code_version(),
-                           "cache_version": CACHE_VERSION, "measured_here": state})
+                           "cache_version": CACHE_VERSION, "measured_here": state,
+                           "inputs": input_hashes(point, memo)})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def profile_cache_state() -> list[tuple[str, int, int]]:
-    """(path, size, mtime) of every profile in the per-user cache: a point that resolves to
+def profile_cache_state(memo: HashMemo | None = None) -> list[tuple[str, str]]:
+    """(path, content hash) of every profile in the per-user cache: a point that resolves to
     one (``servesim calibrate --here``) is recomputed when it is measured again."""
-    root = cache_root()
-    files = sorted(root.glob("*/*.json")) if root.is_dir() else []
-    return [(str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    return cached_profile_hashes(cache_root(), memo)
 
 
 class PointCache:
@@ -127,8 +133,9 @@ def map_cached(
     ``load(i, key, summary)`` rebuilds a result from the cache; ``save(i, key, result)``
     stores a fresh one (called as each finishes). Results come back in the items' order.
     """
-    state = profile_cache_state()
-    keys = [point_key(p, kind, state) for p in points]
+    memo: HashMemo = {}
+    state = profile_cache_state(memo)
+    keys = [point_key(p, kind, state, memo) for p in points]
     out: list[Any] = [None] * len(items)
     todo = []
     for i, key in enumerate(keys):

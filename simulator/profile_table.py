@@ -1,7 +1,8 @@
 """The profile table (data contract 2): one row per measured engine step.
 
 The engine writes it, ``calibrate`` fits cost profiles from it. Parquet, with the run's
-metadata (what was measured, on what) stored as JSON in the file's schema metadata::
+metadata (what was measured, on what) stored as JSON in the file's schema metadata; a CSV
+with the same columns is read too (no metadata; errors name its line)::
 
     phase                  "prefill" | "decode" | "mixed"
     num_prefill_tokens     P: prompt tokens processed this step, padding included
@@ -48,6 +49,8 @@ METADATA_KEYS = ("device", "model", "dtype", "kv_dtype", "tp", "engine_version",
                  "torch_version", "threads", "source", "notes", "transformers_version",
                  "device_name", "repeats", "load", "fingerprint")
 _META_KEY = b"servesim.profile_table"
+FEW_TOKENS = 16  # a step of at most this many tokens (P + D) ...
+FEW_TOKENS_MAX_S = 5.0  # ... that takes longer than this (median) was timed in ms, not s
 
 
 @dataclass(slots=True)
@@ -65,7 +68,8 @@ class ProfileTable:
 def _bad(source: str, row: Any, col: str, value: Any, why: str) -> ConfigError:
     if isinstance(value, np.generic):
         value = value.item()  # show 7, not np.int64(7)
-    return ConfigError(f"{source}: row {row}: {col}={value!r} {why}")
+    where = row if isinstance(row, str) else f"row {row}"
+    return ConfigError(f"{source}: {where}: {col}={value!r} {why}")
 
 
 def _check_numeric(df: pd.DataFrame, source: str, col: str, integer: bool) -> None:
@@ -162,9 +166,11 @@ def read_profile_table(path: str | Path) -> ProfileTable:
     A Parquet file without servesim metadata is accepted with empty metadata.
     """
     path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return ProfileTable(steps=_read_csv(path))
     try:
         arrow = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as e:
+    except (OSError, pa.ArrowException) as e:
         raise ConfigError(f"{path}: cannot read profile table ({e})") from e
     raw = (arrow.schema.metadata or {}).get(_META_KEY)
     meta: dict[str, Any] = json.loads(raw) if raw else {"version": PROFILE_TABLE_VERSION}
@@ -174,3 +180,32 @@ def read_profile_table(path: str | Path) -> ProfileTable:
                           f"{PROFILE_TABLE_VERSION}")
     steps = validate_profile_table(arrow.to_pandas(), str(path))
     return ProfileTable(steps=steps, metadata=validate_metadata(meta, str(path)))
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A profile table as CSV; rows are labelled by file line (header = line 1)."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ConfigError(f"{path}: cannot read profile table ({e})") from e
+    df.index = [f"line {i + 2}" for i in range(len(df))]
+    return validate_profile_table(df, str(path)).reset_index(drop=True)
+
+
+def millisecond_warning(steps: pd.DataFrame, source: str) -> str | None:
+    """A message when ``time_s`` looks like milliseconds, else None.
+
+    Contract 2 step times are seconds. A step of at most ``FEW_TOKENS`` tokens (prefill
+    tokens + decode rows) whose median time is over ``FEW_TOKENS_MAX_S`` seconds is a step
+    of a few milliseconds written as a number of milliseconds: no serving engine takes
+    seconds for a handful of tokens.
+    """
+    few = (steps["num_prefill_tokens"] + steps["num_decode_seqs"]) <= FEW_TOKENS
+    if not few.any():
+        return None
+    median_s = float(steps.loc[few, "time_s"].median())
+    if median_s <= FEW_TOKENS_MAX_S:
+        return None
+    return (f"{source}: time_s looks like milliseconds: the median step of <= {FEW_TOKENS} "
+            f"tokens takes {median_s:g} s ({int(few.sum())} such rows); the profile table "
+            f"(contract 2) holds seconds: divide time_s by 1000")

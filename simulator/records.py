@@ -115,5 +115,13 @@ def conform(df: pd.DataFrame, columns: dict[str, str], what: str) -> pd.DataFram
 
 
 def steps_from_arrays(cols: dict[str, np.ndarray]) -> pd.DataFrame:
-    """Build a step log from column arrays (all the same length)."""
-    return conform(pd.DataFrame(cols), STEP_COLUMNS, "step log")
+    """Build a step log from column arrays (all the same length).
+
+    Arrays already of the contract's dtype are used without a further copy (a long
+    run's step log is the largest thing a simulation keeps).
+    """
+    missing = [c for c in STEP_COLUMNS if c not in cols]
+    if missing:
+        raise ValueError(f"step log table lacks columns {missing}; has {list(cols)}")
+    return pd.DataFrame({c: np.asarray(cols[c], dtype=t) for c, t in STEP_COLUMNS.items()},
+                        copy=False)

@@ -17,7 +17,9 @@ import simpy
 from simulator.costs.base import CostModel
 from simulator.fastforward import apply_decode_run, plan_decode_run
 from simulator.kvcache import BlockManager
+from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
+from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.step import decode_emitters
 from simulator.steplog import StepLog
 
@@ -37,6 +39,7 @@ class Replica:
         fast_forward: bool = True,
         check_invariants: bool = False,
         next_arrival_s: Callable[[], float] | None = None,
+        max_step_rows: int | None = None,
     ) -> None:
         self.env = env
         self.index = index
@@ -46,7 +49,11 @@ class Replica:
         self.log = StepLog(index)
         self.on_done = on_done  # called once per request that finishes or is rejected here
         self.fast_forward = fast_forward
-        self.check_invariants = check_invariants
+        self.check_invariants = check_invariants  # check_batch/check_state at every step
+        self.max_step_rows = max_step_rows  # a longer step log stops the run (memory)
+        self.num_accepted = 0  # requests queued here (not refused on arrival)
+        self.num_refused = 0  # of those, refused later by the policy
+        self.num_finished = 0
         self.num_events = 0  # SimPy events this replica waited on
         self._interruptible = False  # in an idle wait or a fast-forward the next arrival cuts
         self._arrived_in_run = 0
@@ -61,6 +68,7 @@ class Replica:
         if not self.state.arrive(seq):
             self.on_done(seq)
             return
+        self.num_accepted += 1
         self._arrived_in_run += 1
         self._wake()
 
@@ -78,21 +86,31 @@ class Replica:
         env, state = self.env, self.state
         while True:
             decision = self.policy.schedule(state, env.now)
+            self.num_refused += len(state.rejected)
             for seq in state.rejected:
                 self.on_done(seq)
             state.rejected.clear()
             if isinstance(decision, Wait):
+                if self.check_invariants:
+                    self._check()
                 yield from self._wait(decision)
                 continue
+            if self.check_invariants:
+                check_batch(self.policy, state, decision)
             k = self.policy.repeats(state, decision) if self.fast_forward else 1
             if k > 1:
                 finished = yield from self._decode_run(decision, k)
             else:
                 finished = yield from self._step(decision)
+            self.num_finished += len(finished)
             if self.check_invariants:
-                state.check()
+                self._check()
             for seq in finished:
                 self.on_done(seq)
+
+    def _check(self) -> None:
+        check_state(self.state, accepted=self.num_accepted - self.num_refused,
+                    finished=self.num_finished)
 
     def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:
         self._interruptible = True
@@ -115,7 +133,12 @@ class Replica:
         s = self.state
         self.log.add(start, self.env.now, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used)
+        self._check_log_size()
         return finished
+
+    def _check_log_size(self) -> None:
+        if self.max_step_rows is not None and len(self.log) > self.max_step_rows:
+            raise step_log_full(len(self.log), self.env.now)
 
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         env, state = self.env, self.state
@@ -136,6 +159,7 @@ class Replica:
         starts = np.concatenate(([start], ends[:-1]))
         shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
         self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used)
+        self._check_log_size()
         return finished
 
     def _run_interruptible(

@@ -30,7 +30,8 @@ _SUMMARY_NAMES = frozenset(
     {
         "summary_version", "duration", "completed", "total_input_tokens",
         "total_output_tokens", "request_throughput", "request_goodput",
-        "output_throughput", "total_token_throughput", "num_rejected", "num_in_flight",
+        "output_throughput", "total_token_throughput", "num_rejected", "rejected_by_cause",
+        "num_in_flight",
         "num_preemptions", "goodput_fraction", "slo_met", "slo", "mean_kv_usage",
         "max_kv_usage", "utilisation",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,13 @@ import numpy as np
 import pandas as pd
 
 from simulator.atomic import atomic_write
-from simulator.cluster import SimResult, simulate
+from simulator.cluster import Progress, SimResult, simulate
 from simulator.deployment import Deployment, resolve
+from simulator.memory_guard import available_bytes, check_fits, step_row_budget
 from simulator.metrics import summarize, to_json_safe
-from simulator.workload.config import BuiltWorkload, build_requests
+from simulator.results_manifest import SIMULATED, begin_writing, seal_results
+from simulator.workload.arrivals import check_span
+from simulator.workload.config import SYNTHETIC, BuiltWorkload, build_requests
 
 
 @dataclass(slots=True)
@@ -28,17 +32,44 @@ class PointResult:
     result: SimResult
 
 
-def run_point(labels: dict[str, Any], point: dict[str, Any]) -> PointResult:
-    """Resolve, build the workload with the point's seed, simulate and summarise."""
+def run_point(labels: dict[str, Any], point: dict[str, Any],
+              progress: Progress | None = None) -> PointResult:
+    """Resolve, build the workload with the point's seed, simulate and summarise.
+
+    A point that cannot fit in memory is refused before its requests are drawn
+    (:mod:`simulator.memory_guard`); ``progress(done, total)`` follows the simulation.
+    """
     dep = resolve(point)
+    simulated, free = _before_horizon(dep), available_bytes()  # free: before any is built
+    preflight(dep, available=free)
     rng = np.random.default_rng(dep.seed)
     built = build_requests(dep.workload, rng, dep.model.max_context_tokens)
+    rows = None if free is None else step_row_budget(len(built.table), simulated,
+                                                     available=free)
     res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
-                   fast_forward=dep.fast_forward)
+                   fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows)
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=dep.replicas)
     meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
     return point_result(labels, point, dep, built, summary, res, **meta)
+
+
+def preflight(dep: Deployment, *, available: int | None = None, parallel: int = 1) -> None:
+    """Refuse, before anything is drawn, a point whose synthetic arrivals would span more
+    simulated time than float64 resolves, or whose tables would not fit in memory when
+    ``parallel`` points run at once (each gets an equal share of ``available``)."""
+    wl = dep.workload
+    check_fits(wl.num_requests, _before_horizon(dep), available=available, parallel=parallel)
+    if wl.arrival in SYNTHETIC and wl.rate is not None and wl.num_requests is not None:
+        check_span(wl.rate, wl.num_requests)
+
+
+def _before_horizon(dep: Deployment) -> int | None:
+    """About how many requests arrive before ``run.horizon_s`` (None: all of them)."""
+    rate, horizon = dep.workload.rate, dep.horizon_s
+    if horizon is None or rate is None or dep.workload.arrival not in SYNTHETIC:
+        return None
+    return math.ceil(rate * horizon * 1.1) + 100  # Poisson counts stay well within this
 
 
 def point_result(labels: dict[str, Any], point: dict[str, Any], dep: Deployment,
@@ -71,10 +102,16 @@ def run_points(
     return out
 
 
-def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]:
-    """Write ``summary.json``, ``requests.parquet`` and ``steps.parquet`` atomically."""
+def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str = SIMULATED,
+                  tables: dict[str, pd.DataFrame] | None = None,
+                  scenario_file: str | None = None) -> list[Path]:
+    """Write ``summary.json``, ``requests.parquet``, ``steps.parquet`` (and ``tables``, each
+    ``<name>.parquet``, already labelled with ``point``) atomically, then ``manifest.json``
+    saying what produced them (``kind``; simulator/results_manifest.py), removing result
+    files of an earlier run that this one does not write."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    begin_writing(out)
 
     def labelled(table_of: Callable[[PointResult], pd.DataFrame]) -> pd.DataFrame:
         parts = []
@@ -96,4 +133,11 @@ def write_results(results: list[PointResult], out_dir: str | Path) -> list[Path]
     atomic_write(paths[0], write_json)
     atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
     atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
+    for name, frame in (tables or {}).items():
+        paths.append(atomic_write(out / f"{name}.parquet", frame.to_parquet))
+    measured = [s["fingerprint"] for s in summary if isinstance(s.get("fingerprint"), dict)]
+    machine = measured[0] if measured else ("this" if kind == SIMULATED else None)
+    seal_results(out, kind, paths, machine=machine, points=len(results),
+                 scenario=str(summary[0].get("scenario", "")) if summary else None,
+                 scenario_file=scenario_file)
     return paths

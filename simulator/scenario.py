@@ -3,7 +3,10 @@
 Sections: ``[model] [hardware] [kv] [policy] [workload] [slo] [cluster] [cost] [run]``
 plus top-level ``name``, ``description`` and ``seed``. A list in a field makes a sweep
 (the cartesian product of every listed field); ``--set section.key=value`` overrides a
-field before expansion. Every error names the file or field and the bad value.
+field before expansion; ``--trace FILE`` replaces the scenario's traffic with a trace's.
+This module reads and expands the TOML; each point is then checked and typed once by
+``simulator.scenario_types.Scenario.from_dict``. Every error names the file or field and
+the bad value.
 """
 
 from __future__ import annotations
@@ -16,25 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.policies import POLICIES
+from simulator.scenario_types import section_fields
 
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "model": ("name", "weight_dtype", "kv_dtype"),
-    "hardware": ("gpu", "tp"),
-    "kv": ("block_size", "gpu_memory_utilization", "reserve_gb", "num_blocks"),
-    "policy": ("name", "batch_size", "max_batch_size", "max_wait_s", "max_num_seqs",
-               "max_num_batched_tokens", "chunked_prefill",
-               # [policy.<name>] subtables override the shared knobs for that policy only
-               "static", "dynamic", "continuous", "chunked"),
-    "workload": (),  # validated by WorkloadConfig
-    "slo": (),  # validated by SLO.from_dict
-    "cluster": ("replicas", "router"),
-    "cost": (),  # validated by cost_model_from_config
-    "run": ("horizon_s", "fast_forward"),
-}
+# Field names per section, derived from the typed schema (simulator/scenario_types.py);
+# an empty tuple: the section's own class checks its keys (workload, slo, cost).
+SECTIONS: dict[str, tuple[str, ...]] = section_fields()
 TOP_LEVEL = ("name", "description", "seed")
 # Fields whose value is a table or a list by nature, never a sweep.
 NOT_SWEPT = {("workload", "prompt"), ("workload", "output")}
-POLICY_NAMES = ("static", "dynamic", "continuous", "chunked")
+POLICY_NAMES = tuple(POLICIES)  # for the faces' pickers; derived from the one registry
+# What --trace FILE replaces: the scenario's own traffic (rate and lengths); --set after it
+# can give a rate (the trace's arrivals are rescaled to it) or num_requests (its first rows).
+TRACE_REPLACES = ("rate", "num_requests", "prompt", "output", "cv", "concurrency",
+                  "think_time_s", "trace_format")
 
 
 def load_scenario(path: str | Path) -> dict[str, Any]:
@@ -59,19 +57,20 @@ def check_structure(raw: dict[str, Any], source: str) -> None:
     for key, value in raw.items():
         if key.startswith("_") or key in TOP_LEVEL:
             continue
-        if key not in SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{key}]; known: {sorted(SECTIONS)}")
+        sections = section_fields()  # read now: a policy added to POLICIES shows at once
+        if key not in sections:
+            raise ConfigError(f"{source}: unknown section [{key}]; known: {sorted(sections)}")
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: [{key}] must be a table, got {value!r}")
-        known = SECTIONS[key]
+        known = sections[key]
         for field, sub in value.items():
             if known and field not in known:
                 raise ConfigError(f"{source}: unknown field {key}.{field}; known: {list(known)}")
-            if key == "policy" and field in POLICY_NAMES:
+            if key == "policy" and field in POLICIES:
                 if not isinstance(sub, dict):
                     raise ConfigError(f"{source}: [policy.{field}] must be a table of knobs")
                 for knob in sub:
-                    if knob not in known or knob in POLICY_NAMES or knob == "name":
+                    if knob not in known or knob in POLICIES or knob == "name":
                         raise ConfigError(f"{source}: unknown field policy.{field}.{knob}")
 
 
@@ -94,6 +93,16 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
                 raise ConfigError(f"--set {item!r}: {part} is not a table")
         node[parts[-1]] = value
     check_structure(out, "--set")
+    return out
+
+
+def with_trace(raw: dict[str, Any], trace: str | Path) -> dict[str, Any]:
+    """The scenario replaying ``trace`` (a path from the current directory): its arrivals
+    and lengths replace the scenario's traffic (the fields in TRACE_REPLACES)."""
+    out = copy.deepcopy(raw)
+    workload = {k: v for k, v in out.get("workload", {}).items() if k not in TRACE_REPLACES}
+    out["workload"] = {**workload, "trace": str(Path(trace).expanduser().resolve()),
+                       "arrival": "trace"}
     return out
 
 

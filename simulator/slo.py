@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.scenario_fields import spec
 
 SLO_METRICS = ("ttft", "tpot", "itl", "e2el")
 """Metrics an SLO may target, in the order they are reported."""
@@ -61,16 +62,21 @@ def _percentile(name: str, value: Any) -> float:
     return number
 
 
+def _ms() -> Any:
+    return spec(None, unit="ms", low=0, low_open=True)
+
+
 @dataclass(frozen=True, slots=True)
 class SLO:
     """Latency targets in ms (None: no target) and the percentile they are judged at."""
 
-    ttft_ms: float | None = None  # time to first token, ms
-    tpot_ms: float | None = None  # time per output token after the first (vLLM), ms
-    itl_ms: float | None = None  # inter-token latency, ms (percentile check only)
-    e2el_ms: float | None = None  # end-to-end latency, ms
-    percentile: float = DEFAULT_PERCENTILE  # percentile the scenario's SLO is judged at
-    mean_queue_ms: float | None = None  # mean queue time (scheduled - arrival), ms
+    ttft_ms: float | None = _ms()  # time to first token
+    tpot_ms: float | None = _ms()  # time per output token after the first (vLLM)
+    itl_ms: float | None = _ms()  # inter-token latency (percentile check only)
+    e2el_ms: float | None = _ms()  # end-to-end latency
+    # percentile the scenario's SLO is judged at
+    percentile: float = spec(DEFAULT_PERCENTILE, low=0, low_open=True, high=100)
+    mean_queue_ms: float | None = _ms()  # mean queue time (scheduled - arrival)
 
     def __post_init__(self) -> None:
         for metric in SLO_METRICS:

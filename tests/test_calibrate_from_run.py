@@ -238,7 +238,7 @@ def test_vllm_bench_without_send_times_fits_distributions(tmp_path: Path) -> Non
     (lambda d: d, "not a run folder: no summary.json or requests.parquet"),
     (lambda d: d / "nowhere", "no such folder"),
     (lambda d: _without_tokens(d), "no tokens.parquet: fitting needs the time of every"),
-    (lambda d: _bench(d / "b.json", ttfts=None), "fields 'ttfts' and 'itls' must be lists"),
+    (lambda d: _bench(d / "b.json", ttfts=None), "field 'ttfts' is missing or not a list"),
 ])
 def test_unreadable_runs_are_named(tmp_path: Path, make, message: str, capsys) -> None:
     path = make(tmp_path)

@@ -79,15 +79,15 @@ def test_policy_page_series_slo_lines_and_recommendation():
 
 def test_policy_page_tighter_slo_changes_the_recommendation():
     at = page("policies").run()
-    at.multiselect(key="policies").set_value(["continuous", "chunked"]).run()
-    at.number_input(key="ttft_ms").set_value(100.0).run()
+    at.multiselect(key="pol_policies").set_value(["continuous", "chunked"]).run()
+    at.number_input(key="pol_ttft_ms").set_value(100.0).run()
     assert not at.exception
     assert "No policy meets P99 TTFT ≤ 100 ms" in " ".join(m.value for m in at.markdown)
 
 
 def test_policy_page_bad_rates_show_an_error():
     at = page("policies").run()
-    at.text_input(key="rates").set_value("2, fast").run()
+    at.text_input(key="pol_rates").set_value("2, fast").run()
     assert not at.exception
     assert "'fast' is not a number" in " ".join(e.value for e in at.error)
 
@@ -101,16 +101,16 @@ def test_hardware_page_catalogue_and_editable_price():
     assert trace_names(figs["TTFT by GPU"]) == ["P50 TTFT", "P99 TTFT"]
     assert all(all(axis_titles(spec)) for spec in figs.values())
     cost = array(figs["Cost per million tokens"]["data"][0]["y"])[gpus.index("h200")]
-    at.number_input(key="price_h200").set_value(7.0).run()
+    at.number_input(key="hw_price_h200").set_value(7.0).run()
     new = array(figures(at)["Cost per million tokens"]["data"][0]["y"])[gpus.index("h200")]
     assert new == pytest.approx(cost * 2)
 
 
 def test_hardware_page_skips_gpus_where_the_model_does_not_fit():
     at = page("hardware").run()
-    at.selectbox(key="model").set_value("llama-3.1-70b").run()
+    at.selectbox(key="hw_model").set_value("llama-3.1-70b").run()
     assert "h200 skipped" in " ".join(w.value for w in at.warning)  # 140 GB of bf16 weights
-    at.selectbox(key="tp").set_value(2).run()
+    at.selectbox(key="hw_tp").set_value(2).run()
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
     assert "rtx4090 skipped" in warnings

@@ -99,3 +99,67 @@ def test_bad_scenario_toml_falls_back():
     errors = " ".join(e.value for e in at.error)
     assert "oops.toml" in errors and "policy.bogus" in errors
     assert len(at.get("plotly_chart")) == 3
+
+
+def _ran(at) -> dict:
+    """The scenario the page simulated, from its "Scenario that ran" TOML block."""
+    import tomllib
+
+    return tomllib.loads(at.code[0].value)
+
+
+def _upload_scenario(at, text: str, name: str = "mine.toml"):
+    return at.file_uploader(key="scenario_file").set_value(
+        (name, text.encode(), "text/plain")).run()
+
+
+def test_uploaded_scenario_fills_every_widget_and_runs_as_shown(tmp_path):
+    """Issue 11 item 5: rate 3, continuous and a trace: the widgets show them, the run and
+    the downloaded scenario use them, nothing is dropped."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("request_id,arrival_s,prompt_tokens,output_tokens\n"
+                     + "".join(f"{i},{i * 0.3:.1f},{100 + i},{10 + i % 5}\n" for i in range(40)))
+    at = page("explorer").run()
+    at.number_input(key="rate").set_value(25.0).run()  # a value the upload must replace
+    _upload_scenario(at, f'[workload]\narrival = "poisson"\nrate = 3.0\ntrace = "{trace}"\n'
+                         'num_requests = 40\n[policy]\nname = "continuous"\n'
+                         '[policy.continuous]\nmax_num_seqs = 64\n[kv]\nblock_size = 32\n')
+    assert not at.exception and not at.error
+    assert at.number_input(key="rate").value == 3.0
+    assert at.selectbox(key="policy").value == "continuous"
+    assert at.number_input(key="max_num_seqs").value == 64
+    assert at.checkbox(key="use_trace").value
+    captions = " ".join(c.value for c in at.caption)
+    assert "trace: t.csv (from the scenario): generic, 40 requests" in captions
+    assert "Not on this form" in captions and "kv.block_size" in captions
+    assert "40 of 40 requests finished" in captions
+    ran = _ran(at)
+    assert ran["workload"]["rate"] == 3.0 and ran["workload"]["trace"] == str(trace)
+    assert "prompt" not in ran["workload"] and ran["kv"] == {"block_size": 32}
+    assert ran["policy"]["name"] == "continuous"
+    assert ran["policy"]["continuous"]["max_num_seqs"] == 64
+    at.number_input(key="max_num_seqs").set_value(48).run()
+    assert _ran(at)["policy"]["continuous"]["max_num_seqs"] == 48  # where it wins
+
+
+def test_uploaded_scenario_the_form_cannot_show_is_refused():
+    at = page("explorer").run()
+    _upload_scenario(at, '[hardware]\ngpu = "cpu"\ntp = 3\n[model]\nname = "tiny"\n', "cpu.toml")
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "cpu.toml" in errors and "hardware.gpu = 'cpu'" in errors and "hardware.tp = 3" in errors
+    assert at.selectbox(key="gpu").value == "h100-sxm"  # still chat, shown and run
+    assert _ran(at)["hardware"]["gpu"] == "h100-sxm"
+
+
+def test_widgets_follow_the_shipped_scenario_and_back():
+    at = page("explorer").run()
+    at.number_input(key="rate").set_value(25.0).run()
+    at.selectbox(key="scenario").set_value("voice").run()
+    assert at.number_input(key="rate").value == 20.0 and _ran(at)["workload"]["rate"] == 20.0
+    at.selectbox(key="scenario").set_value("chat").run()
+    assert at.number_input(key="rate").value == 10.0 and _ran(at)["workload"]["rate"] == 10.0
+    assert "validate-cpu" not in at.selectbox(key="scenario").options
+    captions = " ".join(c.value for c in at.caption)
+    assert "chat.toml is a sweep; the explorer runs one point of it" in captions
+    assert "chat.toml asks for 1000 requests; the explorer starts at 600" in captions

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import tiny_cpu_scenario
+from helpers import mark_measured, tiny_cpu_scenario
 
 from servesim.cli import main
 from simulator.costs.machine import machine_note
@@ -106,6 +106,7 @@ def measured(tmp_path):
     summaries = json.loads((out / "summary.json").read_text())
     summaries[0]["fingerprint"] = this_machine("cpu", 1)
     (out / "summary.json").write_text(json.dumps(summaries))
+    mark_measured(out, "engine")
     return scenario, out
 
 

@@ -26,11 +26,11 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx2")
 
-from engine.live import LiveEngine  # noqa: E402
-from engine.server import create_app, start_in_thread  # noqa: E402
-from engine.server_model import load_served_model  # noqa: E402
+from clients.measure.client import Endpoint  # noqa: E402
+from engine.server.app import create_app, start_in_thread  # noqa: E402
+from engine.server.live import LiveEngine  # noqa: E402
+from engine.server.model import load_served_model  # noqa: E402
 from servesim.cli import main  # noqa: E402
-from servesim.measure.client import Endpoint  # noqa: E402
 from servesim.validate_command import read_results  # noqa: E402
 from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.metrics import summarize  # noqa: E402
@@ -159,7 +159,8 @@ def test_failures_are_recorded_with_their_reason(server, tmp_path):
 
     slow = table.iloc[[0]].assign(output_tokens=60)
     slow.to_csv(tmp_path / "slow.csv", index=False)
-    assert measure(server.url, tmp_path / "slow.csv", tmp_path / "b", "--timeout", "0.05") == 0
+    # Every request failed: the results are written, the exit status says so (issue 11).
+    assert measure(server.url, tmp_path / "slow.csv", tmp_path / "b", "--timeout", "0.05") == 1
     req, _, summary = read(tmp_path / "b")
     assert req.status.tolist() == ["rejected"]
     assert req.reason[0].startswith("timeout after 0.05 s")
@@ -198,6 +199,67 @@ def test_closed_port_gives_a_clear_error(tmp_path, capsys):
 
 
 def test_measure_imports_no_torch():
-    code = ("import sys, servesim.measure, servesim.measure_command; "
+    code = ("import sys, clients.measure, servesim.measure_command; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def one_request_csv(tmp_path):
+    pd.DataFrame({"request_id": [0], "arrival_s": [0.0], "prompt_tokens": [4],
+                  "output_tokens": [2]}).to_csv(tmp_path / "t.csv", index=False)
+    return tmp_path / "t.csv"
+
+
+def test_every_request_failing_exits_1_and_says_why(server, tmp_path, capsys):
+    """Issue 11: `measure` exited 0 when every request failed."""
+    table = pd.DataFrame({"request_id": [0, 1], "arrival_s": [0.0, 0.0],
+                          "prompt_tokens": [3000, 3001], "output_tokens": [2, 2]})
+    table.to_csv(tmp_path / "long.csv", index=False)
+    assert measure(server.url, tmp_path / "long.csv", tmp_path / "o", "--max-context",
+                   "9999") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("servesim: error: every request failed (2 of 2); the most common "
+                          "reason: HTTP 400: This model's maximum context length is 2048")
+    assert read(tmp_path / "o")[2]["num_rejected"] == 2  # written all the same
+
+
+def test_a_wrong_endpoint_path_names_the_url_and_its_404(server, tmp_path, capsys):
+    """Issue 11: a base URL without /v1 read "lists no model"."""
+    first = next_id(server.url)
+    wrong = f"{server.url}/api"
+    assert main(["measure", "--endpoint", wrong, "--workload", str(one_request_csv(tmp_path)),
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        f"servesim: error: GET {wrong}/models answered HTTP 404 (not found): {wrong} is not "
+        "an OpenAI-compatible API base. Give the URL its /v1/models and /v1/completions "
+        "hang from, e.g. http://HOST:PORT/v1\n")
+    assert next_id(server.url) == first and not (tmp_path / "o").exists()
+
+
+def test_an_unwritable_out_fails_before_sending_anything(server, tmp_path, capsys):
+    """Issue 11 item 8: `measure --out <read-only>` sent every request, then failed. (Tests
+    run as root here, so "unwritable" is a folder under a regular file.)"""
+    (tmp_path / "file").write_text("not a folder")
+    first = next_id(server.url)
+    assert measure(server.url, one_request_csv(tmp_path), tmp_path / "file" / "out") == 2
+    err = capsys.readouterr().err
+    assert f"--out '{tmp_path / 'file' / 'out'}': cannot write there (Not a directory)" in err
+    assert next_id(server.url) == first  # the server saw no request
+
+
+def test_a_measurement_writes_its_manifest_and_keeps_off_other_results(server, tmp_path,
+                                                                         capsys):
+    out = tmp_path / "o"
+    assert measure(server.url, one_request_csv(tmp_path), out) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["kind"], manifest["backend"], manifest["endpoint"]) == (
+        "endpoint-measured", "endpoint", f"{server.url}/v1")
+    assert manifest["machine"]["id"] == this_machine("cpu", 1)["id"]  # the server's
+    assert sorted(manifest["files"]) == ["requests.parquet", "summary.json", "tokens.parquet"]
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    (sim / "manifest.json").write_text(json.dumps({"kind": "simulated"}))
+    first = next_id(server.url)
+    assert measure(server.url, one_request_csv(tmp_path), sim) == 2
+    assert "holds simulated results" in capsys.readouterr().err
+    assert next_id(server.url) == first

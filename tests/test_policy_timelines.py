@@ -69,17 +69,32 @@ def test_chunked_prefill_mixes_chunks_with_decodes(fast_forward: bool) -> None:
     assert res.steps["num_decode_seqs"].tolist() == [0, 1, 1]
 
 
-def test_preemption_by_recompute_when_kv_runs_out() -> None:
-    # 3 blocks of 2 tokens. r0 (2 prompt, 4 out) and r1 (2 prompt, 4 out) both at 0.
-    # step 1: prefill both (1 block each, 1 free). step 2: r0 grows to block 2 (0 free);
-    # r1 needs one -> r1 (newest) preempted. r0 decodes alone to the end.
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_preemption_by_recompute_when_kv_runs_out(fast_forward: bool) -> None:
+    # 3 blocks of 2 tokens, 1 s per step. r0 and r1 (2 prompt, 4 out) both at 0.
+    # 0-1: prefill both (1 block each, 1 free); both emit token 1 at 1.
+    # 1-2: each needs a 2nd block for position 2, one is free: r0 takes it, r1 (newest)
+    #      is preempted (its block freed, back to the queue; it keeps its 1 token). r0 -> 2.
+    # 2-3: r1 must recompute 3 tokens (2 blocks), 1 free: it waits; r0 decodes (position
+    #      3 fits its 2nd block) -> 3 tokens.
+    # 3-4: r0's position 4 opens its 3rd block (the last free): r0 -> 4 tokens, finished
+    #      at 4, its 3 blocks freed.
+    # 4-5: r1 recomputes its 3 tokens (2 blocks) and emits token 2 at 5.
+    # 5-6: token 3 (position 3 fits). 6-7: position 4 opens a 3rd block: token 4 at 7.
     spec = ClusterSpec(ContinuousPolicy(), UNIT, kv_blocks=3, block_size=2)
-    res = simulate(table([(0, 2, 4), (0, 2, 4)]), spec, check_invariants=True)
+    res = simulate(table([(0, 2, 4), (0, 2, 4)]), spec, check_invariants=True,
+                   fast_forward=fast_forward)
+    assert timeline(res.requests) == [(0, 0.0, 1.0, 4.0), (1, 0.0, 1.0, 7.0)]
     recs = res.requests.set_index("request_id")
-    assert recs.loc[1, "preemptions"] >= 1
-    assert recs.loc[0, "preemptions"] == 0
+    assert recs["preemptions"].tolist() == [0, 1]
     assert (res.requests["status"] == "finished").all()
-    assert res.steps["kv_blocks_used"].max() <= 3
+    steps = res.steps
+    assert steps["num_prefill_tokens"].tolist() == [4, 0, 0, 0, 3, 0, 0]
+    assert steps["num_decode_seqs"].tolist() == [0, 1, 1, 1, 0, 1, 1]
+    assert steps["num_decode_tokens"].tolist() == [0, 1, 1, 1, 1, 1, 1]  # the recompute
+    assert steps["num_running"].tolist() == [2, 1, 1, 0, 1, 1, 0]  # emits r1's token 2
+    assert steps["queue_len"].tolist() == [0, 1, 1, 1, 0, 0, 0]
+    assert steps["kv_blocks_used"].tolist() == [2, 2, 2, 0, 2, 2, 0]
 
 
 def test_request_too_big_for_the_cache_is_rejected_with_numbers() -> None:
@@ -87,7 +102,8 @@ def test_request_too_big_for_the_cache_is_rejected_with_numbers() -> None:
     res = simulate(table([(0, 10, 2), (0, 2, 2)]), spec)
     recs = res.requests.set_index("request_id")
     assert recs.loc[0, "status"] == "rejected"
-    assert "needs 3 KV blocks" in recs.loc[0, "reason"]
+    assert recs.loc[0, "reason"].startswith(
+        "prompt + output over the replica's KV cache: needs 3 KV blocks for 10+2 tokens")
     assert recs.loc[1, "status"] == "finished"
 
 
@@ -98,5 +114,7 @@ def test_unchunked_budget_must_hold_a_whole_recompute() -> None:
     res = simulate(table([(0, 4, 5), (0, 4, 4)]), spec)
     recs = res.requests.set_index("request_id")
     assert recs.loc[0, "status"] == "rejected"
-    assert "prompt + output = 9 tokens > max_num_batched_tokens = 8" in recs.loc[0, "reason"]
+    assert recs.loc[0, "reason"].startswith(
+        "prompt + output over max_num_batched_tokens without chunked prefill: "
+        "prompt + output = 9 tokens > max_num_batched_tokens = 8")
     assert timeline(res.requests)[1] == (1, 0.0, 1.0, 4.0)

@@ -16,9 +16,9 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx2")
 
-from engine.live import LiveEngine  # noqa: E402
-from engine.server import create_app, start_in_thread  # noqa: E402
-from engine.server_model import load_served_model  # noqa: E402
+from engine.server.app import create_app, start_in_thread  # noqa: E402
+from engine.server.live import LiveEngine  # noqa: E402
+from engine.server.model import load_served_model  # noqa: E402
 from servesim.cli import main  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
 
@@ -342,4 +342,4 @@ def test_a_client_that_leaves_mid_stream_cancels_its_request(http):
         if last["status"] != "in_flight":
             break
         time.sleep(0.1)
-    assert last["status"] == "rejected" and last["reason"].startswith("aborted")
+    assert last["status"] == "aborted" and last["reason"].startswith("aborted")

@@ -53,10 +53,7 @@ def test_defaults_are_chat_like_poisson() -> None:
             {"prompt": {"dist": "lognormal", "mean": 800, "sigma": -2}},
             "workload.prompt.sigma = -2: must be >= 0",
         ),
-        (
-            {"trace": "lengths.csv", "prompt": {"dist": "fixed", "tokens": 5}},
-            "workload.prompt: the trace gives the lengths",
-        ),
+        # a trace with prompt/output: the trace wins (tests/test_scenario_trace.py)
     ],
 )
 def test_errors_name_field_and_value(d: dict, message: str) -> None:

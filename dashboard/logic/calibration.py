@@ -2,8 +2,8 @@
 on this machine), a profile's cost surface, and an uploaded profile table (contract 2)
 against the profile's predictions.
 
-Profile table columns (one row per measured step): ``phase, num_prefill_tokens,
-num_decode_seqs, prefill_attn_work, decode_context_tokens, batch_size, time_s``.
+Profile tables (contract 2, one row per measured step) are read by
+:mod:`simulator.profile_table`, the one reader of that format.
 Residual: ``measured / predicted - 1`` (positive: the step was slower than predicted).
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simulator import profile_table
 from simulator.costs.base import CostModel
 from simulator.costs.machine import machine_note, profile_fingerprint
 from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
@@ -22,9 +23,7 @@ from simulator.profile_cache import cache_root
 from simulator.shapes import StepShapes
 from simulator.specs import get_hardware, get_model
 
-PROFILE_TABLE_COLUMNS = ("phase", "num_prefill_tokens", "num_decode_seqs", "prefill_attn_work",
-                         "decode_context_tokens", "batch_size", "time_s")
-NUMERIC = PROFILE_TABLE_COLUMNS[1:]
+PROFILE_TABLE_COLUMNS = profile_table.REQUIRED_COLUMNS
 
 
 def provenance_table(paths: list[Path] | None = None) -> pd.DataFrame:
@@ -82,37 +81,16 @@ def prefill_curve(cost: CostModel, tokens: np.ndarray) -> np.ndarray:
     return cost.step_times(_shapes(n, n * n / 2, zeros, zeros)) * 1000
 
 
-def read_profile_table(path: Path) -> pd.DataFrame:
-    """Read and check a profile table; errors name the file, the column and the line."""
-    try:
-        df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else (
-            pd.read_csv(path))
-    except Exception as e:  # parquet and CSV readers raise many types on a damaged file
-        raise ValueError(f"{path.name}: cannot read the profile table ({e})") from e
-    missing = [c for c in PROFILE_TABLE_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path.name}: profile table lacks columns {missing}; "
-                         f"needs {list(PROFILE_TABLE_COLUMNS)}")
-    for col in NUMERIC:
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | (values < 0) | ((values <= 0) if col == "time_s" else False)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            need = "a number > 0" if col == "time_s" else "a number >= 0"
-            raw = df[col].iloc[i]
-            shown = repr(raw) if isinstance(raw, str) else str(raw)
-            raise ValueError(f"{path.name} line {i + 2}: {col} = {shown} must be {need}")
-        df[col] = values
-    if df.empty:
-        raise ValueError(f"{path.name}: the profile table has no rows")
-    return df
+def read_profile_table(path: Path) -> tuple[pd.DataFrame, str | None]:
+    """The steps of an uploaded profile table, read by the simulator's reader of contract 2
+    (:mod:`simulator.profile_table`), and its warning when ``time_s`` looks like ms."""
+    steps = profile_table.read_profile_table(path).steps
+    return steps, profile_table.millisecond_warning(steps, path.name)
 
 
 def predict(cost: CostModel, table: pd.DataFrame) -> pd.DataFrame:
     """The table with ``predicted_s`` and ``residual_pct`` (measured / predicted - 1, %)."""
-    shapes = _shapes(*(table[c].to_numpy() for c in (
-        "num_prefill_tokens", "prefill_attn_work", "num_decode_seqs", "decode_context_tokens")))
-    predicted = cost.step_times(shapes)
+    predicted = cost.step_times(StepShapes.from_table(table))
     return table.assign(predicted_s=predicted,
                         residual_pct=(table["time_s"].to_numpy() / predicted - 1) * 100)
 

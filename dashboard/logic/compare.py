@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from dashboard.logic.scenario_form import (
-    POLICY_LABELS,
     Knobs,
     apply_knobs,
     knobs_from_point,
+    policy_label,
     policy_table,
 )
 
@@ -129,14 +129,14 @@ def recommend(table: pd.DataFrame, knobs: Mapping[str, Knobs], slo_text: str) ->
         low = table[table["rate"] == table["rate"].min()]
         lead = low.sort_values("p99_ttft_ms").iloc[0]
         return (f"No policy meets {slo_text} even at {low['rate'].iloc[0]:g} req/s. Closest: "
-                f"{POLICY_LABELS[lead['policy']]} (P99 TTFT {lead['p99_ttft_ms']:.0f} ms). "
+                f"{policy_label(lead['policy'])} (P99 TTFT {lead['p99_ttft_ms']:.0f} ms). "
                 "Lower the rate, add replicas or choose a faster GPU.")
     limit = reach[best]
-    head = (f"Recommended: **{POLICY_LABELS[best]}** ({knob_text(knobs[best])}) meets "
+    head = (f"Recommended: **{policy_label(best)}** ({knob_text(knobs[best])}) meets "
             f"{slo_text} up to **{limit:g} req/s**")
     head += (" (every rate tried; try higher rates to find its limit)." if limit == top
              else "; at the next rate tried it misses.")
-    others = [f"{POLICY_LABELS[p]}: " + (f"up to {r:g} req/s" if r is not None
+    others = [f"{policy_label(p)}: " + (f"up to {r:g} req/s" if r is not None
                                          else "at no rate tried")
               for p, r in reach.items() if p != best]
     return head + ("\n\nOthers: " + "; ".join(others) + "." if others else "")

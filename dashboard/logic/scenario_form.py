@@ -1,19 +1,25 @@
 """Scenario dicts <-> the explorer's sidebar values (``Knobs``).
 
 The explorer starts from a scenario (shipped or uploaded), collapses any sweep to one
-point, reads the sidebar's defaults from it (``knobs_from_point``) and writes the
-user's choices back into a copy (``apply_knobs``). Sections the sidebar does not show
-(``[kv]``, ``[cost]``, ``[run]``) pass through unchanged.
+point, reads the sidebar's values from it (``knobs_from_point``) and writes the user's
+choices back into a copy (``apply_knobs``). Every field the sidebar does not show passes
+through unchanged: whole sections (``[kv]``, ``[cost]``, ``[run]``), other keys of the
+shown sections, and ``[policy.<name>]`` subtables (a knob the chosen policy's subtable
+sets is written there, where it wins). ``dashboard.logic.form_fields`` says which fields
+those are, and which values the form cannot show at all.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.scenario import NOT_SWEPT, POLICY_NAMES, load_scenario
+from simulator.policies import POLICIES, policy_knobs
+from simulator.scenario import NOT_SWEPT, load_scenario
+from simulator.scenario_types import Scenario, field_rule
+from simulator.workload.lengths import Fixed, LogNormal, Uniform
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 DEFAULT_SCENARIO = "chat"
@@ -24,11 +30,19 @@ POLICY_LABELS = {
     "continuous": "continuous (vLLM v0)",
     "chunked": "continuous + chunked prefill (vLLM v1)",
 }
-DEFAULT_LENGTHS = {
-    "prompt": {"dist": "lognormal", "mean": 1100, "sigma": 1.0},
-    "output": {"dist": "lognormal", "mean": 265, "sigma": 0.9},
-}
+# the knobs of every policy the form has widgets for (a policy shows those it takes)
+POLICY_KNOBS = ("batch_size", "max_batch_size", "max_wait_s", "max_num_seqs",
+                "max_num_batched_tokens")
+# Where the scenario has no default (the field is optional and unset means "none"), the
+# form still needs a value to show: these start the widget. Every other default is the
+# scenario schema's (simulator.scenario_types.field_rule).
+FORM_STARTS: dict[str, Any] = {"workload.concurrency": 32, "slo.ttft_ms": 500.0,
+                               "slo.tpot_ms": 50.0}
 
+
+def policy_label(name: str) -> str:
+    """A policy's label in pickers (its name when it has none)."""
+    return POLICY_LABELS.get(name, name)
 
 def shipped_scenarios() -> dict[str, Path]:
     """Shipped scenario files by name (file stem), sorted."""
@@ -58,89 +72,141 @@ def collapse(raw: dict[str, Any]) -> dict[str, Any]:
     return point
 
 
+def sweep_note(raw: dict[str, Any], source: str) -> str | None:
+    """Which point of a sweep :func:`collapse` keeps, in words; None for a single point."""
+    point = collapse(raw)
+    picked = [f"{section}.{key} = {point[section][key]!r}"
+              for section, table in raw.items() if isinstance(table, dict)
+              for key, value in table.items()
+              if isinstance(value, list) and (section, key) not in NOT_SWEPT]
+    if not picked:
+        return None
+    return f"{source} is a sweep; the explorer runs one point of it: {', '.join(picked)}"
+
+
 @dataclass(frozen=True, slots=True)
 class Knobs:
-    """Every value the explorer's sidebar sets (units in the names)."""
+    """Every value the explorer's sidebar sets (units in the names). No defaults here:
+    :func:`default_knobs` gives the scenario schema's."""
 
-    model: str = "llama-3.1-8b"
-    gpu: str = "h100-sxm"
-    weight_dtype: str = "bf16"
-    tp: int = 1
-    policy: str = "chunked"  # one of POLICY_NAMES
-    batch_size: int = 16  # static
-    max_batch_size: int = 32  # dynamic
-    max_wait_s: float = 0.1  # dynamic
-    max_num_seqs: int = 256  # continuous / chunked
-    max_num_batched_tokens: int = 2048  # continuous / chunked
-    arrival: str = "poisson"  # poisson | gamma | constant | closed | trace
-    rate: float = 10.0  # req/s (open loop; trace: rescale to it)
-    cv: float = 1.0  # gamma only
-    concurrency: int = 32  # closed only
-    num_requests: int = MAX_DEFAULT_REQUESTS
-    prompt: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LENGTHS["prompt"]))
-    output: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_LENGTHS["output"]))
-    trace: str | None = None  # path of a trace giving lengths (and arrivals for "trace")
-    ttft_ms: float = 500.0
-    tpot_ms: float = 50.0
-    percentile: float = 99.0
-    replicas: int = 1
-    router: str = "round_robin"
+    model: str
+    gpu: str
+    weight_dtype: str
+    tp: int
+    policy: str  # a key of simulator.policies.POLICIES
+    batch_size: int  # static
+    max_batch_size: int  # dynamic
+    max_wait_s: float  # dynamic
+    max_num_seqs: int  # continuous / chunked
+    max_num_batched_tokens: int  # continuous / chunked
+    arrival: str  # poisson | gamma | constant | closed | trace
+    rate: float  # req/s (open loop; trace: rescale to it)
+    cv: float  # gamma only
+    concurrency: int  # closed only
+    num_requests: int
+    prompt: dict[str, Any]  # a length table: {"dist": "lognormal", "mean": ..., ...}
+    output: dict[str, Any]
+    trace: str | None  # path of a trace giving lengths (and arrivals for "trace")
+    rescale_trace: bool  # arrival "trace": rescale its arrivals to ``rate``
+    ttft_ms: float
+    tpot_ms: float
+    percentile: float
+    replicas: int
+    router: str
 
 
 def policy_settings(point: dict[str, Any], name: str) -> dict[str, Any]:
     """The knobs policy ``name`` would get: shared knobs, then its ``[policy.<name>]`` table."""
     table = point.get("policy", {})
-    shared = {k: v for k, v in table.items() if k not in POLICY_NAMES and k != "name"}
+    shared = {k: v for k, v in table.items() if k not in POLICIES and k != "name"}
     return {**shared, **table.get(name, {})}
 
 
+def default(key: str) -> Any:
+    """What the form shows for the scenario field ``key`` when the scenario leaves it out:
+    the schema's default (what runs), else the form's FORM_STARTS."""
+    value = field_rule(key).default
+    return FORM_STARTS[key] if value is None else value
+
+
+def length_table(dist: Any) -> dict[str, Any]:
+    """A length distribution as its scenario table (``{"dist": "lognormal", ...}``)."""
+    if isinstance(dist, LogNormal):
+        return {"dist": "lognormal", "mean": dist.mean_tokens, "sigma": dist.sigma}
+    if isinstance(dist, Fixed):
+        return {"dist": "fixed", "tokens": dist.tokens}
+    if isinstance(dist, Uniform):
+        return {"dist": "uniform", "low": dist.low, "high": dist.high}
+    raise ValueError(f"{dist!r}: no table for this length distribution")
+
+
 def knobs_from_point(point: dict[str, Any]) -> Knobs:
-    """Sidebar defaults from a one-point scenario; absent fields keep ``Knobs`` defaults."""
-    d = Knobs()
-    model, hw = point.get("model", {}), point.get("hardware", {})
-    wl, slo, cl = point.get("workload", {}), point.get("slo", {}), point.get("cluster", {})
-    policy = point.get("policy", {}).get("name", d.policy)
-    knobs = policy_settings(point, policy)
-    chunk = policy_settings(point, "chunked").get("max_num_batched_tokens")
-    tokens = knobs.get("max_num_batched_tokens", d.max_num_batched_tokens)
-    n = wl.get("num_requests")
+    """Sidebar values from a one-point scenario. An absent field shows what the simulator
+    would run (the scenario schema's default, :func:`default`); requests are capped at
+    ``MAX_DEFAULT_REQUESTS``."""
+    def get(section: str, key: str) -> Any:
+        value = point.get(section, {}).get(key)
+        return default(f"{section}.{key}") if value is None else value
+
+    wl = point.get("workload", {})
+    policy = get("policy", "name")
+    settings = policy_settings(point, policy)
+    knobs = {k: settings[k] if k in settings else default(
+        f"policy.{policy}.{k}" if k in policy_knobs(policy) else f"policy.{k}")
+        for k in POLICY_KNOBS}
+    knobs["max_wait_s"] = float(knobs["max_wait_s"])
+    lengths = Scenario.from_dict({}).workload
+    n = wl.get("num_requests") or default("workload.num_requests")
     return Knobs(
-        model=model.get("name", d.model), gpu=hw.get("gpu", d.gpu),
-        weight_dtype=model.get("weight_dtype", d.weight_dtype), tp=hw.get("tp", d.tp),
-        policy=policy, batch_size=knobs.get("batch_size", d.batch_size),
-        max_batch_size=knobs.get("max_batch_size", d.max_batch_size),
-        max_wait_s=float(knobs.get("max_wait_s", d.max_wait_s)),
-        max_num_seqs=knobs.get("max_num_seqs", d.max_num_seqs),
-        max_num_batched_tokens=chunk if policy == "chunked" and chunk else tokens,
-        arrival=wl.get("arrival", "trace" if wl.get("trace") else d.arrival),
-        rate=float(wl.get("rate") or d.rate), cv=float(wl.get("cv", d.cv)),
-        concurrency=wl.get("concurrency", d.concurrency),
-        num_requests=min(n, MAX_DEFAULT_REQUESTS) if n else MAX_DEFAULT_REQUESTS,
-        prompt=dict(wl.get("prompt", DEFAULT_LENGTHS["prompt"])),
-        output=dict(wl.get("output", DEFAULT_LENGTHS["output"])),
+        model=get("model", "name"), gpu=get("hardware", "gpu"),
+        weight_dtype=get("model", "weight_dtype"), tp=get("hardware", "tp"), policy=policy,
+        **knobs,
+        arrival=get("workload", "arrival"), rate=float(get("workload", "rate")),
+        cv=float(get("workload", "cv")), concurrency=get("workload", "concurrency"),
+        num_requests=min(n, MAX_DEFAULT_REQUESTS),
+        prompt=dict(wl.get("prompt") or length_table(lengths.prompt)),
+        output=dict(wl.get("output") or length_table(lengths.output)),
         trace=wl.get("trace"),
-        ttft_ms=float(slo.get("ttft_ms", d.ttft_ms)), tpot_ms=float(slo.get("tpot_ms", d.tpot_ms)),
-        percentile=float(slo.get("percentile", d.percentile)),
-        replicas=cl.get("replicas", d.replicas), router=cl.get("router", d.router),
+        rescale_trace=wl.get("arrival") != "trace" or wl.get("rate") is not None,
+        ttft_ms=float(get("slo", "ttft_ms")), tpot_ms=float(get("slo", "tpot_ms")),
+        percentile=float(get("slo", "percentile")),
+        replicas=get("cluster", "replicas"), router=get("cluster", "router"),
     )
+
+
+def default_knobs() -> Knobs:
+    """The form for a scenario that sets nothing: the schema's defaults."""
+    return knobs_from_point({})
 
 
 def policy_table(k: Knobs) -> dict[str, Any]:
     """The ``[policy]`` table for the chosen policy with only its own knobs, flattened."""
-    if k.policy == "static":
-        return {"name": "static", "batch_size": k.batch_size}
-    if k.policy == "dynamic":
-        return {"name": "dynamic", "max_batch_size": k.max_batch_size, "max_wait_s": k.max_wait_s}
-    return {"name": k.policy, "max_num_seqs": k.max_num_seqs,
-            "max_num_batched_tokens": k.max_num_batched_tokens}
+    own = policy_knobs(k.policy)
+    return {"name": k.policy, **{knob: getattr(k, knob) for knob in POLICY_KNOBS
+                                 if knob in own}}
 
 
-def workload_table(k: Knobs) -> dict[str, Any]:
-    """The ``[workload]`` table: arrival process, and lengths from distributions or a trace."""
-    wl: dict[str, Any] = {"arrival": k.arrival}
+def _policy(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
+    """The ``[policy]`` table with the form's choices: each knob of the chosen policy goes
+    into its ``[policy.<name>]`` subtable when that sets it (the subtable wins), else at the
+    top; every other key and subtable is kept."""
+    table = copy.deepcopy(point.get("policy", {}))
+    own = table.get(k.policy) if isinstance(table.get(k.policy), dict) else {}
+    for key, value in policy_table(k).items():
+        (own if key in own else table)[key] = value
+    return table
+
+
+def workload_table(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
+    """The ``[workload]`` table: arrival process, and lengths from distributions or a trace;
+    keys the form does not show (``trace_format``, ``think_time_s``, ...) are kept."""
+    wl = copy.deepcopy(point.get("workload", {}))
+    for key in ("rate", "cv", "concurrency", "prompt", "output", "trace"):
+        wl.pop(key, None)
+    wl["arrival"] = k.arrival
     if k.arrival == "closed":
         wl["concurrency"] = k.concurrency
-    else:
+    elif k.arrival != "trace" or k.rescale_trace:
         wl["rate"] = k.rate
     if k.arrival == "gamma":
         wl["cv"] = k.cv
@@ -153,14 +219,16 @@ def workload_table(k: Knobs) -> dict[str, Any]:
 
 
 def apply_knobs(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
-    """A copy of ``point`` with the sidebar's values written in (one point, no lists)."""
+    """A copy of ``point`` with the sidebar's values written in (one point, no lists); every
+    field the sidebar does not show is kept as it was."""
     out = copy.deepcopy(point)
     out["model"] = {**out.get("model", {}), "name": k.model, "weight_dtype": k.weight_dtype}
     if k.weight_dtype != point.get("model", {}).get("weight_dtype"):
         out["model"].pop("kv_dtype", None)  # let resolve pick the KV dtype for the new weights
-    out["hardware"] = {"gpu": k.gpu, "tp": k.tp}
-    out["policy"] = policy_table(k)
-    out["workload"] = workload_table(k)
-    out["slo"] = {"ttft_ms": k.ttft_ms, "tpot_ms": k.tpot_ms, "percentile": k.percentile}
-    out["cluster"] = {"replicas": k.replicas, "router": k.router}
+    out["hardware"] = {**out.get("hardware", {}), "gpu": k.gpu, "tp": k.tp}
+    out["policy"] = _policy(point, k)
+    out["workload"] = workload_table(point, k)
+    out["slo"] = {**out.get("slo", {}), "ttft_ms": k.ttft_ms, "tpot_ms": k.tpot_ms,
+                  "percentile": k.percentile}
+    out["cluster"] = {**out.get("cluster", {}), "replicas": k.replicas, "router": k.router}
     return out

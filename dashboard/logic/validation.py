@@ -1,43 +1,68 @@
-"""Validation: read a measured run, replay its workload, and compare latency distributions.
+"""Validation: read a measured run, replay its workload, and compare it as ``servesim validate``.
 
 A measured run is either request records (contract 4, CSV or Parquet: the engine and
 ``servesim`` write the same columns) or a vLLM ``bench serve`` result JSON saved with
-``--save-detailed`` (per-request ``ttfts``, ``itls``, ``input_lens``, ``output_lens``, in
-seconds). The error table reports, per metric and statistic, the relative error of the
-simulation against the measurement: ``(simulated - measured) / measured``.
+``--save-detailed``, read by the one reader of that format
+(:mod:`simulator.workload.traces_json`: a request failed only where its ``errors`` entry
+says so). Both sides are reduced to summary figures (contract 5 keys) and compared by
+:func:`calibrate.validate.compare_summaries`, with its tolerances and ok/miss verdicts.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from calibrate.validate import (
+    QUEUE_FLOOR_MS,
+    THROUGHPUT_TOLERANCE,
+    TOLERANCE,
+    compare_summaries,
+    rows_table,
+)
 from dashboard.logic.uploads import UPLOAD_DIR, save_upload
 from simulator.metrics import request_metrics
 from simulator.metrics_stats import describe
 from simulator.records import REQUEST_COLUMNS
+from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
 
 Samples = dict[str, tuple[np.ndarray, np.ndarray | None]]
 NEEDED = ("request_id", "arrival_s", "first_token_s", "finish_s", "prompt_tokens",
           "output_tokens")
-STATS = (("mean", "mean"), ("P50", "p50"), ("P90", "p90"), ("P99", "p99"))
+METRICS = ("queue", "ttft", "tpot", "itl", "e2el")
 
 
 @dataclass(slots=True)
 class Measured:
-    """A measured run: its workload to replay and its latency samples (ms)."""
+    """A measured run: its workload to replay, its latency samples (ms) and summary figures."""
 
     source: str  # file name
     kind: str  # "records" | "vllm_bench"
     table: pd.DataFrame  # request table (contract 1); arrival_s NaN when not measured
     samples: Samples  # per metric: values in ms, weights (None = one per value)
     rate: float | None  # measured request rate, req/s (to synthesise arrivals)
+    summary: dict[str, Any]  # contract 5 keys; None where the file did not measure it
+    notes: list[str] = field(default_factory=list)  # facts the reader reported
+
+
+def _summary(samples: Samples, completed: int, duration_s: float | None, out_tokens: int
+             ) -> dict[str, Any]:
+    """Summary figures from samples: ``<stat>_<metric>_ms`` (None if not measured), throughput."""
+    out: dict[str, Any] = {"completed": completed, "duration": duration_s}
+    for metric in METRICS:
+        stats = describe(samples[metric][0], (50, 90, 99), samples[metric][1]) \
+            if metric in samples else {}
+        for stat in ("mean", "p50", "p90", "p99"):
+            out[f"{stat}_{metric}_ms"] = stats.get(stat)
+    timed = duration_s is not None and duration_s > 0
+    out["request_throughput"] = completed / duration_s if duration_s and timed else None
+    out["output_throughput"] = out_tokens / duration_s if duration_s and timed else None
+    return out
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -73,7 +98,7 @@ def load_records(path: Path) -> Measured:
         raise ValueError(f"{path.name}: no finished requests to compare")
     per = request_metrics(finished.assign(scheduled_s=finished.get("scheduled_s", np.nan)))
     samples: Samples = {}
-    for metric in ("ttft", "tpot", "e2el"):
+    for metric in ("ttft", "tpot", "e2el") + (("queue",) if "scheduled_s" in df else ()):
         v = per[f"{metric}_ms"].to_numpy(dtype=float)
         samples[metric] = (v[np.isfinite(v)], None)
     table = finished[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]]
@@ -81,65 +106,40 @@ def load_records(path: Path) -> Measured:
         {"request_id": "int64", "prompt_tokens": "int64", "output_tokens": "int64"})
     span = float(table["arrival_s"].max() - table["arrival_s"].min())
     rate = (len(table) - 1) / span if span > 0 else None
-    return Measured(path.name, "records", table.reset_index(drop=True), samples, rate)
-
-
-def _numbers(obj: dict[str, Any], key: str, where: str) -> list[Any]:
-    value = obj.get(key)
-    if not isinstance(value, list):
-        raise ValueError(f"{where}: field {key!r} is missing or not a list "
-                         "(vLLM writes per-request arrays with --save-detailed)")
-    return value
+    duration = float(finished["finish_s"].max() - df["arrival_s"].min())
+    summary = _summary(samples, len(finished), duration, int(table["output_tokens"].sum()))
+    return Measured(path.name, "records", table.reset_index(drop=True), samples, rate, summary)
 
 
 def load_vllm_bench(path: Path) -> Measured:
-    """A vLLM bench result JSON; errors name the file, the field and the list index."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path.name}: not valid JSON ({e})") from e
-    if not isinstance(data, dict):
-        raise ValueError(f"{path.name}: expected a JSON object (a vLLM bench result)")
-    arrays = {k: _numbers(data, k, path.name) for k in ("input_lens", "output_lens", "ttfts",
-                                                          "itls")}
-    n = len(arrays["input_lens"])
-    for key, values in arrays.items():
-        if len(values) != n:
-            raise ValueError(f"{path.name}: {key} has {len(values)} entries, input_lens has {n}")
-    found = data.get("errors")
-    errors: list[Any] = found if isinstance(found, list) else [""] * n
-    rows: list[tuple[int, int, int]] = []
-    ttft: list[float] = []
-    tpot: list[float] = []
-    e2el: list[float] = []
-    itl: list[float] = []
-    for i in range(n):
-        try:
-            p, o = int(arrays["input_lens"][i]), int(arrays["output_lens"][i])
-            first = float(arrays["ttfts"][i])
-            gaps = [float(g) for g in arrays["itls"][i]]
-        except (TypeError, ValueError):
-            raise ValueError(f"{path.name}: entry {i} of input_lens/output_lens/ttfts/itls "
-                             "is not a number (itls[i] must be a list of seconds)") from None
-        if o <= 0 or (i < len(errors) and errors[i]):
-            continue  # a failed request, as the trace loader drops it
-        rows.append((len(rows), p, o))
-        ttft.append(first * 1000)
-        e2el.append((first + sum(gaps)) * 1000)
-        tpot.append(sum(gaps) / (o - 1) * 1000 if o > 1 else math.nan)
-        itl.extend(g * 1000 for g in gaps)
-    if not rows:
+    """A vLLM bench result JSON, read by the simulator's reader of that format."""
+    trace, data, rows = load_vllm_bench_result(path)
+    first_s, gaps_s = bench_latencies(data, rows, path)
+    if len(rows) == 0:
         raise ValueError(f"{path.name}: no successful requests")
-    table = pd.DataFrame(rows, columns=["request_id", "prompt_tokens", "output_tokens"])
-    table.insert(1, "arrival_s", np.nan)
+    out = trace.table["output_tokens"].to_numpy(dtype=float)
+    gap_sum = np.array([g.sum() for g in gaps_s])
+    tpot = np.divide(gap_sum, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    itl = np.concatenate(gaps_s) if gaps_s else np.array([])
+    samples: Samples = {"ttft": (first_s * 1000, None), "tpot": (tpot[np.isfinite(tpot)] * 1000,
+                                                                 None),
+                        "itl": (itl * 1000, None), "e2el": ((first_s + gap_sum) * 1000, None)}
+    table = trace.table[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]]
+    dur = data.get("duration")
+    duration = float(dur) if isinstance(dur, int | float) and _positive(dur) else None
     rate = data.get("request_rate")
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        dur, done = data.get("duration"), data.get("completed", len(rows))
-        rate = done / dur if isinstance(dur, int | float) and dur > 0 else None
-    tp = np.array(tpot)
-    samples: Samples = {"ttft": (np.array(ttft), None), "tpot": (tp[np.isfinite(tp)], None),
-                        "itl": (np.array(itl), None), "e2el": (np.array(e2el), None)}
-    return Measured(path.name, "vllm_bench", table, samples, rate)
+    if not _positive(rate):
+        rate = len(rows) / duration if duration else None
+    summary = _summary(samples, len(rows), duration, int(out.sum()))
+    for key in ("request_throughput", "output_throughput"):  # as vLLM measured them
+        if _positive(data.get(key)):
+            summary[key] = float(data[key])
+    return Measured(path.name, "vllm_bench", table, samples, rate, summary, list(trace.notes))
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        math.isfinite(value) and value > 0
 
 
 def load_measured(path: Path) -> Measured:
@@ -168,26 +168,34 @@ def replay_trace(measured: Measured) -> Path:
     return save_upload(f"{Path(measured.source).stem}-workload.csv", buf, UPLOAD_DIR)
 
 
-def error_table(measured: Samples, simulated: Samples) -> pd.DataFrame:
-    """Per metric both sides share and per statistic: measured, simulated (ms), error (%)."""
-    rows = []
-    for metric in ("ttft", "tpot", "itl", "e2el"):
-        if metric not in measured or metric not in simulated:
-            continue
-        m = describe(measured[metric][0], (50, 90, 99), measured[metric][1])
-        s = describe(simulated[metric][0], (50, 90, 99), simulated[metric][1])
-        for label, key in STATS:
-            err = (s[key] - m[key]) / m[key] * 100 if m[key] else math.nan
-            rows.append({"metric": metric.upper(), "stat": label, "measured_ms": m[key],
-                         "simulated_ms": s[key], "error_pct": err})
-    return pd.DataFrame(rows)
+def comparison(measured: Measured, simulated: dict[str, Any], policy: str) -> pd.DataFrame:
+    """``servesim validate``'s rows (calibrate.validate.ROW_KEYS) for one point; figures
+    the measured file does not hold (queue time from a client, throughput it omits) have
+    no row."""
+    rows = compare_summaries(measured.summary, simulated, policy=policy, load="measured")
+    kept = [r for r in rows if not (r["metric"] == "throughput" and
+                                    measured.summary.get(r["statistic"]) is None)]
+    return rows_table(kept)
 
 
-def worst_offender(table: pd.DataFrame) -> str:
-    """The largest relative error, llm.c style: which metric, which statistic, how far."""
-    ok = table.dropna(subset=["error_pct"])
-    if ok.empty:
-        return "No comparable statistics."
-    row = ok.loc[ok["error_pct"].abs().idxmax()]
-    return (f"Worst: {row['stat']} {row['metric']} simulated {row['simulated_ms']:.1f} ms vs "
-            f"measured {row['measured_ms']:.1f} ms ({row['error_pct']:+.1f}%).")
+def verdict(table: pd.DataFrame) -> str:
+    """How many figures are within tolerance, and the worst one (llm.c style)."""
+    if table.empty:
+        return "No comparable figures."
+    finite = table[np.isfinite(table["relative_error"].astype(float))]
+    head = f"{int(table['ok'].sum())}/{len(table)} figures within tolerance."
+    if finite.empty:
+        return head
+    r = finite.loc[finite["relative_error"].abs().idxmax()]
+    return (f"{head} Worst: {r['statistic']} {r['metric']} simulated {r['simulated']:.4g} vs "
+            f"measured {r['measured']:.4g} ({r['relative_error']:+.1%}, tolerance "
+            f"{r['tolerance']:.0%}).")
+
+
+def tolerance_text() -> str:
+    """The tolerances ``servesim validate`` applies, in words."""
+    stats = ", ".join(f"{stat} {tol:.0%}" for stat, tol in TOLERANCE.items())
+    return (f"As `servesim validate`: error = simulated / measured - 1; a figure is ok within "
+            f"its tolerance ({stats}, throughput {THROUGHPUT_TOLERANCE:.0%}; queue time also "
+            f"within {QUEUE_FLOOR_MS:g} ms). Figures the measured file does not hold are not "
+            "compared.")

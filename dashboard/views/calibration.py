@@ -70,10 +70,12 @@ if path is None:
             "prediction with 2% noise, so residuals sit near +10%.")
 else:
     try:
-        points = read_profile_table(path)
+        points, unit_warning = read_profile_table(path)
     except BAD_INPUT as e:
         st.error(f"Profile table not used: {e}")
         st.stop()
+    if unit_warning:
+        st.warning(unit_warning)
 scored = predict(cost, points)
 q = fit_quality(scored)
 cols = st.columns(3)

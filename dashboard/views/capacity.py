@@ -29,11 +29,11 @@ from dashboard.logic.capacity import (
     settings_for,
     verdict,
 )
+from dashboard.logic.form_fields import choices
 from dashboard.logic.hardware import CATALOGUE_GPUS
-from dashboard.logic.scenario_form import POLICY_LABELS, load_shipped
+from dashboard.logic.scenario_form import default, load_shipped, policy_label
 from dashboard.ui import guarded, plot
 from simulator.capacity import PlanResult, load_prices
-from simulator.scenario import POLICY_NAMES
 from simulator.specs import MODELS, WEIGHT_DTYPE_BYTES
 
 SCENARIO_KEYS = ("cap_model", "cap_rate", "cap_ttft_ms", "cap_tpot_ms", "cap_percentile",
@@ -109,20 +109,23 @@ rate = float(c[2].number_input("Target rate (req/s)", 0.01, 100_000.0, default_r
 n = int(c[3].number_input("Requests per point", 100, 20_000, DEFAULT_REQUESTS, 100,
                           key="cap_requests_per_point"))
 c = st.columns(4)
-ttft = float(c[0].number_input("TTFT target (ms)", 1.0, 1e6, float(slo0.get("ttft_ms", 500)),
+ttft = float(c[0].number_input("TTFT target (ms)", 1.0, 1e6,
+                               float(slo0.get("ttft_ms", default("slo.ttft_ms"))),
                                50.0, key="cap_ttft_ms"))
-tpot = float(c[1].number_input("TPOT target (ms)", 1.0, 1e5, float(slo0.get("tpot_ms", 50)),
+tpot = float(c[1].number_input("TPOT target (ms)", 1.0, 1e5,
+                               float(slo0.get("tpot_ms", default("slo.tpot_ms"))),
                                5.0, key="cap_tpot_ms"))
 q = float(_pick("Percentile", [50.0, 90.0, 95.0, 99.0],
-                float(slo0.get("percentile", 99.0)), "cap_percentile", c[2]))
+                float(slo0.get("percentile", default("slo.percentile"))), "cap_percentile",
+                c[2]))
 dtype0 = raw.get("model", {}).get("weight_dtype", "bf16")
 dtypes = c[3].multiselect("Weight dtypes", list(WEIGHT_DTYPE_BYTES),
                           dtype0 if isinstance(dtype0, list) else [dtype0], key="cap_dtypes")
 cand = st.columns([2, 1, 2])
 gpus = cand[0].multiselect("GPUs", list(CATALOGUE_GPUS), list(DEFAULT_GPUS), key="cap_gpus")
 tps = cand[1].multiselect("Tensor parallelism", [1, 2, 4, 8], [1], key="cap_tp")
-policies = cand[2].multiselect("Policies", list(POLICY_NAMES), list(DEFAULT_POLICIES),
-                            key="cap_policies", format_func=lambda p: POLICY_LABELS[p])
+policies = cand[2].multiselect("Policies", list(choices("policy")), list(DEFAULT_POLICIES),
+                            key="cap_policies", format_func=policy_label)
 prices = _prices(gpus, load_prices().usd_per_gpu_hour)
 st.info(f"Each point simulates {n} requests, so a P{q:g} rests on about "
         f"{n * (1 - q / 100):.0f} requests beyond it and is noisy: a rerun with more requests "

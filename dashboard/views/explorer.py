@@ -18,8 +18,8 @@ from dashboard.sidebar import knob_widgets, scenario_picker
 from dashboard.ui import cached_run, guarded, kpi_tiles, plot
 
 st.title("Explorer")
-base = scenario_picker()
-knobs = knob_widgets(knobs_from_point(base))
+base, source = scenario_picker()
+knobs = knob_widgets(knobs_from_point(base), base, source)
 scenario = apply_knobs(base, knobs)
 st.caption(str(base.get("description", base.get("name", ""))))
 
@@ -44,8 +44,11 @@ with right:
 
 st.subheader("Downloads")
 name = str(scenario.get("name", "scenario"))
+toml_text = to_toml(scenario)  # exactly the point simulated above
+with st.expander("Scenario that ran (TOML)"):
+    st.code(toml_text, language="toml")
 cols = st.columns(4)
-cols[0].download_button("Scenario (TOML)", to_toml(scenario), f"{name}.toml",
+cols[0].download_button("Scenario (TOML)", toml_text, f"{name}.toml",
                         "application/toml", key="dl_toml")
 cols[1].download_button("Requests (CSV)", requests_csv(out), f"{name}-requests.csv",
                         "text/csv", key="dl_csv")

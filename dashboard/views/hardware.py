@@ -1,4 +1,7 @@
-"""Hardware comparison: one workload on each GPU where the model fits; latency and cost."""
+"""Hardware comparison: one workload on each GPU where the model fits; latency and cost.
+
+Widgets are keyed ``hw_*`` and refilled from the chosen scenario (dashboard/page_form.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from dataclasses import replace
 import streamlit as st
 
 from dashboard import figures
+from dashboard.logic.form_fields import choices, usable_scenarios
 from dashboard.logic.hardware import (
     CATALOGUE_GPUS,
     DEFAULT_PRICES_USD_PER_HOUR,
@@ -16,44 +20,44 @@ from dashboard.logic.hardware import (
     hardware_table,
 )
 from dashboard.logic.scenario_form import (
-    POLICY_LABELS,
     collapse,
     knobs_from_point,
     load_shipped,
-    shipped_scenarios,
+    policy_label,
 )
+from dashboard.page_form import choice, number, refill
 from dashboard.ui import guarded, plot, run_all
-from simulator.scenario import POLICY_NAMES
-from simulator.specs import MODELS
+
+FILLED = ("hw_model", "hw_tp", "hw_policy", "hw_rate", "hw_num_requests", "hw_ttft_ms",
+          "hw_tpot_ms")  # widgets the scenario fills (page_form.refill)
 
 st.title("Hardware comparison")
-names = list(shipped_scenarios())
+names = usable_scenarios()  # every value fits this page's lists
 c = st.columns(4)
-name = c[0].selectbox("Workload from scenario", names, index=names.index("gpu-compare"),
-                      key="scenario")
+name = choice(c[0], "Workload from scenario", names, "gpu-compare", "hw_scenario")
 base = collapse(load_shipped(name))
+refill("hw", f"shipped:{name}", FILLED)
 d = knobs_from_point(base)
-models = list(MODELS)
-model = c[1].selectbox("Model", models, index=models.index(d.model), key="model")
-tp = c[2].selectbox("Tensor parallelism", [1, 2, 4, 8], index=[1, 2, 4, 8].index(d.tp), key="tp")
-policies: list[str] = list(POLICY_NAMES)
-policy = c[3].selectbox("Policy", policies, index=policies.index(d.policy), key="policy",
-                        format_func=lambda p: POLICY_LABELS[p])
+model = choice(c[1], "Model", choices("model"), d.model, "hw_model")
+tp = choice(c[2], "Tensor parallelism", choices("tp"), d.tp, "hw_tp")
+policy = choice(c[3], "Policy", choices("policy"), d.policy, "hw_policy",
+                format_func=policy_label)
 c = st.columns(4)
-rate = float(c[0].number_input("Rate (req/s)", 0.01, 10_000.0, d.rate, 1.0, key="rate"))
-n = int(c[1].number_input("Requests", 10, 20_000, DEFAULT_REQUESTS, 100, key="num_requests"))
-ttft = float(c[2].number_input("TTFT target (ms)", 1.0, 1e6, d.ttft_ms, 50.0, key="ttft_ms"))
-tpot = float(c[3].number_input("TPOT target (ms)", 1.0, 1e5, d.tpot_ms, 5.0, key="tpot_ms"))
-gpus = st.multiselect("GPUs", list(CATALOGUE_GPUS), list(CATALOGUE_GPUS), key="gpus")
+rate = float(number(c[0], "Rate (req/s)", "rate", d.rate, "hw_rate", 1.0))
+n = int(number(c[1], "Requests", "num_requests", min(DEFAULT_REQUESTS, d.num_requests),
+               "hw_num_requests", 100))
+ttft = float(number(c[2], "TTFT target (ms)", "ttft_ms", d.ttft_ms, "hw_ttft_ms", 50.0))
+tpot = float(number(c[3], "TPOT target (ms)", "tpot_ms", d.tpot_ms, "hw_tpot_ms", 5.0))
+gpus = st.multiselect("GPUs", list(CATALOGUE_GPUS), list(CATALOGUE_GPUS), key="hw_gpus")
 with st.expander("Price per GPU-hour (USD; illustrative cloud list prices, edit them)"):
     cols = st.columns(4)
     prices = {g: float(cols[i % 4].number_input(g, 0.0, 1000.0, DEFAULT_PRICES_USD_PER_HOUR[g],
-                                                 0.05, key=f"price_{g}"))
+                                                 0.05, key=f"hw_price_{g}"))
               for i, g in enumerate(CATALOGUE_GPUS)}
 
 arrival = "poisson" if d.arrival in ("closed", "trace") else d.arrival
 knobs = replace(d, model=model, tp=tp, policy=policy, rate=rate, num_requests=n, ttft_ms=ttft,
-                tpot_ms=tpot, arrival=arrival, percentile=99.0)
+                tpot_ms=tpot, arrival=arrival, percentile=99.0)  # the page reports P99
 points, skipped = hardware_points(base, knobs, gpus)
 for gpu, why in skipped.items():
     st.warning(f"{gpu} skipped: {why}")

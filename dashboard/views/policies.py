@@ -1,4 +1,8 @@
-"""Policy comparison: static vs dynamic vs continuous (and chunked prefill) across rates."""
+"""Policy comparison: static vs dynamic vs continuous (and chunked prefill) across rates.
+
+Widgets are keyed ``pol_*`` and refilled from the chosen scenario (dashboard/page_form.py);
+each policy shows the knobs it takes, with the scenario schema's ranges.
+"""
 
 from __future__ import annotations
 
@@ -16,49 +20,50 @@ from dashboard.logic.compare import (
     policy_points,
     recommend,
 )
-from dashboard.logic.scenario_form import POLICY_LABELS, collapse, load_shipped, shipped_scenarios
+from dashboard.logic.form_fields import choices
+from dashboard.logic.scenario_form import (
+    POLICY_KNOBS,
+    collapse,
+    load_shipped,
+    policy_label,
+    shipped_scenarios,
+)
+from dashboard.page_form import KNOB_STEPS, choice, knob_label, number, refill, seed
 from dashboard.ui import guarded, plot, run_all
-from simulator.scenario import POLICY_NAMES
+from simulator.policies import policy_knobs as policy_knobs_of
 
 st.title("Policy comparison")
 names = list(shipped_scenarios())
 c = st.columns(4)
-name = c[0].selectbox("Workload from scenario", names, index=names.index("chat"), key="scenario")
+name = choice(c[0], "Workload from scenario", names, "chat", "pol_scenario")
 base = collapse(load_shipped(name))
+all_knobs = policy_knobs(base, choices("policy"))  # every policy, as the scenario sets it
+filled = ["pol_ttft_ms", "pol_tpot_ms", "pol_num_requests"]
+filled += [f"pol_{p}_{k}" for p in all_knobs for k in POLICY_KNOBS]
+refill("pol", f"shipped:{name}", filled)
 rates_text = c[1].text_input("Request rates (req/s)", ", ".join(f"{r:g}" for r in DEFAULT_RATES),
-                             key="rates")
-n = int(c[2].number_input("Requests per point", 10, 20_000, DEFAULT_REQUESTS, 100,
-                          key="num_requests"))
-chosen = c[3].multiselect("Policies", list(POLICY_NAMES), list(POLICY_NAMES), key="policies",
-                          format_func=lambda p: POLICY_LABELS[p])
+                             key="pol_rates")
+first = next(iter(all_knobs.values()))
+n = int(number(c[2], "Requests per point", "num_requests",
+               min(DEFAULT_REQUESTS, first.num_requests), "pol_num_requests", 100))
+seed("pol_policies", list(choices("policy")))
+chosen = c[3].multiselect("Policies", list(choices("policy")), key="pol_policies",
+                          format_func=policy_label)
 rates = guarded("Rates", lambda: parse_rates(rates_text))
-knobs = policy_knobs(base, chosen)
-first = next(iter(knobs.values()), None)
 c = st.columns(4)
-ttft = float(c[0].number_input("TTFT target (ms)", 1.0, 1e6, first.ttft_ms if first else 500.0,
-                               50.0, key="ttft_ms"))
-tpot = float(c[1].number_input("TPOT target (ms)", 1.0, 1e5, first.tpot_ms if first else 50.0,
-                               5.0, key="tpot_ms"))
+ttft = float(number(c[0], "TTFT target (ms)", "ttft_ms", first.ttft_ms, "pol_ttft_ms", 50.0))
+tpot = float(number(c[1], "TPOT target (ms)", "tpot_ms", first.tpot_ms, "pol_tpot_ms", 5.0))
+knobs = {}
 with st.expander("Policy knobs"):
-    k = st.columns(len(knobs) or 1)
-    for col, (policy, own) in zip(k, knobs.items(), strict=False):
-        col.markdown(f"**{POLICY_LABELS[policy]}**")
-        ni = col.number_input
-        if policy == "static":
-            own = replace(own, batch_size=int(ni("batch_size", 1, 1024, own.batch_size,
-                                                 key="static_batch_size")))
-        elif policy == "dynamic":
-            own = replace(own, max_batch_size=int(ni("max_batch_size", 1, 1024,
-                                                     own.max_batch_size, key="dyn_max_batch")),
-                          max_wait_s=float(ni("max_wait_s (s)", 0.0, 10.0, own.max_wait_s, 0.01,
-                                              key="dyn_max_wait_s")))
-        else:
-            own = replace(own, max_num_seqs=int(ni("max_num_seqs", 1, 4096, own.max_num_seqs,
-                                                   key=f"{policy}_max_num_seqs")),
-                          max_num_batched_tokens=int(ni(
-                              "max_num_batched_tokens", 16, 1_000_000,
-                              own.max_num_batched_tokens, 256, key=f"{policy}_tokens")))
-        knobs[policy] = replace(own, num_requests=n, ttft_ms=ttft, tpot_ms=tpot, percentile=99.0)
+    k = st.columns(len(chosen) or 1)
+    for col, policy in zip(k, chosen, strict=False):
+        own = all_knobs[policy]
+        col.markdown(f"**{policy_label(policy)}**")
+        shown = {knob: number(col, knob_label(knob, policy), knob, getattr(own, knob),
+                              f"pol_{policy}_{knob}", KNOB_STEPS.get(knob), policy=policy)
+                 for knob in POLICY_KNOBS if knob in policy_knobs_of(policy)}
+        knobs[policy] = replace(own, **shown, num_requests=n, ttft_ms=ttft, tpot_ms=tpot,
+                                percentile=99.0)  # the page reports P99
 if not knobs:
     st.info("Pick at least one policy.")
     st.stop()

@@ -1,4 +1,8 @@
-"""Validation: a measured run against the simulator on the same workload."""
+"""Validation: a measured run against the simulator on the same workload.
+
+Widgets are keyed ``val_*`` and refilled from the chosen scenario (the replay rate: from
+the measured file) as dashboard/page_form.py says.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,25 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.figures_fit import overlay_cdfs
+from dashboard.logic.form_fields import choices, usable_scenarios
 from dashboard.logic.run import latency_samples
 from dashboard.logic.scenario_form import (
-    POLICY_LABELS,
     apply_knobs,
     collapse,
     knobs_from_point,
     load_shipped,
-    shipped_scenarios,
+    policy_label,
 )
 from dashboard.logic.validation import (
+    comparison,
     demo_records,
-    error_table,
     load_measured,
     replay_trace,
-    worst_offender,
+    tolerance_text,
+    verdict,
 )
+from dashboard.page_form import choice, number, refill
 from dashboard.ui import BAD_INPUT, cached_run, guarded, plot, upload
-from simulator.scenario import POLICY_NAMES
-from simulator.specs import HARDWARE, MODELS
 
 DEMO_SLOWDOWN = 1.3
 
@@ -38,19 +42,17 @@ def cached_demo(point: dict, slowdown: float) -> str:
 
 
 st.title("Validation")
-names = list(shipped_scenarios())
+names = usable_scenarios()  # every value fits this page's lists
 c = st.columns(5)
-name = c[0].selectbox("Deployment from scenario", names, index=names.index("chat"),
-                      key="scenario")
+name = choice(c[0], "Deployment from scenario", names, "chat", "val_scenario")
 base = collapse(load_shipped(name))
+refill("val", f"shipped:{name}", ("val_model", "val_gpu", "val_tp", "val_policy"))
 d = knobs_from_point(base)
-models, gpus = list(MODELS), [g for g in HARDWARE if g != "cpu"]
-policies: list[str] = list(POLICY_NAMES)
-model = c[1].selectbox("Model", models, index=models.index(d.model), key="model")
-gpu = c[2].selectbox("GPU", gpus, index=gpus.index(d.gpu), key="gpu")
-tp = c[3].selectbox("Tensor parallelism", [1, 2, 4, 8], index=[1, 2, 4, 8].index(d.tp), key="tp")
-policy = c[4].selectbox("Policy", policies, index=policies.index(d.policy), key="policy",
-                        format_func=lambda p: POLICY_LABELS[p])
+model = choice(c[1], "Model", choices("model"), d.model, "val_model")
+gpu = choice(c[2], "GPU", choices("gpu"), d.gpu, "val_gpu")
+tp = choice(c[3], "Tensor parallelism", choices("tp"), d.tp, "val_tp")
+policy = choice(c[4], "Policy", choices("policy"), d.policy, "val_policy",
+                format_func=policy_label)
 knobs = replace(knobs_from_point({**base, "policy": {**base["policy"], "name": policy}}),
                 model=model, gpu=gpu, tp=tp)
 
@@ -67,25 +69,31 @@ except BAD_INPUT as e:
     st.error(f"Measured run not used: {e}")
     st.stop()
 st.caption(f"{measured.source}: {measured.kind}, {len(measured.table)} finished requests")
+for note in measured.notes:
+    st.caption(note)
 has_arrivals = not measured.table["arrival_s"].isna().any()
 rate = measured.rate or knobs.rate
 if not has_arrivals:
-    rate = float(st.number_input("Arrival rate to replay at (req/s; the file has no arrival "
-                                 "times)", 0.01, 10_000.0, float(rate), 0.5, key="rate"))
+    refill("val_rate", f"{name}:{measured.source}", ("val_rate",))  # refilled per file
+    rate = float(number(st, "Arrival rate to replay at (req/s; the file has no arrival times)",
+                        "rate", rate, "val_rate", 0.5))
 trace = str(guarded("Workload", lambda: replay_trace(measured)))
 sim_knobs = replace(knobs, trace=trace, arrival="trace" if has_arrivals else "poisson",
-                    rate=rate, num_requests=len(measured.table))
+                    rate=rate, num_requests=len(measured.table),
+                    rescale_trace=False)  # replay measured arrival times as they are
 
 scenario = apply_knobs(base, sim_knobs)
-if has_arrivals:
-    scenario["workload"].pop("rate")  # replay the measured arrival times as they are
 with st.spinner("Simulating the measured workload..."):
     out = guarded("Simulation", lambda: cached_run(scenario))
 simulated = latency_samples(out.requests, out.steps)
-table = error_table(measured.samples, simulated)
-st.markdown(worst_offender(table))
-st.dataframe(table.style.format({"measured_ms": "{:.1f}", "simulated_ms": "{:.1f}",
-                                 "error_pct": "{:+.1f}"}), hide_index=True)
+table = comparison(measured, out.summary, policy)
+st.markdown(verdict(table))
+st.caption(tolerance_text())
+shown = table.drop(columns=["policy", "load"]).assign(ok=table["ok"].map({True: "ok",
+                                                                          False: "MISS"}))
+st.dataframe(shown.style.format({"measured": "{:.4g}", "simulated": "{:.4g}",
+                                 "relative_error": "{:+.1%}", "tolerance": "{:.0%}"}),
+             hide_index=True)
 plot(overlay_cdfs(measured.samples, simulated), "overlay")
 if "itl" not in measured.samples:
     st.caption("Request records carry no per-token times, so ITL is not compared.")

@@ -17,6 +17,7 @@ from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.policies import policy_knobs
 from simulator.scenario import expand_sweep
+from simulator.scenario_types import Scenario
 from simulator.specs.dtypes import weight_dtype_bytes
 from simulator.specs.hardware import get_hardware
 
@@ -69,14 +70,9 @@ def build_candidates(raw: dict[str, Any], axes: dict[str, list[Any]] | None = No
                      ) -> list[Candidate]:
     """Every candidate of the scenario ``raw`` with the flag ``axes`` applied."""
     raw = _apply_axes(raw, axes or {})
-    workload = raw.setdefault("workload", {})
-    if workload.get("arrival", "poisson") == "closed":
-        raise ConfigError("workload.arrival = 'closed': a plan sizes for a request rate; use "
-                          "an open-loop arrival (poisson, gamma, constant or trace)")
     for section, key in PLANNED:  # the planner sets these; a list there is not a candidate
         if isinstance(raw.get(section, {}).get(key), list):
             raw[section][key] = raw[section][key][0]
-    workload["rate"] = workload.get("rate") or 1.0
     out, errors = [], []
     for labels, point in expand_sweep(raw):
         cand = _candidate(labels, point)
@@ -89,18 +85,20 @@ def build_candidates(raw: dict[str, Any], axes: dict[str, list[Any]] | None = No
 
 
 def _candidate(labels: dict[str, Any], point: dict[str, Any]) -> Candidate:
-    hw, model = point.get("hardware", {}), point.get("model", {})
-    policy = point.get("policy", {}).get("name", "continuous")
-    ident = {"gpu": get_hardware(hw.get("gpu", "h100-sxm")).name, "tp": hw.get("tp", 1),
-             "weight_dtype": model.get("weight_dtype", "bf16"), "policy": policy}
+    sc = Scenario.from_dict(point)  # a field of the wrong type is an error, not a candidate
+    if sc.workload.arrival == "closed":
+        raise ConfigError("workload.arrival = 'closed': a plan sizes for a request rate; use "
+                          "an open-loop arrival (poisson, gamma, constant or trace)")
+    ident = {"gpu": sc.hardware_spec().name, "tp": sc.hardware.tp,
+             "weight_dtype": sc.model.weight_dtype, "policy": sc.policy.name}
     extra = {k: v for k, v in labels.items()
              if k not in ("gpu", "tp", "weight_dtype", "policy")}
-    name = f"{ident['gpu']} x{ident['tp']} {ident['weight_dtype']} {policy}"
+    name = f"{ident['gpu']} x{ident['tp']} {ident['weight_dtype']} {sc.policy.name}"
     name += "".join(f" {k}={v}" for k, v in extra.items())
     reason = None
     try:
-        resolve(point)
+        resolve(sc)
     except ValueError as e:  # ConfigError or CapacityError: this deployment cannot run
         reason = str(e)
-    return Candidate(name, {**ident, **extra}, point, str(ident["gpu"]), int(ident["tp"]),
+    return Candidate(name, {**ident, **extra}, point, sc.hardware_spec().name, sc.hardware.tp,
                      reason)

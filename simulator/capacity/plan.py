@@ -30,6 +30,7 @@ from simulator.capacity.search import (
 )
 from simulator.errors import ConfigError
 from simulator.executors import Executor, SerialExecutor
+from simulator.metrics_slo import miss_reason
 from simulator.point_cache import PointCache, map_cached
 from simulator.slo import SLO
 
@@ -106,20 +107,59 @@ class PlanResult:
 
 Job = tuple[int, dict[str, Any]]  # (candidate index, scenario point)
 
+PlanProgress = Callable[[int, int, int], None]
+"""``progress(points_done, candidates_done, candidates_total)``: called as each simulated
+(or cached) point comes back and as each candidate's answer is settled."""
 
-def _rounds(ex: Executor, cache: PointCache) -> Callable[[list[Job]], list[dict[str, Any]]]:
+
+@dataclass(slots=True)
+class _Tally:
+    """Points and candidates done so far, passed on to a :data:`PlanProgress`."""
+
+    total: int
+    progress: PlanProgress | None
+    points: int = 0
+    settled: set[int] = field(default_factory=set)
+
+    def point(self) -> None:
+        self.points += 1
+        self._tell()
+
+    def settle(self, i: int) -> None:
+        if i not in self.settled:
+            self.settled.add(i)
+            self._tell()
+
+    def _tell(self) -> None:
+        if self.progress is not None:
+            self.progress(self.points, len(self.settled), self.total)
+
+
+def _rounds(ex: Executor, cache: PointCache,
+            tally: _Tally) -> Callable[[list[Job]], list[dict[str, Any]]]:
     def run(jobs: list[Job]) -> list[dict[str, Any]]:
         points = [p for _, p in jobs]
-        return map_cached(ex, summary_job, points, points, cache, "summary",
-                          lambda i, key, s: cache.save(key, points[i], s),
-                          lambda i, key, s: s)
+
+        def save(i: int, key: str, s: dict[str, Any]) -> None:
+            cache.save(key, points[i], s)
+            tally.point()
+
+        def load(i: int, key: str, s: dict[str, Any]) -> dict[str, Any]:
+            tally.point()
+            return s
+
+        return map_cached(ex, summary_job, points, points, cache, "summary", save, load)
     return run
 
 
 def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
          prices: PriceTable | None = None, settings: SearchSettings | None = None,
-         executor: Executor | None = None, cache: PointCache | None = None) -> PlanResult:
-    """Size every candidate for ``target_rps`` within ``slo`` and rank them by cost."""
+         executor: Executor | None = None, cache: PointCache | None = None,
+         progress: PlanProgress | None = None) -> PlanResult:
+    """Size every candidate for ``target_rps`` within ``slo`` and rank them by cost.
+
+    ``progress`` hears of every point and every candidate settled (see PlanProgress).
+    """
     if not (isinstance(target_rps, int | float) and math.isfinite(target_rps)
             and target_rps > 0):
         raise ConfigError(f"--rate = {target_rps!r}: must be a number > 0 (requests/s)")
@@ -129,15 +169,24 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     prices = prices or load_prices()
     cache = cache or PointCache(None)
     before = (cache.computed, cache.reused)
-    run = _rounds(executor or SerialExecutor(), cache)
+    tally = _Tally(len(candidates), progress)
+    run = _rounds(executor or SerialExecutor(), cache, tally)
     n = sample_size(slo, settings)
     points = [{**c.point, "slo": slo.as_dict()} for c in candidates]
     results = [CandidateResult(c.name, c.labels, c.gpu, c.tp, "infeasible", c.infeasible or "")
                for c in candidates]
     live = [i for i, c in enumerate(candidates) if c.infeasible is None]
     searches = {i: RateSearch() for i in live}
+    for i, c in enumerate(candidates):
+        if c.infeasible is not None:
+            tally.settle(i)
     _search(searches, points, results, settings, n, run)
+    for i, r in enumerate(results):
+        if r.status == "misses_slo":
+            tally.settle(i)
     _cluster_checks(searches, points, results, target_rps, settings, n, run)
+    for i in range(len(results)):
+        tally.settle(i)
     for r in results:
         _price(r, prices)
     ranked = sorted(results, key=_rank)
@@ -170,7 +219,8 @@ def _search(searches: dict[int, RateSearch], points: list[dict[str, Any]],
             r.status, r.miss = "misses_slo", miss_of(s.failure)
             r.reason = ("no request finished in the probe" if not s.mu else
                         f"misses the SLO at every rate tried ({len(s.trace)} rates from "
-                        f"{s.mu * settings.low_fraction:.3g} req/s up to its capacity)")
+                        f"{s.mu * settings.low_fraction:.3g} req/s up to its capacity); "
+                        f"closest: {miss_reason(s.failure)}")
 
 
 def _cluster_checks(searches: dict[int, RateSearch], points: list[dict[str, Any]],
@@ -178,6 +228,14 @@ def _cluster_checks(searches: dict[int, RateSearch], points: list[dict[str, Any]
                     n: int, run: Callable[[list[Job]], list[dict[str, Any]]]) -> None:
     """Simulate each sized cluster at the target rate; add replicas while it fails."""
     replicas = {i: math.ceil(target / s.lo - 1e-9) for i, s in searches.items() if s.lo > 0}
+    for i, k in list(replicas.items()):
+        if k > settings.max_replicas:
+            r = results[i]
+            r.status, r.replicas = "infeasible", None
+            r.reason = (f"needs {k:,} replicas ({target:g} req/s at {searches[i].lo:.3g} req/s "
+                        f"each), more than the limit of {settings.max_replicas:,} a plan "
+                        "simulates; lower --rate or plan for a share of the traffic")
+            del replicas[i]
     first = dict(replicas)
     while replicas:
         jobs = [(i, at_rate(points[i], target, min(settings.max_cluster_requests,
@@ -194,7 +252,8 @@ def _cluster_checks(searches: dict[int, RateSearch], points: list[dict[str, Any]
             else:
                 r.status, r.miss = "misses_slo", miss_of(summary)
                 r.reason = (f"the cluster check still fails with {k} replicas "
-                            f"({first[i]} estimated + {settings.max_extra_replicas})")
+                            f"({first[i]} estimated + {settings.max_extra_replicas}): "
+                            f"{miss_reason(summary)}")
 
 
 def _price(r: CandidateResult, prices: PriceTable) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.metrics_slo import slo_met
 from simulator.runner import run_point
 from simulator.slo import SLO
 
@@ -42,9 +43,13 @@ class SearchSettings:
     high_margin: float = 1.25  # highest rate assumed to fail, as a multiple of mu
     max_extra_replicas: int = 4  # the cluster check adds at most this many replicas
     max_cluster_requests: int = 50_000  # cap on requests in one cluster check
+    # Replicas one candidate may need at most: a target that needs more is refused for
+    # that candidate (simulating 10^8 replicas would never return; --rate 1e9 asked it).
+    max_replicas: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("min_requests", "min_tail", "max_iterations", "max_cluster_requests"):
+        for name in ("min_requests", "min_tail", "max_iterations", "max_cluster_requests",
+                     "max_replicas"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} = {value!r}: must be an integer >= 1")
@@ -81,7 +86,8 @@ def at_rate(point: dict[str, Any], rate: float, num_requests: int,
 
 
 SUMMARY_KEYS = (
-    "completed", "num_rejected", "num_in_flight", "request_throughput", "output_throughput",
+    "completed", "num_rejected", "rejected_by_cause", "num_in_flight", "request_throughput",
+    "output_throughput",
     "p50_ttft_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms", "p99_e2el_ms", "mean_queue_ms",
     "slo_met", "slo", "utilisation",
 )
@@ -94,9 +100,11 @@ def summary_job(point: dict[str, Any]) -> dict[str, Any]:
 
 
 def passes(summary: dict[str, Any]) -> bool:
-    """The point meets every SLO target and loses no request (rejected or unfinished)."""
-    return bool(summary.get("slo_met")) and not summary.get("num_rejected") and not (
-        summary.get("num_in_flight"))
+    """The point meets its SLO, as ``servesim run`` judges it (metrics_slo.slo_met: every
+    target met and no request lost); recomputed from the figures, so a summary cached
+    before that rule was one judge is judged the same way."""
+    return slo_met(summary.get("slo") or {}, int(summary.get("num_rejected") or 0),
+                   int(summary.get("num_in_flight") or 0)) is True
 
 
 def worst_miss(summary: dict[str, Any]) -> tuple[str, float, float]:

@@ -22,8 +22,16 @@ from dataclasses import dataclass
 
 from simulator.errors import ConfigError
 from simulator.kvcache import decode_steps_fitting
-from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
+from simulator.policies.state import (
+    REFUSED_BUDGET,
+    Batch,
+    DecodeCohort,
+    Sequence,
+    ServerState,
+    Wait,
+)
 from simulator.policies.step import decode_cohort, unpadded_shape
+from simulator.scenario_fields import spec
 from simulator.shapes import StepShape
 
 
@@ -31,9 +39,10 @@ from simulator.shapes import StepShape
 class ContinuousPolicy:
     """Admit and retire requests at every step, within sequence, token and KV limits."""
 
-    max_num_seqs: int = 256  # running requests at most
-    max_num_batched_tokens: int = 8192  # tokens computed per step at most
-    chunked_prefill: bool = False
+    max_num_seqs: int = spec(256, unit="requests", low=1)  # running requests at most
+    # tokens computed per step at most
+    max_num_batched_tokens: int = spec(8192, unit="tokens", low=1)
+    chunked_prefill: bool = spec(False)
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1:
@@ -130,7 +139,8 @@ class ContinuousPolicy:
             seq = state.waiting[0]
             if not self.chunked_prefill and self._too_long(seq):
                 state.waiting.popleft()
-                state.reject(seq, f"prompt + output = {seq.prompt_tokens + seq.output_tokens} "
+                state.reject(seq, f"{REFUSED_BUDGET}: prompt + output = "
+                             f"{seq.prompt_tokens + seq.output_tokens} "
                              f"tokens > max_num_batched_tokens = {self.max_num_batched_tokens}: "
                              "without chunked prefill a preempted request is recomputed in one "
                              "step (vLLM v0 likewise needs the budget >= max_model_len)")

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from simulator.errors import ConfigError
 from simulator.policies.padded import form_group, group_repeats, group_step
 from simulator.policies.state import Batch, ServerState, Wait
+from simulator.scenario_fields import spec
 
 
 @dataclass(slots=True, frozen=True)
 class DynamicPolicy:
     """Padded batches of up to ``max_batch_size``, released by size or by timeout."""
 
-    max_batch_size: int = 8
-    max_wait_s: float = 0.05
+    max_batch_size: int = spec(8, unit="requests", low=1)
+    max_wait_s: float = spec(0.05, unit="s", low=0)
 
     def __post_init__(self) -> None:
         if self.max_batch_size < 1:

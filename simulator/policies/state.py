@@ -20,6 +20,11 @@ from simulator.shapes import StepShape
 
 NAN = math.nan
 
+# A refusal's ``reason`` starts with its cause, then ": " and the figures, so the records
+# can be counted by cause (metrics_slo.refusal_causes).
+REFUSED_KV = "prompt + output over the replica's KV cache"
+REFUSED_BUDGET = "prompt + output over max_num_batched_tokens without chunked prefill"
+
 
 @dataclass(slots=True, eq=False)
 class Sequence:
@@ -39,7 +44,7 @@ class Sequence:
     first_token_s: float = NAN  # end of the step that emitted its first token
     finish_s: float = NAN  # end of the step that emitted its last token
     preemptions: int = 0  # times evicted and recomputed
-    reason: str = ""  # why it was rejected, if it was
+    reason: str = ""  # why it was rejected, if it was: "<cause>: <figures>"
     replica: int = -1  # replica that took it (-1 before routing)
     computed_base: int = 0  # num_computed, less clock.steps while on a clock
     generated_base: int = 0  # num_generated, less clock.steps while on a clock
@@ -143,8 +148,8 @@ class ServerState:
         """Queue an arriving request; False (with ``seq.reason`` set) if it can never fit."""
         need = self.kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
         if need > self.kv.num_blocks:
-            seq.reason = (f"needs {need} KV blocks for {seq.prompt_tokens}+{seq.output_tokens}"
-                          f" tokens; the replica has {self.kv.num_blocks}")
+            seq.reason = (f"{REFUSED_KV}: needs {need} KV blocks for {seq.prompt_tokens}+"
+                          f"{seq.output_tokens} tokens; the replica has {self.kv.num_blocks}")
             return False
         self.waiting.append(seq)
         return True

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from simulator.errors import ConfigError
 from simulator.policies.padded import form_group, group_repeats, group_step
 from simulator.policies.state import Batch, ServerState, Wait
+from simulator.scenario_fields import spec
 
 
 @dataclass(slots=True, frozen=True)
 class StaticPolicy:
     """Fixed-size padded batches. A short batch runs only once no more requests will come."""
 
-    batch_size: int = 8
+    batch_size: int = spec(8, unit="requests", low=1)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:

@@ -201,21 +201,30 @@ def model_from_hf_config(
         raise ConfigError(f"{source}: {e}") from e
 
 
-def get_model(name: str | Path) -> ModelSpec:
+def get_model(name: str | Path, base_dir: str | Path | None = None,
+              where: str = "model") -> ModelSpec:
     """Catalogue spec by name (case-insensitive), or a spec read from a config.json path.
 
-    A Hugging Face id such as ``meta-llama/Llama-3.1-8B`` finds the catalogue entry named
-    after its last part when no such local path exists.
+    A relative path is taken from ``base_dir`` (a scenario's folder) when given, else from
+    the current directory. A Hugging Face id such as ``meta-llama/Llama-3.1-8B`` finds the
+    catalogue entry named after its last part when no such local path exists. Errors name
+    ``where`` and the folder looked in.
     """
+    if not isinstance(name, str | Path) or not str(name).strip():
+        raise ConfigError(f"{where} = {name!r}: must be a model name (one of "
+                          f"{', '.join(MODELS)}) or the path of a transformers config.json")
     key = str(name).strip().lower()
     if key in MODELS:
         return MODELS[key]
     path = Path(name).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = Path(base_dir) / path
     if path.exists():
         return model_from_hf_config(path)
     if key.rsplit("/", 1)[-1] in MODELS:
         return MODELS[key.rsplit("/", 1)[-1]]
+    origin = "the scenario's folder" if base_dir is not None else "the current directory"
     raise ConfigError(
-        f"model={str(name)!r} is not a known model or an existing config.json path; "
-        f"known: {', '.join(MODELS)}"
+        f"{where} = {str(name)!r} is not a known model, and {path.resolve()} does not exist "
+        f"(a relative path is taken from {origin}); known: {', '.join(MODELS)}"
     )

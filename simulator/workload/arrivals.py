@@ -4,6 +4,11 @@ Every process draws from the ``numpy.random.Generator`` it is given (none keeps
 state of its own) and returns a non-decreasing float64 array of ``n`` times. Gaps
 are never capped or truncated: a cap on exponential gaps shortens the mean gap and
 runs the workload faster than the rate asked for.
+
+A workload may span at most ``MAX_SPAN_S`` of simulated time: float64 seconds resolve
+0.12 microseconds at 1e9 s but a whole second at 1e16 s, so much beyond it a 10 ms step
+vanishes in the sum ``arrival + step`` and every latency reads 0 (``rate = 1e-300``
+did exactly that). Such a rate is refused with the span it would take.
 """
 
 from __future__ import annotations
@@ -12,12 +17,24 @@ import numpy as np
 
 from simulator.errors import ConfigError
 
+MAX_SPAN_S = 1e9
+"""Longest simulated time a synthetic workload may span, s (about 31.7 years)."""
 
-def _check(rate_per_s: float, n: int) -> None:
+
+def check_span(rate_per_s: float, n: int) -> None:
+    """Refuse a rate that is not positive and finite, or whose ``n`` requests would span
+    more than ``MAX_SPAN_S`` of simulated time (ConfigError naming workload.rate)."""
     if isinstance(rate_per_s, bool) or not (np.isfinite(rate_per_s) and rate_per_s > 0):
         raise ConfigError(f"{rate_per_s=}: must be > 0 and finite (requests per second)")
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise ConfigError(f"{n=}: must be a whole number >= 0")
+    span_s = n / rate_per_s
+    if span_s > MAX_SPAN_S:
+        raise ConfigError(
+            f"workload.rate = {rate_per_s:g} req/s: {int(n):,} requests at this rate span about "
+            f"{span_s:.3g} s of simulated time, more than the {MAX_SPAN_S:.0e} s limit (beyond "
+            "it float64 times cannot resolve a step, and latencies would read 0); raise "
+            f"workload.rate to at least {n / MAX_SPAN_S:.3g} req/s or lower num_requests")
 
 
 def poisson_arrivals(rate_per_s: float, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -26,7 +43,7 @@ def poisson_arrivals(rate_per_s: float, n: int, rng: np.random.Generator) -> np.
     The first request arrives after the first gap (not at 0), so the whole run
     is a stationary Poisson process started at t = 0.
     """
-    _check(rate_per_s, n)
+    check_span(rate_per_s, n)
     return np.cumsum(rng.exponential(1.0 / rate_per_s, size=int(n)))
 
 
@@ -40,7 +57,7 @@ def gamma_arrivals(rate_per_s: float, cv: float, n: int, rng: np.random.Generato
     a few long ones), cv < 1 more regular. As with Poisson, the first arrival is the
     first gap. (vLLM's ``--burstiness`` b is this with cv = 1 / sqrt(b).)
     """
-    _check(rate_per_s, n)
+    check_span(rate_per_s, n)
     if isinstance(cv, bool) or not (np.isfinite(cv) and cv > 0):
         raise ConfigError(f"{cv=}: must be > 0 and finite")
     if cv == 1.0:
@@ -56,5 +73,5 @@ def constant_arrivals(rate_per_s: float, n: int) -> np.ndarray:
     arrives at t = 0, so n requests span exactly (n - 1) / rate seconds and the mean
     rate (n - 1) / (last - first) is exactly ``rate_per_s``.
     """
-    _check(rate_per_s, n)
+    check_span(rate_per_s, n)
     return np.arange(int(n), dtype=np.float64) / rate_per_s

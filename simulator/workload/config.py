@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ConfigError
+from simulator.scenario_fields import spec
 from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
 from simulator.workload.lengths import (
     CHAT_OUTPUT,
@@ -58,18 +59,22 @@ class WorkloadConfig:
     ``prompt`` and ``output`` distributions.
     """
 
-    arrival: str = "poisson"  # one of ARRIVALS
-    rate: float | None = None  # req/s; None = DEFAULT_RATE_PER_S (synthetic), trace's own
-    cv: float = 1.0  # gamma only: coefficient of variation of inter-arrival gaps
-    num_requests: int | None = None  # None = DEFAULT_NUM_REQUESTS, or every trace row
-    concurrency: int | None = None  # closed only: number of clients, >= 1
-    think_time_s: float = 0.0  # closed only: mean think time, s (0 = none)
+    arrival: str = spec("poisson", choices=ARRIVALS)
+    # None = DEFAULT_RATE_PER_S (synthetic), the trace's own (trace)
+    rate: float | None = spec(None, unit="req/s", low=0, low_open=True)
+    cv: float = spec(1.0, low=0, low_open=True)  # gamma only: CV of inter-arrival gaps
+    # None = DEFAULT_NUM_REQUESTS, or every trace row
+    num_requests: int | None = spec(None, unit="requests", low=1)
+    concurrency: int | None = spec(None, unit="clients", low=1)  # closed only
+    think_time_s: float = spec(0.0, unit="s", low=0)  # closed only: mean think time (0 = none)
     prompt: LengthDist = DEFAULT_PROMPT  # prompt tokens per request
     output: LengthDist = DEFAULT_OUTPUT  # output tokens per request
     trace: str | None = None  # path of a trace file giving lengths (and maybe arrivals)
-    trace_format: str = "auto"  # "auto" or one of TRACE_FORMATS
+    trace_format: str = spec("auto", choices=("auto", *TRACE_FORMATS))
     context_rule: ContextRule = "truncate"  # over-long requests: "truncate" or "drop"
     where: str = field(default="workload", compare=False, repr=False)  # name in errors
+    # fields the table gave but the trace overrides ("prompt", "output"); said in the notes
+    ignored: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         w, own = self.where, {k: getattr(self, k) for k in _KEYS}
@@ -101,10 +106,11 @@ class WorkloadConfig:
             )
             object.__setattr__(self, "concurrency", clients)
         elif self.concurrency is not None:
-            raise ConfigError(f"{w}.concurrency = {self.concurrency}: only for arrival = 'closed'")
+            raise ConfigError(
+                f"{w}.concurrency = {self.concurrency!r}: only for arrival = 'closed'")
         if not closed and self.think_time_s != 0:
             raise ConfigError(
-                f"{w}.think_time_s = {self.think_time_s}: only for arrival = 'closed'"
+                f"{w}.think_time_s = {self.think_time_s!r}: only for arrival = 'closed'"
             )
         if closed and self.rate is not None:
             raise ConfigError(
@@ -120,8 +126,8 @@ class WorkloadConfig:
         for key, default in (("prompt", DEFAULT_PROMPT), ("output", DEFAULT_OUTPUT)):
             if self.trace is not None and getattr(self, key) is not default:
                 raise ConfigError(
-                    f"{w}.{key}: the trace gives the lengths; drop {w}.{key} "
-                    f'or {w}.trace (or use {{dist = "trace"}} in {w}.{key})'
+                    f"{w}.{key}: the trace {self.trace} gives the lengths; drop {w}.{key} "
+                    f"or {w}.trace (a scenario table with both keeps the trace's lengths)"
                 )
 
     @classmethod
@@ -133,16 +139,19 @@ class WorkloadConfig:
             raise ConfigError(f"{where} = {d!r}: must be a table")
         check_keys(d, _KEYS, where)
         kwargs: dict[str, Any] = {k: v for k, v in d.items() if k not in ("prompt", "output")}
-        for key in ("prompt", "output"):
-            if key in d:
-                kwargs[key] = length_dist_from_dict(d[key], f"{where}.{key}", base_dir)
         trace = d.get("trace")
+        lengths = [k for k in ("prompt", "output") if k in d]
+        if trace is not None:  # the trace supplies the lengths: the distributions step aside
+            kwargs["ignored"] = tuple(lengths)
+        else:
+            for key in lengths:
+                kwargs[key] = length_dist_from_dict(d[key], f"{where}.{key}", base_dir)
         if isinstance(trace, str) and trace and base_dir is not None:
             kwargs["trace"] = str(Path(base_dir, trace))
         return cls(**kwargs, where=where)
 
 
-_KEYS = tuple(f.name for f in fields(WorkloadConfig) if f.name != "where")
+_KEYS = tuple(f.name for f in fields(WorkloadConfig) if f.name not in ("where", "ignored"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,9 @@ def build_requests(
     """Draw the requests ``cfg`` describes; fit them to ``max_context_tokens`` (None: no fit)."""
     counts = {"truncated": 0, "truncated_output": 0, "dropped_context": 0, "dropped_trace": 0}
     notes: list[str] = []
+    if cfg.ignored:
+        keys = " and ".join(f"{cfg.where}.{k}" for k in cfg.ignored)
+        notes.append(f"{keys} ignored: the trace {cfg.trace} supplies the lengths")
     table = _trace_rows(cfg, counts, notes) if cfg.trace is not None else None
     n = len(table) if table is not None else int(cfg.num_requests or 0)
     arrivals = _synthetic_arrivals(cfg, n, rng) if cfg.arrival in SYNTHETIC else None

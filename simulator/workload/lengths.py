@@ -9,6 +9,8 @@ such as ``{dist = "lognormal", mean = 800, sigma = 1.0}``. The small ``get_*`` a
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,13 +50,15 @@ def get_number(
         if default is REQUIRED:
             raise ConfigError(f"{name} is required")
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name} = {value!r}: must be a number")
-    if not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        quoted = "; write it without quotes" if isinstance(value, str) else ""
+        raise ConfigError(f"{name} = {value!r}: must be a number{quoted}")
+    if not math.isfinite(float(value)):
         raise ConfigError(f"{name} = {value}: must be finite")
-    if integer:
-        if value != int(value):
-            raise ConfigError(f"{name} = {value}: must be a whole number")
+    if integer:  # strict: 8.0 is a float in TOML, and 1e6 too; neither is taken as a count
+        if not isinstance(value, numbers.Integral):
+            raise ConfigError(f"{name} = {value!r}: must be a whole number, written as an "
+                              "integer (no decimal point or exponent)")
         value = int(value)
     if low is not None and (value <= low if low_open else value < low):
         raise ConfigError(f"{name} = {value}: must be {'>' if low_open else '>='} {low}")
@@ -217,11 +221,14 @@ def _trace_dist(d: Mapping[str, Any], where: str, base_dir: str | Path | None) -
     from simulator.workload.traces import TRACE_FORMATS, load_trace
 
     path = d.get("path", REQUIRED)
-    if path is REQUIRED or not isinstance(path, str) or not path:
+    if path is REQUIRED:
         raise ConfigError(
-            f"{where}.path = {None if path is REQUIRED else path!r}: "
-            "must be the path of a trace file"
+            f'{where}.path is required with dist = "trace": the trace file whose {where} '
+            f'lengths to resample, e.g. {{dist = "trace", path = "t.csv", column = "prompt"}}; '
+            "to replay a trace's own requests set workload.trace instead"
         )
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"{where}.path = {path!r}: must be the path of a trace file")
     column = get_choice(d, "column", where, ("prompt", "output"))
     fmt = get_choice(d, "format", where, ("auto", *TRACE_FORMATS), default="auto")
     full = Path(base_dir, path) if base_dir is not None else Path(path)

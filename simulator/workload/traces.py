@@ -13,17 +13,20 @@ generic        CSV/Parquet in contract columns             ``arrival_s`` as writ
 
 Every trace loader except ``generic`` sorts rows by arrival (stable), numbers them
 ``request_id`` 0..n-1 and shifts arrivals so the earliest is 0. Zero-token rows are
-dropped and counted by reason (see ``traces_common``).
+dropped and counted by reason (see ``traces_common``). A file that cannot be read at all
+(damaged Parquet or gzip, no permission) is a TraceError naming it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from simulator.errors import TraceError
 from simulator.workload.table import REQUIRED_COLUMNS
@@ -121,5 +124,8 @@ def load_trace(path: str | os.PathLike[str], fmt: str = "auto") -> LoadedTrace:
             f"{path}: trace format {fmt!r} is unknown; known formats: "
             f"{list(TRACE_FORMATS)} (or 'auto')"
         )
-    name = detect_format(path) if fmt == "auto" else fmt
-    return _LOADERS[name](path)
+    try:
+        name = detect_format(path) if fmt == "auto" else fmt
+        return _LOADERS[name](path)
+    except (OSError, EOFError, zlib.error, pa.ArrowException) as exc:  # damaged or unreadable
+        raise TraceError(f"{path}: cannot read the trace ({type(exc).__name__}: {exc})") from exc

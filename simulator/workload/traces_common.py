@@ -8,7 +8,8 @@ arrival (stable) and numbers the requests 0..n-1.
 Drop reasons (keys of ``LoadedTrace.dropped``; only reasons that occurred appear):
 
 * ``failed_request``: both token counts are 0 (BurstGPT logs failures this way), or
-  the source marks the request failed (vLLM bench: an error or 0 output tokens).
+  the source marks the request failed (vLLM bench: a non-empty ``errors`` entry; a
+  completed request with an empty completion is kept, see ``load_vllm_bench``).
 * ``zero_prompt_tokens``: 0 prompt tokens but some output. A request needs at least
   one prompt token to be prefilled, and inventing one would change the trace.
 * ``zero_output_tokens``: some prompt but 0 output tokens. The simulated engine

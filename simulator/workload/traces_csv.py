@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from simulator.errors import TraceError
 from simulator.workload.table import fail_first, parse_numeric, read_csv_rows, read_request_table
@@ -136,7 +137,11 @@ def load_generic(path: str | os.PathLike[str]) -> LoadedTrace:
     rows out of arrival order are an error (the contract requires order).
     """
     p = Path(path)
-    table = read_request_table(p)
+    try:
+        table = read_request_table(p)
+    except (OSError, pa.ArrowException) as exc:  # a damaged or truncated Parquet file
+        kind = "Parquet file" if p.suffix.lower() in (".parquet", ".pq") else "file"
+        raise TraceError(f"{p}: not a readable {kind} ({exc})") from exc
     nan = bool(table["arrival_s"].isna().all()) and len(table) > 0
     return LoadedTrace(
         table=table,

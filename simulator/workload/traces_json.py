@@ -144,11 +144,16 @@ def load_vllm_bench(path: str | os.PathLike[str]) -> LoadedTrace:
     """A vLLM ``bench serve`` result JSON (saved with ``--save-result --save-detailed``).
 
     Uses ``input_lens`` and ``output_lens`` (one entry per request, in send order).
-    A request is failed, dropped and counted as ``failed_request``, when its
-    ``errors`` entry is non-empty or its output length is 0 (vLLM records 0 for
-    failures). The file has no per-request arrival times: arrival_s is NaN and the
-    notes say to synthesise arrivals; ``request_rate``, ``burstiness`` and
-    ``max_concurrency``, when present, are repeated in the notes.
+    A request failed only where the file says so: its ``errors`` entry is non-empty
+    (failed requests are dropped and counted as ``failed_request``). vLLM writes
+    ``output_lens`` 0 for a failure *and* for a completion whose text is empty (the
+    server stopped at its first token, which the text does not show); a request that
+    completed with 0 output tokens is a request: kept, with 1 output token (the one
+    that ended it; the contract needs >= 1), and counted in the notes. Only a file
+    with no ``errors`` list that records fewer ``completed`` than requests falls back
+    to reading 0 output tokens as failures. The file has no per-request arrival times:
+    arrival_s is NaN and the notes say to synthesise arrivals; ``request_rate``,
+    ``burstiness`` and ``max_concurrency``, when present, are repeated in the notes.
     """
     return load_vllm_bench_result(path)[0]
 
@@ -185,14 +190,16 @@ def load_vllm_bench_result(
         raise TraceError(
             f"{p}: input_lens has {prompt.size} entries but output_lens has {output.size}"
         )
-    errors = data.get("errors")
-    failed = output == 0
-    if isinstance(errors, list) and len(errors) == output.size:
-        failed |= np.array([bool(e) for e in errors], dtype=bool)
-    notes = [
+    failed, notes = _bench_failures(data, output, p)
+    empty = (output == 0) & ~failed
+    if empty.any():
+        notes.append(f"{int(empty.sum())} completed request(s) have an empty completion "
+                     "(output_lens 0): counted with 1 output token, the one that ended them")
+        output = np.where(empty, 1, output)
+    notes.append(
         "a vLLM bench result has no arrival times: arrival_s is NaN; synthesise "
         "arrivals (workload.arrival = poisson, gamma or constant)"
-    ]
+    )
     ran = [
         f"{k} = {data[k]}"
         for k in ("request_rate", "burstiness", "max_concurrency")
@@ -208,3 +215,51 @@ def load_vllm_bench_result(
     trace = finish(columns, str(p), "vllm_bench", failed=failed, notes=notes)
     rows = np.flatnonzero(zero_token_reasons(prompt, output, failed)[0])  # as finish keeps
     return trace, data, rows
+
+
+def _bench_failures(
+    data: dict[str, Any], output: np.ndarray, p: Path
+) -> tuple[np.ndarray, list[str]]:
+    """Which requests failed, by the file's own word, and notes on how that was read."""
+    errors, completed = data.get("errors"), data.get("completed")
+    if isinstance(errors, list):
+        if len(errors) != output.size:
+            raise TraceError(f"{p}: errors has {len(errors)} entries but output_lens has "
+                             f"{output.size}")
+        failed = np.array([bool(e) for e in errors], dtype=bool)
+        notes = []
+        if isinstance(completed, int) and completed != output.size - int(failed.sum()):
+            notes.append(f"the file records completed = {completed}, but its errors list "
+                         f"marks {int(failed.sum())} of {output.size} failed: read the errors")
+        return failed, notes
+    if isinstance(completed, int) and not isinstance(completed, bool) and completed < output.size:
+        return output == 0, [f"no errors list and completed = {completed} of {output.size}: "
+                             "requests with 0 output tokens read as failed"]
+    return np.zeros(output.size, dtype=bool), []
+
+
+def bench_latencies(data: dict[str, Any], rows: np.ndarray, p: Path
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``ttfts`` (s) and ``itls`` (s, one array per request) of the file's requests ``rows``.
+
+    The rows are those :func:`load_vllm_bench_result` keeps (its third value). A request
+    with 0 or 1 output tokens has no inter-token gaps (an empty ``itls`` entry).
+    """
+    ttfts, itls = data.get("ttfts"), data.get("itls")
+    n = len(data["input_lens"])
+    for key, value in (("ttfts", ttfts), ("itls", itls)):
+        if not isinstance(value, list):
+            raise TraceError(f"{p}: field {key!r} is missing or not a list (vLLM writes "
+                             "per-request times only with --save-detailed)")
+        if len(value) != n:
+            raise TraceError(f"{p}: {key} has {len(value)} entries, input_lens has {n}")
+    first = np.empty(len(rows))
+    gaps = []
+    for j, r in enumerate(rows):
+        first[j] = _number(ttfts[r], f"{p}: field ttfts[{r}]", False)  # type: ignore[index]
+        row = itls[r]  # type: ignore[index]
+        if not isinstance(row, list):
+            raise TraceError(f"{p}: field itls[{r}] = {row!r}: must be a list of seconds")
+        gaps.append(np.array([_number(g, f"{p}: field itls[{r}][{k}]", False)
+                              for k, g in enumerate(row)], dtype=np.float64))
+    return first, gaps

@@ -128,6 +128,28 @@ def test_explorer(page: Page, base_url: str) -> None:
     _shot(page, "explorer")
 
 
+def test_explorer_upload_fills_the_widgets(page: Page, base_url: str, tmp_path: Path) -> None:
+    """Issue 11 item 5 in a real browser: after an upload every widget shows the uploaded
+    value (rate 3, continuous, its trace), not what was on screen before."""
+    _open(page, base_url)
+    _set_number(page, "Rate (req/s)", "25")
+    trace = tmp_path / "t.csv"
+    trace.write_text("request_id,arrival_s,prompt_tokens,output_tokens\n"
+                     + "".join(f"{i},{i * 0.3:.1f},{100 + i},12\n" for i in range(40)))
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(f'[workload]\narrival = "poisson"\nrate = 3.0\ntrace = "{trace}"\n'
+                        'num_requests = 40\n[policy]\nname = "continuous"\n')
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.locator('input[type="file"]').first.set_input_files(str(scenario))
+    page.get_by_text("trace: t.csv (from the scenario)").wait_for(timeout=60_000)
+    _settle(page)
+    assert float(page.get_by_label("Rate (req/s)", exact=True).input_value()) == 3.0
+    policy = sidebar.locator('[data-testid="stSelectbox"]', has_text="Policy").first.inner_html()
+    assert "continuous (vLLM v0)" in policy and "chunked prefill" not in policy
+    assert page.get_by_text("40 of 40 requests finished").count() == 1
+    _shot(page, "explorer-upload")
+
+
 def test_policies(page: Page, base_url: str) -> None:
     _open(page, f"{base_url}/policies")
     assert page.get_by_text("Recommended:").count() == 1

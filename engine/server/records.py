@@ -12,16 +12,32 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.live_api import Snapshot
+import pandas as pd
+
+from engine.server.live_api import Snapshot
 from simulator.atomic import atomic_write
 from simulator.metrics import summarize, to_json_safe
 from simulator.records import RECORDS_VERSION
 
 
+def mark_aborted(requests: pd.DataFrame, aborted: set[int]) -> pd.DataFrame:
+    """Status ``aborted`` for the requests whose client left (a padded batch's row may have
+    run to its end regardless: it is still not a success)."""
+    if not aborted or requests.empty:
+        return requests
+    hit = requests["request_id"].isin(aborted).to_numpy()
+    requests.loc[hit, "status"] = "aborted"
+    empty = hit & (requests["reason"] == "").to_numpy()
+    requests.loc[empty, "reason"] = "aborted: the client went away"
+    return requests
+
+
 def records_summary(snap: Snapshot) -> dict[str, Any]:
-    """The summary (contract 5) of the server's records so far."""
-    return to_json_safe(summarize(snap.requests, snap.steps,
-                                  kv_blocks_total=snap.kv_blocks_total))
+    """The summary (contract 5) of the server's records so far, plus ``num_aborted``
+    (requests whose client went away; they count as neither finished nor rejected)."""
+    out = summarize(snap.requests, snap.steps, kv_blocks_total=snap.kv_blocks_total)
+    out["num_aborted"] = int((snap.requests["status"] == "aborted").sum())
+    return to_json_safe(out)
 
 
 def records_json(snap: Snapshot, tokens: bool = False) -> dict[str, Any]:

@@ -26,8 +26,8 @@ import pandas as pd
 
 from simulator.errors import ConfigError
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
-from simulator.specs.models import get_model
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.scenario_types import Scenario
+from simulator.workload.config import build_requests
 from simulator.workload.traces import load_trace
 from simulator.workload.transforms import fit_context
 
@@ -82,15 +82,11 @@ def _from_scenario(path: Path, overrides: list[str], max_context: int | None
         axes = ", ".join(sorted(points[0][0]))
         raise ConfigError(f"{path}: a sweep of {len(points)} points ({axes}); measure one "
                           "point, e.g. --set workload.rate=5 (and policy.name=... if swept)")
-    point = points[0][1]
-    base = point.get("_base_dir")
-    cfg = WorkloadConfig.from_dict(point.get("workload", {}),
-                                   base_dir=Path(base) if base else path.parent)
-    seed = point.get("seed", 0)
-    model_context = get_model(point.get("model", {}).get("name", "llama-3.1-8b")
-                              ).max_context_tokens  # what `servesim run` fits to
+    sc = Scenario.from_dict(points[0][1], str(path))
+    seed = sc.seed
+    model_context = sc.model_spec().max_context_tokens  # what `servesim run` fits to
     max_context = model_context if max_context is None else min(max_context, model_context)
-    built = build_requests(cfg, np.random.default_rng(seed), max_context)
+    built = build_requests(sc.workload, np.random.default_rng(seed), max_context)
     notes = list(built.notes) + [f"drawn with seed {seed}; fitted to a context of "
                                  f"{max_context} tokens: {built.counts}"]
     return MeasureWorkload(built.table, str(path), built.closed_loop, notes, int(seed))

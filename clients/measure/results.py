@@ -29,15 +29,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from servesim.measure.client import Outcome
-from servesim.measure.workload import MeasureWorkload
+from clients.measure.client import Outcome
+from clients.measure.workload import MeasureWorkload
 from simulator.atomic import atomic_write
 from simulator.metrics import summarize, to_json_safe
 from simulator.metrics_stats import describe
 from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table, token_table
+from simulator.results_manifest import ENDPOINT, begin_writing, seal_results
 
 if TYPE_CHECKING:
-    from servesim.measure.loops import LoopConfig
+    from clients.measure.loops import LoopConfig
 
 PERCENTILES = (50, 90, 99)
 
@@ -103,19 +104,29 @@ class MeasureRun:
 
 
 def write_run(run: MeasureRun, out_dir: str | Path) -> list[Path]:
-    """requests.parquet, tokens.parquet and summary.json in ``out_dir``, each atomically.
+    """requests.parquet, tokens.parquet and summary.json in ``out_dir``, each atomically,
+    then ``manifest.json`` (kind ``endpoint-measured``, the endpoint, the server's machine
+    fingerprint when it said; simulator/results_manifest.py). Result files of another
+    run that this one does not write (a simulation's ``steps.parquet``) are removed.
 
     The layout of ``servesim run`` results (a one-point run: ``summary.json`` holds a list
     of one summary, the tables a ``point`` column of 0), so ``servesim validate --measured
-    DIR`` and the dashboard read a measurement like a simulated or engine run.
+    DIR`` and the dashboard read a measurement like a simulated or engine run. The caller
+    checks the folder first (``prepare_results``), before sending anything.
     """
     out = Path(out_dir)
     records = run.records()
     records.insert(0, "point", 0)
     tokens = run.tokens().assign(point=0)
     text = json.dumps([run.summary()], indent=2, allow_nan=False) + "\n"
-    return [
+    out.mkdir(parents=True, exist_ok=True)
+    begin_writing(out)
+    paths = [
         atomic_write(out / "requests.parquet", lambda p: records.to_parquet(p)),
         atomic_write(out / "tokens.parquet", lambda p: tokens.to_parquet(p)),
         atomic_write(out / "summary.json", lambda p: p.write_text(text)),
     ]
+    source = run.workload.source
+    seal_results(out, ENDPOINT, paths, machine=run.fingerprint, endpoint=run.endpoint,
+                 scenario=Path(source).stem, scenario_file=source, points=1)
+    return paths

@@ -14,7 +14,8 @@ Gauges (after the engine's last step):
 Counters: ``vllm:prompt_tokens_total`` (when a request's prefill ends),
 ``vllm:generation_tokens_total`` (as emitted), ``vllm:request_success_total``
 (``finished_reason="length"``: EOS is never honoured), ``servesim:request_rejected_total``
-(requests the engine refused because they can never fit).
+(requests the engine refused because they can never fit), ``servesim:request_aborted_total``
+(requests dropped because their client disconnected; never counted as successes).
 
 Histograms (s): ``vllm:time_to_first_token_seconds`` (first token - arrival),
 ``vllm:time_per_output_token_seconds`` (each gap between consecutive tokens of a request),
@@ -33,7 +34,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from engine.live_api import Gauges
+from engine.server.live_api import Gauges
 from simulator.policies import Sequence
 
 # Bucket upper bounds (s): vLLM's ranges, with finer low buckets for CPU and small models.
@@ -89,6 +90,7 @@ _COUNTERS = {
     "vllm:generation_tokens": "Output tokens generated.",
     "vllm:request_success": "Requests finished.",
     "servesim:request_rejected": "Requests refused by the engine (they can never fit).",
+    "servesim:request_aborted": "Requests dropped because their client went away.",
 }
 
 
@@ -125,6 +127,11 @@ class ServerMetrics:
                 seq.scheduled_s - seq.arrival_s)
             self.histograms["vllm:e2e_request_latency_seconds"].observe(
                 seq.finish_s - seq.arrival_s)
+
+    def aborted(self, seq: Sequence) -> None:
+        """A request dropped because its client went away: not a success."""
+        with self._lock:
+            self.counters["servesim:request_aborted"] += 1
 
     def render(self, gauges: Gauges) -> str:
         """The exposition text."""

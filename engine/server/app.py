@@ -6,6 +6,11 @@ Each request gets an ``asyncio.Queue`` that the engine thread feeds through
 with the first token, so a request the engine refuses (it can never fit the KV cache)
 still gets an HTTP 400 with an OpenAI-style error body rather than a broken stream.
 
+Every request, streamed or not, has a watcher (:func:`_watch_disconnect`) waiting for its
+client to go away; when it does, the engine drops the request (``backend.cancel``: its KV
+blocks and slot are freed) and records it as ``aborted``. Every error the server answers,
+an unknown route or method included, has OpenAI's JSON error body.
+
 :class:`ServerThread` runs the app under uvicorn in a background thread on a free port,
 for tests and notebooks; ``servesim serve`` runs it in the foreground.
 """
@@ -24,25 +29,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from engine.live_api import Backend, EngineUnavailable
-from engine.server_api import (
-    ApiError,
-    CompletionRequest,
-    check_context,
-    choice,
-    completion,
-    error_body,
-    model_list,
-    parse_completion,
-    usage,
-)
-from engine.server_metrics import ServerMetrics
-from engine.server_records import records_json, write_records
-from engine.server_text import TextCodec
+from engine.server.answer import Answer, error_response, refusal
+from engine.server.api import ApiError, check_context, error_body, model_list, parse_completion
+from engine.server.live_api import Backend, EngineUnavailable
+from engine.server.metrics import ServerMetrics
+from engine.server.records import records_json, write_records
+from engine.server.text import TextCodec
 from simulator.policies import Sequence
 
 
@@ -79,12 +76,22 @@ class _Sink:
         self.metrics.done(seq)
         self._put(("rejected", seq.reason) if seq.reason else ("done", None))
 
+    def aborted(self, seq: Sequence) -> None:
+        self.metrics.aborted(seq)
+        self._put(("aborted", seq.reason))
+
     def fail(self, message: str) -> None:
         self._put(("failed", message))
 
 
-def _error(e: ApiError) -> JSONResponse:
-    return JSONResponse(e.body(), status_code=e.status)
+async def _watch_disconnect(request: Request, on_leave: Callable[[], None]) -> None:
+    """Call ``on_leave`` when the client disconnects (cancel this task once answered:
+    uvicorn also reports a disconnect after a complete response)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            on_leave()
+            return
 
 
 def create_app(backend: Backend, model: ServedModel, *,
@@ -124,7 +131,7 @@ def create_app(backend: Backend, model: ServedModel, *,
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            return _error(ApiError(f"the request body is not valid JSON: {e}"))
+            return error_response(ApiError(f"the request body is not valid JSON: {e}"))
         try:
             req = parse_completion(body, model.name, model.vocab_size)
             ids = model.codec.encode(req.prompt) if isinstance(req.prompt, str) else req.prompt
@@ -132,19 +139,26 @@ def create_app(backend: Backend, model: ServedModel, *,
             sink = _Sink(asyncio.get_running_loop(), metrics)
             rid = backend.submit(ids, req.max_tokens, sink, arrived)
         except ApiError as e:
-            return _error(e)
+            return error_response(e)
         except EngineUnavailable as e:
-            return _error(ApiError(str(e), status=503, kind="server_error"))
-        first = await sink.queue.get()
-        refused = _refusal(first)
-        if refused is not None:
-            return _error(refused)
-        answer = _Answer(f"cmpl-{rid}", model, req, len(ids))
-        if req.stream:
-            return StreamingResponse(answer.stream(first, sink.queue, lambda: backend.cancel(rid)),
-                                     media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache"})
-        return await answer.whole(first, sink.queue)
+            return error_response(ApiError(str(e), status=503, kind="server_error"))
+        watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: backend.cancel(rid)))
+        streaming = False  # once the stream is built, it owns the watcher
+        try:
+            first = await sink.queue.get()
+            refused = refusal(first)
+            if refused is not None:
+                return error_response(refused)
+            answer = Answer(f"cmpl-{rid}", model, req, len(ids))
+            if req.stream:
+                streaming = True
+                return StreamingResponse(answer.stream(first, sink.queue, watcher),
+                                         media_type="text/event-stream",
+                                         headers={"Cache-Control": "no-cache"})
+            return await answer.whole(first, sink.queue)
+        finally:
+            if not streaming:
+                watcher.cancel()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -160,75 +174,34 @@ def create_app(backend: Backend, model: ServedModel, *,
         Route("/health", health), Route("/v1/models", models), Route("/metrics", prometheus),
         Route("/servesim/records", records), Route("/servesim/fingerprint", machine),
         Route("/v1/completions", completions, methods=["POST"]),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, exception_handlers={HTTPException: _http_error,
+                                              Exception: _internal_error})
 
 
-def _refusal(event: tuple[str, Any]) -> ApiError | None:
-    """The error to answer when a request ended before its first token, else None."""
-    kind, detail = event
-    if kind == "rejected":
-        return ApiError(f"the engine refused the request: {detail}")
-    if kind == "failed":
-        return ApiError(detail, status=503, kind="server_error")
-    return None
+_KINDS = {404: "not_found", 405: "invalid_request_error"}
 
 
-class _Answer:
-    """Turns a request's engine events into an OpenAI completion or a stream of chunks."""
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (unknown route, wrong method) with OpenAI's error body."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.url.path}; this server serves " + ", ".join(_ROUTES)
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return JSONResponse(error_body(message, kind=_KINDS.get(exc.status_code, "server_error")),
+                        status_code=exc.status_code, headers=exc.headers)
 
-    def __init__(self, cid: str, model: ServedModel, req: CompletionRequest,
-                 prompt_tokens: int) -> None:
-        self.cid, self.model, self.req, self.prompt_tokens = cid, model, req, prompt_tokens
-        self.created = int(time.time())
-        self.decoder = model.codec.decoder()
-        self.n = 0  # tokens received
 
-    def _ids(self, ids: list[int]) -> list[int] | None:
-        return ids if self.req.return_token_ids else None
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """A bug in the server: a JSON 500 rather than Starlette's plain text."""
+    return JSONResponse(error_body(f"internal server error: {exc!r}", kind="server_error"),
+                        status_code=500)
 
-    async def whole(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]]
-                    ) -> Response:
-        ids: list[int] = []
-        event = first
-        while event[0] == "token":
-            ids.append(int(event[1]))
-            event = await events.get()
-        if event[0] != "done":
-            return _error(_refusal(event) or ApiError(str(event[1]), status=500))
-        text = "".join(self.decoder.add(t) for t in ids) + self.decoder.flush()
-        body = completion(self.cid, self.model.name, [choice(text, "length", self._ids(ids))],
-                          usage(self.prompt_tokens, len(ids)), self.created)
-        return JSONResponse(body)
 
-    def _chunk(self, choices: list[dict[str, Any]], use: dict[str, int] | None = None) -> str:
-        body = completion(self.cid, self.model.name, choices, use, self.created)
-        return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
-
-    async def stream(self, first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]],
-                     cancel: Callable[[], None]) -> AsyncIterator[str]:
-        """One chunk per token (the last with finish_reason "length"), usage, [DONE].
-
-        If the client goes away mid-stream, ``cancel`` tells the engine to drop the request.
-        """
-        event = first
-        try:
-            while event[0] == "token":
-                token = int(event[1])
-                self.n += 1
-                last = self.n == self.req.max_tokens
-                text = self.decoder.add(token) + (self.decoder.flush() if last else "")
-                yield self._chunk([choice(text, "length" if last else None,
-                                          self._ids([token]))])
-                event = await events.get()
-        finally:
-            if event[0] == "token":  # left the loop early: the client disconnected
-                cancel()
-        if event[0] != "done":  # the engine failed mid-stream: say so in-band, then stop
-            yield f"data: {json.dumps(error_body(str(event[1]), kind='server_error'))}\n\n"
-            return
-        if self.req.include_usage:
-            yield self._chunk([], usage(self.prompt_tokens, self.n))
-        yield "data: [DONE]\n\n"
+_ROUTES = ("POST /v1/completions", "GET /v1/models", "/health", "/metrics",
+           "/servesim/records", "/servesim/fingerprint")
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@
 (``smollm2-135m``), a local safetensors directory, else random weights for a catalogue
 name or config.json (``engine.models.build_model``). ``load_tokenizer`` gives the
 tokenizer that goes with them, or None for random weights: those are served with the
-byte-level codec of :mod:`engine.server_text`. An unknown name raises
+byte-level codec of :mod:`engine.server.text`. An unknown name raises
 :class:`~simulator.errors.ConfigError` listing what is known.
 """
 
@@ -14,8 +14,8 @@ import importlib
 from types import ModuleType
 
 from engine.models import EngineModel, build_model
-from engine.server import ServedModel
-from engine.server_text import ByteCodec, HFCodec, TextCodec
+from engine.server.app import ServedModel
+from engine.server.text import ByteCodec, HFCodec, TextCodec
 from simulator.errors import ConfigError
 
 

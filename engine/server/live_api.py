@@ -1,6 +1,6 @@
 """What the HTTP layer needs from a live engine, without torch: sinks, gauges, snapshots.
 
-:class:`engine.live.LiveEngine` implements :class:`Backend`; ``engine/server.py`` only
+:class:`engine.server.live.LiveEngine` implements :class:`Backend`; ``engine/server/app.py`` only
 sees this protocol, so the HTTP layer imports no torch and could front another backend.
 """
 
@@ -22,6 +22,9 @@ class RequestSink(Protocol):
 
     def done(self, seq: Sequence) -> None:
         """The request finished, or was rejected (then ``seq.reason`` says why)."""
+
+    def aborted(self, seq: Sequence) -> None:
+        """The request was dropped because its client went away (``LiveEngine.cancel``)."""
 
     def fail(self, message: str) -> None:
         """The engine stopped or crashed before the request ended."""
@@ -55,6 +58,7 @@ class Backend(Protocol):
     """A live engine as the HTTP layer drives it."""
 
     kv_blocks: int  # KV blocks in total
+    max_request_tokens: int  # the KV budget in token positions: prompt + max_tokens at most
     gauges: Gauges  # load after the last step
     error: BaseException | None  # why the engine died, if it did
 

@@ -79,6 +79,7 @@ def _prompt(value: Any, vocab_size: int) -> str | list[int]:
     if isinstance(value, str):
         if not value:
             raise ApiError("prompt is empty", "prompt")
+        _check_unicode(value)
         return value
     if not isinstance(value, list) or (value and isinstance(value[0], str | list)):
         raise ApiError("prompt must be a string or a list of token ids (one prompt per "
@@ -90,6 +91,16 @@ def _prompt(value: Any, vocab_size: int) -> str | list[int]:
         raise ApiError(f"prompt token id {bad!r} is not an integer in [0, {vocab_size})",
                        "prompt")
     return [int(v) for v in value]
+
+
+def _check_unicode(text: str) -> None:
+    """Refuse text that is not valid Unicode: JSON may spell a lone surrogate (``"\\ud800"``),
+    which no tokenizer can encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ApiError(f"prompt is not valid Unicode: {text[e.start]!r} at character "
+                       f"{e.start} is a lone surrogate", "prompt") from None
 
 
 def parse_completion(body: Any, served_model: str, vocab_size: int) -> CompletionRequest:

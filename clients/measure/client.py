@@ -143,19 +143,42 @@ class Endpoint:
                 out.prompt_tokens = int(usage["prompt_tokens"])
 
 
-async def probe(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
-    """GET ``{base}/models``: the endpoint's model list, or MeasureError if unreachable."""
+@dataclass(slots=True, frozen=True)
+class Listing:
+    """What ``GET {base}/models`` answered."""
+
+    models: list[dict[str, Any]]  # the entries of ``data`` (empty when there is no list)
+    problem: str = ""  # why there is no model list ("" when there is one)
+
+
+async def probe(client: httpx.AsyncClient, base_url: str) -> Listing:
+    """GET ``{base}/models``: the endpoint's model list.
+
+    Raises MeasureError if the server is unreachable, or if the URL answers 404: then
+    ``base_url`` is not an OpenAI-compatible API base (a wrong path, such as a missing
+    ``/v1``), and every request would fail the same way.
+    """
+    url = base_url + "/models"
     try:
-        resp = await client.get(base_url + "/models", timeout=10.0)
+        resp = await client.get(url, timeout=10.0)
     except httpx.ConnectError as e:
         raise MeasureError(f"cannot connect to {base_url}: {connect_reason(e)} "
                            "(is the server running on that host and port?)") from None
     except httpx.HTTPError as e:
-        raise MeasureError(f"{base_url}/models: {type(e).__name__}: {e}") from None
+        raise MeasureError(f"{url}: {type(e).__name__}: {e}") from None
+    if resp.status_code == 404:
+        raise MeasureError(f"GET {url} answered HTTP 404 (not found): {base_url} is not an "
+                           "OpenAI-compatible API base. Give the URL its /v1/models and "
+                           "/v1/completions hang from, e.g. http://HOST:PORT/v1")
     if resp.status_code != 200:
-        return {}
+        return Listing([], f"GET {url} answered HTTP {resp.status_code}: "
+                           f"{_message(resp.content)}")
     try:
         body = resp.json()
     except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+        body = None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return Listing([], f"GET {url} answered 200 but not an OpenAI model list "
+                           f"({resp.text[:80]!r}): is {base_url} an OpenAI-compatible API base?")
+    return Listing([m for m in data if isinstance(m, dict)])

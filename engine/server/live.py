@@ -17,6 +17,18 @@ step log can be replayed by the simulator like an offline one:
 
 The sink's callbacks run on the engine thread, so they must be quick and thread-safe
 (the HTTP layer hands each event to its event loop with ``call_soon_threadsafe``).
+
+Memory is bounded by the KV budget, ``kv_blocks x block_size`` token positions. The slot
+cache (engine/slot_cache.py) gives each request in the core a row as long as the longest
+of them, so a request is handed to the core only while ``(requests in the core + 1) x
+(longest prompt + max_tokens among them and it)`` stays within the budget; until then it
+waits, in arrival order (one that does not fit holds back those behind it, so a long
+request is not starved). A request longer than the whole budget goes to the core at
+once, which rejects it (``needs N KV blocks ...; the replica has M``): the HTTP layer
+answers 400 and the records keep it as ``rejected``.
+
+A request whose client went away (:meth:`LiveEngine.cancel`) is dropped from the queue or
+the core, its KV blocks and slot freed, and recorded with status ``aborted``.
 """
 
 from __future__ import annotations
@@ -31,8 +43,14 @@ import traceback
 from dataclasses import dataclass
 
 from engine.core import EngineCore
-from engine.live_api import EngineUnavailable, Gauges, RequestSink, Snapshot
 from engine.models import EngineModel
+from engine.server.live_api import (
+    EngineUnavailable,
+    Gauges,
+    RequestSink,
+    Snapshot,
+)
+from engine.server.records import mark_aborted
 from simulator.cluster import request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
@@ -59,15 +77,18 @@ class LiveEngine:
                  block_size: int = 16, capacity: int = 256) -> None:
         self.kv_blocks = kv_blocks
         self.block_size = block_size
+        self.max_request_tokens = kv_blocks * block_size  # the KV budget, in positions
         self._t0 = time.perf_counter()
         self.core = EngineCore(em, policy, BlockManager(kv_blocks, block_size),
-                               capacity=capacity, clock=self.clock,
-                               on_token=self._on_token, on_done=self._on_done)
+                               capacity=capacity, max_cache_positions=self.max_request_tokens,
+                               clock=self.clock, on_token=self._on_token,
+                               on_done=self._on_done)
         self.gauges = Gauges()
         self.error: BaseException | None = None  # why the engine thread died, if it did
         self._inbox: queue.SimpleQueue[_Submission | _Cancel | None] = queue.SimpleQueue()
         self._pending: list[_Submission] = []  # taken from the inbox, by arrival; not arrived
         self._sinks: dict[int, RequestSink] = {}  # engine thread only
+        self._aborted: set[int] = set()  # requests whose client left before they ended
         self._lock = threading.Lock()  # held by the engine thread while it touches the core
         self._readers = 0  # snapshot() calls waiting for the lock (the engine lets them in)
         self._readers_lock = threading.Lock()
@@ -122,7 +143,9 @@ class LiveEngine:
         return rid
 
     def cancel(self, request_id: int, reason: str = "aborted: the client went away") -> None:
-        """Stop working on a request (any thread); it is recorded as rejected with ``reason``."""
+        """Stop working on a request (any thread): it is recorded with status ``aborted``
+        and ``reason``, and its sink gets ``aborted``. A request that already ended is left
+        as it is."""
         self._inbox.put(_Cancel(request_id, reason))
 
     def snapshot(self) -> Snapshot:
@@ -133,7 +156,8 @@ class LiveEngine:
         try:
             with self._lock:
                 core = self.core
-                requests = request_records(list(core.arrived))
+                requests = mark_aborted(request_records(list(core.arrived)),
+                                         self._aborted)
                 steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
                 tokens = token_table(core.token_times)
                 now = self.clock()
@@ -180,15 +204,27 @@ class LiveEngine:
                 break
             if item is not None:
                 self._take(item)
-        while self._pending and self._pending[0].seq.arrival_s <= until:
+        while self._pending and self._pending[0].seq.arrival_s <= until and self._fits():
             sub = self._pending.pop(0)
             self._sinks[sub.seq.request_id] = sub.sink
             self.core.arrive(sub.seq, sub.prompt_ids)
 
+    def _fits(self) -> bool:
+        """The first pending request can join the core within the KV budget (module
+        docstring): rows x longest, counting every request the core holds."""
+        seq = self._pending[0].seq
+        total = seq.prompt_tokens + seq.output_tokens
+        state = self.core.state
+        held = [*state.waiting, *state.running]
+        if not held or total > self.max_request_tokens:  # alone, or rejected at once
+            return True
+        longest = max(total, max(s.prompt_tokens + s.output_tokens for s in held))
+        return (len(held) + 1) * longest <= self.max_request_tokens
+
     def _wait(self, now: float, until: float | None) -> float:
         """Block until ``until`` or the next arrival; return the logical time to wake at."""
         deadline = math.inf if until is None else until
-        if self._pending:  # already here, stamped after `now`
+        if self._pending and self._fits():  # already here, stamped after `now`
             return max(now, min(deadline, self._pending[0].seq.arrival_s))
         timeout = None if until is None else max(0.0, until - self.clock())
         try:
@@ -198,7 +234,7 @@ class LiveEngine:
         if item is None:  # stop() woke us
             return now
         self._take(item)
-        if not self._pending:  # it was a cancellation
+        if not self._pending or not self._fits():  # a cancellation, or it must wait
             return max(now, min(deadline, self.clock()))
         return max(now, min(deadline, self._pending[0].seq.arrival_s))
 
@@ -209,13 +245,17 @@ class LiveEngine:
             bisect.insort(self._pending, item, key=lambda s: s.seq.arrival_s)
             return
         for sub in self._pending:
-            if sub.seq.request_id == item.request_id:  # not arrived yet: it never will
+            if sub.seq.request_id == item.request_id:  # not in the core yet: it never will be
                 self._pending.remove(sub)
                 sub.seq.reason = item.reason
                 self.core.arrived.append(sub.seq)
-                sub.sink.done(sub.seq)
+                self._aborted.add(sub.seq.request_id)
+                sub.sink.aborted(sub.seq)
                 return
-        self.core.abort(item.request_id, item.reason)
+        if item.request_id in self._sinks:  # in the core and not ended
+            self._aborted.add(item.request_id)
+            # False for a row of a padded batch: it ends with its batch, still aborted.
+            self.core.abort(item.request_id, item.reason)
 
     def _publish(self) -> None:
         state = self.core.state
@@ -227,7 +267,11 @@ class LiveEngine:
 
     def _on_done(self, seq: Sequence) -> None:
         self._publish()  # the step is applied: a client that reads /metrics next sees it
-        self._sinks.pop(seq.request_id).done(seq)
+        sink = self._sinks.pop(seq.request_id)
+        if seq.request_id in self._aborted:
+            sink.aborted(seq)
+        else:
+            sink.done(seq)
         self.core.forget_tokens(seq.request_id)  # streamed already; keep the server's memory flat
 
     def _fail_all(self, message: str) -> None:
@@ -245,3 +289,4 @@ class LiveEngine:
         self._pending.clear()
         for sink in sinks:
             sink.fail(message)
+

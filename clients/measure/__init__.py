@@ -13,10 +13,10 @@ simulator's workload, records and metrics.
 - :mod:`.results`: outcomes -> records, token times and summary, written atomically.
 """
 
-from servesim.measure.client import MeasureError, Outcome
-from servesim.measure.loops import LoopConfig, measure
-from servesim.measure.results import MeasureRun, write_run
-from servesim.measure.workload import MeasureWorkload, load_workload
+from clients.measure.client import MeasureError, Outcome
+from clients.measure.loops import LoopConfig, measure
+from clients.measure.results import MeasureRun, write_run
+from clients.measure.workload import MeasureWorkload, load_workload
 
 __all__ = ["LoopConfig", "MeasureError", "MeasureRun", "MeasureWorkload", "Outcome",
            "load_workload", "measure", "write_run"]

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from servesim.measure.client import Endpoint, MeasureError, Outcome, probe
-from servesim.measure.results import MeasureRun
-from servesim.measure.workload import PROMPT_FORMATS, MeasureWorkload, prompt_for
+from clients.measure.client import Endpoint, MeasureError, Outcome, probe
+from clients.measure.results import MeasureRun
+from clients.measure.workload import PROMPT_FORMATS, MeasureWorkload, prompt_for
 
 
 @dataclass(slots=True, frozen=True)
@@ -81,10 +81,12 @@ async def _measure(cfg: LoopConfig, load: Callable[[int | None], MeasureWorkload
     limits = httpx.Limits(max_connections=cfg.max_concurrency, max_keepalive_connections=None)
     async with httpx.AsyncClient(timeout=httpx.Timeout(None), limits=limits,
                                  trust_env=False) as client:
-        listed = [m for m in (await probe(client, base)).get("data", []) if isinstance(m, dict)]
+        listing = await probe(client, base)
+        listed = listing.models
         model = cfg.model or (str(listed[0].get("id")) if listed else None)
         if model is None:
-            raise MeasureError(f"{base}/models lists no model; give --model NAME")
+            raise MeasureError(f"{listing.problem or f'GET {base}/models lists no model'}; "
+                               "give --model NAME to send requests anyway")
         ids = [str(m.get("id")) for m in listed]
         if listed and model not in ids:
             raise MeasureError(f"--model {model!r}: {base} serves {', '.join(ids)}")
