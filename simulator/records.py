@@ -18,7 +18,8 @@ prompt_tokens      int64   prompt length
 output_tokens      int64   output tokens asked for (and produced, when finished)
 preemptions        int64   times its KV cache was evicted and recomputed
 replica            int64   replica that served it (-1 if rejected before routing)
-status             str     ``finished`` | ``rejected`` | ``in_flight`` (at the horizon)
+status             str     ``finished`` | ``rejected`` | ``in_flight`` (at the horizon) |
+                           ``aborted`` (a live server's client went away)
 reason             str     why it was rejected (empty otherwise)
 =================  ======  =====================================================
 

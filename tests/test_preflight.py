@@ -56,3 +56,17 @@ def test_preflight_checks_the_resolved_point() -> None:
         preflight(dep, available=2**30)  # 21.8 GB > 1 GiB
     with pytest.raises(ConfigError, match="workload.rate = 0.001 req/s"):
         preflight(dep, available=2**50)  # fits, but 10^7 / 1e-3 = 1e10 s > 1e9 s
+
+
+def test_a_trace_rescaled_to_a_vanishing_rate_is_refused() -> None:
+    import pandas as pd
+
+    from simulator.workload.transforms import scale_to_rate
+
+    table = pd.DataFrame({"request_id": [0, 1, 2], "arrival_s": [0.0, 1.0, 3.0],
+                          "prompt_tokens": [10] * 3, "output_tokens": [5] * 3})
+    # 3 arrivals at 0.5 req/s span (3 - 1) / 0.5 = 4 s: gaps x 4/3
+    assert scale_to_rate(table, 0.5)["arrival_s"].tolist() == pytest.approx([0, 4 / 3, 4])
+    # at 1e-300 req/s they would span 2e300 s, where a 10 ms step vanishes in float64
+    with pytest.raises(ConfigError, match="workload.rate = 1e-300 req/s: 2 requests"):
+        scale_to_rate(table, 1e-300)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ConfigError
+from simulator.workload.arrivals import check_span
 from simulator.workload.table import validate_request_table
 
 ContextRule = Literal["truncate", "drop"]
@@ -41,6 +42,7 @@ def scale_to_rate(table: pd.DataFrame, rate_per_s: float) -> pd.DataFrame:
             "scale_to_rate: all requests arrive at the same time "
             f"({first} s); there is no rate to rescale"
         )
+    check_span(rate_per_s, n - 1)  # the rescaled trace spans (n - 1) / rate seconds
     factor = ((n - 1) / rate_per_s) / span
     out = table.copy()
     out["arrival_s"] = first + (arrival - first) * factor
