@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from engine.server.record_keeper import DEFAULT_KEEP_RECORDS
 from servesim.serve_socket import bind_listener, network_warning
 from simulator.errors import ConfigError
 from simulator.policies import POLICIES, make_policy
@@ -52,7 +53,13 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--records-out", default=None, metavar="DIR",
                    help="write the server's request records, step log, token times and "
-                        "summary here on shutdown")
+                        "summary here on shutdown (records past --keep-records are "
+                        "written to DIR/records-parts as they leave memory, then merged)")
+    p.add_argument("--keep-records", type=int, default=DEFAULT_KEEP_RECORDS, metavar="N",
+                   help="request records kept in memory, with their token times and step "
+                        f"log (default {DEFAULT_KEEP_RECORDS:,}; about 0.5 KB each plus 8 "
+                        "bytes an output token); older finished ones go to --records-out, "
+                        "or are dropped and counted (records_dropped)")
     p.add_argument("--seed", type=int, default=0, help="seed of random weights")
 
 
@@ -83,6 +90,7 @@ def serve_command(args: argparse.Namespace) -> int:
         from engine.server.app import create_app
         from engine.server.live import LiveEngine
         from engine.server.model import load_served_model
+        from engine.server.record_spill import RecordSpill
     except ImportError as e:
         print(f"servesim: error: `servesim serve` needs the engine and serve extras ({e}): "
               "pip install torch==2.13.0 && pip install -e '.[engine,serve]'", file=sys.stderr)
@@ -92,7 +100,10 @@ def serve_command(args: argparse.Namespace) -> int:
     listener = None
     try:
         policy = make_policy(args.policy, **policy_knobs(args))
-        for flag in ("kv_blocks", "block_size"):
+        out = Path(args.records_out) if args.records_out else None
+        if out is not None:
+            RecordSpill(out).check()  # parts of a server that did not shut down
+        for flag in ("kv_blocks", "block_size", "keep_records"):
             if getattr(args, flag) < 1:
                 raise ConfigError(f"--{flag.replace('_', '-')}={getattr(args, flag)} "
                                   "must be >= 1")
@@ -111,8 +122,8 @@ def serve_command(args: argparse.Namespace) -> int:
             listener.close()
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2
-    engine = LiveEngine(em, policy, args.kv_blocks, block_size=args.block_size)
-    out = Path(args.records_out) if args.records_out else None
+    engine = LiveEngine(em, policy, args.kv_blocks, block_size=args.block_size,
+                        keep_records=args.keep_records, spill_to=out)
     from engine.sweep import machine_fingerprint
 
     app = create_app(engine, served, records_out=out,

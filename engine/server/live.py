@@ -29,6 +29,10 @@ answers 400 and the records keep it as ``rejected``.
 
 A request whose client went away (:meth:`LiveEngine.cancel`) is dropped from the queue or
 the core, its KV blocks and slot freed, and recorded with status ``aborted``.
+
+The records are bounded too: at most ``keep_records`` requests' records (and their token
+times and step-log rows) stay in memory; older ended ones go to ``spill_to`` or are
+dropped and counted (engine/server/record_keeper.py).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.core import EngineCore
 from engine.models import EngineModel
@@ -50,11 +55,13 @@ from engine.server.live_api import (
     RequestSink,
     Snapshot,
 )
+from engine.server.record_keeper import DEFAULT_KEEP_RECORDS, Evicted, RecordKeeper
+from engine.server.record_spill import RecordSpill
 from engine.server.records import mark_aborted
 from simulator.cluster import request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
-from simulator.records import STEP_COLUMNS, empty_table, token_table
+from simulator.records import token_table
 
 
 @dataclass(slots=True, frozen=True)
@@ -74,7 +81,13 @@ class LiveEngine:
     """An :class:`EngineCore` run by one background thread; see the module docstring."""
 
     def __init__(self, em: EngineModel, policy: Policy, kv_blocks: int, *,
-                 block_size: int = 16, capacity: int = 256) -> None:
+                 block_size: int = 16, capacity: int = 256,
+                 keep_records: int = DEFAULT_KEEP_RECORDS,
+                 spill_to: Path | None = None) -> None:
+        spill = None if spill_to is None else RecordSpill(spill_to)
+        if spill is not None:
+            spill.check()
+        self.keeper = RecordKeeper(keep_records, spill)
         self.kv_blocks = kv_blocks
         self.block_size = block_size
         self.max_request_tokens = kv_blocks * block_size  # the KV budget, in positions
@@ -158,15 +171,16 @@ class LiveEngine:
                 core = self.core
                 requests = mark_aborted(request_records(list(core.arrived)),
                                          self._aborted)
-                steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
+                steps = self.keeper.steps(core)
                 tokens = token_table(core.token_times)
                 now = self.clock()
+                spilled, dropped = self.keeper.spilled, self.keeper.dropped
         finally:
             with self._readers_lock:
                 self._readers -= 1
                 if self._readers == 0:
                     self._no_readers.set()
-        return Snapshot(requests, steps, tokens, self.kv_blocks, now)
+        return Snapshot(requests, steps, tokens, self.kv_blocks, now, spilled, dropped)
 
     # --- the engine thread -------------------------------------------------------------
 
@@ -191,6 +205,9 @@ class LiveEngine:
                     core.run(decision, now, self._admit)
                     now = core.last_end
                 self._publish()
+                evicted = self._evict()  # counted at once; a snapshot adds up
+            if evicted is not None:  # disk writes outside the lock
+                self.keeper.write(evicted)
             self._no_readers.wait()  # a busy engine would re-take the lock before a reader
             if isinstance(decision, Wait):
                 now = self._wait(now, decision.until)
@@ -256,6 +273,12 @@ class LiveEngine:
             self._aborted.add(item.request_id)
             # False for a row of a padded batch: it ends with its batch, still aborted.
             self.core.abort(item.request_id, item.reason)
+
+    def _evict(self) -> Evicted | None:
+        """Take the oldest ended requests' records past the bound (module docstring)."""
+        since = self._pending[0].seq.arrival_s if self._pending else math.inf
+        return self.keeper.take(self.core, lambda rid: rid not in self._sinks,
+                                self._aborted, since)
 
     def _publish(self) -> None:
         state = self.core.state

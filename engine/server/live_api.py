@@ -52,6 +52,8 @@ class Snapshot:
     tokens: pd.DataFrame  # request_id, token_index, time_s
     kv_blocks_total: int
     clock_s: float  # the engine clock when the snapshot was taken
+    records_spilled: int = 0  # request records that left memory for --records-out
+    records_dropped: int = 0  # request records that left memory unwritten (--keep-records)
 
 
 class Backend(Protocol):
