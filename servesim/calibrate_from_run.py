@@ -29,8 +29,9 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("black-box calibration from measured runs")
     g.add_argument("--from-run", nargs="+", default=None, metavar="DIR",
                    help="measured runs to fit: results folders of servesim measure or "
-                        "servesim run --backend engine (every point in them), or vLLM bench "
-                        "result JSON files (--save-detailed)")
+                        "servesim run --backend engine (every point in them), or client "
+                        "result files: GuideLLM benchmarks.json, AIPerf profile_export.jsonl, "
+                        "vLLM bench JSON (--save-detailed)")
     g.add_argument("--scenario", default=None, metavar="S.toml",
                    help="the deployment the runs were served with (model, hardware, policy, "
                         "KV); one point, or a sweep matching each folder's points in order")

@@ -1,9 +1,9 @@
 """``servesim serve --model tiny --policy continuous --port 8000``: the OpenAI-compatible server.
 
-Serves /v1/completions (streaming or not), /v1/models, /health, /metrics (Prometheus,
-vLLM's names) and /servesim/records on the real engine, one background engine thread
-running the shared batching policy (docs/serving.md). Binds 127.0.0.1 unless ``--host``
-says otherwise. torch is imported only when this command runs.
+Serves /v1/completions and /v1/chat/completions (streaming or not), /v1/models, /health,
+/metrics (Prometheus, vLLM's names) and /servesim/records on the real engine, one
+background engine thread running the shared batching policy (docs/serving.md). Binds
+127.0.0.1 unless ``--host`` says otherwise. torch is imported only when this command runs.
 """
 
 from __future__ import annotations

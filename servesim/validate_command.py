@@ -4,7 +4,11 @@ Every point of the scenario (policies x loads) is served by the real engine on t
 machine (``--backend engine``) and simulated with the scenario's cost profile; the two are
 compared metric by metric (calibrate/validate.py). ``--measured DIR`` / ``--simulated DIR``
 take either side from a results folder written earlier (``servesim run``, ``run --backend
-engine``, ``servesim measure``) instead of running it. Writes ``comparison.csv``,
+engine``, ``servesim measure``) instead of running it; ``--measured FILE`` takes a
+client's result file (GuideLLM ``benchmarks.json``, AIPerf ``profile_export.jsonl``, vLLM
+bench JSON; read by simulator/measured/) and simulates the same requests (its send times
+and lengths replace the scenario's workload); figures the format cannot give (GuideLLM:
+the ITL distribution) are listed as notes and get no comparison row. Writes ``comparison.csv``,
 ``comparison.json``, ``cdf.png``, both sides' tables (``measured/``, ``simulated/``) and a
 ``manifest.json`` of kind ``validation`` under ``--out``, which is checked writable (and not
 holding results of another kind) before anything runs. ``--measured DIR`` must hold
@@ -33,7 +37,14 @@ from calibrate.validate import (
     rows_table,
     worst_request,
 )
-from servesim.validate_folders import Side, check_measured, read_results, simulated_note
+from servesim.validate_folders import (
+    Side,
+    check_measured,
+    is_measured_file,
+    read_results,
+    replay_measured,
+    simulated_note,
+)
 from servesim.validate_profiles import (
     choose_profiles,
     drift_corrected,
@@ -61,8 +72,10 @@ def add_validate_parser(sub: Any) -> None:
                    help="results folder (default: results/<scenario name>-validate)")
     p.add_argument("--json", action="store_true",
                    help="print only the list of comparison rows on stdout")
-    p.add_argument("--measured", default=None, metavar="DIR",
-                   help="take the measured side from this results folder (no engine run)")
+    p.add_argument("--measured", default=None, metavar="DIR|FILE",
+                   help="take the measured side from this results folder, or from a "
+                        "GuideLLM benchmarks.json, AIPerf profile_export.jsonl or vLLM bench "
+                        "JSON, whose requests the simulation replays (no engine run)")
     p.add_argument("--simulated", default=None, metavar="DIR",
                    help="take the simulated side from this results folder")
     p.add_argument("--threads", type=int, default=1,
@@ -108,7 +121,11 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
     first = [resolve(p) for _, p in points]  # a bad point fails before anything runs
     device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
     notes: list[str] = []
-    if measured_dir:
+    if measured_dir and is_measured_file(measured_dir):
+        points, measured, file_notes = replay_measured(measured_dir, points, out)
+        notes += file_notes
+        fingerprint, engine_here = measured_fingerprint([s for s, _ in measured]), False
+    elif measured_dir:
         note = check_measured(measured_dir)
         notes += [note] if note else []
         measured = read_results(measured_dir, len(points))
@@ -137,7 +154,8 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
             points, deps, measured, simulated, strict=True):
         policy, load = dep.policy_name, load_label(labels, point)
         rows += compare_summaries(m_sum, s_sum, policy=policy, load=load)
-        w = worst_request(m_req, s_req, policy=policy, load=load)
+        w = worst_request(m_req, s_req, policy=policy, load=load) \
+            if m_req["arrival_s"].notna().any() else None  # no send times: no pairs
         if w is not None:
             worst.append(w)
         pairs.append((policy, load, m_req, s_req))

@@ -88,7 +88,9 @@ def choose_profiles(points: list[Point], fingerprint: dict[str, Any] | None, *,
                 print(f"servesim: no profile of {dep.model.name} ({dep.weight_dtype}, "
                       f"{threads} thread(s)) measured on this machine: calibrating it now "
                       f"(`{HOW_TO_FIX.format(model=dep.model.name, threads=threads)}`, "
-                      "about a minute; the workload is not used)", file=sys.stderr)
+                      "it times 69 step shapes: about a minute for tiny on one thread, "
+                      "tens of minutes for a 100M+ model; the workload is not used)",
+                      file=sys.stderr)
                 made[key] = calibrate(dep.model.name, dep.weight_dtype, threads)
                 notes.append(f"calibrated this machine first: {made[key]}")
             path = made[key]

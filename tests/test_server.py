@@ -91,7 +91,8 @@ def test_token_prompt_gives_exactly_max_tokens_greedy_tokens(http, tiny):
     (only,) = body["choices"]
     assert only["finish_reason"] == "length"
     assert only["token_ids"] == greedy(tiny[0], ids, 7)
-    assert body["usage"] == {"prompt_tokens": 6, "completion_tokens": 7, "total_tokens": 13}
+    assert body["usage"] == {"prompt_tokens": 6, "completion_tokens": 7, "total_tokens": 13,
+                             "prompt_tokens_details": {"cached_tokens": 0}}
 
 
 def test_text_prompt_uses_the_byte_fallback(http):
@@ -343,3 +344,47 @@ def test_a_client_that_leaves_mid_stream_cancels_its_request(http):
             break
         time.sleep(0.1)
     assert last["status"] == "aborted" and last["reason"].startswith("aborted")
+
+
+def test_end_early_finishes_a_request_with_the_tokens_it_generated(tiny):
+    """A stop string's path in the engine: end_early after the 3rd token (called from the
+    sink, on the engine thread, as the step's tokens go out) ends the request at the end of
+    that step: finished, output_tokens 3 of the 50 asked, finish_s = its 3rd token's time,
+    and the sink gets done, not aborted."""
+    import threading
+
+    em, _ = tiny
+    engine = LiveEngine(em, make_policy("continuous"), 64)
+    ended, times = [], []
+    over = threading.Event()
+
+    class Sink:
+        def token(self, seq, token_id, time_s):
+            times.append(time_s)
+            if len(times) == 3:
+                engine.end_early(seq.request_id)
+
+        def done(self, seq):
+            ended.append(("done", seq.reason))
+            over.set()
+
+        def aborted(self, seq):
+            ended.append(("aborted", seq.reason))
+            over.set()
+
+        def fail(self, message):
+            ended.append(("failed", message))
+            over.set()
+
+    engine.start()
+    try:
+        rid = engine.submit([5, 6, 7], 50, Sink())
+        assert over.wait(60)
+        snap = engine.snapshot()
+    finally:
+        engine.stop()
+    assert ended == [("done", "")] and len(times) == 3
+    row = snap.requests.set_index("request_id").loc[rid]
+    assert (row["status"], row["output_tokens"], row["reason"]) == ("finished", 3, "")
+    assert row["finish_s"] == times[-1]
+    assert (snap.tokens["request_id"] == rid).sum() == 3

@@ -1,10 +1,14 @@
 """Validation: read a measured run, replay its workload, and compare it as ``servesim validate``.
 
 A measured run is either request records (contract 4, CSV or Parquet: the engine and
-``servesim`` write the same columns) or a vLLM ``bench serve`` result JSON saved with
-``--save-detailed``, read by the one reader of that format
-(:mod:`simulator.workload.traces_json`: a request failed only where its ``errors`` entry
-says so). Both sides are reduced to summary figures (contract 5 keys) and compared by
+``servesim`` write the same columns) or a client's result file (.json/.jsonl), read by the
+one loader of measured runs (:mod:`simulator.measured`, which sniffs the format): GuideLLM
+``benchmarks.json``, AIPerf ``profile_export.jsonl`` or a vLLM ``bench serve`` result saved
+with ``--save-detailed`` (for that format the page keeps what vLLM itself measured: its
+request rate, duration and throughputs, and asks for a rate to replay at, since the file
+has no send times). Figures a format cannot give (GuideLLM: the ITL distribution) have no
+samples and no comparison row; the page says so. Both sides are reduced to summary
+figures (contract 5 keys) and compared by
 :func:`calibrate.validate.compare_summaries`, with its tolerances and ok/miss verdicts.
 """
 
@@ -26,6 +30,7 @@ from calibrate.validate import (
     rows_table,
 )
 from dashboard.logic.uploads import UPLOAD_DIR, save_upload
+from simulator.measured import MeasuredRun, load_measured_runs
 from simulator.metrics import request_metrics
 from simulator.metrics_stats import describe
 from simulator.records import REQUEST_COLUMNS
@@ -142,14 +147,50 @@ def _positive(value: Any) -> bool:
         math.isfinite(value) and value > 0
 
 
-def load_measured(path: Path) -> Measured:
-    """Records (.csv/.parquet) or a vLLM bench result (.json), by extension."""
-    if path.suffix.lower() == ".json":
+def load_client_run(path: Path) -> Measured:
+    """A client's result file through :func:`simulator.measured.load_measured_runs` (one
+    run); a vLLM bench result keeps vLLM's own rate and throughputs (:func:`load_vllm_bench`)."""
+    runs = load_measured_runs(path)
+    if len(runs) != 1:
+        raise ValueError(f"{path.name}: holds {len(runs)} runs; upload a file of one")
+    run = runs[0]
+    if run.format == "vllm_bench":
         return load_vllm_bench(path)
+    return from_run(run, path.name)
+
+
+def from_run(run: MeasuredRun, name: str) -> Measured:
+    """A run read by simulator/measured/ as this page's Measured: samples from its finished
+    requests, ITL only where the format has per-token times."""
+    done = run.finished
+    if done.empty:
+        raise ValueError(f"{name}: no finished requests to compare")
+    ttft, e2e = done["ttft_s"].to_numpy(float), done["e2e_s"].to_numpy(float)
+    out = done["output_tokens"].to_numpy(float)
+    tpot = np.divide(e2e - ttft, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    samples: Samples = {"ttft": (ttft[np.isfinite(ttft)] * 1000, None),
+                        "tpot": (tpot[np.isfinite(tpot)] * 1000, None),
+                        "e2el": (e2e * 1000, None)}
+    if run.gaps_s is not None:
+        gaps = [run.gaps_s[i] for i in done["request_id"] if i in run.gaps_s]
+        samples["itl"] = (np.concatenate(gaps) * 1000 if gaps else np.array([]), None)
+    table = run.replay_table()
+    if not run.arrivals_known:
+        table = table.assign(arrival_s=np.nan)
+    span = float(table["arrival_s"].max() - table["arrival_s"].min())
+    rate = (len(table) - 1) / span if run.arrivals_known and span > 0 else None
+    notes = [*run.notes, *(f"{run.format} cannot give: {m}" for m in run.missing)]
+    return Measured(name, run.format, table, samples, rate, run.summary(), notes)
+
+
+def load_measured(path: Path) -> Measured:
+    """Records (.csv/.parquet) or a client's result file (.json/.jsonl), by extension."""
+    if path.suffix.lower() in (".json", ".jsonl"):
+        return load_client_run(path)
     if path.suffix.lower() in (".csv", ".parquet", ".pq"):
         return load_records(path)
-    raise ValueError(f"{path.name}: expected request records (.csv, .parquet) "
-                     "or a vLLM bench result (.json)")
+    raise ValueError(f"{path.name}: expected request records (.csv, .parquet) or a "
+                     "GuideLLM, AIPerf or vLLM bench result (.json, .jsonl)")
 
 
 def demo_records(base: dict[str, Any], slowdown: float) -> Path:

@@ -56,8 +56,9 @@ policy = choice(c[4], "Policy", choices("policy"), d.policy, "val_policy",
 knobs = replace(knobs_from_point({**base, "policy": {**base["policy"], "name": policy}}),
                 model=model, gpu=gpu, tp=tp)
 
-path = upload("Measured run: request records (CSV/Parquet, contract 4) or a vLLM bench "
-              "result JSON (--save-detailed)", ("csv", "parquet", "pq", "json"), "measured_file")
+path = upload("Measured run: request records (CSV/Parquet, contract 4), GuideLLM "
+              "benchmarks.json, AIPerf profile_export.jsonl or a vLLM bench result JSON "
+              "(--save-detailed)", ("csv", "parquet", "pq", "json", "jsonl"), "measured_file")
 if path is None:
     demo = replace(knobs, num_requests=400)
     path = Path(guarded("Demo", lambda: cached_demo(apply_knobs(base, demo), DEMO_SLOWDOWN)))
@@ -96,4 +97,4 @@ st.dataframe(shown.style.format({"measured": "{:.4g}", "simulated": "{:.4g}",
              hide_index=True)
 plot(overlay_cdfs(measured.samples, simulated), "overlay")
 if "itl" not in measured.samples:
-    st.caption("Request records carry no per-token times, so ITL is not compared.")
+    st.caption(f"{measured.source} carries no per-token times, so ITL is not compared.")

@@ -1,10 +1,14 @@
-"""The OpenAI-compatible HTTP layer (Starlette): /v1/completions, /v1/models, /health,
-/metrics, /servesim/records. Model-independent: it drives any :class:`Backend`.
+"""The OpenAI-compatible HTTP layer (Starlette): /v1/completions, /v1/chat/completions,
+/v1/models, /health, /metrics, /servesim/records. Model-independent: it drives any
+:class:`Backend`.
 
 Each request gets an ``asyncio.Queue`` that the engine thread feeds through
 ``loop.call_soon_threadsafe`` (a :class:`_Sink`). A streamed answer sends its headers
 with the first token, so a request the engine refuses (it can never fit the KV cache)
 still gets an HTTP 400 with an OpenAI-style error body rather than a broken stream.
+Both endpoints share one handler: a chat request is its template-rendered prompt answered
+in chat shapes (engine/server/chat.py); which fields each accepts is engine/server/fields.py.
+A stop string that ends an output ends the request in the engine (``backend.end_early``).
 
 Every request, streamed or not, has a watcher (:func:`_watch_disconnect`) waiting for its
 client to go away; when it does, the engine drops the request (``backend.cancel``: its KV
@@ -23,7 +27,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from engine.server.answer import Answer, error_response, refusal
-from engine.server.api import ApiError, check_context, error_body, model_list, parse_completion
+from engine.server.api import ApiError, check_context, error_body, model_list
+from engine.server.chat import ChatTemplate, fallback_template
+from engine.server.fields import parse_chat, parse_completion
 from engine.server.live_api import Backend, EngineUnavailable
 from engine.server.metrics import ServerMetrics
 from engine.server.records import records_json, write_records
@@ -51,6 +57,7 @@ class ServedModel:
     codec: TextCodec  # text prompts -> ids; ids -> text
     vocab_size: int  # token ids must be below this
     max_context: int  # prompt + max_tokens at most
+    chat_template: ChatTemplate = fallback_template  # chat messages -> prompt text
 
 
 class _Sink:
@@ -60,6 +67,7 @@ class _Sink:
         self.loop, self.metrics = loop, metrics
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.last_s: float | None = None
+        self.stopped = False  # a stop string ended the output (set before end_early)
 
     def _put(self, event: tuple[str, Any]) -> None:
         try:
@@ -73,7 +81,7 @@ class _Sink:
         self._put(("token", token_id))
 
     def done(self, seq: Sequence) -> None:
-        self.metrics.done(seq)
+        self.metrics.done(seq, self.stopped)
         self._put(("rejected", seq.reason) if seq.reason else ("done", None))
 
     def aborted(self, seq: Sequence) -> None:
@@ -92,6 +100,12 @@ async def _watch_disconnect(request: Request, on_leave: Callable[[], None]) -> N
         if message["type"] == "http.disconnect":
             on_leave()
             return
+
+
+def _end_early(backend: Backend, sink: _Sink, rid: int) -> None:
+    """A stop string ended ``rid``'s output: the engine stops generating for it."""
+    sink.stopped = True
+    backend.end_early(rid)
 
 
 def create_app(backend: Backend, model: ServedModel, *,
@@ -126,15 +140,19 @@ def create_app(backend: Backend, model: ServedModel, *,
             return JSONResponse(error_body("no fingerprint", kind="not_found"), status_code=404)
         return JSONResponse(fingerprint)
 
-    async def completions(request: Request) -> Response:
+    async def answer(request: Request, chat: bool) -> Response:
         arrived = backend.clock()  # before the body is read: when the request reached us
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             return error_response(ApiError(f"the request body is not valid JSON: {e}"))
         try:
-            req = parse_completion(body, model.name, model.vocab_size)
+            req = (parse_chat(body, model.name, model.chat_template) if chat
+                   else parse_completion(body, model.name, model.vocab_size))
             ids = model.codec.encode(req.prompt) if isinstance(req.prompt, str) else req.prompt
+            if req.max_tokens is None:  # chat without max_tokens: what the context leaves
+                req = replace(req, max_tokens=max(1, model.max_context - len(ids)))
+            assert req.max_tokens is not None
             check_context(len(ids), req.max_tokens, model.max_context)
             sink = _Sink(asyncio.get_running_loop(), metrics)
             rid = backend.submit(ids, req.max_tokens, sink, arrived)
@@ -149,16 +167,23 @@ def create_app(backend: Backend, model: ServedModel, *,
             refused = refusal(first)
             if refused is not None:
                 return error_response(refused)
-            answer = Answer(f"cmpl-{rid}", model, req, len(ids))
+            out = Answer(f"{'chatcmpl' if chat else 'cmpl'}-{rid}", model, req, len(ids),
+                         lambda: _end_early(backend, sink, rid))
             if req.stream:
                 streaming = True
-                return StreamingResponse(answer.stream(first, sink.queue, watcher),
+                return StreamingResponse(out.stream(first, sink.queue, watcher),
                                          media_type="text/event-stream",
                                          headers={"Cache-Control": "no-cache"})
-            return await answer.whole(first, sink.queue)
+            return await out.whole(first, sink.queue)
         finally:
             if not streaming:
                 watcher.cancel()
+
+    async def completions(request: Request) -> Response:
+        return await answer(request, chat=False)
+
+    async def chat_completions(request: Request) -> Response:
+        return await answer(request, chat=True)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -174,6 +199,7 @@ def create_app(backend: Backend, model: ServedModel, *,
         Route("/health", health), Route("/v1/models", models), Route("/metrics", prometheus),
         Route("/servesim/records", records), Route("/servesim/fingerprint", machine),
         Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
     ], lifespan=lifespan, exception_handlers={HTTPException: _http_error,
                                               Exception: _internal_error})
 
@@ -200,8 +226,8 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
                         status_code=500)
 
 
-_ROUTES = ("POST /v1/completions", "GET /v1/models", "/health", "/metrics",
-           "/servesim/records", "/servesim/fingerprint")
+_ROUTES = ("POST /v1/completions", "POST /v1/chat/completions", "GET /v1/models", "/health",
+           "/metrics", "/servesim/records", "/servesim/fingerprint")
 
 
 @dataclass(slots=True)

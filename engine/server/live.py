@@ -27,6 +27,8 @@ request is not starved). A request longer than the whole budget goes to the core
 once, which rejects it (``needs N KV blocks ...; the replica has M``): the HTTP layer
 answers 400 and the records keep it as ``rejected``.
 
+A request that a stop string ended (:meth:`LiveEngine.end_early`) leaves the core the
+same way but is recorded as ``finished``, its ``output_tokens`` the tokens it generated.
 A request whose client went away (:meth:`LiveEngine.cancel`) is dropped from the queue or
 the core, its KV blocks and slot freed, and recorded with status ``aborted``.
 
@@ -68,6 +70,7 @@ from simulator.records import token_table
 class _Cancel:
     request_id: int
     reason: str
+    early: bool = False  # a stop string ended it: a finished request, not an aborted one
 
 
 @dataclass(slots=True)
@@ -102,6 +105,7 @@ class LiveEngine:
         self._pending: list[_Submission] = []  # taken from the inbox, by arrival; not arrived
         self._sinks: dict[int, RequestSink] = {}  # engine thread only
         self._aborted: set[int] = set()  # requests whose client left before they ended
+        self._stopped: set[int] = set()  # requests a stop string ended (end_early)
         self._lock = threading.Lock()  # held by the engine thread while it touches the core
         self._readers = 0  # snapshot() calls waiting for the lock (the engine lets them in)
         self._readers_lock = threading.Lock()
@@ -160,6 +164,13 @@ class LiveEngine:
         and ``reason``, and its sink gets ``aborted``. A request that already ended is left
         as it is."""
         self._inbox.put(_Cancel(request_id, reason))
+
+    def end_early(self, request_id: int) -> None:
+        """Stop generating for a request whose output a stop string ended (any thread): it
+        is recorded as ``finished`` with the tokens it generated (``output_tokens`` is
+        lowered to that count) and its sink gets ``done``. A row of a padded batch runs
+        to its batch's end, as for :meth:`cancel`."""
+        self._inbox.put(_Cancel(request_id, "stopped: a stop string ended the output", True))
 
     def snapshot(self) -> Snapshot:
         """Request records, step log and token times so far (waits for the current step)."""
@@ -261,6 +272,11 @@ class LiveEngine:
         if isinstance(item, _Submission):
             bisect.insort(self._pending, item, key=lambda s: s.seq.arrival_s)
             return
+        if item.early:  # it emitted a token, so it is in the core (or already ended)
+            if item.request_id in self._sinks:
+                self._stopped.add(item.request_id)
+                self.core.abort(item.request_id, item.reason)
+            return
         for sub in self._pending:
             if sub.seq.request_id == item.request_id:  # not in the core yet: it never will be
                 self._pending.remove(sub)
@@ -291,11 +307,22 @@ class LiveEngine:
     def _on_done(self, seq: Sequence) -> None:
         self._publish()  # the step is applied: a client that reads /metrics next sees it
         sink = self._sinks.pop(seq.request_id)
+        if seq.request_id in self._stopped:
+            self._stopped.discard(seq.request_id)
+            self._finished_early(seq)
         if seq.request_id in self._aborted:
             sink.aborted(seq)
         else:
             sink.done(seq)
         self.core.forget_tokens(seq.request_id)  # streamed already; keep the server's memory flat
+
+    def _finished_early(self, seq: Sequence) -> None:
+        """A stop string ended ``seq``: it finished with the tokens it generated."""
+        seq.reason = ""
+        seq.output_tokens = seq.num_generated
+        times = self.core.token_times.get(seq.request_id)
+        if times:
+            seq.finish_s = times[-1]
 
     def _fail_all(self, message: str) -> None:
         sinks = list(self._sinks.values()) + [s.sink for s in self._pending]

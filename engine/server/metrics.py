@@ -13,9 +13,10 @@ Gauges (after the engine's last step):
 
 Counters: ``vllm:prompt_tokens_total`` (when a request's prefill ends),
 ``vllm:generation_tokens_total`` (as emitted), ``vllm:request_success_total``
-(``finished_reason="length"``: EOS is never honoured), ``servesim:request_rejected_total``
-(requests the engine refused because they can never fit), ``servesim:request_aborted_total``
-(requests dropped because their client disconnected; never counted as successes).
+(``finished_reason="length"``, or ``"stop"`` when a stop string ended the output: EOS is
+never honoured), ``servesim:request_rejected_total`` (requests the engine refused because
+they can never fit), ``servesim:request_aborted_total`` (requests dropped because their
+client disconnected; never counted as successes).
 
 Histograms (s): ``vllm:time_to_first_token_seconds`` (first token - arrival),
 ``vllm:time_per_output_token_seconds`` (each gap between consecutive tokens of a request),
@@ -102,6 +103,7 @@ class ServerMetrics:
         self.kv_blocks_total = kv_blocks_total
         self.histograms = {name: Histogram(b) for name, (_, b) in _HISTOGRAMS.items()}
         self.counters = dict.fromkeys(_COUNTERS, 0)
+        self.stopped = 0  # of the successes, those a stop string ended (finished_reason="stop")
         self._lock = threading.Lock()
 
     def token(self, seq: Sequence, time_s: float, previous_s: float | None) -> None:
@@ -116,13 +118,14 @@ class ServerMetrics:
                 self.histograms["vllm:time_per_output_token_seconds"].observe(
                     time_s - previous_s)
 
-    def done(self, seq: Sequence) -> None:
-        """A request finished or was rejected."""
+    def done(self, seq: Sequence, stopped: bool = False) -> None:
+        """A request finished (``stopped``: a stop string ended it) or was rejected."""
         with self._lock:
             if seq.reason:
                 self.counters["servesim:request_rejected"] += 1
                 return
             self.counters["vllm:request_success"] += 1
+            self.stopped += stopped
             self.histograms["vllm:request_queue_time_seconds"].observe(
                 seq.scheduled_s - seq.arrival_s)
             self.histograms["vllm:e2e_request_latency_seconds"].observe(
@@ -149,9 +152,13 @@ class ServerMetrics:
         with self._lock:
             for name, help_text in _COUNTERS.items():
                 total = f"{name}_total"
-                extra = 'finished_reason="length",' if name == "vllm:request_success" else ""
-                lines += [f"# HELP {total} {help_text}", f"# TYPE {total} counter",
-                          f"{total}{{{extra}{lab}}} {float(self.counters[name])!r}"]
+                lines += [f"# HELP {total} {help_text}", f"# TYPE {total} counter"]
+                if name != "vllm:request_success":
+                    lines.append(f"{total}{{{lab}}} {float(self.counters[name])!r}")
+                    continue
+                length = self.counters[name] - self.stopped
+                for why, value in (("length", length), ("stop", self.stopped)):
+                    lines.append(f'{total}{{finished_reason="{why}",{lab}}} {float(value)!r}')
             for name, (help_text, _) in _HISTOGRAMS.items():
                 lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
                 lines += self.histograms[name].lines(name, lab)

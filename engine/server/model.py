@@ -4,7 +4,8 @@
 (``smollm2-135m``), a local safetensors directory, else random weights for a catalogue
 name or config.json (``engine.models.build_model``). ``load_tokenizer`` gives the
 tokenizer that goes with them, or None for random weights: those are served with the
-byte-level codec of :mod:`engine.server.text`. An unknown name raises
+byte-level codec of :mod:`engine.server.text`. Chat prompts use the tokenizer's chat
+template, else the fallback of :mod:`engine.server.chat`. An unknown name raises
 :class:`~simulator.errors.ConfigError` listing what is known.
 """
 
@@ -15,6 +16,7 @@ from types import ModuleType
 
 from engine.models import EngineModel, build_model
 from engine.server.app import ServedModel
+from engine.server.chat import fallback_template, tokenizer_template
 from engine.server.text import ByteCodec, HFCodec, TextCodec
 from simulator.errors import ConfigError
 
@@ -44,5 +46,6 @@ def load_served_model(source: str, *, dtype: str = "fp32", device: str = "cpu",
     codec: TextCodec = ByteCodec() if tokenizer is None else HFCodec(
         tokenizer, f"{source} tokenizer")
     served = ServedModel(name=source, codec=codec, vocab_size=em.vocab_size,
-                         max_context=em.spec.max_context_tokens)
+                         max_context=em.spec.max_context_tokens,
+                         chat_template=tokenizer_template(tokenizer) or fallback_template)
     return em, served

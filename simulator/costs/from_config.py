@@ -49,7 +49,8 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.errors import ConfigError
-from simulator.profile_cache import find_cached_profile
+from simulator.fingerprint import HOW_TO_FIX
+from simulator.profile_cache import find_cached_profile, profile_stem
 from simulator.specs.dtypes import same_cost_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
@@ -231,7 +232,20 @@ def _default(
         path, profile = found
         used = with_machine_note(describe(profile, path), profile)
         return profile.build(model, hw), used, measured_cv(profile)
-    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), ROOFLINE_ON_THE_FLY, 0.0
+    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), _prior_label(
+        model, hw, tp, weight_dtype), 0.0
+
+
+def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str) -> str:
+    """The cost source of the fallback prior; on a CPU, also that no measured profile
+    exists and the command that measures one (a CPU's speed is not on a datasheet: the
+    prior is off by a machine-dependent factor)."""
+    if hw.name != "cpu":
+        return ROOFLINE_ON_THE_FLY
+    stem = profile_stem(hw.name, model.name, weight_dtype, tp)
+    fix = HOW_TO_FIX.format(model=model.name, threads=1)
+    return (f"{ROOFLINE_ON_THE_FLY}: NOT MEASURED: no {stem} profile ships and none was "
+            f"measured on this machine; `{fix}` measures one")
 
 
 def default_profile_path(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,

