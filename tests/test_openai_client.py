@@ -17,6 +17,8 @@ pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx2")
 
+from engine_support import greedy  # noqa: E402
+
 from engine.server.app import create_app, start_in_thread  # noqa: E402
 from engine.server.live import LiveEngine  # noqa: E402
 from engine.server.model import load_served_model  # noqa: E402
@@ -49,16 +51,6 @@ def client(server):
 
 def records(server) -> list[dict]:
     return httpx.get(server.url + "/servesim/records", timeout=30).json()["requests"]
-
-
-@torch.inference_mode()
-def greedy(em, ids: list[int], n: int) -> list[int]:
-    """Greedy tokens by full forward passes (no cache)."""
-    seq, out = list(ids), []
-    for _ in range(n):
-        out.append(int(em.model(input_ids=torch.tensor([seq])).logits[0, -1].argmax()))
-        seq.append(out[-1])
-    return out
 
 
 def test_chat_and_completions_with_the_template_by_hand_give_the_same_tokens(client, tiny):

@@ -16,6 +16,8 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx2")
 
+from engine_support import greedy  # noqa: E402
+
 from engine.server.app import create_app, start_in_thread  # noqa: E402
 from engine.server.live import LiveEngine  # noqa: E402
 from engine.server.model import load_served_model  # noqa: E402
@@ -49,16 +51,6 @@ def http(tiny):
     with httpx.Client(base_url=server.url, timeout=60) as client:
         yield client
     server.stop()
-
-
-@torch.inference_mode()
-def greedy(em, ids: list[int], n: int) -> list[int]:
-    """Greedy tokens by full forward passes (no cache): what the server must return."""
-    seq, out = list(ids), []
-    for _ in range(n):
-        out.append(int(em.model(input_ids=torch.tensor([seq])).logits[0, -1].argmax()))
-        seq.append(out[-1])
-    return out
 
 
 def sse(response) -> list[str]:
