@@ -18,6 +18,7 @@ from engine.server.record_keeper import DEFAULT_KEEP_RECORDS
 from servesim.serve_socket import bind_listener, network_warning
 from simulator.errors import ConfigError
 from simulator.policies import POLICIES, make_policy
+from simulator.results_manifest import ENGINE, prepare_results
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -51,6 +52,8 @@ def add_serve_parser(sub: Any) -> None:
                    help="address to bind (default 127.0.0.1); the server has no "
                         "authentication, so another address warns")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="let --records-out replace results of another kind in DIR")
     p.add_argument("--records-out", default=None, metavar="DIR",
                    help="write the server's request records, step log, token times and "
                         "summary here on shutdown (records past --keep-records are "
@@ -103,6 +106,7 @@ def serve_command(args: argparse.Namespace) -> int:
         out = Path(args.records_out) if args.records_out else None
         if out is not None:
             RecordSpill(out).check()  # parts of a server that did not shut down
+            prepare_results(out, ENGINE, overwrite=args.overwrite)  # writable, same kind
         for flag in ("kv_blocks", "block_size", "keep_records"):
             if getattr(args, flag) < 1:
                 raise ConfigError(f"--{flag.replace('_', '-')}={getattr(args, flag)} "

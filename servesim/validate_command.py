@@ -55,7 +55,13 @@ from simulator.atomic import atomic_write
 from simulator.deployment import resolve
 from simulator.fingerprint import this_machine
 from simulator.results_folder import default_out
-from simulator.results_manifest import VALIDATION, begin_writing, prepare_results, seal_results
+from simulator.results_manifest import (
+    VALIDATION,
+    begin_writing,
+    prepare_results,
+    requests_from_clients,
+    seal_results,
+)
 from simulator.runner import run_points, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 from simulator.scenario_types import Scenario
@@ -121,7 +127,7 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
     first = [resolve(p) for _, p in points]  # a bad point fails before anything runs
     device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
     notes: list[str] = []
-    if measured_dir and is_measured_file(measured_dir):
+    if measured_dir and (is_measured_file(measured_dir) or requests_from_clients(measured_dir)):
         points, measured, file_notes = replay_measured(measured_dir, points, out)
         notes += file_notes
         fingerprint, engine_here = measured_fingerprint([s for s, _ in measured]), False

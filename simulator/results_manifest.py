@@ -105,11 +105,13 @@ def begin_writing(folder: str | Path) -> None:
 def seal_results(folder: str | Path, kind: str, written: list[Path], *,
                  machine: dict[str, Any] | None | str = "this", endpoint: str | None = None,
                  scenario: str | None = None, scenario_file: str | None = None,
-                 points: int | None = None) -> Path:
+                 points: int | None = None, requests_from: str = "scenario") -> Path:
     """Remove stale result files (known names not in ``written``), then write the manifest.
 
     ``machine``: the fingerprint whose speed the results measure; ``"this"`` (default) for
-    this machine's CPU fingerprint, None when unknown.
+    this machine's CPU fingerprint, None when unknown. ``requests_from``: ``"scenario"``
+    (the scenario's workload drew the requests) or ``"clients"`` (``servesim serve``'s
+    records: whatever clients sent; ``validate --measured`` replays them).
     """
     path = Path(folder)
     names = sorted({str(Path(p).relative_to(path)) if Path(p).is_relative_to(path) else str(p)
@@ -126,6 +128,7 @@ def seal_results(folder: str | Path, kind: str, written: list[Path], *,
         "servesim_version": _version(),
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "scenario": scenario, "scenario_file": scenario_file, "points": points,
+        "requests_from": requests_from,
         "files": names,
     }
     text = json.dumps(data, indent=2) + "\n"
@@ -139,3 +142,10 @@ def _version() -> str:
         return version("servesim")
     except PackageNotFoundError:
         return "unknown"
+
+
+def requests_from_clients(folder: str | Path) -> bool:
+    """Whether a results folder's requests came from clients (``servesim serve
+    --records-out``), not from a scenario's workload: its manifest says so."""
+    manifest = read_manifest(folder) if Path(folder).is_dir() else None
+    return manifest is not None and manifest.get("requests_from") == "clients"

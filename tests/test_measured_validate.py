@@ -135,3 +135,33 @@ def test_paced_bench_keeps_vllms_own_throughput(tmp_path: Path, capsys) -> None:
     rows = {(r["metric"], r["statistic"]): r for r in json.loads(capsys.readouterr().out)}
     assert rows["throughput", "request_throughput"]["measured"] == pytest.approx(1.6)
     assert rows["throughput", "output_throughput"]["measured"] == pytest.approx(7.2)
+
+
+def test_a_served_folder_is_replayed_like_a_clients_file(tmp_path: Path, capsys) -> None:
+    """``servesim serve --records-out`` records what clients sent, not the scenario's
+    workload: its manifest says ``requests_from = "clients"`` and validate replays it."""
+    from helpers import mark_measured
+
+    from simulator.results_manifest import ENGINE
+
+    served = tmp_path / "served"
+    trace = tmp_path / "t.csv"  # 3 requests: what some client sent
+    trace.write_text("request_id,arrival_s,prompt_tokens,output_tokens\n"
+                     "0,0.0,40,4\n1,0.5,50,5\n2,1.25,60,6\n")
+    assert main(["run", str(_scenario(tmp_path)), "--trace", str(trace),
+                 "--out", str(served)]) == 0
+    mark_measured(served, ENGINE)
+    manifest = json.loads((served / "manifest.json").read_text())
+    (served / "manifest.json").write_text(json.dumps({**manifest, "requests_from": "clients"}))
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["validate", str(_scenario(tmp_path)), "--measured", str(served),
+                 "--out", str(out), "--json"]) == 0
+    sim = pd.read_parquet(out / "simulated" / "requests.parquet")
+    # the folder's 3 requests, not the scenario's 50 Poisson arrivals
+    assert sim["arrival_s"].tolist() == pytest.approx([0.0, 0.5, 1.25])
+    assert sim["prompt_tokens"].tolist() == [40, 50, 60]
+    # the "measured" side was simulated from the same 3 requests and the same scenario:
+    # replaying them gives exactly its figures (without the replay: 50 other requests)
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["relative_error"] == pytest.approx(0.0, abs=1e-9) for r in rows)

@@ -184,7 +184,7 @@ def test_engine_refusal_is_a_400_and_recorded(tiny, tmp_path):
     assert all("KV blocks" in r["reason"] for r in reqs[1:])
     assert records["summary"]["completed"] == 1 and records["summary"]["num_rejected"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "requests.parquet", "steps.parquet", "summary.json", "tokens.parquet"]
+        "manifest.json", "requests.parquet", "steps.parquet", "summary.json", "tokens.parquet"]
     (summary,) = json.loads((tmp_path / "summary.json").read_text())  # `servesim run` layout
     assert summary["completed"] == 1 and summary["num_rejected"] == 2
 

@@ -120,6 +120,11 @@ def test_a_records_folder_gets_every_request_and_validate_reads_it(tiny, tmp_pat
     check_measured(tmp_path)  # validate --measured takes it
     ((read_summary, read_requests),) = read_results(tmp_path, 1)
     assert len(read_requests) == 12 and read_summary["completed"] == 12
+    # the folder says what produced it, and that clients (not a scenario) sent its requests
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["kind"], manifest["requests_from"]) == ("engine", "clients")
+    assert sorted(manifest["files"]) == ["requests.parquet", "steps.parquet", "summary.json",
+                                         "tokens.parquet"]
 
 
 def test_keep_records_must_be_at_least_1(capsys):

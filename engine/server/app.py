@@ -47,6 +47,7 @@ from engine.server.metrics import ServerMetrics
 from engine.server.records import records_json, write_records
 from engine.server.text import TextCodec
 from simulator.policies import Sequence
+from simulator.results_manifest import ENGINE, seal_results
 
 
 @dataclass(slots=True, frozen=True)
@@ -193,7 +194,9 @@ def create_app(backend: Backend, model: ServedModel, *,
         finally:
             await run_in_threadpool(backend.stop)
             if records_out is not None:
-                write_records(backend.snapshot(), records_out)
+                written = write_records(backend.snapshot(), records_out)
+                seal_results(records_out, ENGINE, written, machine=fingerprint,
+                             scenario="servesim serve", points=1, requests_from="clients")
 
     return Starlette(routes=[
         Route("/health", health), Route("/v1/models", models), Route("/metrics", prometheus),
