@@ -238,7 +238,6 @@ def simulate(
     *,
     horizon_s: float | None = None,
     fast_forward: bool = True,
-    check_invariants: bool = False,
     progress: Progress | None = None,
     max_step_rows: int | None = None,
 ) -> SimResult:
@@ -246,8 +245,8 @@ def simulate(
 
     Open loop when ``arrival_s`` holds times; closed loop when it is NaN and the table
     has ``client_id`` (each client sends its next request ``think_s`` after the last ends).
-    ``check_invariants`` (or ``spec.check_invariants``) checks the scheduler's invariants
-    at every step; ``progress(done, total)`` is called about a thousand times a run;
+    ``spec.check_invariants`` checks the scheduler's invariants at every step;
+    ``progress(done, total)`` is called about a thousand times a run;
     a step log longer than ``max_step_rows`` (over all replicas) stops the run with
     ConfigError (memory_guard.step_log_full).
     """
@@ -255,7 +254,7 @@ def simulate(
     env = simpy.Environment()
     arrivals = read_arrivals(requests)
     driver = _Driver(env, spec, arrivals.seqs, arrivals.closed, arrivals.think_s, fast_forward,
-                     check_invariants or spec.check_invariants, progress, max_step_rows)
+                     spec.check_invariants, progress, max_step_rows)
     env.run(until=horizon_s)
     steps = []
     for r in driver.replicas:

@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -19,3 +21,14 @@ def pytest_configure(config: object) -> None:
     """An empty profile cache for this test session (removed with the temp folder)."""
     folder = tempfile.mkdtemp(prefix="servesim-profile-cache-")
     os.environ["SERVESIM_PROFILE_CACHE"] = folder
+
+
+@pytest.fixture(scope="module")
+def tiny():  # noqa: ANN201 (a ServedModel; engine imported only when a test asks for it)
+    """The served tiny model (random weights, byte text) on one CPU thread, for the server
+    tests; engine tests that build the bare model define their own ``tiny``."""
+    torch = pytest.importorskip("torch")
+    from engine.server.model import load_served_model
+
+    torch.set_num_threads(1)
+    return load_served_model("tiny")

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from helpers import TokenCost, table
 from hypothesis import given, settings
@@ -105,7 +107,8 @@ def test_lazy_and_eager_simulations_agree_under_kv_pressure(  # type: ignore[no-
 ) -> None:
     def run(policy: ContinuousPolicy):  # type: ignore[no-untyped-def]
         spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=block_size)
-        return simulate(table(rows), spec, fast_forward=fast_forward, check_invariants=True)
+        return simulate(table(rows), replace(spec, check_invariants=True),
+                        fast_forward=fast_forward)
 
     lazy = run(ContinuousPolicy(seqs_cap, 64, chunked))
     eager = run(SlowContinuous(seqs_cap, 64, chunked))

@@ -30,12 +30,6 @@ BY_HAND = "<|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\n"  # docs/serving
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    return load_served_model("tiny")
-
-
-@pytest.fixture(scope="module")
 def server(tiny):
     em, served = tiny
     running = start_in_thread(create_app(LiveEngine(em, make_policy("continuous"), 512),

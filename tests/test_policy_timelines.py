@@ -81,9 +81,9 @@ def test_preemption_by_recompute_when_kv_runs_out(fast_forward: bool) -> None:
     #      at 4, its 3 blocks freed.
     # 4-5: r1 recomputes its 3 tokens (2 blocks) and emits token 2 at 5.
     # 5-6: token 3 (position 3 fits). 6-7: position 4 opens a 3rd block: token 4 at 7.
-    spec = ClusterSpec(ContinuousPolicy(), UNIT, kv_blocks=3, block_size=2)
-    res = simulate(table([(0, 2, 4), (0, 2, 4)]), spec, check_invariants=True,
-                   fast_forward=fast_forward)
+    spec = ClusterSpec(ContinuousPolicy(), UNIT, kv_blocks=3, block_size=2,
+                       check_invariants=True)
+    res = simulate(table([(0, 2, 4), (0, 2, 4)]), spec, fast_forward=fast_forward)
     assert timeline(res.requests) == [(0, 0.0, 1.0, 4.0), (1, 0.0, 1.0, 7.0)]
     recs = res.requests.set_index("request_id")
     assert recs["preemptions"].tolist() == [0, 1]

@@ -33,12 +33,6 @@ METRIC_NAMES = (
 )
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    return load_served_model("tiny")
-
-
 def serve(tiny, kv_blocks: int = 512, records_out=None):
     em, served = tiny
     engine = LiveEngine(em, make_policy("continuous"), kv_blocks)

@@ -20,17 +20,10 @@ httpx = pytest.importorskip("httpx2")
 
 from engine.server.app import create_app, start_in_thread  # noqa: E402
 from engine.server.live import LiveEngine  # noqa: E402
-from engine.server.model import load_served_model  # noqa: E402
 from engine.slot_cache import SlotCache  # noqa: E402
 from servesim.cli import main  # noqa: E402
 from servesim.serve_socket import network_warning  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    return load_served_model("tiny")
 
 
 class Sink:

@@ -24,17 +24,10 @@ httpx = pytest.importorskip("httpx2")
 
 from engine.server.app import create_app, start_in_thread  # noqa: E402
 from engine.server.live import LiveEngine  # noqa: E402
-from engine.server.model import load_served_model  # noqa: E402
 from engine.server.records import records_json  # noqa: E402
 from servesim.cli import main  # noqa: E402
 from servesim.validate_folders import check_measured, read_results  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    return load_served_model("tiny")
 
 
 class Sink:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from helpers import TokenCost
@@ -39,7 +41,7 @@ def _table(rows: list[tuple[float, int, int]]) -> pd.DataFrame:
 def test_invariants(rows, policy, kv_blocks, replicas) -> None:  # type: ignore[no-untyped-def]
     spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, num_replicas=replicas,
                        router="least_outstanding")
-    res = simulate(_table(rows), spec, check_invariants=True)
+    res = simulate(_table(rows), replace(spec, check_invariants=True))
     recs, steps = res.requests, res.steps
     # every request accounted for: finished or rejected with a reason, none left in flight
     assert len(recs) == len(rows)

@@ -63,8 +63,8 @@ def test_all_decode_fast_path_matches_the_per_request_loop(  # type: ignore[no-u
                                  policy.chunked_prefill)
     results = [
         simulate(table(sorted(rows)), ClusterSpec(p, COST, kv_blocks=kv_blocks,
-                                                  block_size=block_size, num_replicas=replicas),
-                 check_invariants=True)
+                                                  block_size=block_size, num_replicas=replicas,
+                                                  check_invariants=True))
         for p in (policy, slow_policy)
     ]
     _same(results[0].requests, results[1].requests)
