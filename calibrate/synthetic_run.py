@@ -22,6 +22,7 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.records import token_table
+from simulator.results_manifest import ENGINE
 from simulator.runner import PointResult, run_point, write_results
 
 
@@ -43,9 +44,10 @@ def token_times(requests: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 def write_run(points: list[tuple[dict[str, Any], dict[str, Any]]], out: str | Path
               ) -> list[PointResult]:
-    """Simulate each point and write it as an engine run folder (three files)."""
+    """Simulate each point and write it as an engine run folder (three files; its manifest
+    says engine, as it stands in for one, and names no machine)."""
     results = [run_point(labels, point) for labels, point in points]
-    write_results(results, out)
+    write_results(results, out, kind=ENGINE)
     tokens = pd.concat([token_times(r.result.requests, r.result.steps).assign(point=i)
                         for i, r in enumerate(results)], ignore_index=True)
     atomic_write(Path(out) / "tokens.parquet", lambda p: tokens.to_parquet(p))

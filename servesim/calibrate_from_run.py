@@ -2,7 +2,9 @@
 
 Black-box calibration (calibrate/from_run.py): fit a ``time_scale`` on the scenario's cost
 profile and host costs (per step, per request, per token, and the non-blocking per-request
-latency) so that the simulator's replay of measured runs matches their TTFT and TPOT.
+latency) so that the simulator's replay of measured runs matches their TTFT and TPOT. The
+runs are read by the one loader of measured runs (simulator/measured/, as ``servesim
+validate --measured``), through :func:`calibrate.run_records.read_runs`.
 Prints the fitted terms and the error on each run (in-sample, and held out: each run
 predicted by a fit on the others), writes the base profile with ``time_scale`` and
 ``overhead`` filled in. ``servesim/calibrate_command.py`` wires these flags into
@@ -28,10 +30,12 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
 
     g = parser.add_argument_group("black-box calibration from measured runs")
     g.add_argument("--from-run", nargs="+", default=None, metavar="DIR",
-                   help="measured runs to fit: results folders of servesim measure or "
-                        "servesim run --backend engine (every point in them), or client "
-                        "result files: GuideLLM benchmarks.json, AIPerf profile_export.jsonl, "
-                        "vLLM bench JSON (--save-detailed)")
+                   help="measured runs to fit, the same inputs as validate --measured (one "
+                        "loader): results folders of servesim serve --records-out, servesim "
+                        "measure or servesim run --backend engine (every point in them; "
+                        "tokens.parquet not needed), or client result files: GuideLLM "
+                        "benchmarks.json, AIPerf profile_export.jsonl, vLLM bench JSON "
+                        "(--save-detailed)")
     g.add_argument("--scenario", default=None, metavar="S.toml",
                    help="the deployment the runs were served with (model, hardware, policy, "
                         "KV); one point, or a sweep matching each folder's points in order")

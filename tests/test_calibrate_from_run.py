@@ -235,9 +235,9 @@ def test_vllm_bench_without_send_times_fits_distributions(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("make", "message"), [
-    (lambda d: d, "not a run folder: no summary.json or requests.parquet"),
-    (lambda d: d / "nowhere", "no such folder"),
-    (lambda d: _without_tokens(d), "no tokens.parquet: fitting needs the time of every"),
+    (lambda d: d, "a folder without summary.json and requests.parquet"),
+    (lambda d: d / "nowhere", "no such file or folder"),
+    (lambda d: _simulated(d), "holds simulated results (`servesim run`), kind 'simulated'"),
     (lambda d: _bench(d / "b.json", ttfts=None), "field 'ttfts' is missing or not a list"),
 ])
 def test_unreadable_runs_are_named(tmp_path: Path, make, message: str, capsys) -> None:
@@ -261,7 +261,11 @@ def test_bad_command_lines(tmp_path: Path, capsys) -> None:
     assert "--fit: ['bogus_s']" in capsys.readouterr().err
 
 
-def _without_tokens(folder: Path) -> Path:
-    _synthetic(folder / "run", rates="3.0")
-    (folder / "run" / "tokens.parquet").unlink()
-    return folder / "run"
+def _simulated(folder: Path) -> Path:
+    """A folder ``servesim run`` wrote: simulated, not measured."""
+    from simulator.runner import run_point, write_results
+
+    [(labels, point)] = expand_sweep(apply_overrides(load_scenario(SCENARIO), [
+        CONTINUOUS, "workload.rate=3.0", "workload.num_requests=5"]))
+    write_results([run_point(labels, point)], folder / "sim")
+    return folder / "sim"

@@ -14,7 +14,6 @@ figures (contract 5 keys) and compared by
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ from simulator.measured import MeasuredRun, load_measured_runs
 from simulator.metrics import request_metrics
 from simulator.metrics_stats import describe
 from simulator.records import REQUEST_COLUMNS
-from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
 
 Samples = dict[str, tuple[np.ndarray, np.ndarray | None]]
 NEEDED = ("request_id", "arrival_s", "first_token_s", "finish_s", "prompt_tokens",
@@ -116,35 +114,32 @@ def load_records(path: Path) -> Measured:
     return Measured(path.name, "records", table.reset_index(drop=True), samples, rate, summary)
 
 
-def load_vllm_bench(path: Path) -> Measured:
-    """A vLLM bench result JSON, read by the simulator's reader of that format."""
-    trace, data, rows = load_vllm_bench_result(path)
-    first_s, gaps_s = bench_latencies(data, rows, path)
-    if len(rows) == 0:
-        raise ValueError(f"{path.name}: no successful requests")
-    out = trace.table["output_tokens"].to_numpy(dtype=float)
+def load_vllm_bench(run: MeasuredRun, name: str) -> Measured:
+    """A vLLM bench result, as simulator/measured/ read it, with what vLLM itself measured:
+    its request rate (else completed / duration), duration and throughputs. Its send times
+    are not in the file, so arrivals are NaN (the page asks for a rate to replay at) and
+    the loader's note on the arrivals it assumed is left out."""
+    done = run.finished
+    if done.empty:
+        raise ValueError(f"{name}: no successful requests")
+    first_s = done["ttft_s"].to_numpy(dtype=float)
+    gaps_s = [run.gaps_s[i] for i in done["request_id"]] if run.gaps_s is not None else []
+    out = done["output_tokens"].to_numpy(dtype=float)
     gap_sum = np.array([g.sum() for g in gaps_s])
     tpot = np.divide(gap_sum, out - 1, out=np.full(len(out), np.nan), where=out > 1)
     itl = np.concatenate(gaps_s) if gaps_s else np.array([])
     samples: Samples = {"ttft": (first_s * 1000, None), "tpot": (tpot[np.isfinite(tpot)] * 1000,
                                                                  None),
                         "itl": (itl * 1000, None), "e2el": ((first_s + gap_sum) * 1000, None)}
-    table = trace.table[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]]
-    dur = data.get("duration")
-    duration = float(dur) if isinstance(dur, int | float) and _positive(dur) else None
-    rate = data.get("request_rate")
-    if not _positive(rate):
-        rate = len(rows) / duration if duration else None
-    summary = _summary(samples, len(rows), duration, int(out.sum()))
+    table = run.replay_table().assign(arrival_s=np.nan)
+    duration = run.figures.get("duration")
+    rate = run.offered_rate or (len(done) / duration if duration else None)
+    summary = _summary(samples, len(done), duration, int(out.sum()))
     for key in ("request_throughput", "output_throughput"):  # as vLLM measured them
-        if _positive(data.get(key)):
-            summary[key] = float(data[key])
-    return Measured(path.name, "vllm_bench", table, samples, rate, summary, list(trace.notes))
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and \
-        math.isfinite(value) and value > 0
+        if key in run.figures:
+            summary[key] = run.figures[key]
+    notes = [n for n in run.notes if n != run.assumed_arrivals]
+    return Measured(name, "vllm_bench", table, samples, rate, summary, notes)
 
 
 def load_client_run(path: Path) -> Measured:
@@ -155,7 +150,7 @@ def load_client_run(path: Path) -> Measured:
         raise ValueError(f"{path.name}: holds {len(runs)} runs; upload a file of one")
     run = runs[0]
     if run.format == "vllm_bench":
-        return load_vllm_bench(path)
+        return load_vllm_bench(run, path.name)
     return from_run(run, path.name)
 
 

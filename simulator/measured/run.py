@@ -58,6 +58,10 @@ class MeasuredRun:
     figures: dict[str, float] = field(default_factory=dict)  # run-level figures the file
     #   measured itself (vLLM bench: duration, request_throughput, ...), used when the
     #   send times are not known
+    offered_rate: float | None = None  # req/s the client was asked to send at (vLLM
+    #   bench's finite request_rate); None when unbounded or not said
+    assumed_arrivals: str = ""  # how the send times were chosen when the file has none
+    #   (also in ``notes``); "" when they were recorded
 
     def __post_init__(self) -> None:
         self.requests = conform(self.requests, MEASURED_COLUMNS, f"{self.source}: measured")

@@ -4,7 +4,12 @@
 ``requests.parquet`` gives the records (contract 4; a request that did not finish is
 failed with its status and reason), ``tokens.parquet`` (when present) the time of every
 output token, so the gaps between them; the point's own ``summary.json`` entry is its
-summary, as written (``MeasuredRun.summary_override``).
+summary, as written (``MeasuredRun.summary_override``); its machine fingerprint is the
+summary's, else the manifest's (``servesim serve --records-out`` records it there only).
+
+A folder that holds no measurement (simulated results, a validation report: its manifest's
+kind, or for an older folder the kind inferred from its files, simulator/results_manifest.py)
+is refused, naming what it holds, as ``servesim validate --measured`` refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import pandas as pd
 
 from simulator.errors import ConfigError
 from simulator.measured.run import MeasuredRun
+from simulator.results_manifest import SIMULATED, VALIDATION, WHAT, folder_kind, read_manifest
 
 
 def is_servesim_folder(path: Path) -> bool:
@@ -26,7 +32,9 @@ def is_servesim_folder(path: Path) -> bool:
 
 
 def read_servesim_folder(path: Path) -> list[MeasuredRun]:
-    """Each point of the folder as a run."""
+    """Each point of the folder as a run; a ConfigError when it holds no measurement."""
+    check_measured_folder(path)
+    manifest = read_manifest(path) or {}
     try:
         summaries = json.loads((path / "summary.json").read_text())
         records = pd.read_parquet(path / "requests.parquet")
@@ -60,10 +68,23 @@ def read_servesim_folder(path: Path) -> list[MeasuredRun]:
             t = tokens[tokens["point"] == i].sort_values(["request_id", "token_index"])
             gaps = {int(rid): np.diff(g.to_numpy(np.float64))
                     for rid, g in t.groupby("request_id")["time_s"]}
-        fp = summary.get("fingerprint")
+        fp = summary.get("fingerprint") or manifest.get("machine")
         runs.append(MeasuredRun(
             name, "servesim", table, gaps,
             missing=[] if gaps is not None else ["per-token times: no tokens.parquet"],
             fingerprint=fp if isinstance(fp, dict) else None,
             policy=str(summary.get("policy", "")), summary_override=summary))
     return runs
+
+
+def check_measured_folder(path: Path) -> None:
+    """Refuse a folder of simulated results or a validation report (module docstring)."""
+    kind, how = folder_kind(path)
+    if kind not in (SIMULATED, VALIDATION):
+        return
+    hint = (f"; its measured side is {path / 'measured'}" if kind == VALIDATION else
+            ": fitting or validating the simulator on it would compare it with itself")
+    raise ConfigError(f"{path} holds {WHAT[kind]}, kind {kind!r} ({how}), not a "
+                      f"measurement{hint}. Pass a folder written by `servesim serve "
+                      "--records-out`, `servesim measure` or `servesim run --backend engine`, "
+                      "or a GuideLLM, AIPerf or vLLM bench result file")
