@@ -79,7 +79,7 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
         em = build_model(dep.model, dtype=dep.weight_dtype, device=device, seed=dep.seed)
         warm_up(em, dep)
     built = build_requests(dep.workload, np.random.default_rng(dep.seed),
-                           dep.model.max_context_tokens)
+                           dep.model.max_context_tokens, dep.cost.step_time)
     before = probe(em)  # the machine's speed now, on steps the profile knows
     run = replay(built.table, em, dep.policy, dep.kv_blocks, block_size=dep.block_size,
                  horizon_s=dep.horizon_s, seed=dep.seed, progress=progress)

@@ -61,8 +61,9 @@ class _Arrivals:
         if read.closed:
             for seq, t in zip(read.seqs, read.think_s, strict=True):
                 self.clients.setdefault(seq.client_id, deque()).append((seq, t))
-            for queue in self.clients.values():
-                self._push(0.0, queue.popleft()[0])
+            for queue in self.clients.values():  # a first request's think_s: its start
+                first, start_s = queue.popleft()
+                self._push(start_s, first)
         else:
             for seq in read.seqs:
                 self._push(seq.arrival_s, seq)

@@ -149,6 +149,9 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
         f"{dep.block_size} tokens per replica",
         f"step costs: {dep.cost_source}",
     ]
+    if dep.stack != "none":
+        lines.insert(2, f"stack: {dep.stack} (its scheduler defaults, KV layout, kernels and "
+                        "host costs, under what the scenario sets)")
     if dep.slo is not None:
         targets = ", ".join(f"{k} {v:g} ms" for k, v in dep.slo.targets_ms.items())
         lines.append(f"SLO at P{dep.slo.percentile:g}: {targets}")

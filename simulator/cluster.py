@@ -145,10 +145,19 @@ class _Driver:
         if closed_loop:
             for seq, think in zip(seqs, think_s, strict=True):
                 self._clients.setdefault(seq.client_id, deque()).append((seq, think))
-            for queue in self._clients.values():
-                self._send(queue.popleft()[0])
+            for queue in self._clients.values():  # a first request's think_s: its start
+                first, start_s = queue.popleft()
+                if start_s > 0:
+                    self._send_later(first, start_s)
+                else:
+                    self._send(first)
         else:
             env.process(self._open_loop(seqs))
+
+    def _send_later(self, seq: Sequence, delay_s: float) -> None:
+        """A closed-loop client sends ``seq`` ``delay_s`` from now."""
+        ArrivalTimeout(self.env, delay_s).callbacks.append(lambda _ev: self._send(seq))
+        self.num_events += 1
 
     def _send(self, seq: Sequence) -> None:
         """A closed-loop client sends ``seq`` now; it reaches the router ``request_s`` later."""
@@ -192,8 +201,7 @@ class _Driver:
         queue = self._clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
-            ArrivalTimeout(self.env, think).callbacks.append(lambda _ev: self._send(nxt))
-            self.num_events += 1
+            self._send_later(nxt, think)
 
 
 def request_records(seqs: list[Sequence], sent_s: list[float] | None = None) -> pd.DataFrame:

@@ -46,6 +46,7 @@ class Deployment:
     fast_forward: bool
     request_s: float = 0.0  # host latency before a request reaches the engine ([cost] overhead)
     check_invariants: bool = False  # assert the scheduler's invariants every step ([run])
+    stack: str = "none"  # the serving stack's preset ([stack]): "vllm-v1 0.10", or "none"
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
@@ -67,6 +68,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
                                                kv_dtype)
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
+    preset = sc.stack.preset()
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
     return Deployment(
         model=model, hardware=hw, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -76,6 +78,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         slo=sc.slo, seed=sc.seed, horizon_s=sc.run.horizon_s,
         fast_forward=sc.run.fast_forward, request_s=request_delay_s(cost),
         check_invariants=sc.run.check_invariants,
+        stack=preset.describe() if preset is not None else "none",
     )
 
 

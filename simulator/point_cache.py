@@ -50,8 +50,20 @@ def code_version() -> str:
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, no NaN: one text per value."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    """Sorted keys, no spaces, no NaN: one text per value (``workload.rate = inf``, the one
+    infinite value a scenario takes, is written as the string "inf")."""
+    return json.dumps(_inf_as_text(value), sort_keys=True, separators=(",", ":"),
+                      allow_nan=False)
+
+
+def _inf_as_text(value: Any) -> Any:
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _inf_as_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_inf_as_text(v) for v in value]
+    return value
 
 
 def point_key(point: dict[str, Any], kind: str,

@@ -43,7 +43,7 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
     simulated, free = _before_horizon(dep), available_bytes()  # free: before any is built
     preflight(dep, available=free)
     rng = np.random.default_rng(dep.seed)
-    built = build_requests(dep.workload, rng, dep.model.max_context_tokens)
+    built = build_requests(dep.workload, rng, dep.model.max_context_tokens, dep.cost.step_time)
     rows = None if free is None else step_row_budget(len(built.table), simulated,
                                                      available=free)
     res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
@@ -67,7 +67,8 @@ def preflight(dep: Deployment, *, available: int | None = None, parallel: int = 
 def _before_horizon(dep: Deployment) -> int | None:
     """About how many requests arrive before ``run.horizon_s`` (None: all of them)."""
     rate, horizon = dep.workload.rate, dep.horizon_s
-    if horizon is None or rate is None or dep.workload.arrival not in SYNTHETIC:
+    if (horizon is None or rate is None or math.isinf(rate)  # inf: all arrive at 0
+            or dep.workload.arrival not in SYNTHETIC):
         return None
     return math.ceil(rate * horizon * 1.1) + 100  # Poisson counts stay well within this
 
@@ -80,7 +81,7 @@ def point_result(labels: dict[str, Any], point: dict[str, Any], dep: Deployment,
     head = {"policy": dep.policy_name, **labels}
     common = {
         "scenario": point.get("name", ""),
-        "model": dep.model.name, "gpu": dep.hardware.name, "tp": dep.tp,
+        "model": dep.model.name, "gpu": dep.hardware.name, "tp": dep.tp, "stack": dep.stack,
         "weight_dtype": dep.weight_dtype, "kv_dtype": dep.kv_dtype,
         "replicas": dep.replicas, "num_gpus": dep.replicas * dep.tp,
         "kv_blocks_per_replica": dep.kv_blocks, "cost_profile": dep.cost_source,

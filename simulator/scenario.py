@@ -32,7 +32,7 @@ POLICY_NAMES = tuple(POLICIES)  # for the faces' pickers; derived from the one r
 # What --trace FILE replaces: the scenario's own traffic (rate and lengths); --set after it
 # can give a rate (the trace's arrivals are rescaled to it) or num_requests (its first rows).
 TRACE_REPLACES = ("rate", "num_requests", "prompt", "output", "cv", "concurrency",
-                  "think_time_s", "trace_format")
+                  "think_time_s", "client_start", "client_ramp_s", "trace_format")
 
 
 def load_scenario(path: str | Path) -> dict[str, Any]:

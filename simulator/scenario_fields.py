@@ -7,7 +7,8 @@ mistake, never something to coerce::
 
     bool   only true / false (not "false", not 0 or 1)
     int    only an integer (not 8.7, not 8.0, not "8", not true)
-    float  an integer or a float, finite (not "0.5", not true)
+    float  an integer or a float, finite (not "0.5", not true); a field declared with
+           ``allow_inf=True`` (only ``workload.rate``: "all at once") also takes +inf
     str    only a string
 
 :func:`check_fields` checks every field of a section from its ``__post_init__``, so a
@@ -35,9 +36,11 @@ T = TypeVar("T")
 
 def spec(default: Any, *, unit: str = "", low: float | None = None,
          high: float | None = None, low_open: bool = False,
-         choices: tuple[str, ...] | None = None) -> Any:
-    """A dataclass field with its range and unit in the metadata (``low_open``: > low)."""
-    meta = {"unit": unit, "low": low, "high": high, "low_open": low_open, "choices": choices}
+         choices: tuple[str, ...] | None = None, allow_inf: bool = False) -> Any:
+    """A dataclass field with its range and unit in the metadata (``low_open``: > low;
+    ``allow_inf``: +inf is a value, not an error)."""
+    meta = {"unit": unit, "low": low, "high": high, "low_open": low_open, "choices": choices,
+            "allow_inf": allow_inf}
     return field(default=default, metadata=meta)
 
 
@@ -53,6 +56,7 @@ class FieldRule:
     low_open: bool = False  # the low bound is exclusive
     unit: str = ""  # unit of a number: "s", "tokens", "GB", "req/s"
     choices: tuple[str, ...] | None = None  # allowed strings
+    allow_inf: bool = False  # +inf is accepted (a float field meaning "unbounded")
 
     def describe(self) -> str:
         """``an integer >= 1 (tokens)``: what the field must be, for error messages."""
@@ -93,7 +97,8 @@ def rules(cls: type) -> list[FieldRule]:
         meta = f.metadata
         choices = meta.get("choices") or literal
         out.append(FieldRule(f.name, kind, optional, meta.get("low"), meta.get("high"),
-                             bool(meta.get("low_open")), meta.get("unit", ""), choices))
+                             bool(meta.get("low_open")), meta.get("unit", ""), choices,
+                             bool(meta.get("allow_inf"))))
     return out
 
 
@@ -109,7 +114,8 @@ def check_value(where: str, value: Any, rule: FieldRule) -> Any:
         too_low = rule.low is not None and (number <= rule.low if rule.low_open
                                             else number < rule.low)
         too_high = rule.high is not None and number > rule.high
-        if not math.isfinite(number) or too_low or too_high:
+        infinite = math.isinf(number) and not (rule.allow_inf and number > 0)
+        if math.isnan(number) or infinite or too_low or too_high:
             raise ConfigError(f"{name} = {show(value)}: must be {rule.describe()}")
         return int(value) if rule.kind == "int" else number
     if rule.choices is not None and value not in rule.choices:

@@ -34,6 +34,7 @@ from simulator.slo import SLO
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec, get_model
+from simulator.stacks import StackSection, apply_stack
 from simulator.workload.config import WorkloadConfig
 
 
@@ -100,7 +101,8 @@ class RunSection:
         check_fields(self, "run")
 
 
-SECTIONS = ("model", "hardware", "kv", "policy", "workload", "slo", "cluster", "cost", "run")
+SECTIONS = ("model", "hardware", "stack", "kv", "policy", "workload", "slo", "cluster", "cost",
+            "run")
 TOP_LEVEL = ("name", "description", "seed")
 
 
@@ -114,6 +116,7 @@ class Scenario:
     base_dir: str | None = spec(None)  # the scenario file's folder: relative paths start here
     model: ModelSection = field(default_factory=ModelSection)
     hardware: HardwareSection = field(default_factory=HardwareSection)
+    stack: StackSection = field(default_factory=StackSection)
     kv: KVCacheConfig = field(default_factory=KVCacheConfig)
     policy: PolicySection = field(default_factory=PolicySection)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -145,6 +148,8 @@ class Scenario:
                 raise ConfigError(f"unknown section [{key}]; known: {sorted(SECTIONS)}")
             if not isinstance(value, Mapping):
                 raise ConfigError(f"[{key}] must be a table, got {value!r}")
+        stack = build_section(StackSection, point.get("stack"), "stack")
+        point = apply_stack(point, stack.preset())  # the stack's defaults under the point's
         base = point.get("_base_dir")
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
@@ -152,6 +157,7 @@ class Scenario:
             **top, base_dir=None if base is None else str(base),
             model=build_section(ModelSection, point.get("model"), "model"),
             hardware=build_section(HardwareSection, point.get("hardware"), "hardware"),
+            stack=stack,
             kv=build_section(KVCacheConfig, point.get("kv"), "kv"),
             policy=PolicySection.from_table(point.get("policy") or {}),
             workload=WorkloadConfig.from_dict(point.get("workload") or {}, base_dir=base),
@@ -189,8 +195,8 @@ def _reason(e: ConfigError) -> str:
 
 def section_fields() -> dict[str, tuple[str, ...]]:
     """Each section's field names (empty: a table its own class checks), for check_structure."""
-    typed = {"model": ModelSection, "hardware": HardwareSection, "kv": KVCacheConfig,
-             "cluster": ClusterSection, "run": RunSection}
+    typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
+             "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection}
     out = {s: tuple(r.name for r in rules(c)) for s, c in typed.items()}
     out["policy"] = ("name", *knob_rules(), *POLICIES)
     out.update(workload=(), slo=(), cost=())
@@ -202,9 +208,9 @@ def schema_rules() -> dict[str, FieldRule]:
     each accepts. ``[cost]`` is left out (its keys depend on its form), and so are the
     length tables ``workload.prompt`` and ``workload.output``."""
     out = {r.name: r for r in rules(Scenario) if r.kind != "other" and r.name != "base_dir"}
-    typed = {"model": ModelSection, "hardware": HardwareSection, "kv": KVCacheConfig,
-             "cluster": ClusterSection, "run": RunSection, "workload": WorkloadConfig,
-             "slo": SLO}
+    typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
+             "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection,
+             "workload": WorkloadConfig, "slo": SLO}
     for section, cls in typed.items():
         out.update({f"{section}.{r.name}": r for r in rules(cls)
                     if r.kind != "other" and r.name not in ("where", "ignored")})
@@ -239,4 +245,4 @@ def field_rule(key: str) -> FieldInfo:
 
 
 __all__ = ["ClusterSection", "HardwareSection", "ModelSection", "PolicySection", "RunSection",
-           "Scenario", "field_rule", "schema_rules", "section_fields"]
+           "Scenario", "StackSection", "field_rule", "schema_rules", "section_fields"]

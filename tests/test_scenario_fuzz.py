@@ -48,7 +48,7 @@ def literal(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if math.isinf(value) else repr(value))
+        return "nan" if math.isnan(value) else repr(value)  # repr: inf, -inf as TOML
     if isinstance(value, int):
         return str(value)
     return "{" + ", ".join(f"{k} = {literal(v)}" for k, v in value.items()) + "}"
@@ -68,7 +68,7 @@ def wrong_values(rule: FieldRule, rng: random.Random) -> list[Any]:
         out = numeric + [8.7, 8.0, rng.randint(1, 999) + rng.choice([0.25, 0.5, 0.0]), 1e6]
         low = 1 if rule.low is None else rule.low  # unstated: every count here is >= 1
         return out + [int(low) - 1, int(low) - rng.randint(2, 999)]
-    out = numeric + [math.nan, math.inf, -math.inf]
+    out = numeric + [math.nan, -math.inf] + ([] if rule.allow_inf else [math.inf])
     if rule.low is None or not rule.low_open:
         low = 0 if rule.low is None else rule.low  # unstated: every number here is >= 0
         out += [low - 1, low - rng.uniform(1, 1e6)]
@@ -102,8 +102,8 @@ def _run(tmp_path: Path, field: str, value: Any, capsys: pytest.CaptureFixture[s
 
 def test_the_schema_covers_every_section() -> None:
     sections = {name.split(".")[0] for name in RULES if "." in name}
-    assert sections == {"model", "hardware", "kv", "policy", "workload", "slo", "cluster",
-                        "run"}
+    assert sections == {"model", "hardware", "stack", "kv", "policy", "workload", "slo",
+                        "cluster", "run"}
     assert {"seed", "name", "description"} <= set(TOP_LEVEL)
     assert len(CASES) > 400
 

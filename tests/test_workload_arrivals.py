@@ -56,7 +56,7 @@ def test_same_seed_same_times_and_nondecreasing() -> None:
     "call, fragment",
     [
         (lambda r: poisson_arrivals(0.0, 5, r), "rate_per_s=0.0"),
-        (lambda r: poisson_arrivals(float("inf"), 5, r), "rate_per_s=inf"),
+        (lambda r: poisson_arrivals(float("nan"), 5, r), "rate_per_s=nan"),
         (lambda r: gamma_arrivals(1.0, -2.0, 5, r), "cv=-2.0"),
         (lambda r: poisson_arrivals(1.0, -1, r), "n=-1"),
     ],

@@ -184,8 +184,8 @@ async def _closed(clients: list[int], think: list[float],
 
     async def client(mine: list[int]) -> list[tuple[int, Outcome]]:
         done = []
-        for k, i in enumerate(mine):
-            if k > 0 and think[i] > 0:
+        for i in mine:
+            if think[i] > 0:  # on a client's first request: its start time
                 await asyncio.sleep(think[i])
             done.append((i, await one(i)))
         return done

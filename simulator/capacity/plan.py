@@ -162,7 +162,10 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     """
     if not (isinstance(target_rps, int | float) and math.isfinite(target_rps)
             and target_rps > 0):
-        raise ConfigError(f"--rate = {target_rps!r}: must be a number > 0 (requests/s)")
+        why = ("; inf (every request at once) is a burst, not a rate a deployment can be "
+               "sized for" if target_rps == math.inf else "")
+        raise ConfigError(f"--rate = {target_rps!r}: must be a finite number > 0 "
+                          f"(requests/s){why}")
     if not slo.targets_ms and slo.mean_queue_ms is None:
         raise ConfigError("--slo: no target given; e.g. ttft_p99_ms=500,tpot_p99_ms=50")
     settings = settings or SearchSettings()

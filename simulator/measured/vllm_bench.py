@@ -5,7 +5,8 @@ in simulator/workload/traces_json.py): lengths, ``ttfts`` and ``itls`` per reque
 TTFT + the sum of its ITLs. Failed requests are dropped by that reader (counted in the
 notes). The file has no send times, so the arrivals are what the benchmark asked for: a
 burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset; a closed loop of
-``max_concurrency`` clients when set (arrivals NaN, ``closed_clients`` set); else drawn at
+``max_concurrency`` clients when set (arrivals NaN, ``closed_clients`` set; the clients
+start together, ``workload.client_start = "together"``, as vLLM sends); else drawn at
 ``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``.
 Unless a burst, ``arrivals_known`` is False: compare distributions, not request by request,
 and take duration and throughputs from the file's own figures (null where it lacks them).
@@ -61,10 +62,19 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
         notes.append(f"no send times and the file lacks {lacking}: not compared")
     return MeasuredRun(str(path), "vllm_bench", table, dict(enumerate(gaps)), figures=figures,
                        arrivals_known=per_request, closed_clients=clients,
+                       offered_rate=_finite_rate(data), assumed_arrivals=how,
                        missing=([] if per_request else [
                            "per-request comparison: no send times (arrivals assumed; "
                            "distributions only)"]) + list(CLIENT_CANNOT_SEE),
                        notes=notes)
+
+
+def _finite_rate(data: dict[str, Any]) -> float | None:
+    """The file's ``request_rate`` when a finite number > 0, else None."""
+    rate = data.get("request_rate")
+    if isinstance(rate, bool) or not isinstance(rate, int | float):
+        return None
+    return float(rate) if math.isfinite(rate) and rate > 0 else None
 
 
 def bench_arrivals(n: int, data: dict[str, Any]
@@ -78,7 +88,9 @@ def bench_arrivals(n: int, data: dict[str, Any]
         raise ConfigError(f"request_rate = {rate!r}: expected a number > 0 or inf")
     if isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1 and rate == math.inf:
         return np.full(n, np.nan), conc, False, (
-            f"replayed as a closed loop of {conc} clients (max_concurrency); "
+            f"replayed as a closed loop of {conc} clients (max_concurrency) starting "
+            "together at t = 0 (workload.client_start 'together': vLLM launches every "
+            "request at once behind the semaphore); "
             "fitted on distributions, not request by request")
     if rate == math.inf:
         return np.zeros(n), None, True, "replayed as a burst at t = 0 (request_rate inf)"

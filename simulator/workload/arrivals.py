@@ -9,6 +9,9 @@ A workload may span at most ``MAX_SPAN_S`` of simulated time: float64 seconds re
 0.12 microseconds at 1e9 s but a whole second at 1e16 s, so much beyond it a 10 ms step
 vanishes in the sum ``arrival + step`` and every latency reads 0 (``rate = 1e-300``
 did exactly that). Such a rate is refused with the span it would take.
+
+``rate_per_s = inf`` means "every request at once" (vLLM ``bench serve --request-rate
+inf``): every process returns ``n`` zeros, in request order, and draws nothing.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ MAX_SPAN_S = 1e9
 
 
 def check_span(rate_per_s: float, n: int) -> None:
-    """Refuse a rate that is not positive and finite, or whose ``n`` requests would span
-    more than ``MAX_SPAN_S`` of simulated time (ConfigError naming workload.rate)."""
-    if isinstance(rate_per_s, bool) or not (np.isfinite(rate_per_s) and rate_per_s > 0):
-        raise ConfigError(f"{rate_per_s=}: must be > 0 and finite (requests per second)")
+    """Refuse a rate that is not positive (or is NaN), or whose ``n`` requests would span
+    more than ``MAX_SPAN_S`` of simulated time (ConfigError naming workload.rate).
+    ``inf`` spans 0 s (a burst) and passes."""
+    if isinstance(rate_per_s, bool) or not rate_per_s > 0:
+        raise ConfigError(f"{rate_per_s=}: must be > 0 (requests per second), or inf")
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise ConfigError(f"{n=}: must be a whole number >= 0")
     span_s = n / rate_per_s
@@ -44,6 +48,8 @@ def poisson_arrivals(rate_per_s: float, n: int, rng: np.random.Generator) -> np.
     is a stationary Poisson process started at t = 0.
     """
     check_span(rate_per_s, n)
+    if rate_per_s == np.inf:
+        return burst_arrivals(n)
     return np.cumsum(rng.exponential(1.0 / rate_per_s, size=int(n)))
 
 
@@ -60,7 +66,7 @@ def gamma_arrivals(rate_per_s: float, cv: float, n: int, rng: np.random.Generato
     check_span(rate_per_s, n)
     if isinstance(cv, bool) or not (np.isfinite(cv) and cv > 0):
         raise ConfigError(f"{cv=}: must be > 0 and finite")
-    if cv == 1.0:
+    if cv == 1.0 or rate_per_s == np.inf:
         return poisson_arrivals(rate_per_s, n, rng)
     shape = 1.0 / cv**2
     return np.cumsum(rng.gamma(shape, 1.0 / (rate_per_s * shape), size=int(n)))
@@ -74,4 +80,12 @@ def constant_arrivals(rate_per_s: float, n: int) -> np.ndarray:
     rate (n - 1) / (last - first) is exactly ``rate_per_s``.
     """
     check_span(rate_per_s, n)
+    if rate_per_s == np.inf:
+        return burst_arrivals(n)
     return np.arange(int(n), dtype=np.float64) / rate_per_s
+
+
+def burst_arrivals(n: int) -> np.ndarray:
+    """``rate = inf``: all ``n`` requests arrive at t = 0, in request order (the simulator
+    keeps table order among equal times). Nothing is drawn."""
+    return np.zeros(int(n), dtype=np.float64)

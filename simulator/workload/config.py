@@ -18,6 +18,7 @@ import pandas as pd
 from simulator.errors import ConfigError
 from simulator.scenario_fields import spec
 from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
+from simulator.workload.clients import CLIENT_STARTS, StepTime, closed_loop_table
 from simulator.workload.lengths import (
     CHAT_OUTPUT,
     CHAT_PROMPT,
@@ -53,20 +54,24 @@ class WorkloadConfig:
     ``arrival`` picks the process: poisson / gamma / constant at ``rate`` (synthetic,
     open loop); ``closed``: ``concurrency`` clients each send a request, wait for the
     response, think (exponential with mean ``think_time_s``, or 0) and send the next,
-    ``num_requests`` in total; ``trace``: arrivals from the ``trace`` file, rescaled
+    ``num_requests`` in total, each client's first at its ``client_start``
+    (simulator/workload/clients.py); ``trace``: arrivals from the ``trace`` file, rescaled
     to ``rate`` when one is given. Lengths come from the ``trace`` file when one is
     set (its prompt/output pairs, first ``num_requests`` rows), else from the
     ``prompt`` and ``output`` distributions.
     """
 
     arrival: str = spec("poisson", choices=ARRIVALS)
-    # None = DEFAULT_RATE_PER_S (synthetic), the trace's own (trace)
-    rate: float | None = spec(None, unit="req/s", low=0, low_open=True)
+    # None = DEFAULT_RATE_PER_S (synthetic), the trace's own (trace); inf = all at t = 0
+    rate: float | None = spec(None, unit="req/s", low=0, low_open=True, allow_inf=True)
     cv: float = spec(1.0, low=0, low_open=True)  # gamma only: CV of inter-arrival gaps
     # None = DEFAULT_NUM_REQUESTS, or every trace row
     num_requests: int | None = spec(None, unit="requests", low=1)
     concurrency: int | None = spec(None, unit="clients", low=1)  # closed only
     think_time_s: float = spec(0.0, unit="s", low=0)  # closed only: mean think time (0 = none)
+    # closed only: when clients first send: all at 0, over one estimated cycle, over a ramp
+    client_start: str = spec("together", choices=CLIENT_STARTS)
+    client_ramp_s: float = spec(0.0, unit="s", low=0)  # client_start = "ramp": its length
     prompt: LengthDist = DEFAULT_PROMPT  # prompt tokens per request
     output: LengthDist = DEFAULT_OUTPUT  # output tokens per request
     trace: str | None = None  # path of a trace file giving lengths (and maybe arrivals)
@@ -81,7 +86,10 @@ class WorkloadConfig:
         arrival = get_choice(own, "arrival", w, ARRIVALS)
         get_choice(own, "trace_format", w, ("auto", *TRACE_FORMATS))
         get_choice(own, "context_rule", w, CONTEXT_RULES)
-        rate = get_number(own, "rate", w, None, low=0, low_open=True)
+        get_choice(own, "client_start", w, CLIENT_STARTS)
+        ramp = get_number(own, "client_ramp_s", w, low=0)
+        object.__setattr__(self, "client_ramp_s", float(ramp))
+        rate = get_number(own, "rate", w, None, low=0, low_open=True, allow_inf=True)
         num = get_number(own, "num_requests", w, None, integer=True, low=1)
         object.__setattr__(self, "rate", None if rate is None else float(rate))
         object.__setattr__(self, "num_requests", num)
@@ -112,6 +120,13 @@ class WorkloadConfig:
             raise ConfigError(
                 f"{w}.think_time_s = {self.think_time_s!r}: only for arrival = 'closed'"
             )
+        if not closed and self.client_start != "together":
+            raise ConfigError(
+                f"{w}.client_start = {self.client_start!r}: only for arrival = 'closed'")
+        if (self.client_start == "ramp") != (self.client_ramp_s > 0):
+            raise ConfigError(
+                f"{w}.client_ramp_s = {self.client_ramp_s:g}: give a ramp > 0 s exactly "
+                f"when client_start = 'ramp' (it is {self.client_start!r})")
         if closed and self.rate is not None:
             raise ConfigError(
                 f"{w}.rate = {self.rate}: a closed loop has no rate (clients "
@@ -165,9 +180,11 @@ class BuiltWorkload:
 
 
 def build_requests(
-    cfg: WorkloadConfig, rng: np.random.Generator, max_context_tokens: int | None
+    cfg: WorkloadConfig, rng: np.random.Generator, max_context_tokens: int | None,
+    step_time: StepTime | None = None,
 ) -> BuiltWorkload:
-    """Draw the requests ``cfg`` describes; fit them to ``max_context_tokens`` (None: no fit)."""
+    """Draw the requests ``cfg`` describes; fit them to ``max_context_tokens`` (None: no fit).
+    ``step_time`` (the deployment's cost model) prices ``client_start = 'staggered'``."""
     counts = {"truncated": 0, "truncated_output": 0, "dropped_context": 0, "dropped_trace": 0}
     notes: list[str] = []
     if cfg.ignored:
@@ -200,7 +217,10 @@ def build_requests(
         counts.update(fitted)
     table = renumber(table)
     if cfg.arrival == "closed":
-        table = _closed_loop(cfg, table, rng, notes)
+        table = closed_loop_table(
+            table, clients=int(cfg.concurrency or 1), think_time_s=cfg.think_time_s,
+            start=cfg.client_start, ramp_s=cfg.client_ramp_s, step_time=step_time, rng=rng,
+            notes=notes, where=cfg.where)
     if table.empty:
         raise ConfigError(f"{cfg.where}: no requests left to simulate ({counts})")
     return BuiltWorkload(
@@ -246,20 +266,3 @@ def _trace_rows(cfg: WorkloadConfig, counts: dict[str, int], notes: list[str]) -
         notes.append(f"the trace's own arrival times are replaced (arrival = {cfg.arrival!r})")
     return table.reset_index(drop=True)
 
-
-def _closed_loop(
-    cfg: WorkloadConfig, table: pd.DataFrame, rng: np.random.Generator, notes: list[str]
-) -> pd.DataFrame:
-    """Assign clients round-robin (client_id = i % concurrency) and draw think times.
-
-    think_s ~ exponential with mean think_time_s (all 0 when it is 0), one draw per
-    request; the first request of each client has think_s 0 (sent at t = 0).
-    """
-    n, clients = len(table), int(cfg.concurrency or 1)
-    think = rng.exponential(cfg.think_time_s, size=n) if cfg.think_time_s > 0 else np.zeros(n)
-    think[:clients] = 0.0  # a client's first request goes out at t = 0
-    notes.append(
-        f"closed loop: {clients} clients send {n} requests in total; client_id = "
-        f"i % {clients}; think_s ~ exponential(mean {cfg.think_time_s} s)"
-    )
-    return table.assign(client_id=np.arange(n, dtype=np.int64) % clients, think_s=think)

@@ -39,8 +39,10 @@ def get_number(
     integer: bool = False,
     low: float | None = None,
     low_open: bool = False,
+    allow_inf: bool = False,
 ) -> Any:
-    """Read a finite number (optionally whole, optionally bounded below) from ``d``.
+    """Read a finite number (optionally whole, optionally bounded below) from ``d``;
+    ``allow_inf`` also takes +inf (``workload.rate = inf``: every request at once).
 
     A missing or None value gives ``default`` (unchecked), or an error if REQUIRED.
     """
@@ -53,7 +55,7 @@ def get_number(
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         quoted = "; write it without quotes" if isinstance(value, str) else ""
         raise ConfigError(f"{name} = {value!r}: must be a number{quoted}")
-    if not math.isfinite(float(value)):
+    if math.isnan(float(value)) or (math.isinf(float(value)) and not allow_inf):
         raise ConfigError(f"{name} = {value}: must be finite")
     if integer:  # strict: 8.0 is a float in TOML, and 1e6 too; neither is taken as a count
         if not isinstance(value, numbers.Integral):

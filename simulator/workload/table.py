@@ -20,8 +20,8 @@ priority        int64    optional  scheduling priority (policy-defined meaning)
 client_id       int64    optional  closed-loop client that sends the request, >= 0
 think_s         float64  optional  closed loop: seconds the client waits after the
                                    response to its previous request before sending this
-                                   one, >= 0 (0 on a client's first request: clients
-                                   start at t = 0)
+                                   one, >= 0; on a client's first request, when it is
+                                   sent (0: at t = 0; workload.client_start)
 ==============  =======  ========  ====================================================
 
 Rows are located in error messages as ``<file> line N`` (the physical line of a CSV,

@@ -25,10 +25,11 @@ def scale_to_rate(table: pd.DataFrame, rate_per_s: float) -> pd.DataFrame:
     The mean rate of n arrivals is (n - 1) / (last - first). Every gap is multiplied
     by the same factor k = ((n - 1) / rate_per_s) / (last - first), keeping the first
     arrival where it is: arrival' = first + (arrival - first) * k. Burstiness (the
-    gaps' coefficient of variation) is unchanged.
+    gaps' coefficient of variation) is unchanged. ``rate_per_s = inf`` gives k = 0: every
+    request at the first arrival, in table order (a burst; a trace read from 0 bursts at 0).
     """
-    if not (np.isfinite(rate_per_s) and rate_per_s > 0):
-        raise ConfigError(f"scale_to_rate: rate_per_s = {rate_per_s}: must be > 0 and finite")
+    if isinstance(rate_per_s, bool) or not rate_per_s > 0:
+        raise ConfigError(f"scale_to_rate: rate_per_s = {rate_per_s}: must be > 0, or inf")
     arrival = table["arrival_s"].to_numpy(dtype=np.float64)
     n = arrival.size
     if n < 2 or np.isnan(arrival).any():
@@ -37,6 +38,8 @@ def scale_to_rate(table: pd.DataFrame, rate_per_s: float) -> pd.DataFrame:
             f"got {n} rows, {int(np.isnan(arrival).sum())} without arrival"
         )
     first, span = arrival[0], arrival[-1] - arrival[0]
+    if rate_per_s == np.inf:
+        return table.assign(arrival_s=np.full(n, first))
     if span <= 0:
         raise ConfigError(
             "scale_to_rate: all requests arrive at the same time "

@@ -1,0 +1,85 @@
+"""The ``[stack]`` section: a stack's preset fills what the scenario leaves out, nothing more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.deployment import resolve
+from simulator.errors import ConfigError
+from simulator.scenario import expand_sweep, load_scenario
+from simulator.scenario_types import Scenario
+from simulator.stacks import STACKS, StackSection, apply_stack
+
+SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.toml"))
+
+
+def test_no_stack_changes_nothing() -> None:
+    plain = Scenario.from_dict({"policy": {"max_num_seqs": 8}})
+    named = Scenario.from_dict({"policy": {"max_num_seqs": 8}, "stack": {"name": "none"}})
+    assert plain == named
+    assert resolve(plain).stack == "none"
+
+
+def test_a_preset_fills_the_policy_and_kv_the_scenario_leaves_out() -> None:
+    sc = Scenario.from_dict({"stack": {"name": "vllm-v1", "version": "0.8"}})
+    policy = sc.policy.policy
+    assert sc.policy.name == "chunked"
+    assert (policy.max_num_seqs, policy.max_num_batched_tokens, policy.chunked_prefill) == (
+        256, 2048, True)
+    assert sc.kv.block_size == 16
+    assert resolve(sc).stack == "vllm-v1 0.8"
+
+
+def test_what_the_scenario_gives_wins_knob_by_knob() -> None:
+    sc = Scenario.from_dict({"stack": {"name": "trtllm"}, "policy": {"max_num_seqs": 48},
+                             "kv": {"block_size": 64}})
+    policy = sc.policy.policy
+    assert policy.max_num_seqs == 48  # the scenario's
+    assert policy.max_num_batched_tokens == 8192  # the preset's
+    assert sc.kv.block_size == 64  # the scenario's
+    assert sc.kv.gpu_memory_utilization == 0.9  # the preset's
+
+
+def test_a_static_policy_named_by_the_scenario_keeps_its_own_knobs() -> None:
+    sc = Scenario.from_dict({"stack": {"name": "vllm-v0"},
+                             "policy": {"name": "static", "batch_size": 4}})
+    assert sc.policy.name == "static"
+    assert sc.policy.policy.batch_size == 4
+
+
+def test_the_latest_version_is_the_default() -> None:
+    for name, presets in STACKS.items():
+        assert StackSection(name=name).preset() is presets[-1]
+
+
+def test_unknown_stacks_and_versions_are_named() -> None:
+    with pytest.raises(ConfigError, match=r"stack.name = 'vllm': must be one of"):
+        Scenario.from_dict({"stack": {"name": "vllm"}})
+    with pytest.raises(ConfigError, match=r"stack.version = '0.3': vllm-v1 presets exist for"):
+        Scenario.from_dict({"stack": {"name": "vllm-v1", "version": "0.3"}})
+    with pytest.raises(ConfigError, match=r"stack.version = '1.0': needs stack.name"):
+        Scenario.from_dict({"stack": {"version": "1.0"}})
+    with pytest.raises(ConfigError, match=r"stack.max_num_seqs: unknown field"):
+        Scenario.from_dict({"stack": {"name": "sglang", "max_num_seqs": 8}})
+
+
+def test_host_costs_go_under_the_scenarios_own_but_never_under_a_profile() -> None:
+    preset = STACKS["vllm-v1"][-1]
+    fake = type(preset)(preset.stack, preset.version, preset.policy, preset.kv,
+                        {"step_s": 0.002, "request_s": 0.005})
+    merged = apply_stack({"cost": {"overhead": {"request_s": 0.001}}}, fake)
+    assert merged["cost"]["overhead"] == {"step_s": 0.002, "request_s": 0.001}
+    assert "overhead" not in apply_stack({"cost": {"profile": "p.json"}}, fake)["cost"]
+    assert "overhead" not in apply_stack({"cost": {"form": "linear"}}, fake)["cost"]
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_every_shipped_scenario_resolves_under_every_stack(path: Path, stack: str) -> None:
+    raw = load_scenario(path)
+    raw["stack"] = {"name": stack}
+    for _, point in expand_sweep(raw):
+        dep = resolve(point, str(path))
+        assert dep.stack.startswith(stack)
