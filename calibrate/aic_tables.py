@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calibrate.aic_backends import select_lane
 from simulator.errors import ConfigError
 
-BACKEND = "trtllm"
+BACKEND = "trtllm"  # the default backend (calibrate/aic_backends.py names the others)
 
 Sol = Callable[[Sequence[float]], float]  # speed-of-light latency (ms) at coordinates
 
@@ -168,11 +169,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 @dataclass
 class SystemTables:
-    """The tables of one AIConfigurator system and trtllm version, read in place."""
+    """The tables of one AIConfigurator system, backend and version, read in place."""
 
     root: Path  # aiconfigurator_core/systems
     system: str  # e.g. "h100_sxm"
-    data_version: str  # trtllm version of the collected tables
+    data_version: str  # backend version of the collected tables
+    backend: str = BACKEND  # "trtllm", "vllm" or "sglang": systems/data/<system>/<op>/<backend>
     gpu: GpuSpec = field(init=False)
     _gemm: dict[str, GemmTable] = field(default_factory=dict, init=False)
     _ctx: pd.DataFrame = field(init=False)
@@ -187,16 +189,23 @@ class SystemTables:
         self.gpu = GpuSpec(float(spec["mem_bw"]), float(spec["mem_bw_empirical_scaling_factor"]),
                            float(spec["mem_empirical_constant_latency"]), flops,
                            int(spec["sm_version"]))
-        self._ctx = pd.read_parquet(self.table("attention", "context_attention_perf.parquet"))
-        self._gen = pd.read_parquet(self.table("attention", "generation_attention_perf.parquet"))
-        self._ar = pd.read_parquet(self.table("comm", "custom_allreduce_perf.parquet"))
+        self._ctx = self._read("attention", "context_attention_perf.parquet")
+        self._gen = self._read("attention", "generation_attention_perf.parquet")
+        self._ar = self._read("comm", "custom_allreduce_perf.parquet")
+
+    def _read(self, family: str, name: str) -> pd.DataFrame:
+        """One table, reduced to this backend's kernel lane; tables collected without
+        sliding windows (no ``window_size`` column) are full attention."""
+        t = select_lane(pd.read_parquet(self.table(family, name)), self.backend,
+                        self.gpu.sm_version, family)
+        return t if "window_size" in t or family != "attention" else t.assign(window_size=0)
 
     @property
     def system_file(self) -> Path:
         return self.root / f"{self.system}.yaml"
 
     def table(self, family: str, name: str) -> Path:
-        path = self.root / "data" / self.system / family / BACKEND / self.data_version / name
+        path = self.root / "data" / self.system / family / self.backend / self.data_version / name
         if not path.is_file():
             raise ConfigError(f"{path}: AIConfigurator table not found")
         return path
@@ -214,7 +223,8 @@ class SystemTables:
                                   columns=["gemm_dtype", "m", "n", "k", "latency"])
             raw = raw[raw["gemm_dtype"] == dtype].drop_duplicates(["m", "n", "k"], keep="first")
             if raw.empty:
-                raise ConfigError(f"{self.system} {BACKEND} {self.data_version}: no {dtype} GEMMs")
+                raise ConfigError(f"{self.system} {self.backend} {self.data_version}: "
+                                  f"no {dtype} GEMMs")
             nbytes, flops = 1.0 if dtype == "fp8" else 2.0, self.gpu.flops[dtype]
 
             def sol(m: float, n: float, k: float) -> float:
@@ -294,7 +304,7 @@ class SystemTables:
         return sum(grid_query(self._cache[key], (n, b, s), sol) for s in samples) / 5
 
     def allreduce(self, elements: float, gpus: int) -> float:
-        """TRT-LLM custom all-reduce of ``elements`` bf16 values over ``gpus``, ms."""
+        """The engine's custom all-reduce of ``elements`` bf16 values over ``gpus``, ms."""
         t = self._ar[(self._ar.num_gpus == gpus) & (self._ar.allreduce_dtype == "bfloat16")]
         t = t.sort_values("message_size")
         sizes, lat = t["message_size"].to_numpy(np.float64), t["latency"].to_numpy(np.float64)

@@ -1,6 +1,7 @@
 """Llama-3.1 cost profiles composed from NVIDIA AIConfigurator's measured per-op tables.
 
-    python -m calibrate.aiconfigurator [--check] [--data DIR] [--out DIR] [--table-out DIR]
+    python -m calibrate.aiconfigurator [--backend trtllm|vllm|sglang] [--check] [--data DIR]
+                                       [--out DIR] [--table-out DIR]
 
 Needs the ``aiconfigurator`` extra (``pip install -e '.[aiconfigurator]'``), which installs
 ``aiconfigurator-core==0.12.0`` (NVIDIA, Apache-2.0), the data-and-engine half of
@@ -73,6 +74,14 @@ from typing import Any
 
 import pandas as pd
 
+from calibrate.aic_backends import (
+    BACKENDS,
+    ENGINE_NAMES,
+    fmha_dtype,
+    profiles_dir,
+    provenance_extra,
+    systems,
+)
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.fit import FitReport, fit_profile
 from simulator.costs.profile import (
@@ -161,13 +170,19 @@ class Composer:
     dtype: str  # "bf16" or "fp8" (weights, KV cache and context attention)
     tp: int
 
+    def quant(self) -> tuple[str, str, str, float]:
+        """Table dtypes (GEMM, context attention, KV cache) and GEMM bytes (dtype pairs:
+        calibrate/aic_dtype_pairs.py overrides this)."""
+        return QUANT[self.dtype]
+
     def step_ops(self, chunks: Sequence[tuple[int, int]] = (),
                  decode_contexts: Sequence[int] = ()) -> dict[str, float]:
         """Seconds per op for one step: prefill ``chunks`` (new tokens, cached prefix) and
         decode rows attending ``decode_contexts`` tokens each. Keys name AIConfigurator's
         ops (``context_qkv_gemm`` ... in its LLAMAModel are ``qkv_gemm`` here)."""
         m, tp, t = self.model, self.tp, self.tables
-        gemm_dtype, attn_dtype, kv_dtype, _ = QUANT[self.dtype]
+        gemm_dtype, attn_dtype, kv_dtype, _ = self.quant()
+        attn_dtype = fmha_dtype(t.backend, attn_dtype)  # vLLM: bf16 FMHA over an fp8 KV cache
         x = sum(n for n, _ in chunks) + len(decode_contexts)
         if x == 0:
             raise ConfigError("a step needs prefill chunks or decode rows")
@@ -257,9 +272,9 @@ def sweep(composer: Composer) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def source_line(system: str, data_version: str) -> str:
+def source_line(system: str, data_version: str, backend: str = BACKEND) -> str:
     return (f"{SOURCE_PREFIX}: AIConfigurator {AIC_VERSION} ({DISTRIBUTION}, Apache-2.0) "
-            f"system {system}, backend {BACKEND} {data_version}")
+            f"system {system}, backend {backend} {data_version}")
 
 
 def profile_table(composer: Composer) -> ProfileTable:
@@ -269,8 +284,8 @@ def profile_table(composer: Composer) -> ProfileTable:
     meta = validate_metadata({
         "device": composer.hardware_name, "model": composer.model.name, "dtype": composer.dtype,
         "kv_dtype": composer.dtype, "tp": composer.tp,
-        "engine_version": f"TensorRT-LLM {t.data_version} (per-op tables)",
-        "source": f"composed from AIConfigurator {AIC_VERSION} {t.system} {BACKEND} "
+        "engine_version": f"{ENGINE_NAMES[t.backend]} {t.data_version} (per-op tables)",
+        "source": f"composed from AIConfigurator {AIC_VERSION} {t.system} {t.backend} "
                   f"{t.data_version}",
         "notes": "GPU kernel time only; see calibrate/aiconfigurator.py",
     }, "composed table")
@@ -278,10 +293,13 @@ def profile_table(composer: Composer) -> ProfileTable:
 
 
 def provenance(tables: SystemTables, date: str) -> dict[str, Any]:
+    extra = {} if tables.backend == BACKEND else provenance_extra(tables.backend,
+                                                                  tables.gpu.sm_version)
     return {
-        "source": source_line(tables.system, tables.data_version),
+        "source": source_line(tables.system, tables.data_version, tables.backend),
         "measured_by": f"NVIDIA (per-op kernel timings in AIConfigurator's {tables.system} "
-                       f"{BACKEND} {tables.data_version} tables); steps composed by servesim",
+                       f"{tables.backend} {tables.data_version} tables); steps composed by "
+                       "servesim",
         "date": date,
         "software": "composed by servesim calibrate/aiconfigurator.py; fitted by "
                     f"calibrate/fit.py ({FORM} form, NNLS, relative error)",
@@ -295,20 +313,22 @@ def provenance(tables: SystemTables, date: str) -> dict[str, Any]:
         "aiconfigurator": {
             "package": DISTRIBUTION, "version": AIC_VERSION,
             "system_file": str(tables.system_file.relative_to(tables.root.parent)),
-            "backend": BACKEND, "backend_version": tables.data_version,
-            "tables": tables.table_files(), "model": MODEL_IDS,
+            "backend": tables.backend, "backend_version": tables.data_version,
+            "tables": tables.table_files(), "model": MODEL_IDS, **extra,
         },
     }
 
 
-def compose_and_fit(root: Path, date: str, table_out: Path | None = None
-                    ) -> list[tuple[CostProfile, FitReport]]:
-    """Compose and fit every deployment from the tables under ``root``."""
+def compose_and_fit(root: Path, date: str, table_out: Path | None = None,
+                    backend: str = BACKEND) -> list[tuple[CostProfile, FitReport]]:
+    """Compose and fit every deployment from ``backend``'s tables under ``root``."""
     out = []
     loaded: dict[str, SystemTables] = {}
     for hw, model, dtype, tp in deployments():
-        system, data_version = SYSTEMS[hw]
-        tables = loaded.setdefault(hw, SystemTables(root, system, data_version))
+        system, data_version = systems(backend)[hw]
+        if hw not in loaded:
+            loaded[hw] = SystemTables(root, system, data_version, backend)
+        tables = loaded[hw]
         composer = Composer(tables, MODELS[model], dtype, tp)
         table = profile_table(composer)
         if table_out is not None:
@@ -337,11 +357,11 @@ def _without_date(profile: CostProfile) -> dict[str, Any]:
     return {**profile.to_dict(), "provenance": {**profile.provenance, "date": None}}
 
 
-def sync(root: Path, out_dir: Path, check: bool, date: str,
-         table_out: Path | None = None) -> tuple[list[str], list[tuple[CostProfile, FitReport]]]:
+def sync(root: Path, out_dir: Path, check: bool, date: str, table_out: Path | None = None,
+         backend: str = BACKEND) -> tuple[list[str], list[tuple[CostProfile, FitReport]]]:
     """Write (or with ``check`` only compare) the composed profiles; return what changed."""
     changes = []
-    fitted = compose_and_fit(root, date, table_out)
+    fitted = compose_and_fit(root, date, table_out, backend)
     for profile, _ in fitted:
         path = out_dir / profile_file_name(profile.hardware, profile.model,
                                            profile.weight_dtype, profile.tp)
@@ -351,6 +371,7 @@ def sync(root: Path, out_dir: Path, check: bool, date: str,
                 continue
         changes.append(f"write {path.name}")
         if not check:
+            out_dir.mkdir(parents=True, exist_ok=True)
             save_profile(profile, path)
     return changes, fitted
 
@@ -360,7 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None,
                         help="aiconfigurator_core/systems folder (default: the installed "
                              f"{DISTRIBUTION} {AIC_VERSION})")
-    parser.add_argument("--out", type=Path, default=PROFILES_DIR, help="profiles folder")
+    parser.add_argument("--backend", choices=BACKENDS, default=BACKEND,
+                        help="whose kernel tables to compose (default trtllm: the generic "
+                             "profiles; vllm, sglang: simulator/profiles/stacks/<backend>/)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"profiles folder (default {PROFILES_DIR} for trtllm)")
     parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
     parser.add_argument("--table-out", type=Path, default=None,
                         help="also write each composed profile table (Parquet) here")
@@ -371,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"calibrate.aiconfigurator: error: AIConfigurator {AIC_VERSION} tables not found; "
               f"{EXTRA_HINT}, or pass --data", file=sys.stderr)
         return 2
-    changes, fitted = sync(root, args.out, args.check, args.date, args.table_out)
+    out = args.out or profiles_dir(args.backend)
+    changes, fitted = sync(root, out, args.check, args.date, args.table_out, args.backend)
     print(f"{'profile':42s} {'pts':>4s} {'MAPE':>7s} {'max':>7s} {'prefill':>8s} "
           f"{'decode':>7s} {'mixed':>7s}")
     for profile, report in fitted:
@@ -383,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                          for p in ("prefill", "decode", "mixed")))
     for line in changes:
         print(line)
-    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {args.out}")
+    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}")
     return 1 if args.check and changes else 0
 
 

@@ -12,6 +12,10 @@ Which deployments get a prior (kept to tens of files):
   smallest tp that fits;
 - the toy models (tiny, small) on the CPU host in bf16 and fp32.
 
+Where the roofline prior prices all-reduces with a curve fitted to measured NCCL tables
+(simulator/costs/collectives.py: a100-80gb, h100-sxm, h200 at tp 2/4/8), the provenance's
+``allreduce`` names it; elsewhere the 10 us + link formula applies, as before.
+
 "Fits" means weights per GPU <= 90% of its memory, leaving room for KV cache. Profiles
 that were measured (provenance source is not the roofline prior) are never touched.
 """
@@ -81,6 +85,8 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
         software = f"servesim {version('servesim')}"
     except PackageNotFoundError:
         software = "servesim (not installed)"
+    # tp > 1 where a measured all-reduce curve exists: which one (elsewhere the formula)
+    allreduce = cost.allreduce_source() if cost.measured_allreduce else None
     return CostProfile(
         hardware=hw_name,
         model=model_name,
@@ -97,6 +103,7 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
             "software": software,
             "notes": "datasheet peaks (simulator/specs/hardware.py); formula and sources "
             "of each constant in simulator/costs/roofline.py",
+            **({"allreduce": allreduce} if allreduce else {}),
         },
     )
 

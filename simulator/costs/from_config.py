@@ -36,7 +36,8 @@ from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.host import Overhead, split_host, with_overhead
-from simulator.costs.machine import here, machine_note
+from simulator.costs.lookup import STACKS_DIR, find_default_profile
+from simulator.costs.machine import machine_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -44,13 +45,13 @@ from simulator.costs.profile import (
     PIECEWISE_COEFFICIENTS,
     PROFILES_DIR,
     CostProfile,
-    find_shipped_profile,
     load_profile,
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
+from simulator.costs.shape_equivalent import LogitsOffsetCost, logits_delta_s, stand_in_note
 from simulator.errors import ConfigError
 from simulator.fingerprint import HOW_TO_FIX
-from simulator.profile_cache import find_cached_profile, profile_stem
+from simulator.profile_cache import profile_stem
 from simulator.specs.dtypes import same_cost_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
@@ -70,10 +71,13 @@ def cost_model_from_config(
     weight_dtype: str,
     kv_dtype: str,
     where: str = "cost",
+    stack: str | None = None,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
-    Errors name the field as ``<where>.<key>`` and show the bad value.
+    ``stack`` (a serving stack's name) makes an empty section look in
+    ``simulator/profiles/stacks/<stack>/`` first. Errors name the field as
+    ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
     if unknown:
@@ -98,7 +102,7 @@ def cost_model_from_config(
             key = next(iter(coefficients))
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
-            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype)
+            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack)
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
@@ -164,15 +168,17 @@ def _from_profile(
     used = with_machine_note(describe(profile, path), profile)
     cv = measured_cv(profile)
     if not mismatches:
-        return profile.build(model, hw), used, cv
+        cost = profile.build(model, hw)
+        return cost, with_allreduce_note(used, cost), cv
     if profile.form in FITTED:
         cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
     else:  # a prior's knobs, applied to the scenario's own deployment
-        knobs = {k: float(v) for k, v in profile.coefficients.items()}
+        knobs: dict[str, Any] = {k: float(v) for k, v in profile.coefficients.items()}
         cost = profile.calibrated(RooflineCost(model, hw, tp, weight_dtype, kv_dtype,
                                                **knobs))
     theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
     ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
+    used = with_allreduce_note(used, cost)
     return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
                  f"the scenario has {ours}", cv
 
@@ -192,7 +198,8 @@ def profile_file(value: object, where: str = "cost") -> Path:
 def describe(profile: CostProfile, path: Path) -> str:
     """``file (source)``: which profile priced the steps, and whether it was measured."""
     source = profile.provenance.get("source", "source not stated")
-    name = path.name if path.parent == PROFILES_DIR else str(path)
+    shipped = path.parent == PROFILES_DIR or path.parent.parent == STACKS_DIR
+    name = str(path.relative_to(PROFILES_DIR)) if shipped else str(path)
     return f"{name} ({source})"
 
 
@@ -219,21 +226,44 @@ def _inline(
     values = {k: float(v) for k, v in coefficients.items()}
     if form in FITTED:
         return FITTED[form][0](**values), f"inline {form} coefficients ({where} section)"
-    cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **values)
+    # A scenario that sets the all-reduce formula's knobs gets the formula, not the
+    # measured curve (simulator/costs/collectives.py).
+    formula = any(k in values for k in ("allreduce_latency_s", "link_efficiency"))
+    kwargs: dict[str, Any] = {**values, **({"allreduce_kind": ""} if formula else {})}
+    cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **kwargs)
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
-    return cost, ROOFLINE_ON_THE_FLY + (f" with {knobs}" if knobs else "")
+    return cost, with_allreduce_note(ROOFLINE_ON_THE_FLY + (f" with {knobs}" if knobs else ""),
+                                     cost)
 
 
-def _default(
-    model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str
-) -> tuple[CostModel, str, float]:
-    found = _default_profile(model, hw, tp, weight_dtype, kv_dtype)
+def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
+             stack: str | None = None) -> tuple[CostModel, str, float]:
+    found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, stack=stack)
     if found is not None:
-        path, profile = found
+        path, profile, stand_in = found
         used = with_machine_note(describe(profile, path), profile)
-        return profile.build(model, hw), used, measured_cv(profile)
-    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype), _prior_label(
-        model, hw, tp, weight_dtype), 0.0
+        cost = profile.build(model if stand_in is None else stand_in, hw)
+        if stand_in is not None:
+            delta = logits_delta_s(model, stand_in, hw, tp)
+            kernel, host = split_host(cost)
+            if isinstance(kernel, ScaledCost):
+                kernel = ScaledCost(LogitsOffsetCost(kernel.inner, delta), kernel.time_scale)
+            else:
+                kernel = LogitsOffsetCost(kernel, delta)
+            cost = with_overhead(kernel, host) if host.to_dict() else kernel
+            used = f"{stand_in_note(model, stand_in, delta)}: {used}"
+        return cost, with_allreduce_note(used, cost), measured_cv(profile)
+    prior = RooflineCost(model, hw, tp, weight_dtype, kv_dtype)
+    return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
+
+
+def with_allreduce_note(used: str, cost: CostModel) -> str:
+    """The cost source, plus what prices a roofline prior's all-reduces (tp > 1 only)."""
+    kernel, _ = split_host(cost)
+    if isinstance(kernel, ScaledCost):
+        kernel = kernel.inner
+    note = kernel.allreduce_source() if isinstance(kernel, RooflineCost) else None
+    return f"{used}; all-reduce: {note}" if note else used
 
 
 def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str) -> str:
@@ -249,38 +279,26 @@ def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str)
 
 
 def default_profile_path(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
-                         kv_dtype: str, threads: int = 1) -> Path | None:
+                         kv_dtype: str, threads: int = 1,
+                         stack: str | None = None) -> Path | None:
     """The profile an empty ``[cost]`` section uses: one measured on this machine (the
-    per-user cache, ``servesim calibrate --here``), else the shipped one, else None (a
-    roofline prior). Only CPU profiles are looked up in the cache: a simulation of a GPU
-    is a prediction for that GPU, whatever machine runs the simulator."""
-    found = _default_profile(model, hw, tp, weight_dtype, kv_dtype, threads)
+    per-user cache, ``servesim calibrate --here``), else the shipped one (a stack's own
+    first, then a measured stand-in of the same layer shapes, then a prior), else None (a
+    roofline prior built on the fly). Only CPU profiles are looked up in the cache: a
+    simulation of a GPU is a prediction for that GPU, whatever machine runs the simulator."""
+    found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, threads, stack)
     return None if found is None else found[0]
 
 
-def _default_profile(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
-                     kv_dtype: str, threads: int = 1) -> tuple[Path, CostProfile] | None:
-    """:func:`default_profile_path` and the profile, read once."""
-    if hw.name == "cpu":
-        cached = find_cached_profile(here("cpu", threads), hw.name, model.name, weight_dtype, tp)
-        if cached is not None:
-            return cached, load_profile(cached)
-    path = find_shipped_profile(model, hw, weight_dtype, tp)
-    if path is not None:
-        profile = load_profile(path)
-        if same_cost_dtype(profile.kv_dtype, kv_dtype) and profile.model == model.name:
-            return path, profile
-    return None
-
-
 def profile_path_for(section: dict[str, Any], model: ModelSpec, hw: HardwareSpec, tp: int,
-                     weight_dtype: str, kv_dtype: str, threads: int = 1) -> Path | None:
+                     weight_dtype: str, kv_dtype: str, threads: int = 1,
+                     stack: str | None = None) -> Path | None:
     """The profile file a ``[cost]`` section prices steps with (None: inline or a prior)."""
     if "profile" in section:
         return profile_file(section["profile"], "cost")
     if "form" in section:
         return None
-    return default_profile_path(model, hw, tp, weight_dtype, kv_dtype, threads)
+    return default_profile_path(model, hw, tp, weight_dtype, kv_dtype, threads, stack)
 
 
 def with_machine_note(used: str, profile: CostProfile) -> str:

@@ -117,7 +117,7 @@ class CostProfile:
         """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``."""
         if self.form in FITTED:
             return self.build_fitted()
-        knobs = {k: float(v) for k, v in self.coefficients.items()}
+        knobs: dict[str, Any] = {k: float(v) for k, v in self.coefficients.items()}
         return self.calibrated(
             RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs))
 

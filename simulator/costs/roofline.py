@@ -19,7 +19,10 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       B_kv   = kv (C + R + P + D) / min(tp, n_kv)   KV heads replicate past n_kv
       t_c    = (F_mm / peak(w) + F_attn / peak(act)) / (tp eff_c)
       t_m    = (B_w + B_kv) / (bw eff_m)
-      t_ar   = 2 L (lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l))   when tp > 1
+      t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
+               the all-reduce curve fitted to measured tables for this GPU and tp
+               (simulator/costs/collectives.py: NCCL by default; a100-80gb, h100-sxm,
+               h200 at tp 2/4/8), else lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l)
       t      = t_step + t_req (admitted + finished) + max(t_c, t_m) + t_ar
 
 R is exact when a step has one prefill chunk (ctx + n/2 = A/P) and when every chunk
@@ -35,7 +38,10 @@ replaces:
 - eff_l = 0.8 of the per-direction line rate: NCCL reaches ~370 GB/s bus bandwidth on
   H100 NVLink whose line rate is 450 GB/s each way (NVIDIA/nccl-tests#212).
 - lat = 10 us per all-reduce: small-message NCCL all-reduce inside one node is of order
-  10 us (NVIDIA/nccl-tests#68); two per layer is why TP decode pays per layer.
+  10 us (NVIDIA/nccl-tests#68); two per layer is why TP decode pays per layer. Used with
+  eff_l only where no measured curve exists, or when a scenario sets either knob
+  (``allreduce_kind = ""``). The measured NCCL curves start at 6-22 us (A100 tp2: 10.4 us,
+  tp8: 21.6 us) and reach their bandwidth only past a few MiB.
 - t_step = 300 us: "a per-step CPU overhead of hundreds of microseconds" (design.md).
 - t_req = 100 us per request admitted or finished: tokenise, detokenise, respond; vLLM
   found API server and scheduling CPU time first-order for Llama-3-8B on H100 (design.md).
@@ -49,6 +55,12 @@ from typing import NamedTuple
 import numpy as np
 
 from simulator.costs.base import Num, check_number
+from simulator.costs.collectives import (
+    DEFAULT_KIND,
+    AllReduceCurve,
+    allreduce_curve,
+    allreduce_kinds,
+)
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
@@ -86,6 +98,8 @@ class _Constants(NamedTuple):
     ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
     ar_link_bw: float  # link/2 eff_l, bytes/s
     num_allreduces: int  # 2 L when tp > 1, else 0
+    ar_message_bytes_per_token: float  # H b_act: bytes of one token's all-reduced vector
+    ar_curve: AllReduceCurve | None  # measured curve (collectives.py), else the formula
 
 
 class RooflineTerms(NamedTuple):
@@ -124,13 +138,20 @@ class RooflineCost:
     link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
     step_overhead_s: float = 300e-6  # t_step: CPU work per step
     per_request_s: float = 100e-6  # t_req: CPU work per request admitted or finished
-    allreduce_latency_s: float = 10e-6  # lat: fixed cost of one all-reduce
+    allreduce_latency_s: float = 10e-6  # lat: fixed cost of one all-reduce (formula only)
+    # Which measured all-reduce curve prices t_ar (collectives.py); "" = the lat + link
+    # formula. Falls back to the formula where the GPU/tp has no curve.
+    allreduce_kind: str = DEFAULT_KIND
     _k: _Constants = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in KNOBS:
             check_knob(name, getattr(self, name))
         self._check_tp()
+        kinds = allreduce_kinds()
+        if self.allreduce_kind != "" and self.allreduce_kind not in kinds:
+            raise ConfigError(f"allreduce_kind={self.allreduce_kind!r} must be \"\" (the "
+                              f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", self._constants())
 
     def _check_tp(self) -> None:
@@ -165,7 +186,26 @@ class RooflineCost:
             ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
             ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * self.link_efficiency,
             num_allreduces=2 * m.num_layers if tp > 1 else 0,
+            ar_message_bytes_per_token=m.hidden_size * b_act,
+            ar_curve=(allreduce_curve(hw.name, tp, self.allreduce_kind)
+                      if tp > 1 and self.allreduce_kind else None),
         )
+
+    @property
+    def measured_allreduce(self) -> AllReduceCurve | None:
+        """The measured curve pricing the all-reduces (None: tp 1, or the formula)."""
+        return self._k.ar_curve
+
+    def allreduce_source(self) -> str | None:
+        """What prices the all-reduces (None at tp 1): a named measured curve or the formula."""
+        if self.tp == 1:
+            return None
+        if self._k.ar_curve is not None:
+            return self._k.ar_curve.describe()
+        why = (f"no measured {self.allreduce_kind} curve for {self.hardware.name} tp{self.tp}"
+               if self.allreduce_kind else "allreduce_kind = \"\"")
+        return (f"formula {self.allreduce_latency_s * 1e6:g} us + bytes / "
+                f"({self.link_efficiency:g} x link) ({why})")
 
     def _terms(self, p: Num, a: Num, d: Num, c: Num, n_req: Num) -> RooflineTerms:
         k = self._k
@@ -178,7 +218,9 @@ class RooflineCost:
         nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
         compute_s = (flops_mm * k.inv_peak_mm + flops_attn * k.inv_peak_attn) * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1
-        if k.num_allreduces:
+        if k.num_allreduces and k.ar_curve is not None:
+            allreduce_s = k.num_allreduces * k.ar_curve.time_s(k.ar_message_bytes_per_token * t)
+        elif k.num_allreduces:
             per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
         return RooflineTerms(

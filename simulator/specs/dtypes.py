@@ -41,3 +41,17 @@ def same_cost_dtype(a: str, b: str) -> bool:
     half = ("fp16", "bf16")
     a, b = a.lower(), b.lower()
     return a == b or (a in half and b in half)
+
+
+def natural_kv_dtype(weight_dtype: str) -> str:
+    """The KV dtype a deployment gets unless it says otherwise: bf16 for 16/32-bit weights,
+    fp8 for quantised ones (the scenario's ``model.kv_dtype`` default)."""
+    return "bf16" if weight_dtype.lower() in ("fp32", "fp16", "bf16") else "fp8"
+
+
+def dtype_label(weight_dtype: str, kv_dtype: str) -> str:
+    """The dtype part of a profile file name: the weight dtype when the KV cache is in its
+    natural dtype (``fp8``: fp8 weights and fp8 KV), else ``<weight>-kv<kv>`` (``fp8-kvbf16``:
+    fp8 weights with a bf16 KV cache, vLLM's FP8 default)."""
+    w, kv = weight_dtype.lower(), kv_dtype.lower()
+    return w if same_cost_dtype(kv, natural_kv_dtype(w)) else f"{w}-kv{kv}"

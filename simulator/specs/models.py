@@ -1,105 +1,21 @@
-"""Model shapes: the :class:`ModelSpec` dataclass, a catalogue, and a config.json reader.
+"""Model shapes: the catalogue, its Hugging Face aliases, and a config.json reader.
 
-A spec holds only what the cost model and the KV cache need: layer, head and MLP sizes,
-vocabulary, context limit and the mixture-of-experts routing. Parameter counts are derived
-from the shapes (Llama family: GQA attention without biases, SwiGLU MLP, RMSNorm), so they
-are checked against the published totals in tests/test_specs.py.
+:class:`ModelSpec` (simulator/specs/model_spec.py, re-exported here) holds the shapes.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.model_spec import ModelSpec
 
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """Shape of a decoder-only transformer (Llama family, dense or mixture of experts)."""
-
-    name: str  # catalogue key or a label for a custom config
-    num_layers: int  # L: transformer blocks
-    hidden_size: int  # H: residual stream width
-    num_heads: int  # query heads per layer
-    num_kv_heads: int  # key/value heads per layer (GQA; = num_heads for MHA)
-    head_dim: int  # width of one attention head
-    intermediate_size: int  # I: SwiGLU hidden width of one expert
-    vocab_size: int  # V: embedding and lm_head rows
-    max_context_tokens: int  # longest sequence (prompt + output) the model accepts
-    num_experts: int = 1  # E: experts per MoE layer (1 = dense)
-    experts_per_token: int = 1  # k: experts each token is routed to (1 = dense)
-    tie_embeddings: bool = False  # lm_head shares the embedding matrix
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigError(f"model.name={self.name!r} must be a non-empty string")
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name not in ("name", "tie_embeddings") and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ConfigError(f"model {self.name}: {f.name}={value!r} must be an int >= 1")
-        if self.num_heads % self.num_kv_heads:
-            raise ConfigError(
-                f"model {self.name}: num_heads={self.num_heads} must be a multiple of "
-                f"num_kv_heads={self.num_kv_heads}"
-            )
-        if self.experts_per_token > self.num_experts:
-            raise ConfigError(
-                f"model {self.name}: experts_per_token={self.experts_per_token} must be "
-                f"<= num_experts={self.num_experts}"
-            )
-        if not isinstance(self.tie_embeddings, bool):
-            raise ConfigError(f"model {self.name}: tie_embeddings={self.tie_embeddings!r} not bool")
-
-    @property
-    def params_attention_per_layer(self) -> int:
-        """q and o (H x heads*head_dim) plus k and v (H x kv_heads*head_dim)."""
-        q_width, kv_width = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
-        return 2 * self.hidden_size * q_width + 2 * self.hidden_size * kv_width
-
-    @property
-    def params_per_expert(self) -> int:
-        """One expert's SwiGLU MLP (gate, up, down: 3 H x I matrices) across all layers."""
-        return self.num_layers * 3 * self.hidden_size * self.intermediate_size
-
-    @property
-    def params_embedding(self) -> int:
-        """Input embedding plus lm_head (one matrix when tied)."""
-        return self.vocab_size * self.hidden_size * (1 if self.tie_embeddings else 2)
-
-    @property
-    def params_shared(self) -> int:
-        """Weights every token uses: everything except the experts' MLPs."""
-        router = self.hidden_size * self.num_experts if self.num_experts > 1 else 0
-        norms = 2 * self.hidden_size  # RMSNorm before attention and before the MLP
-        per_layer = self.params_attention_per_layer + router + norms
-        return self.num_layers * per_layer + self.params_embedding + self.hidden_size
-
-    @property
-    def params_total(self) -> int:
-        """All weights (what must fit in memory)."""
-        return self.params_shared + self.num_experts * self.params_per_expert
-
-    @property
-    def params_active(self) -> int:
-        """Weights one token passes through (shared plus its k experts)."""
-        return self.params_shared + self.experts_per_token * self.params_per_expert
-
-    def weight_bytes(self, weight_dtype: str) -> int:
-        """Bytes of the whole model's weights stored in ``weight_dtype``."""
-        return round(self.params_total * weight_dtype_bytes(weight_dtype))
-
-    def kv_bytes_per_token(self, kv_dtype: str) -> int:
-        """KV-cache bytes per token: K and V, all layers (2 * L * kv_heads * head_dim * b)."""
-        elements = 2 * self.num_layers * self.num_kv_heads * self.head_dim
-        return round(elements * kv_dtype_bytes(kv_dtype))
+__all__ = ["MODELS", "MODEL_ALIASES", "ModelSpec", "catalogue_name", "get_model",
+           "model_from_hf_config"]
 
 
 def _llama(
@@ -122,16 +38,36 @@ def _llama(
 
 
 # Published configs (Hugging Face config.json of each model). Qwen2.5's q/k/v biases
-# (0.1M parameters) are left out: the spec has no bias terms.
+# (0.1M parameters) are left out: the spec has no bias terms. The peer models (the ones
+# microsoft/vidur ships, vidur/config/model_config.py) follow their Hugging Face configs:
+# codellama/CodeLlama-34b-hf, meta-llama/Meta-Llama-3-8B and -70B, Qwen/Qwen-72B,
+# internlm/internlm2-20b, microsoft/phi-2, mistralai/Mistral-7B-v0.3.
 MODELS: Mapping[str, ModelSpec] = MappingProxyType(
     {
         # name: _llama(name, layers, hidden, heads, kv_heads, intermediate, vocab, context)
         "llama-2-7b": _llama("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
         "llama-2-70b": _llama("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
+        "llama-3-8b": _llama("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+        "llama-3-70b": _llama("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
         "llama-3.1-8b": _llama("llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256, 131072),
         "llama-3.1-70b": _llama("llama-3.1-70b", 80, 8192, 64, 8, 28672, 128256, 131072),
+        "codellama-34b": _llama("codellama-34b", 48, 8192, 64, 8, 22016, 32000, 16384),
+        # mistral-7b is v0.1 (vocab 32,000), as it always was here; v0.3 extends the
+        # vocabulary to 32,768 and is otherwise the same model.
         "mistral-7b": _llama("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),
+        "mistral-7b-v0.3": _llama("mistral-7b-v0.3", 32, 4096, 32, 8, 14336, 32768, 32768),
         "qwen2.5-7b": _llama("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 131072),
+        # Qwen-72B (Qwen1): MHA, SwiGLU of width 24,576 (its config says 49,152, the two
+        # halves together); the c_attn biases (3 x 8,192 per layer, 2M in all) are left out.
+        "qwen-72b": _llama("qwen-72b", 80, 8192, 64, 64, 24576, 152064, 32768),
+        # InternLM2-20B, the 20B InternLM peers ship (not InternLM-20B v1: 60 x 5,120).
+        "internlm2-20b": _llama("internlm2-20b", 48, 6144, 48, 8, 16384, 92544, 32768),
+        # Phi-2 is not Llama-shaped: parallel attention and MLP, a 2-matrix GELU MLP of width
+        # 10,240, LayerNorm, partial rotary (40% of each head) and biases. Approximated by a
+        # SwiGLU of width 6,827 (~2/3 x 10,240): the same MLP weights and FLOPs per token
+        # (3 x 6,827 vs 2 x 10,240 per hidden unit, +0.005%); biases (0.9M) left out. The
+        # count is 2.7790B against 2.7797B published (-0.03%).
+        "phi-2": _llama("phi-2", 32, 2560, 32, 32, 6827, 51200, 2048),
         "mixtral-8x7b": _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, (8, 2)),
         # Llama-shaped toys for CPU runs: tiny ~19.5M params, small ~100M (tied embeddings).
         "tiny": _llama("tiny", 4, 256, 4, 2, 768, 32000, 2048),
@@ -146,14 +82,34 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
     }
 )
 
-# Other names of catalogue models (lower case) -> their catalogue key: the Hugging Face ids
-# of the model the engine serves, so a result labelled with either is simulated as one model.
+# Other names of catalogue models (lower case) -> their catalogue key: Hugging Face ids, so
+# a result labelled with either is simulated as one model. Instruct/chat variants share
+# their base model's shapes.
+_HF_IDS = {
+    "smollm2-135m": ("huggingfacetb/smollm2-135m-instruct", "smollm2-135m-instruct",
+                     "huggingfacetb/smollm2-135m"),
+    "llama-2-7b": ("meta-llama/llama-2-7b-hf", "meta-llama/llama-2-7b-chat-hf"),
+    "llama-2-70b": ("meta-llama/llama-2-70b-hf", "meta-llama/llama-2-70b-chat-hf"),
+    "llama-3-8b": ("meta-llama/meta-llama-3-8b", "meta-llama/meta-llama-3-8b-instruct"),
+    "llama-3-70b": ("meta-llama/meta-llama-3-70b", "meta-llama/meta-llama-3-70b-instruct"),
+    "llama-3.1-8b": ("meta-llama/meta-llama-3.1-8b", "meta-llama/meta-llama-3.1-8b-instruct",
+                     "meta-llama/llama-3.1-8b", "meta-llama/llama-3.1-8b-instruct"),
+    "llama-3.1-70b": ("meta-llama/meta-llama-3.1-70b", "meta-llama/llama-3.1-70b",
+                      "meta-llama/meta-llama-3.1-70b-instruct",
+                      "meta-llama/llama-3.1-70b-instruct", "meta-llama/llama-3.3-70b-instruct"),
+    "codellama-34b": ("codellama/codellama-34b-hf", "codellama/codellama-34b-instruct-hf",
+                      "codellama-34b-hf"),
+    "mistral-7b": ("mistralai/mistral-7b-v0.1", "mistralai/mistral-7b-instruct-v0.1",
+                   "mistral-7b-v0.1"),
+    "mistral-7b-v0.3": ("mistralai/mistral-7b-v0.3", "mistralai/mistral-7b-instruct-v0.3"),
+    "qwen2.5-7b": ("qwen/qwen2.5-7b", "qwen/qwen2.5-7b-instruct"),
+    "qwen-72b": ("qwen/qwen-72b", "qwen/qwen-72b-chat"),
+    "internlm2-20b": ("internlm/internlm2-20b", "internlm/internlm2-chat-20b"),
+    "phi-2": ("microsoft/phi-2",),
+    "mixtral-8x7b": ("mistralai/mixtral-8x7b-v0.1", "mistralai/mixtral-8x7b-instruct-v0.1"),
+}
 MODEL_ALIASES: Mapping[str, str] = MappingProxyType(
-    {
-        "huggingfacetb/smollm2-135m-instruct": "smollm2-135m",
-        "smollm2-135m-instruct": "smollm2-135m",
-        "huggingfacetb/smollm2-135m": "smollm2-135m",
-    }
+    {alias: key for key, aliases in _HF_IDS.items() for alias in aliases}
 )
 
 

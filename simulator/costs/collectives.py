@@ -1,0 +1,106 @@
+"""All-reduce latency fitted to measured collective tables: the prior's t_ar where known.
+
+``collectives.json`` (next to this file) holds, per GPU, all-reduce implementation
+("nccl", "trtllm", "vllm_graph", "vllm_eager", "sglang_graph",
+"sglang_eager") and TP degree, a continuous
+piecewise-linear latency over message size, fitted by ``python -m calibrate.collectives_fit``
+to the all-reduce tables NVIDIA measured and ships in AIConfigurator 0.12.0
+(``systems/data/<system>/comm/...``). Only the fitted knots and their provenance ship;
+the tables do not. A curve is::
+
+    knots_bytes   s_0 = 0 < s_1 < ... < s_n     message sizes, bytes per GPU
+    latency_us    t_0, t_1, ..., t_n            fitted latency at each knot
+    t(s) = t_i + (s - s_i) (t_{i+1} - t_i) / (s_{i+1} - s_i)   for s_i <= s <= s_{i+1}
+    t(s) = t_n + (s - s_n) (t_n - t_{n-1}) / (s_n - s_{n-1})   past s_n (last bandwidth)
+
+so t_0 is the small-message latency and the last segment's slope is the large-message
+bus cost per byte. Sizes are the bytes of the reduced tensor (tokens x hidden x bytes per
+activation), the tables' message size (elements, bf16) x 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.costs.base import Num
+from simulator.errors import ConfigError
+
+COLLECTIVES_FILE = Path(__file__).resolve().parent / "collectives.json"
+DEFAULT_KIND = "nccl"  # the library every stack falls back to; the roofline prior's choice
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduceCurve:
+    """One fitted all-reduce latency curve (module docstring): GPU, implementation, TP."""
+
+    hardware: str  # catalogue GPU name
+    kind: str  # implementation: "nccl", "trtllm", "vllm_graph", "sglang_eager", ...
+    tp: int  # GPUs in the all-reduce
+    knots_bytes: tuple[float, ...]  # s_i, bytes per GPU; s_0 = 0
+    latency_us: tuple[float, ...]  # t_i, microseconds
+    source: str  # which table, which version
+
+    def __post_init__(self) -> None:
+        s, t = self.knots_bytes, self.latency_us
+        increasing = all(a < b for a, b in zip(s, s[1:], strict=False))
+        if len(s) < 2 or len(s) != len(t) or s[0] != 0 or not increasing:
+            raise ConfigError(f"all-reduce curve {self.hardware}/{self.kind}/tp{self.tp}: "
+                              f"knots_bytes={s!r} must start at 0, increase, and match "
+                              f"latency_us={t!r}")
+
+    @property
+    def latency_s(self) -> float:
+        """t_0: the small-message latency, seconds."""
+        return self.latency_us[0] * 1e-6
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """Bytes per second of the last segment (large messages)."""
+        s, t = self.knots_bytes, self.latency_us
+        return (s[-1] - s[-2]) / ((t[-1] - t[-2]) * 1e-6)
+
+    def time_s(self, nbytes: Num) -> Num:
+        """Seconds for one all-reduce of ``nbytes`` (a float or an array)."""
+        s, t = self.knots_bytes, self.latency_us
+        slope = (t[-1] - t[-2]) / (s[-1] - s[-2])
+        inside = np.interp(nbytes, s, t)
+        beyond = t[-1] + (np.asarray(nbytes) - s[-1]) * slope
+        out = np.where(np.asarray(nbytes) > s[-1], beyond, inside) * 1e-6
+        return float(out) if np.ndim(out) == 0 else out
+
+    def describe(self) -> str:
+        return (f"{self.kind} all-reduce fitted to {self.source} "
+                f"({self.latency_us[0]:.1f} us + {self.bandwidth_bytes_per_s / 1e9:.0f} GB/s)")
+
+
+@cache
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the all-reduce curves ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get("curves"), list):
+        raise ConfigError(f"{path}: expected an object with a 'curves' list")
+    return data
+
+
+def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
+                    path: Path = COLLECTIVES_FILE) -> AllReduceCurve | None:
+    """The fitted curve for this GPU, implementation and TP degree, else None."""
+    for row in _load(path)["curves"]:
+        if (row["hardware"], row["kind"], row["tp"]) == (hardware, kind, tp):
+            return AllReduceCurve(row["hardware"], row["kind"], int(row["tp"]),
+                                  tuple(map(float, row["knots_bytes"])),
+                                  tuple(map(float, row["latency_us"])), row["source"])
+    return None
+
+
+def allreduce_kinds(path: Path = COLLECTIVES_FILE) -> tuple[str, ...]:
+    """The implementations some GPU has a curve for."""
+    return tuple(dict.fromkeys(row["kind"] for row in _load(path)["curves"]))

@@ -1,0 +1,98 @@
+"""The :class:`ModelSpec` dataclass: a decoder-only transformer's shapes and derived sizes.
+
+A spec holds only what the cost model and the KV cache need: layer, head and MLP sizes,
+vocabulary, context limit and the mixture-of-experts routing. Parameter counts are derived
+from the shapes (Llama family: GQA attention without biases, SwiGLU MLP, RMSNorm), so they
+are checked against the published totals in tests/test_specs.py and
+tests/test_catalogue_peers.py. The catalogue lives in simulator/specs/models.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from simulator.errors import ConfigError
+from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """Shape of a decoder-only transformer (Llama family, dense or mixture of experts)."""
+
+    name: str  # catalogue key or a label for a custom config
+    num_layers: int  # L: transformer blocks
+    hidden_size: int  # H: residual stream width
+    num_heads: int  # query heads per layer
+    num_kv_heads: int  # key/value heads per layer (GQA; = num_heads for MHA)
+    head_dim: int  # width of one attention head
+    intermediate_size: int  # I: SwiGLU hidden width of one expert
+    vocab_size: int  # V: embedding and lm_head rows
+    max_context_tokens: int  # longest sequence (prompt + output) the model accepts
+    num_experts: int = 1  # E: experts per MoE layer (1 = dense)
+    experts_per_token: int = 1  # k: experts each token is routed to (1 = dense)
+    tie_embeddings: bool = False  # lm_head shares the embedding matrix
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"model.name={self.name!r} must be a non-empty string")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in ("name", "tie_embeddings") and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ConfigError(f"model {self.name}: {f.name}={value!r} must be an int >= 1")
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError(
+                f"model {self.name}: num_heads={self.num_heads} must be a multiple of "
+                f"num_kv_heads={self.num_kv_heads}"
+            )
+        if self.experts_per_token > self.num_experts:
+            raise ConfigError(
+                f"model {self.name}: experts_per_token={self.experts_per_token} must be "
+                f"<= num_experts={self.num_experts}"
+            )
+        if not isinstance(self.tie_embeddings, bool):
+            raise ConfigError(f"model {self.name}: tie_embeddings={self.tie_embeddings!r} not bool")
+
+    @property
+    def params_attention_per_layer(self) -> int:
+        """q and o (H x heads*head_dim) plus k and v (H x kv_heads*head_dim)."""
+        q_width, kv_width = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        return 2 * self.hidden_size * q_width + 2 * self.hidden_size * kv_width
+
+    @property
+    def params_per_expert(self) -> int:
+        """One expert's SwiGLU MLP (gate, up, down: 3 H x I matrices) across all layers."""
+        return self.num_layers * 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def params_embedding(self) -> int:
+        """Input embedding plus lm_head (one matrix when tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_embeddings else 2)
+
+    @property
+    def params_shared(self) -> int:
+        """Weights every token uses: everything except the experts' MLPs."""
+        router = self.hidden_size * self.num_experts if self.num_experts > 1 else 0
+        norms = 2 * self.hidden_size  # RMSNorm before attention and before the MLP
+        per_layer = self.params_attention_per_layer + router + norms
+        return self.num_layers * per_layer + self.params_embedding + self.hidden_size
+
+    @property
+    def params_total(self) -> int:
+        """All weights (what must fit in memory)."""
+        return self.params_shared + self.num_experts * self.params_per_expert
+
+    @property
+    def params_active(self) -> int:
+        """Weights one token passes through (shared plus its k experts)."""
+        return self.params_shared + self.experts_per_token * self.params_per_expert
+
+    def weight_bytes(self, weight_dtype: str) -> int:
+        """Bytes of the whole model's weights stored in ``weight_dtype``."""
+        return round(self.params_total * weight_dtype_bytes(weight_dtype))
+
+    def kv_bytes_per_token(self, kv_dtype: str) -> int:
+        """KV-cache bytes per token: K and V, all layers (2 * L * kv_heads * head_dim * b)."""
+        elements = 2 * self.num_layers * self.num_kv_heads * self.head_dim
+        return round(elements * kv_dtype_bytes(kv_dtype))

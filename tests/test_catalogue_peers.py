@@ -1,0 +1,69 @@
+"""The models peer simulators ship: parameter counts against the published ones, aliases,
+and the two Mistral-7B vocabularies."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.specs.models import MODEL_ALIASES, MODELS, catalogue_name, get_model
+
+# Published totals: the parameter count of each Hugging Face checkpoint (safetensors
+# metadata, as the model page shows it), rounded as published.
+PUBLISHED = {
+    "codellama-34b": 33.7e9,  # codellama/CodeLlama-34b-hf
+    "llama-2-7b": 6.74e9,  # meta-llama/Llama-2-7b-hf
+    "llama-3-8b": 8.03e9,  # meta-llama/Meta-Llama-3-8B
+    "llama-3-70b": 70.6e9,  # meta-llama/Meta-Llama-3-70B
+    "qwen-72b": 72.3e9,  # Qwen/Qwen-72B
+    "internlm2-20b": 19.9e9,  # internlm/internlm2-20b
+    "mistral-7b": 7.24e9,  # mistralai/Mistral-7B-v0.1
+    "mistral-7b-v0.3": 7.25e9,  # mistralai/Mistral-7B-v0.3
+    "mixtral-8x7b": 46.7e9,  # mistralai/Mixtral-8x7B-v0.1
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_count_within_two_percent(name: str) -> None:
+    assert MODELS[name].params_total == pytest.approx(PUBLISHED[name], rel=0.02)
+
+
+def test_phi2_approximation_keeps_the_published_count() -> None:
+    # Phi-2's real architecture (microsoft/phi-2 config.json: 32 layers, hidden 2560, MLP
+    # 10240, vocab 51200, biases everywhere, LayerNorm with bias, untied lm_head with bias):
+    h, inter, vocab, layers = 2560, 10240, 51200, 32
+    attention = 4 * (h * h + h)  # q, k, v, dense with biases
+    mlp = h * inter + inter + inter * h + h  # fc1, fc2 with biases
+    per_layer = attention + mlp + 2 * h  # one LayerNorm (parallel block)
+    real = layers * per_layer + vocab * h + (vocab * h + vocab) + 2 * h
+    assert real == 2_779_683_840
+    # The spec: SwiGLU of width 6,827 in place of the 2-matrix GELU MLP, no biases.
+    spec = MODELS["phi-2"]
+    assert 3 * spec.intermediate_size == pytest.approx(2 * inter, abs=3)
+    assert spec.params_total == pytest.approx(real, rel=0.001)
+
+
+def test_mistral_vocabularies() -> None:
+    assert MODELS["mistral-7b"].vocab_size == 32000  # v0.1, as before
+    assert MODELS["mistral-7b-v0.3"].vocab_size == 32768
+    assert get_model("mistralai/Mistral-7B-v0.3").name == "mistral-7b-v0.3"
+    assert get_model("mistralai/Mistral-7B-Instruct-v0.3").vocab_size == 32768
+    assert get_model("mistralai/Mistral-7B-v0.1").name == "mistral-7b"
+
+
+@pytest.mark.parametrize("hf_id, key", [
+    ("codellama/CodeLlama-34b-hf", "codellama-34b"),
+    ("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3-8b"),
+    ("meta-llama/Meta-Llama-3-70B", "llama-3-70b"),
+    ("Qwen/Qwen-72B", "qwen-72b"),
+    ("internlm/internlm2-20b", "internlm2-20b"),
+    ("microsoft/phi-2", "phi-2"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
+    ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+])
+def test_hugging_face_ids_are_aliases(hf_id: str, key: str) -> None:
+    assert catalogue_name(hf_id) == key
+    assert get_model(hf_id) is MODELS[key]
+
+
+def test_every_alias_names_a_catalogue_model() -> None:
+    assert all(key in MODELS and alias == alias.lower() for alias, key in MODEL_ALIASES.items())
