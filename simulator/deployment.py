@@ -64,11 +64,12 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     kv_blocks = sc.kv.capacity_blocks(
         memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight_dtype),
         kv_bytes_per_token=model.kv_bytes_per_token(kv_dtype))
-    cost, cost_source = cost_model_from_config(dict(sc.cost), model, hw, tp, weight_dtype,
-                                               kv_dtype)
+    preset = sc.stack.preset()
+    cost, cost_source = cost_model_from_config(
+        dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
+        stack=preset.profiles if preset is not None else None)
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
-    preset = sc.stack.preset()
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
     return Deployment(
         model=model, hardware=hw, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,

@@ -149,8 +149,13 @@ class Scenario:
             if not isinstance(value, Mapping):
                 raise ConfigError(f"[{key}] must be a table, got {value!r}")
         stack = build_section(StackSection, point.get("stack"), "stack")
-        point = apply_stack(point, stack.preset())  # the stack's defaults under the point's
         base = point.get("_base_dir")
+        preset = stack.preset()
+        if preset is not None:  # the stack's defaults under the point's own
+            model = build_section(ModelSection, point.get("model"), "model")
+            layers = get_model(model.name, base_dir=base, where="model.name").num_layers \
+                if preset.overhead_per_layer else 0
+            point = apply_stack(point, preset, layers)
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
         return cls(

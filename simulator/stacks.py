@@ -40,8 +40,17 @@ class StackPreset:
     policy: Mapping[str, Any]  # [policy] defaults: name and knobs
     kv: Mapping[str, Any] = field(default_factory=dict)  # [kv] defaults
     overhead: Mapping[str, float] = field(default_factory=dict)  # host costs, s
+    # host costs that grow with the model's depth: s per layer (times num_layers)
+    overhead_per_layer: Mapping[str, float] = field(default_factory=dict)
     profiles: str | None = None  # kernel tables: simulator/profiles/stacks/<profiles>/
     sources: tuple[str, ...] = ()  # where each default was read
+
+    def host_costs(self, num_layers: int) -> dict[str, float]:
+        """Host costs (s) for a model of ``num_layers`` layers: fixed plus per-layer terms."""
+        out = dict(self.overhead)
+        for key, per_layer in self.overhead_per_layer.items():
+            out[key] = out.get(key, 0.0) + per_layer * num_layers
+        return out
 
     def describe(self) -> str:
         """``vllm-v1 0.10``: the preset's name, for cost sources and summaries."""
@@ -50,9 +59,21 @@ class StackPreset:
 
 def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any] | None = None,
             overhead: dict[str, float] | None = None, profiles: str | None = None,
-            sources: tuple[str, ...] = ()) -> StackPreset:
+            sources: tuple[str, ...] = (),
+            per_layer: dict[str, float] | None = None) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv or {}),
-                       MappingProxyType(overhead or {}), profiles, sources)
+                       MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
+                       profiles, sources)
+
+
+# vLLM's per-request CPU dispatch before its first token, which kernel timings miss: 0.8 ms
+# per layer, as NVIDIA recalibrated it "against the full silicon corpus" (AIConfigurator
+# 0.12.0 aiconfigurator_core/sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms;
+# its TensorRT-LLM and SGLang backends add none). It delays each request's first token and
+# blocks no one else: our non-blocking request_s.
+VLLM_DISPATCH = {"request_s": 0.8e-3}
+VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 "
+                        "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms")
 
 
 # Each stack's versions, oldest first; the last is the default. Values are the defaults of
@@ -64,7 +85,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "name": "continuous", "max_num_seqs": 256, "max_num_batched_tokens": 8192,
             "chunked_prefill": False},
             kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            sources=("vllm v0.6.x vllm/engine/arg_utils.py (max_num_seqs 256, block_size 16, "
+            per_layer=VLLM_DISPATCH,
+            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.6.x vllm/engine/arg_utils.py (max_num_seqs 256, block_size 16, "
                      "gpu_memory_utilization 0.9); vllm/config.py SchedulerConfig "
                      "(max_num_batched_tokens = max(max_model_len, 2048) without chunked "
                      "prefill)",)),
@@ -73,13 +95,15 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _preset("vllm-v1", "0.8", {
             "name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048},
             kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            sources=("vllm v0.8.x vllm/engine/arg_utils.py _set_default_args_v1 (online "
+            per_layer=VLLM_DISPATCH,
+            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.8.x vllm/engine/arg_utils.py _set_default_args_v1 (online "
                      "server: max_num_batched_tokens 2048, max_num_seqs 256; chunked prefill "
                      "always on in V1)",)),
         _preset("vllm-v1", "0.10", {
             "name": "chunked", "max_num_seqs": 1024, "max_num_batched_tokens": 8192},
             kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            sources=("vllm v0.10.x vllm/engine/arg_utils.py _set_default_args_v1 (GPUs of "
+            per_layer=VLLM_DISPATCH,
+            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.10.x vllm/engine/arg_utils.py _set_default_args_v1 (GPUs of "
                      "70 GB or more, online server: max_num_batched_tokens 8192, "
                      "max_num_seqs 1024)",)),
     ),
@@ -137,13 +161,14 @@ class StackSection:
                           f"{[p.version for p in presets]}")
 
 
-def apply_stack(point: Mapping[str, Any], preset: StackPreset | None) -> dict[str, Any]:
+def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
+                num_layers: int = 0) -> dict[str, Any]:
     """``point`` with the preset's tables under the scenario's own (what it gives wins).
 
     ``[policy]``: the preset's knobs are shared knobs (they apply to every policy that has
     them; a static or dynamic policy named by the scenario keeps its own). ``[kv]``: the
     preset's fields unless the scenario sets them. ``[cost] overhead``: the preset's host
-    costs, term by term under the scenario's, unless the scenario prices steps itself
+    costs (for a model of ``num_layers`` layers), term by term under the scenario's, unless the scenario prices steps itself
     (``form``: inline coefficients; ``profile``: a file, whose host terms are its own).
     """
     out = copy.deepcopy(dict(point))
@@ -153,8 +178,9 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None) -> dict[st
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
-    if preset.overhead and "form" not in cost and "profile" not in cost and isinstance(
+    host = preset.host_costs(num_layers)
+    if host and "form" not in cost and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
-        cost["overhead"] = {**preset.overhead, **dict(given)}
+        cost["overhead"] = {**host, **dict(given)}
         out["cost"] = cost
     return out

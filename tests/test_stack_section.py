@@ -83,3 +83,34 @@ def test_every_shipped_scenario_resolves_under_every_stack(path: Path, stack: st
     for _, point in expand_sweep(raw):
         dep = resolve(point, str(path))
         assert dep.stack.startswith(stack)
+
+
+@pytest.mark.parametrize(("stack", "folder"), [("vllm-v0", "stacks/vllm/"),
+                                                ("vllm-v1", "stacks/vllm/"),
+                                                ("sglang", "stacks/sglang/")])
+def test_a_stack_prices_steps_with_its_own_kernel_tables(stack: str, folder: str) -> None:
+    point = {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm"}}
+    own = resolve({**point, "stack": {"name": stack}})
+    generic = resolve(point)
+    assert own.cost_source.startswith(folder + "h100-sxm__llama-3.1-8b__bf16__tp1.json")
+    assert generic.cost_source.startswith("h100-sxm__llama-3.1-8b__bf16__tp1.json")
+    assert "backend trtllm" in generic.cost_source
+    assert f"backend {folder.split('/')[1]}" in own.cost_source
+
+
+def test_trtllm_uses_the_generic_tables_which_are_its_own() -> None:
+    point = {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h200"}}
+    dep = resolve({**point, "stack": {"name": "trtllm"}})
+    assert dep.cost_source.startswith("h200__llama-3.1-8b__bf16__tp1.json")
+
+
+def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
+    # AIConfigurator 0.12.0 prices vLLM's per-request CPU dispatch at 0.8 ms per layer
+    for model, layers in (("llama-3.1-8b", 32), ("llama-3.1-70b", 80)):
+        dep = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
+                       "stack": {"name": "vllm-v1"}})
+        assert dep.request_s == pytest.approx(0.8e-3 * layers)
+    own = resolve({"stack": {"name": "vllm-v0"}, "cost": {"overhead": {"request_s": 0.002}}})
+    assert own.request_s == pytest.approx(0.002)  # the scenario's own wins
+    assert resolve({"stack": {"name": "sglang"}}).request_s == 0.0
+    assert resolve({"stack": {"name": "trtllm"}}).request_s == 0.0
