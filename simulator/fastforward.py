@@ -65,6 +65,7 @@ def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray) -> list
     k = len(ends)
     seqs = batch.decode
     finished: list[Sequence] = []
+    state.decode_steps += k
     group = state.group
     kv = state.kv
     if group is not None:

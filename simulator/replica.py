@@ -20,6 +20,7 @@ from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.invariants import check_batch, check_state
+from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
 from simulator.steplog import StepLog
 
@@ -98,7 +99,9 @@ class Replica:
             if self.check_invariants:
                 check_batch(self.policy, state, decision)
             k = self.policy.repeats(state, decision) if self.fast_forward else 1
-            if k > 1:
+            if decision.num_steps > 1:
+                finished = yield from self._chunk(decision)
+            elif k > 1:
                 finished = yield from self._decode_run(decision, k)
             else:
                 finished = yield from self._step(decision)
@@ -133,6 +136,20 @@ class Replica:
         s = self.state
         self.log.add(start, self.env.now, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used)
+        self._check_log_size()
+        return finished
+
+    def _chunk(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
+        """A multi-step decision: its passes back to back, one log row, tokens at the end.
+
+        Arrivals during it only queue (nothing is admitted before the chunk is over)."""
+        start = self.env.now
+        self.num_events += 1
+        yield self.env.timeout(float(self.cost.step_times(chunk_shapes(batch)).sum()))
+        finished = complete_chunk(self.state, batch, self.env.now)
+        s = self.state
+        self.log.add(start, self.env.now, batch.shape, len(batch.decode), len(s.running),
+                     len(s.waiting), s.kv.used)
         self._check_log_size()
         return finished
 

@@ -9,6 +9,12 @@ token budget, so prefills ride along with decodes instead of stalling them.
 When a running request needs a KV block and none is free, the newest running request is
 preempted by recompute: its blocks are freed and it returns to the head of the queue.
 
+Each serving stack's scheduler semantics are knobs whose defaults keep the behaviour
+above (docs/stacks.md, "Scheduler semantics per stack"): ``admission``
+(:mod:`~simulator.policies.admission`), ``preemption``
+(:mod:`~simulator.policies.preemption`), ``kv_watermark``, ``num_scheduler_steps``
+(:mod:`~simulator.policies.multistep`), ``max_model_len`` and ``padded_prefill``.
+
 Between steps a running request holds exactly ``blocks_for(num_computed)`` KV blocks
 (admission and growth allocate to the tokens computed). The common step, where every
 running request decodes one token, uses that and the replica's decode clock
@@ -19,11 +25,15 @@ The general per-request loop first writes the clock's members back (``flush``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from simulator.errors import ConfigError
 from simulator.kvcache import decode_steps_fitting
+from simulator.policies import admission as rule
+from simulator.policies.multistep import decode_chunk
+from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
 from simulator.policies.state import (
-    REFUSED_BUDGET,
+    REFUSED_KV,
     Batch,
     DecodeCohort,
     Sequence,
@@ -31,6 +41,7 @@ from simulator.policies.state import (
     Wait,
 )
 from simulator.policies.step import decode_cohort, unpadded_shape
+from simulator.policies.token_ratio import INIT_NEW_TOKEN_RATIO
 from simulator.scenario_fields import spec
 from simulator.shapes import StepShape
 
@@ -43,24 +54,49 @@ class ContinuousPolicy:
     # tokens computed per step at most
     max_num_batched_tokens: int = spec(8192, unit="tokens", low=1)
     chunked_prefill: bool = spec(False)
+    # which waiting request may start: greedy (vLLM), no_evict (TensorRT-LLM
+    # GUARANTEED_NO_EVICT), conservative (SGLang's new_token_ratio estimate)
+    admission: Literal["greedy", "no_evict", "conservative"] = spec("greedy")
+    # whom a full KV cache evicts: newest (vLLM, TensorRT-LLM), fewest_outputs (SGLang)
+    preemption: Literal["newest", "fewest_outputs"] = spec("newest")
+    # share of the KV blocks admission leaves free (vLLM v0: 0.01)
+    kv_watermark: float = spec(0.0, low=0, high=0.99)
+    # decode steps per scheduling decision (vLLM v0 --num-scheduler-steps)
+    num_scheduler_steps: int = spec(1, unit="steps", low=1)
+    # longest prompt + output accepted (0: no limit here)
+    max_model_len: int = spec(0, unit="tokens", low=0)
+    # a prefill step counts rows x longest prompt against the budget (vLLM v0.2/0.3)
+    padded_prefill: bool = spec(False)
 
     def __post_init__(self) -> None:
-        if self.max_num_seqs < 1:
-            raise ConfigError(f"policy.max_num_seqs = {self.max_num_seqs}: must be >= 1")
-        if self.max_num_batched_tokens < 1:
-            raise ConfigError(
-                f"policy.max_num_batched_tokens = {self.max_num_batched_tokens}: must be >= 1"
-            )
+        for name in ("max_num_seqs", "max_num_batched_tokens", "num_scheduler_steps"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"policy.{name} = {getattr(self, name)}: must be >= 1")
+        if not 0 <= self.kv_watermark <= 0.99:
+            raise ConfigError(f"policy.kv_watermark = {self.kv_watermark}: must be in [0, 0.99]")
+        if self.max_model_len < 0:
+            raise ConfigError(f"policy.max_model_len = {self.max_model_len}: must be >= 0")
+        if self.admission not in rule.ADMISSIONS:
+            raise ConfigError(f"policy.admission = {self.admission!r}: must be one of "
+                              f"{list(rule.ADMISSIONS)}")
+        if self.preemption not in PREEMPTIONS:
+            raise ConfigError(f"policy.preemption = {self.preemption!r}: must be one of "
+                              f"{list(PREEMPTIONS)}")
 
     def schedule(self, state: ServerState, now: float) -> Batch | Wait:
         """The next step's batch, or Wait() when there is nothing to do."""
         if not state.waiting and not state.running:
+            state.token_ratio.set(INIT_NEW_TOKEN_RATIO, state.decode_steps)  # SGLang: idle
             return Wait()
         batch: Batch | None = None
         if not self.chunked_prefill and state.waiting:
             batch = self._admit(state, self.max_num_batched_tokens, [], [])
-        if batch is None or not batch.prefill:
+        if (batch is None or not batch.prefill) and self.num_scheduler_steps > 1:
+            batch = decode_chunk(self, state) or batch
+        if batch is None or not (batch.prefill or batch.num_steps > 1):
             batch = self._mixed_step(state)  # chunked, or nothing admissible: decode what runs
+        if batch.preempted and self.admission == "conservative":
+            state.token_ratio.set(rule.retract_estimate(state.running), state.decode_steps)
         if batch.prefill or batch.decode:
             return batch
         return Wait()  # everything waiting was rejected or preempted
@@ -81,22 +117,37 @@ class ContinuousPolicy:
         while i < len(state.running) and budget > 0:
             seq = state.running[i]
             n = min(seq.pending, budget)
-            while not state.kv.can_allocate(seq.request_id, seq.num_computed + n):
-                victim = state.running[-1]
-                state.preempt(victim)
-                preempted.append(victim)
-                if victim is seq:
-                    break
-            else:
-                state.kv.allocate(seq.request_id, seq.num_computed + n)
-                (decode.append(seq) if seq.decoding else prefill.append((seq, n)))
-                budget -= n
-                i += 1
-                continue
-            break  # the sequence itself was preempted
+            i, budget, kept = self.make_room(state, seq.num_computed + n, i, preempted,
+                                             (prefill, decode), budget)
+            if not kept:
+                continue  # it was the victim: the next request now stands at ``i``
+            state.kv.allocate(seq.request_id, seq.num_computed + n)
+            (decode.append(seq) if seq.decoding else prefill.append((seq, n)))
+            budget -= n
+            i += 1
         if preempted or not self.chunked_prefill:
             return Batch(prefill, decode, unpadded_shape(prefill, decode, 0), preempted)
         return self._admit(state, budget, prefill, decode)
+
+    def make_room(
+        self, state: ServerState, num_tokens: int, i: int, preempted: list[Sequence],
+        scheduled: tuple[list[tuple[Sequence, int]], list[Sequence]], budget: int,
+    ) -> tuple[int, int, bool]:
+        """Preempt until ``state.running[i]`` can hold ``num_tokens``: (its new index, the
+        token budget, whether it is still running). A victim already in ``scheduled``
+        (prefill, decode) this step is taken out of it and its tokens return to the budget."""
+        seq = state.running[i]
+        while not state.kv.can_allocate(seq.request_id, num_tokens):
+            out = victim(self.preemption, state.running)
+            j = len(state.running) - 1 if self.preemption == "newest" else state.running.index(out)
+            state.preempt(out, to_tail=requeues_at_tail(self.preemption))
+            preempted.append(out)
+            if j < i:
+                i -= 1
+                budget += unschedule(out, *scheduled)
+            if out is seq:
+                return i, budget, False
+        return i, budget, True
 
     def _decode_all(self, state: ServerState) -> Batch | None:
         """The batch where every running request decodes one token, or None if that is not it.
@@ -135,26 +186,42 @@ class ContinuousPolicy:
         """
         admitted = 0
         kv = state.kv
+        watermark = int(self.kv_watermark * kv.num_blocks)  # vLLM v0: int(watermark x blocks)
+        room = None if self.admission == "greedy" else rule.kv_room(self.admission, state,
+                                                                      watermark)
+        longest = 0  # padded_prefill: the longest prompt admitted in this step
         while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
             seq = state.waiting[0]
-            if not self.chunked_prefill and self._too_long(seq):
+            refusal = rule.refusal(self, seq)
+            if refusal:
                 state.waiting.popleft()
-                state.reject(seq, f"{REFUSED_BUDGET}: prompt + output = "
-                             f"{seq.prompt_tokens + seq.output_tokens} "
-                             f"tokens > max_num_batched_tokens = {self.max_num_batched_tokens}: "
-                             "without chunked prefill a preempted request is recomputed in one "
-                             "step (vLLM v0 likewise needs the budget >= max_model_len)")
+                state.reject(seq, refusal)
                 continue
             n = seq.pending if not self.chunked_prefill else min(seq.pending, budget)
-            if n > budget:
+            cost = n
+            if self.padded_prefill and not self.chunked_prefill:  # rows x longest prompt
+                cost = max(longest, n) * (len(prefill) + 1) - longest * len(prefill)
+            if cost > budget:
                 break
-            if not kv.can_allocate(seq.request_id, n):
+            fits = kv.can_allocate(seq.request_id, n, watermark)
+            if fits and room is not None:
+                fits = rule.admits(self.admission, kv, seq, room)
+            if not fits:
+                if kv.used == 0 and not prefill:  # the rule refuses it even on an empty replica
+                    state.waiting.popleft()
+                    state.reject(seq, f"{REFUSED_KV}: {seq.prompt_tokens}+{seq.output_tokens} "
+                                 f"tokens do not fit {kv.num_blocks} KV blocks under admission "
+                                 f"{self.admission!r} with kv_watermark {self.kv_watermark}")
+                    continue
                 break
+            if room is not None:
+                room -= rule.charge(self.admission, kv, seq, n)
             state.waiting.popleft()
             kv.allocate(seq.request_id, n)
             state.running.append(seq)
             prefill.append((seq, n))
-            budget -= n
+            budget -= cost
+            longest = max(longest, n)
             if seq.preemptions == 0 and seq.num_generated == 0:
                 admitted += 1
         if decode_all is None:
@@ -163,11 +230,6 @@ class ContinuousPolicy:
             return decode_all  # nothing admitted
         shape = unpadded_shape(prefill, decode, admitted, decode_all.shape)
         return Batch(prefill, decode, shape, cohort=decode_all.cohort)
-
-    def _too_long(self, seq: Sequence) -> bool:
-        """Whether ``seq`` (never started) could need more than one step's budget to recompute."""
-        total = seq.prompt_tokens + seq.output_tokens
-        return seq.num_generated == 0 and total > self.max_num_batched_tokens
 
     def repeats(self, state: ServerState, batch: Batch) -> int:
         """Identical pure-decode steps ahead if nothing arrives (for the fast-forward).
@@ -178,9 +240,12 @@ class ContinuousPolicy:
         """
         if batch.prefill or batch.preempted or len(batch.decode) != len(state.running):
             return 1
+        if batch.num_steps > 1 or (self.admission == "conservative" and state.waiting):
+            return 1  # the chunk is one decision; the decaying ratio may admit at any step
         kv = state.kv
         cohort = batch.cohort or decode_cohort(batch.decode, kv.block_size)
         k = cohort.min_remaining
         if k <= 1:
             return 1
         return 1 + min(k - 1, decode_steps_fitting(cohort.block_openings, kv.num_free))
+

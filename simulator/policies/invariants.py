@@ -36,6 +36,13 @@ def check_batch(policy: object, state: ServerState, batch: Batch) -> None:
     if size is not None and state.group is not None:
         _require(len(state.group.rows) <= size, "padded batch rows <= batch size",
                  f"{len(state.group.rows)} rows, batch size {size}")
+    if getattr(policy, "admission", None) == "no_evict":
+        kv = state.kv
+        reserved = sum(kv.blocks_for(s.prompt_tokens + s.output_tokens) for s in state.running)
+        _require(reserved <= kv.num_blocks, "no_evict: running requests' whole prompt + "
+                 "output fits the KV cache", f"{reserved} blocks reserved of {kv.num_blocks}")
+        _require(not batch.preempted, "no_evict never preempts",
+                 f"requests {[s.request_id for s in batch.preempted]}")
     in_batch = [s for s, _ in batch.prefill] + batch.decode
     _require(len({id(s) for s in in_batch}) == len(in_batch), "a request is once in a batch",
              f"{len(in_batch)} entries")

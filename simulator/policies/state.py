@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from simulator.kvcache import BlockManager
 from simulator.policies.lazy import DecodeClock
+from simulator.policies.token_ratio import TokenRatio
 from simulator.shapes import StepShape
 
 NAN = math.nan
@@ -24,6 +25,7 @@ NAN = math.nan
 # can be counted by cause (metrics_slo.refusal_causes).
 REFUSED_KV = "prompt + output over the replica's KV cache"
 REFUSED_BUDGET = "prompt + output over max_num_batched_tokens without chunked prefill"
+REFUSED_MODEL_LEN = "prompt + output over max_model_len"
 
 
 @dataclass(slots=True, eq=False)
@@ -135,6 +137,8 @@ class ServerState:
     rejected: list[Sequence] = field(default_factory=list)  # never runnable here, with reason
     arrivals_done: bool = False  # no request will arrive any more (lets static flush)
     clock: DecodeClock = field(init=False)  # the running requests that decode (continuous)
+    decode_steps: int = 0  # steps that decoded, admitted nothing and preempted nobody
+    token_ratio: TokenRatio = field(default_factory=TokenRatio)  # admission "conservative"
 
     def __post_init__(self) -> None:
         self.clock = DecodeClock(self.kv.block_size)
@@ -165,15 +169,19 @@ class ServerState:
             self.clock.check(self.running, self.kv)
         self.kv.check()
 
-    def preempt(self, seq: Sequence) -> None:
-        """Evict ``seq`` (recompute policy): free its KV, send it to the head of the queue."""
+    def preempt(self, seq: Sequence, to_tail: bool = False) -> None:
+        """Evict ``seq`` (recompute policy): free its KV, send it to the head of the queue
+        (vLLM, TensorRT-LLM) or, with ``to_tail``, to its tail (SGLang's retraction)."""
         if seq.clock is not None:
             seq.clock.leave(seq, self.kv)
         self.running.remove(seq)
         self.kv.free(seq.request_id)
         seq.num_computed = 0
         seq.preemptions += 1
-        self.waiting.appendleft(seq)
+        if to_tail:
+            self.waiting.append(seq)
+        else:
+            self.waiting.appendleft(seq)
 
 
 @dataclass(slots=True)
@@ -196,6 +204,9 @@ class Batch:
     # Set when ``decode`` is every member of the replica's decode clock (every running
     # request that decodes): ``complete`` then advances the clock instead of each sequence.
     cohort: DecodeCohort | None = None
+    # Forward passes this one decision runs (vLLM multi-step): > 1 only for a batch of
+    # decodes alone, whose tokens all reach the client at the end of the last pass.
+    num_steps: int = 1
 
 
 @dataclass(slots=True, frozen=True)

@@ -71,6 +71,8 @@ def _emit(seq: Sequence, end_s: float, finished: list[Sequence]) -> None:
 def complete(state: ServerState, batch: Batch, start_s: float, end_s: float) -> list[Sequence]:
     """Apply ``batch``, which ran from ``start_s`` to ``end_s``; return what finished."""
     finished: list[Sequence] = []
+    if batch.decode and not batch.prefill and not batch.preempted:
+        state.decode_steps += 1  # what SGLang's new_token_ratio decays by
     for seq, n in batch.prefill:
         if math.isnan(seq.scheduled_s):
             seq.scheduled_s = start_s
