@@ -153,9 +153,10 @@ class Scenario:
         preset = stack.preset()
         if preset is not None:  # the stack's defaults under the point's own
             model = build_section(ModelSection, point.get("model"), "model")
-            layers = get_model(model.name, base_dir=base, where="model.name").num_layers \
-                if preset.overhead_per_layer else 0
-            point = apply_stack(point, preset, layers)
+            hardware = build_section(HardwareSection, point.get("hardware"), "hardware")
+            point = apply_stack(point, preset,
+                                get_model(model.name, base_dir=base, where="model.name"),
+                                get_hardware(hardware.gpu))
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
         return cls(

@@ -21,109 +21,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.scenario_fields import check_fields, spec
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.model_spec import ModelSpec
+from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
 
 
-@dataclass(frozen=True, slots=True)
-class StackPreset:
-    """One stack at one version: the tables it fills in and where its numbers come from."""
-
-    stack: str  # vllm-v0 | vllm-v1 | sglang | trtllm
-    version: str  # the release whose defaults these are
-    policy: Mapping[str, Any]  # [policy] defaults: name and knobs
-    kv: Mapping[str, Any] = field(default_factory=dict)  # [kv] defaults
-    overhead: Mapping[str, float] = field(default_factory=dict)  # host costs, s
-    # host costs that grow with the model's depth: s per layer (times num_layers)
-    overhead_per_layer: Mapping[str, float] = field(default_factory=dict)
-    profiles: str | None = None  # kernel tables: simulator/profiles/stacks/<profiles>/
-    sources: tuple[str, ...] = ()  # where each default was read
-
-    def host_costs(self, num_layers: int) -> dict[str, float]:
-        """Host costs (s) for a model of ``num_layers`` layers: fixed plus per-layer terms."""
-        out = dict(self.overhead)
-        for key, per_layer in self.overhead_per_layer.items():
-            out[key] = out.get(key, 0.0) + per_layer * num_layers
-        return out
-
-    def describe(self) -> str:
-        """``vllm-v1 0.10``: the preset's name, for cost sources and summaries."""
-        return f"{self.stack} {self.version}"
-
-
-def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any] | None = None,
-            overhead: dict[str, float] | None = None, profiles: str | None = None,
-            sources: tuple[str, ...] = (),
-            per_layer: dict[str, float] | None = None) -> StackPreset:
-    return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv or {}),
-                       MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
-                       profiles, sources)
-
-
-# vLLM's per-request CPU dispatch before its first token, which kernel timings miss: 0.8 ms
-# per layer, as NVIDIA recalibrated it "against the full silicon corpus" (AIConfigurator
-# 0.12.0 aiconfigurator_core/sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms;
-# its TensorRT-LLM and SGLang backends add none). It delays each request's first token and
-# blocks no one else: our non-blocking request_s.
-VLLM_DISPATCH = {"request_s": 0.8e-3}
-VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 "
-                        "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms")
-
-
-# Each stack's versions, oldest first; the last is the default. Values are the defaults of
-# the stack's OpenAI-compatible server (what `vllm serve`, `python -m sglang.launch_server`
-# and `trtllm-serve` do without flags) on an 80 GB-class GPU.
-STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
-    "vllm-v0": (
-        _preset("vllm-v0", "0.6", {
-            "name": "continuous", "max_num_seqs": 256, "max_num_batched_tokens": 8192,
-            "chunked_prefill": False},
-            kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            per_layer=VLLM_DISPATCH,
-            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.6.x vllm/engine/arg_utils.py (max_num_seqs 256, block_size 16, "
-                     "gpu_memory_utilization 0.9); vllm/config.py SchedulerConfig "
-                     "(max_num_batched_tokens = max(max_model_len, 2048) without chunked "
-                     "prefill)",)),
-    ),
-    "vllm-v1": (
-        _preset("vllm-v1", "0.8", {
-            "name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048},
-            kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            per_layer=VLLM_DISPATCH,
-            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.8.x vllm/engine/arg_utils.py _set_default_args_v1 (online "
-                     "server: max_num_batched_tokens 2048, max_num_seqs 256; chunked prefill "
-                     "always on in V1)",)),
-        _preset("vllm-v1", "0.10", {
-            "name": "chunked", "max_num_seqs": 1024, "max_num_batched_tokens": 8192},
-            kv={"block_size": 16, "gpu_memory_utilization": 0.9}, profiles="vllm",
-            per_layer=VLLM_DISPATCH,
-            sources=(VLLM_DISPATCH_SOURCE, "vllm v0.10.x vllm/engine/arg_utils.py _set_default_args_v1 (GPUs of "
-                     "70 GB or more, online server: max_num_batched_tokens 8192, "
-                     "max_num_seqs 1024)",)),
-    ),
-    "sglang": (
-        _preset("sglang", "0.5", {
-            "name": "chunked", "max_num_seqs": 1024, "max_num_batched_tokens": 8192},
-            kv={"block_size": 1, "gpu_memory_utilization": 0.88}, profiles="sglang",
-            sources=("sglang v0.5 python/sglang/srt/server_args.py (chunked_prefill_size "
-                     "8192 on 80 GB-class GPUs, page_size 1, mem_fraction_static ~0.88)",)),
-    ),
-    "trtllm": (
-        _preset("trtllm", "1.0", {
-            "name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
-            "chunked_prefill": False},
-            kv={"block_size": 32, "gpu_memory_utilization": 0.9}, profiles=None,
-            sources=("TensorRT-LLM 1.0 tensorrt_llm/llmapi/llm_args.py (max_batch_size 2048, "
-                     "max_num_tokens 8192, enable_chunked_prefill false, tokens_per_block 32, "
-                     "free_gpu_memory_fraction 0.9)",)),
-    ),
-})
 
 
 def stack_names() -> tuple[str, ...]:
@@ -162,23 +71,26 @@ class StackSection:
 
 
 def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
-                num_layers: int = 0) -> dict[str, Any]:
+                model: ModelSpec | None = None, hardware: HardwareSpec | None = None
+                ) -> dict[str, Any]:
     """``point`` with the preset's tables under the scenario's own (what it gives wins).
 
-    ``[policy]``: the preset's knobs are shared knobs (they apply to every policy that has
-    them; a static or dynamic policy named by the scenario keeps its own). ``[kv]``: the
-    preset's fields unless the scenario sets them. ``[cost] overhead``: the preset's host
-    costs (for a model of ``num_layers`` layers), term by term under the scenario's, unless the scenario prices steps itself
-    (``form``: inline coefficients; ``profile``: a file, whose host terms are its own).
+    ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
+    knobs: they apply to every policy that has them, and a static or dynamic policy named
+    by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
+    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth), term by term
+    under the scenario's, unless the scenario prices steps itself (``form``: inline
+    coefficients; ``profile``: a file, whose host terms are its own).
     """
     out = copy.deepcopy(dict(point))
     if preset is None:
         return out
-    out["policy"] = {**preset.policy, **dict(out.get("policy") or {})}
+    defaults = preset.policy_for(model, hardware) if model and hardware else dict(preset.policy)
+    out["policy"] = {**defaults, **dict(out.get("policy") or {})}
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
-    host = preset.host_costs(num_layers)
+    host = preset.host_costs(model.num_layers if model else 0)
     if host and "form" not in cost and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}

@@ -1,0 +1,168 @@
+"""Each serving stack's out-of-the-box behaviour, version by version (``[stack]`` presets).
+
+A :class:`StackPreset` is what a stack does without flags: its ``[policy]`` (the scheduler
+rules and the defaults of its OpenAI-compatible server: ``vllm serve``, ``python -m
+sglang.launch_server``, ``trtllm-serve``), its ``[kv]`` layout, its host costs and the
+kernel tables that price its steps. Defaults that depend on the model (context length)
+or the GPU (memory size) come from its ``adapt`` function. Every value names where it was
+read (``sources``); docs/stacks.md gives the table. simulator/stacks.py applies a preset
+under a scenario's own values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.model_spec import ModelSpec
+
+
+@dataclass(frozen=True, slots=True)
+class StackPreset:
+    """One stack at one version: the tables it fills in and where its numbers come from."""
+
+    stack: str  # vllm-v0 | vllm-v1 | sglang | trtllm
+    version: str  # the release whose defaults these are
+    policy: Mapping[str, Any]  # [policy] defaults: name and knobs
+    kv: Mapping[str, Any] = field(default_factory=dict)  # [kv] defaults
+    overhead: Mapping[str, float] = field(default_factory=dict)  # host costs, s
+    # host costs that grow with the model's depth: s per layer (times num_layers)
+    overhead_per_layer: Mapping[str, float] = field(default_factory=dict)
+    profiles: str | None = None  # kernel tables: simulator/profiles/stacks/<profiles>/
+    sources: tuple[str, ...] = ()  # where each default was read
+    # [policy] defaults that depend on the model and the GPU (context length, memory size)
+    adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
+
+    def policy_for(self, model: ModelSpec, hardware: HardwareSpec) -> dict[str, Any]:
+        """The ``[policy]`` defaults for this model on this GPU."""
+        extra = self.adapt(model, hardware) if self.adapt is not None else {}
+        return {**self.policy, **extra}
+
+    def host_costs(self, num_layers: int) -> dict[str, float]:
+        """Host costs (s) for a model of ``num_layers`` layers: fixed plus per-layer terms."""
+        out = dict(self.overhead)
+        for key, per_layer in self.overhead_per_layer.items():
+            out[key] = out.get(key, 0.0) + per_layer * num_layers
+        return out
+
+    def describe(self) -> str:
+        """``vllm-v1 0.10``: the preset's name, for cost sources and summaries."""
+        return f"{self.stack} {self.version}"
+
+
+def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any],
+            sources: tuple[str, ...], *, profiles: str | None = None,
+            per_layer: dict[str, float] | None = None,
+            adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
+            ) -> StackPreset:
+    return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
+                       MappingProxyType({}), MappingProxyType(per_layer or {}), profiles,
+                       sources, adapt)
+
+
+GIB = 2**30
+LONG_CONTEXT = 32_768  # vLLM v0 turns chunked prefill on above this max_model_len
+
+
+def _gib(hw: HardwareSpec) -> float:
+    return hw.memory_bytes / GIB
+
+
+def _context(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """Every stack serves up to the model's own context (vLLM max_model_len, SGLang
+    context_length, TensorRT-LLM max_seq_len default to the config's positions)."""
+    return {"max_model_len": model.max_context_tokens}
+
+
+def _vllm_v0(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.6: chunked prefill (512 tokens a step) only above 32K context, else a whole-prompt
+    budget of max(max_model_len, 2048)."""
+    ctx = model.max_context_tokens
+    if ctx > LONG_CONTEXT:
+        return {**_context(model, hw), "chunked_prefill": True, "max_num_batched_tokens": 512}
+    return {**_context(model, hw), "chunked_prefill": False,
+            "max_num_batched_tokens": max(ctx, 2048)}
+
+
+def _vllm_v1_big(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.10: GPUs of 70 GiB or more (not A100) get 1024 sequences and 8192 tokens a step."""
+    big = _gib(hw) >= 70 and not hw.name.startswith("a100")
+    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
+            "max_num_batched_tokens": 8192 if big else 2048}
+
+
+def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """chunked_prefill_size by GPU memory: 2048 under 35 GB, 16384 from 160 GB, else 8192."""
+    gib = _gib(hw)
+    size = 2048 if gib < 35 else 16384 if gib >= 160 else 8192
+    return {**_context(model, hw), "max_num_batched_tokens": size}
+
+
+# vLLM's per-request CPU dispatch before its first token, which kernel timings miss: 0.8 ms
+# per layer, as NVIDIA recalibrated it "against the full silicon corpus" (AIConfigurator
+# 0.12.0 aiconfigurator_core/sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms;
+# its TensorRT-LLM and SGLang backends add none). It delays each request's first token and
+# blocks no one else: our non-blocking request_s.
+VLLM_DISPATCH = {"request_s": 0.8e-3}
+VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 "
+                        "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms")
+VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
+
+# Each stack's versions, oldest first; the last is the default.
+STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
+    "vllm-v0": (
+        _preset("vllm-v0", "0.6", {
+            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01,
+            "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE,
+            "vllm v0.6 vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
+            "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K, "
+            "then max_num_batched_tokens 512; else max(max_model_len, 2048)",
+            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
+            "recompute the last running request (single-sequence groups never swap)"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v0),
+    ),
+    "vllm-v1": (
+        _preset("vllm-v1", "0.8", {
+            "name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048,
+            "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE,
+            "vllm v0.8 vllm/engine/arg_utils.py: online server max_num_batched_tokens 2048, "
+            "max_num_seqs 256; chunked prefill always on in V1 (vllm/v1/core/sched/"
+            "scheduler.py: decodes first, then prefill chunks in the token budget)"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_context),
+        _preset("vllm-v1", "0.10", {
+            "name": "chunked", "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE,
+            "vllm v0.10 vllm/engine/arg_utils.py get_batch_defaults: GPUs of 70 GiB or more "
+            "other than A100: max_num_seqs 1024, max_num_batched_tokens 8192 for the online "
+            "server; else 256 and 2048"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_big),
+    ),
+    "sglang": (
+        _preset("sglang", "0.5", {
+            "name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
+            "preemption": "fewest_outputs"}, {"block_size": 1, "gpu_memory_utilization": 0.88}, (
+            "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
+            "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
+            "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
+            "retract_decode (fewest outputs first, back to the queue's tail)",
+            "max_running_requests: derived from the KV pool (at least 2048); here 2048"),
+            profiles="sglang", adapt=_sglang),
+    ),
+    "trtllm": (
+        _preset("trtllm", "1.0", {
+            "name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
+            "chunked_prefill": False, "admission": "no_evict"},
+            {"block_size": 32, "gpu_memory_utilization": 0.9}, (
+            "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
+            "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
+            "free_gpu_memory_fraction 0.9",
+            "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GUARANTEED_NO_EVICT "
+            "(the default capacity scheduler policy)"),
+            adapt=_context),
+    ),
+})
