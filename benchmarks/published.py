@@ -1,0 +1,206 @@
+"""Every published serving case (benchmarks/published_cases.toml) through the simulator.
+
+    python benchmarks/published.py                      # all cases, the report
+    python benchmarks/published.py --case ID --case ID2 # some cases (id or id prefix)
+    python benchmarks/published.py --group trtllm-1.0/h100-sxm --json out.json
+    python benchmarks/published.py --max-prompts 300    # quicker, smaller samples
+
+Per case: simulated vs published for each metric the source gives, and the relative
+error (simulated - published) / published. Then, per group (stack and version x GPU, and
+all) and metric, the median |error| and the share of cases within 15% (issue 12's
+targets), and the five worst cases. A case whose model or GPU is not in servesim's
+catalogues is listed as skipped. The cases are a test set: nothing is fitted to them.
+
+Bursts ("all requests at once") use ``workload.rate = inf``. A case that gives only
+throughput runs at most ``--max-prompts`` of its prompts (said per case): a burst's
+throughput is set by the steady state, which a sample of several hundred requests
+reaches. A case that gives latencies (TTFT, TPOT, E2E) runs all of its prompts: in a
+burst they grow with the queue, so a smaller sample would read low.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks.published_cases import (  # noqa: E402
+    CASES_FILE,
+    HEADLINE,
+    UNITS,
+    Case,
+    burst_rate_accepted,
+    catalogue_status,
+    load_cases,
+    scenario_point,
+    stack_accepted,
+)
+from simulator.errors import ConfigError  # noqa: E402
+from simulator.runner import run_point  # noqa: E402
+
+WITHIN = 0.15  # issue 12: share of cases within 15%
+
+
+def simulated_value(key: str, summary: dict[str, Any]) -> float | None:
+    """The simulated figure for metric ``key`` (a summary key, or one derived from it)."""
+    duration = summary.get("duration")
+    if key == "batch_latency_ms":
+        return None if duration is None else duration * 1000.0
+    if key == "input_throughput":
+        tokens = summary.get("total_input_tokens")
+        return None if not duration or tokens is None else tokens / duration
+    value = summary.get(key)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def run_case(case: Case, *, max_prompts: int, burst_rate: float) -> dict[str, Any]:
+    """Simulate one case; a row with per-metric simulated, published and error."""
+    row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source}
+    skipped = catalogue_status(case)
+    if skipped:
+        return {**row, "status": skipped}
+    point, notes = scenario_point(case, max_prompts=max_prompts, use_stack=True,
+                                  burst_rate=burst_rate)
+    point, stack_note = stack_accepted(point, case)
+    notes += [stack_note] if stack_note else []
+    start = time.perf_counter()
+    try:
+        summary = run_point({}, point).summary
+    except ConfigError as exc:
+        return {**row, "status": f"refused: {exc}", "notes": notes}
+    metrics = {}
+    for key, published in case.metrics.items():
+        sim = simulated_value(key, summary)
+        err = None if sim is None else (sim - published) / published
+        metrics[key] = {"published": published, "simulated": sim, "error": err,
+                        "unit": UNITS[key]}
+    lost = (summary.get("num_rejected") or 0) + (summary.get("num_in_flight") or 0)
+    if lost:
+        causes = ", ".join(f"{n} {c}" for c, n in (summary.get("rejected_by_cause") or {})
+                           .items())
+        notes.append(f"{lost} requests refused or unfinished" + (f": {causes}" if causes else ""))
+    return {**row, "status": "ok", "metrics": metrics, "notes": notes,
+            "stack": summary.get("stack"), "cost_profile": summary.get("cost_profile"),
+            "preemptions": summary.get("num_preemptions"),
+            "wall_s": round(time.perf_counter() - start, 2)}
+
+
+def group_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median |error| and share within 15% per (group, metric), then per metric overall.
+
+    ``n`` counts every case giving the metric; ``no_result`` those the simulator could not
+    produce it for (they are outside 15%, and left out of the median)."""
+    cells: dict[tuple[str, str], list[float | None]] = {}
+    for r in rows:  # a metric the run could not give (requests refused) counts as a miss
+        for key, m in (r.get("metrics") or {}).items():
+            err = None if m["error"] is None else abs(m["error"])
+            for group in (r["group"], "all"):
+                cells.setdefault((group, key), []).append(err)
+    order = {k: i for i, k in enumerate([*HEADLINE, *UNITS])}
+    out = []
+    for (group, key), all_errs in sorted(cells.items(),
+                                         key=lambda kv: (kv[0][0] == "all", kv[0][0],
+                                                         order[kv[0][1]])):
+        errs = [e for e in all_errs if e is not None]
+        out.append({"group": group, "metric": key, "n": len(all_errs),
+                    "no_result": len(all_errs) - len(errs),
+                    "median_abs_error": statistics.median(errs) if errs else None,
+                    "within_15": sum(e <= WITHIN for e in errs) / len(all_errs)})
+    return out
+
+
+def worst_cases(rows: list[dict[str, Any]], n: int = 5) -> list[tuple[float, str, str]]:
+    """The ``n`` cases with the largest |error| on any metric: (|error|, id, metric)."""
+    worst = []
+    for r in rows:
+        errs = [(abs(m["error"]), k) for k, m in (r.get("metrics") or {}).items()
+                if m["error"] is not None]
+        if errs:
+            e, k = max(errs)
+            worst.append((e, r["id"], k))
+    return sorted(worst, reverse=True)[:n]
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else (f"{v:,.1f}" if abs(v) >= 10 else f"{v:.3g}")
+
+
+def report(rows: list[dict[str, Any]], header: list[str]) -> str:
+    """The text report: cases, the group table, the worst five."""
+    lines = [*header, ""]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['id']}: {r['status']}")
+            continue
+        extra = f"  [{'; '.join(r['notes'])}]" if r["notes"] else ""
+        lines.append(f"{r['id']} ({r['stack'] or 'no stack'}, {r['preemptions']} preemptions)"
+                     f"{extra}")
+        for key, m in r["metrics"].items():
+            err = "-" if m["error"] is None else f"{m['error']:+.1%}"
+            lines.append(f"    {key:<22} sim {_fmt(m['simulated']):>12}  pub "
+                         f"{_fmt(m['published']):>12} {m['unit']:<6} error {err}")
+    lines += ["", f"{'group':<24} {'metric':<22} {'n':>4} {'no result':>9} "
+              f"{'median |err|':>13} {'within 15%':>11}"]
+    for g in group_table(rows):
+        med = "-" if g["median_abs_error"] is None else f"{g['median_abs_error']:.1%}"
+        lines.append(f"{g['group']:<24} {g['metric']:<22} {g['n']:>4} {g['no_result']:>9} "
+                     f"{med:>13} {g['within_15']:>11.0%}")
+    lines += ["", "worst 5 cases (largest |error| on any metric):"]
+    lines += [f"  {e:7.1%}  {cid}  ({key})" for e, cid, key in worst_cases(rows)]
+    skipped = sum(r["status"].startswith("skipped") for r in rows)
+    refused = sum(r["status"].startswith("refused") for r in rows)
+    lines.append(f"\n{len(rows)} cases: {len(rows) - skipped - refused} simulated, "
+                 f"{skipped} skipped, {refused} refused")
+    return "\n".join(lines)
+
+
+def select(cases: list[Case], ids: list[str], group: str | None) -> list[Case]:
+    """Cases whose id starts with one of ``ids`` (all when none) and whose group starts
+    with ``group`` (``trtllm`` or ``trtllm-1.0/h100-sxm``)."""
+    chosen = [c for c in cases if not ids or any(c.id.startswith(i) for i in ids)]
+    chosen = [c for c in chosen if group is None or c.group.startswith(group)]
+    if not chosen:
+        known = sorted({c.group for c in cases})
+        raise ConfigError(f"no case matches --case {ids} --group {group!r}; groups: {known}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", action="append", default=[], help="case id or id prefix")
+    ap.add_argument("--group", help="group or its start: trtllm, trtllm-1.0/h100-sxm")
+    ap.add_argument("--json", help="write the rows and the group table here")
+    ap.add_argument("--max-prompts", type=int, default=1000,
+                    help="simulate at most this many prompts of a throughput-only case "
+                         "(default 1000)")
+    ap.add_argument("--cases-file", default=str(CASES_FILE))
+    args = ap.parse_args(argv)
+    try:
+        cases = select(load_cases(args.cases_file), args.case, args.group)
+    except ConfigError as exc:
+        print(f"published: error: {exc}", file=sys.stderr)
+        return 2
+    rate, rate_note = burst_rate_accepted()
+    header = [f"{len(cases)} published cases from {args.cases_file}; at most "
+              f"{args.max_prompts} prompts simulated per throughput-only case"]
+    header += [f"note: {rate_note}"] if rate_note else []
+    rows = []
+    for case in cases:
+        rows.append(run_case(case, max_prompts=args.max_prompts, burst_rate=rate))
+        print(f"  {case.id}: {rows[-1]['status']}", file=sys.stderr)
+    print(report(rows, header))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "groups": group_table(rows)},
+                                              indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

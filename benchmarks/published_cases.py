@@ -1,0 +1,204 @@
+"""Published serving cases (benchmarks/published_cases.toml): reading them and turning each
+into a servesim scenario point.
+
+The cases are a test set: they are read here to be *replayed*, never to fit anything.
+``load_cases`` checks every case (a source, at least one metric, known units, a known
+stack); ``scenario_point`` builds the point dict that ``simulator.runner.run_point``
+takes, with the case's ``[stack]`` when the scenario schema has one.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import ConfigError
+from simulator.scenario_policy import knob_rules
+from simulator.scenario_types import Scenario
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import catalogue_name
+
+CASES_FILE = Path(__file__).with_name("published_cases.toml")
+
+# Metric key -> unit. Keys are servesim summary keys (docs/metrics.md) except the two
+# derived ones, which ``simulated_value`` computes from the summary.
+UNITS: Mapping[str, str] = {
+    "mean_ttft_ms": "ms", "median_ttft_ms": "ms", "median_tpot_ms": "ms", "mean_tpot_ms": "ms",
+    "mean_itl_ms": "ms", "median_itl_ms": "ms", "mean_e2el_ms": "ms",
+    "batch_latency_ms": "ms",  # derived: an offline batch's wall time = duration
+    "output_throughput": "tok/s", "total_token_throughput": "tok/s",
+    "input_throughput": "tok/s",  # derived: total_input_tokens / duration
+    "request_throughput": "req/s",
+}
+HEADLINE = ("mean_ttft_ms", "median_tpot_ms", "output_throughput")  # issue 12's three
+STACKS = ("vllm-v0", "vllm-v1", "sglang", "trtllm")
+ARRIVALS = ("burst", "poisson")
+# Models another engineer is adding to the catalogue (issue 12, item 3): cases naming them
+# are reported "skipped: model not in catalogue" until they land.
+PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "internlm-20b",
+                  "phi-2", "mistral-7b-v0.3")
+FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One published measurement and the setup it was taken under."""
+
+    id: str
+    source: str  # URL or repo path @ commit
+    stack: str  # vllm-v0 | vllm-v1 | sglang | trtllm
+    stack_version: str  # the stack's release the source ran
+    gpu: str  # servesim catalogue name
+    model: str  # servesim catalogue name (maybe pending)
+    weight_dtype: str
+    kv_dtype: str
+    tp: int
+    workload: Mapping[str, Any]  # lengths, num_prompts, arrival (burst | poisson + rate)
+    metrics: Mapping[str, float]  # published figures, keys of UNITS
+    knobs: Mapping[str, Any] = field(default_factory=dict)  # scheduler settings stated
+    notes: str = ""
+    quote: str = ""  # the row as published
+
+    @property
+    def group(self) -> str:
+        """``stack-version/gpu`` (``trtllm-1.0/h100-sxm``): the unit the report summarises
+        by; the version is part of it because one stack's releases differ by tens of
+        percent on the same GPU."""
+        return f"{self.stack}-{self.stack_version}/{self.gpu}"
+
+
+def load_cases(path: str | Path = CASES_FILE) -> list[Case]:
+    """Every case of ``path``, checked; a ConfigError names the case and the field."""
+    with open(path, "rb") as f:
+        raw = tomllib.load(f).get("case", [])
+    cases, seen = [], set()
+    for i, c in enumerate(raw):
+        where = f"{path}: case {i} ({c.get('id', '?')})"
+        for key in ("id", "source", "stack", "stack_version", "gpu", "model", "weight_dtype",
+                    "tp", "workload", "metrics"):
+            if key not in c:
+                raise ConfigError(f"{where}: missing {key}")
+        if c["id"] in seen:
+            raise ConfigError(f"{where}: id {c['id']!r} used twice")
+        seen.add(c["id"])
+        _check(c, where)
+        cases.append(Case(
+            id=c["id"], source=c["source"], stack=c["stack"], stack_version=str(c["stack_version"]),
+            gpu=c["gpu"], model=c["model"], weight_dtype=c["weight_dtype"],
+            kv_dtype=c.get("kv_dtype", c["weight_dtype"]), tp=int(c["tp"]),
+            workload=dict(c["workload"]), metrics=dict(c["metrics"]),
+            knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", "")))
+    return cases
+
+
+def _check(c: Mapping[str, Any], where: str) -> None:
+    if not str(c["source"]).strip():
+        raise ConfigError(f"{where}: source is empty")
+    if c["stack"] not in STACKS:
+        raise ConfigError(f"{where}: stack = {c['stack']!r}: must be one of {list(STACKS)}")
+    if not c["metrics"]:
+        raise ConfigError(f"{where}: no metrics")
+    for key, value in c["metrics"].items():
+        if key not in UNITS:
+            raise ConfigError(f"{where}: metrics.{key}: unknown metric; known: {list(UNITS)}")
+        if not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(f"{where}: metrics.{key} = {value!r}: must be a number > 0")
+    wl = c["workload"]
+    if wl.get("arrival") not in ARRIVALS:
+        raise ConfigError(f"{where}: workload.arrival = {wl.get('arrival')!r}: one of {ARRIVALS}")
+    if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
+        raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
+    _lengths(wl, where)  # raises on a workload whose lengths it cannot read
+
+
+def catalogue_status(case: Case) -> str | None:
+    """None when the case's GPU and model are in servesim's catalogues, else why not."""
+    if case.gpu not in HARDWARE:
+        return f"skipped: GPU {case.gpu!r} not in catalogue"
+    if catalogue_name(case.model) is None:
+        pending = " (pending)" if case.model in PENDING_MODELS else ""
+        return f"skipped: model not in catalogue: {case.model}{pending}"
+    return None
+
+
+def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(prompt, output) length distributions of a case's workload."""
+    if "prompt_tokens" in wl:
+        return ({"dist": "fixed", "tokens": int(wl["prompt_tokens"])},
+                {"dist": "fixed", "tokens": int(wl["output_tokens"])})
+    if "prompt_low" in wl:
+        return ({"dist": "uniform", "low": int(wl["prompt_low"]), "high": int(wl["prompt_high"])},
+                {"dist": "uniform", "low": int(wl["output_low"]), "high": int(wl["output_high"])})
+    if wl.get("dataset") == "sharegpt":
+        prompt, output = ({"dist": "lognormal", "mean": wl[f"{k}_tokens_mean"],
+                           "sigma": wl[f"{k}_sigma"]} for k in ("prompt", "output"))
+        return prompt, output
+    raise ConfigError(f"{where}: workload: give prompt_tokens/output_tokens, prompt_low/high "
+                      f"and output_low/high, or dataset = 'sharegpt' with means and sigmas")
+
+
+def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
+                   burst_rate: float) -> tuple[dict[str, Any], list[str]]:
+    """The scenario point replaying ``case`` and notes on what differs from the source."""
+    wl, notes = case.workload, []
+    prompt, output = _lengths(wl, case.id)
+    # A burst's latencies grow with its queue: a case giving any (TTFT, TPOT, E2E) runs all
+    # its prompts; throughput alone is set by the steady state, which a sample reaches.
+    latencies = any(UNITS[k] == "ms" and k != "batch_latency_ms" for k in case.metrics)
+    n = int(wl["num_prompts"]) if latencies else min(int(wl["num_prompts"]), max_prompts)
+    if n < wl["num_prompts"]:
+        notes.append(f"{n} of the source's {wl['num_prompts']} prompts")
+    rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
+    workload = {"arrival": "poisson", "rate": rate, "num_requests": n,
+                "prompt": prompt, "output": output}
+    policy: dict[str, Any] = {}
+    known = set(knob_rules())  # the scheduler knobs servesim has today
+    for key, value in case.knobs.items():
+        if key in known:
+            policy[key] = value
+        else:
+            notes.append(f"knob {key}={value!r} not modelled")
+    point: dict[str, Any] = {
+        "name": case.id, "seed": 0,
+        "model": {"name": case.model, "weight_dtype": case.weight_dtype,
+                  "kv_dtype": case.kv_dtype},
+        "hardware": {"gpu": case.gpu, "tp": case.tp},
+        "workload": workload,
+    }
+    if policy:
+        point["policy"] = policy
+    if use_stack:
+        point["stack"] = {"name": case.stack}
+    return point, notes
+
+
+def stack_accepted(point: Mapping[str, Any], case: Case) -> tuple[dict[str, Any], str | None]:
+    """``point`` with ``[stack]`` and the case's version when the schema accepts them; else
+    the nearest that it accepts, and a note saying what was dropped."""
+    versioned = {**point, "stack": {"name": case.stack, "version": case.stack_version}}
+    for candidate, note in ((versioned, None),
+                            (dict(point), f"no {case.stack} {case.stack_version} preset: "
+                                          f"the stack's default version")):
+        try:
+            Scenario.from_dict(candidate, "published")
+            return dict(candidate), note
+        except ConfigError:
+            continue
+    bare = {k: v for k, v in point.items() if k != "stack"}
+    return bare, "no stack preset yet"
+
+
+def burst_rate_accepted() -> tuple[float, str | None]:
+    """``inf`` when ``workload.rate = inf`` is accepted, else a finite stand-in and a note."""
+    probe = {"name": "probe", "model": {"name": "tiny"}, "hardware": {"gpu": "cpu"},
+             "workload": {"arrival": "poisson", "rate": math.inf, "num_requests": 1}}
+    try:
+        Scenario.from_dict(probe, "published")
+        return math.inf, None
+    except ConfigError:
+        return FINITE_BURST_RATE, (f"bursts approximated by Poisson arrivals at "
+                                   f"{FINITE_BURST_RATE:g} req/s (workload.rate = inf refused)")

@@ -1,0 +1,88 @@
+"""benchmarks/published_cases.toml: the published serving cases parse and are complete.
+
+No simulation here beyond one tiny case: the full replay is benchmarks/published.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import ConfigError
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import catalogue_name
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+pc = importlib.import_module("benchmarks.published_cases")
+published = importlib.import_module("benchmarks.published")
+
+
+@pytest.fixture(scope="module")
+def cases() -> list:
+    return pc.load_cases()
+
+
+def test_every_case_has_a_source_a_metric_and_known_units(cases: list) -> None:
+    assert len(cases) >= 40
+    for c in cases:
+        assert c.source.strip() and c.quote.strip(), c.id
+        assert c.metrics, c.id
+        assert set(c.metrics) <= set(pc.UNITS), c.id
+        assert c.stack in pc.STACKS, c.id
+
+
+def test_catalogue_names_resolve_or_are_pending(cases: list) -> None:
+    for c in cases:
+        assert c.gpu in HARDWARE, c.id
+        assert catalogue_name(c.model) is not None or c.model in pc.PENDING_MODELS, c.id
+
+
+def test_quoted_row_holds_the_published_figure(cases: list) -> None:
+    """Each table figure appears in its quoted row as published (thousands commas or not)."""
+    for c in cases:
+        for value in c.metrics.values():
+            forms = {f"{value:,.0f}", f"{value:g}", f"{value:.2f}", str(value)}
+            assert any(f in c.quote for f in forms), (c.id, value)
+
+
+def test_scenario_point_of_a_burst_case(cases: list) -> None:
+    case = next(c for c in cases if c.id == "trtllm1.0-h100-sxm-llama3.1-8b-fp8-tp1-128-128")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["workload"]["num_requests"] == 1000
+    assert point["workload"]["prompt"] == {"dist": "fixed", "tokens": 128}
+    assert point["stack"] == {"name": "trtllm"}
+    assert notes == ["1000 of the source's 30000 prompts"]
+
+
+def test_a_case_giving_latencies_runs_all_its_prompts(cases: list) -> None:
+    """A burst's TTFT grows with its queue: truncating it would read low."""
+    case = next(c for c in cases if c.id == "sglang-issue1639-h100-llama3-8b-tp2-sharegpt2000")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["workload"]["num_requests"] == 2000 and notes == []
+
+
+def test_a_bad_case_is_refused_with_its_id(tmp_path: Path) -> None:
+    bad = tmp_path / "cases.toml"
+    bad.write_text('[[case]]\nid = "x"\nsource = "s"\nstack = "vllm-v1"\nstack_version = "0.8"\n'
+                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                   'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+                   'arrival = "burst" }\nmetrics = { ttft_seconds = 1.0 }\n')
+    with pytest.raises(ConfigError, match=r"\(x\).*metrics.ttft_seconds: unknown metric"):
+        pc.load_cases(bad)
+
+
+def test_group_table_median_and_share_within_15() -> None:
+    rows = [{"group": "g", "metrics": {"output_throughput": {"error": e}}}
+            for e in (0.10, -0.20, 0.05, None)]  # None: no result (requests refused)
+    (g, overall) = published.group_table(rows)
+    assert (g["group"], g["n"], g["no_result"]) == ("g", 4, 1)
+    assert g["median_abs_error"] == pytest.approx(0.10)  # of 0.05, 0.10, 0.20
+    assert g["within_15"] == pytest.approx(2 / 4)  # the missing result is a miss
+    assert overall["group"] == "all" and overall["n"] == 4
