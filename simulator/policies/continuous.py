@@ -4,7 +4,8 @@ Without chunked prefill (vLLM v0's default): when a waiting request can be admit
 step is a prefill-only step of as many whole prompts as fit; otherwise every running
 request decodes one token. With chunked prefill (Sarathi, vLLM v1): decodes go first,
 then running prefills continue and waiting requests are admitted in chunks that fill the
-token budget, so prefills ride along with decodes instead of stalling them.
+token budget, so prefills ride along with decodes instead of stalling them (unless
+``mixed_chunks`` is false, SGLang's default: :mod:`~simulator.policies.unmixed`).
 
 When a running request needs a KV block and none is free, the newest running request is
 preempted by recompute: its blocks are freed and it returns to the head of the queue.
@@ -13,7 +14,8 @@ Each serving stack's scheduler semantics are knobs whose defaults keep the behav
 above (docs/stacks.md, "Scheduler semantics per stack"): ``admission``
 (:mod:`~simulator.policies.admission`), ``preemption``
 (:mod:`~simulator.policies.preemption`), ``kv_watermark``, ``num_scheduler_steps``
-(:mod:`~simulator.policies.multistep`), ``max_model_len`` and ``padded_prefill``.
+(:mod:`~simulator.policies.multistep`), ``max_model_len``, ``padded_prefill`` and
+``mixed_chunks``.
 
 Between steps a running request holds exactly ``blocks_for(num_computed)`` KV blocks
 (admission and growth allocate to the tokens computed). The common step, where every
@@ -42,6 +44,7 @@ from simulator.policies.state import (
 )
 from simulator.policies.step import decode_cohort, unpadded_shape
 from simulator.policies.token_ratio import INIT_NEW_TOKEN_RATIO
+from simulator.policies.unmixed import prefill_step
 from simulator.scenario_fields import spec
 from simulator.shapes import StepShape
 
@@ -67,6 +70,8 @@ class ContinuousPolicy:
     max_model_len: int = spec(0, unit="tokens", low=0)
     # a prefill step counts rows x longest prompt against the budget (vLLM v0.2/0.3)
     padded_prefill: bool = spec(False)
+    # chunked prefill: decodes join prefill steps (vLLM v1); false: a step prefills or decodes
+    mixed_chunks: bool = spec(True)
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "num_scheduler_steps"):
@@ -90,11 +95,15 @@ class ContinuousPolicy:
             return Wait()
         batch: Batch | None = None
         if not self.chunked_prefill and state.waiting:
-            batch = self._admit(state, self.max_num_batched_tokens, [], [])
+            batch = self.admit(state, self.max_num_batched_tokens, [], [])
+        elif self.chunked_prefill and not self.mixed_chunks:
+            batch = prefill_step(self, state)
         if (batch is None or not batch.prefill) and self.num_scheduler_steps > 1:
             batch = decode_chunk(self, state) or batch
         if batch is None or not (batch.prefill or batch.num_steps > 1):
+            evicted = batch.preempted if batch is not None else []
             batch = self._mixed_step(state)  # chunked, or nothing admissible: decode what runs
+            batch.preempted[:0] = evicted
         if batch.preempted and self.admission == "conservative":
             state.token_ratio.set(rule.retract_estimate(state.running), state.decode_steps)
         if batch.prefill or batch.decode:
@@ -106,8 +115,8 @@ class ContinuousPolicy:
         budget = self.max_num_batched_tokens
         batch = self._decode_all(state)
         if batch is not None:
-            if self.chunked_prefill and state.waiting:
-                return self._admit(state, budget - len(batch.decode), [], batch.decode, batch)
+            if self.chunked_prefill and self.mixed_chunks and state.waiting:
+                return self.admit(state, budget - len(batch.decode), [], batch.decode, batch)
             return batch
         state.clock.flush(state.running, state.kv)
         prefill: list[tuple[Sequence, int]] = []
@@ -125,9 +134,9 @@ class ContinuousPolicy:
             (decode.append(seq) if seq.decoding else prefill.append((seq, n)))
             budget -= n
             i += 1
-        if preempted or not self.chunked_prefill:
+        if preempted or not (self.chunked_prefill and self.mixed_chunks):
             return Batch(prefill, decode, unpadded_shape(prefill, decode, 0), preempted)
-        return self._admit(state, budget, prefill, decode)
+        return self.admit(state, budget, prefill, decode)
 
     def make_room(
         self, state: ServerState, num_tokens: int, i: int, preempted: list[Sequence],
@@ -172,7 +181,7 @@ class ContinuousPolicy:
         cohort = DecodeCohort(min_left, at_min, clock.openings_after())
         return Batch([], list(running), shape, cohort=cohort)
 
-    def _admit(
+    def admit(
         self,
         state: ServerState,
         budget: int,
