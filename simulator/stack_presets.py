@@ -145,11 +145,13 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "sglang": (
         _preset("sglang", "0.5", {
             "name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
-            "preemption": "fewest_outputs"}, {"block_size": 1, "gpu_memory_utilization": 0.88}, (
+            "preemption": "fewest_outputs", "mixed_chunks": False}, {"block_size": 1, "gpu_memory_utilization": 0.88}, (
             "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
             "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
             "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
-            "retract_decode (fewest outputs first, back to the queue's tail)",
+            "retract_decode (fewest outputs first, back to the queue's tail); "
+            "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
+            "(enable_mixed_chunk false)",
             "max_running_requests: derived from the KV pool (at least 2048); here 2048"),
             profiles="sglang", adapt=_sglang),
     ),

@@ -48,17 +48,21 @@ def test_trtllm_admits_only_what_fits_whole_and_never_preempts() -> None:
     assert res.requests["preemptions"].tolist() == [0, 0, 0]
 
 
-def test_sglang_admits_against_its_token_ratio_and_preempts_nobody_here() -> None:
-    # conservative, in tokens (20): r0 needs 4 + 4 = 8 < 20, charged 8; r1 needs 4 + 8 =
-    # 12, not < 12 left: waits. r0 runs .00-.04. At .04 r1 fits (12 < 20) and is charged
-    # 12: r2 (8) is not < 8. r1's first token .05; at .07 r1 holds 2 blocks (12 free) and
-    # its 5 outstanding tokens x ~0.697 leave ~8.5 > 8: r2 starts, prefill .07-.08,
-    # decodes to .11; r1's 8th token at .12.
+def test_sglang_admits_against_its_token_ratio_prefills_apart_and_preempts_nobody() -> None:
+    # conservative, in tokens (20), and a step either prefills or decodes (mixed_chunks
+    # off). r0 needs 4 + 4 = 8 < 20, charged 8; r1 needs 12, not < 12 left: waits. r0's
+    # prefill .00-.01. At .01 r0 holds 1 block (16 free) and its 3 outstanding tokens x 0.7
+    # leave 13.9 > 12: r1's prefill .01-.02 (r0 does not decode in it). r2 (8) waits: 12
+    # free less (3 + 7) x 0.7 = 5. r0 decodes .02-.05 and ends; at .05 r1 holds 2 blocks
+    # (12 free) and its 5 outstanding x ~0.697 leave ~8.5 > 8: r2's prefill .05-.06, then
+    # both decode: r2 ends at .09, r1's 8th token at .10.
     policy, res = run("sglang")
-    assert (policy.admission, policy.preemption) == ("conservative", "fewest_outputs")
-    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.04), (1, 0.04, 0.05, 0.12),
-                                      (2, 0.07, 0.08, 0.11)]
+    assert (policy.admission, policy.preemption, policy.mixed_chunks) == (
+        "conservative", "fewest_outputs", False)
+    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.05), (1, 0.01, 0.02, 0.1),
+                                      (2, 0.05, 0.06, 0.09)]
     assert res.requests["preemptions"].sum() == 0
+    assert (res.steps["num_prefill_tokens"] * res.steps["num_decode_seqs"] == 0).all()
 
 
 def test_no_stack_is_todays_policy() -> None:
