@@ -141,6 +141,9 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
                       f"and output_low/high, or dataset = 'sharegpt' with means and sigmas")
 
 
+TRTLLM_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
+
+
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
                    burst_rate: float) -> tuple[dict[str, Any], list[str]]:
     """The scenario point replaying ``case`` and notes on what differs from the source."""
@@ -169,6 +172,13 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         "hardware": {"gpu": case.gpu, "tp": case.tp},
         "workload": workload,
     }
+    if ("trtllm-bench" in case.notes and "max_num_batched_tokens" not in policy
+            and prompt.get("dist") == "fixed" and prompt["tokens"] > TRTLLM_MAX_NUM_TOKENS):
+        # trtllm-bench sizes the engine for the dataset; a prompt over the 8192-token
+        # default could not have been served without chunking, which it does not enable
+        policy["max_num_batched_tokens"] = prompt["tokens"]
+        notes.append(f"max_num_batched_tokens {prompt['tokens']} (trtllm-bench sizes its "
+                     "token budget for the dataset; assumed)")
     if policy:
         point["policy"] = policy
     if use_stack:

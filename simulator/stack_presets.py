@@ -106,9 +106,18 @@ def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
 # 0.12.0 aiconfigurator_core/sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms;
 # its TensorRT-LLM and SGLang backends add none). It delays each request's first token and
 # blocks no one else: our non-blocking request_s.
-VLLM_DISPATCH = {"request_s": 0.8e-3}
+#
+# And a blocking cost per step, 0.039 ms per layer, fitted to vLLM's own nightly latency
+# benchmark (8 prompts of 32 tokens decoding 128, benchmarks/published_cases.toml
+# vllm-nightly-*-latency-*): the steps those runs took beyond our vLLM kernel tables were
+# 1.02-1.25 ms (Llama-3.1-8B, 32 layers, H100/H200), 3.0-3.1 ms (Llama-3-70B TP4, 80
+# layers), 1.45-3.0 ms (Mixtral TP2, 32 layers); the median per layer is 0.039 ms. They
+# are V0 runs; V1 is given the same (no V1 run with its GPU stated was found).
+VLLM_DISPATCH = {"request_s": 0.8e-3, "step_s": 0.039e-3}
 VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 "
-                        "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms")
+                        "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms; step_s "
+                        "0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "
+                        "(benchmarks/published_cases.toml vllm-nightly-*-latency-*)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 
 # Each stack's versions, oldest first; the last is the default.

@@ -110,6 +110,7 @@ def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
         dep = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
                        "stack": {"name": "vllm-v1"}})
         assert dep.request_s == pytest.approx(0.8e-3 * layers)
+        assert f"step {0.039 * layers:.4g} ms" in dep.cost_source  # fitted per layer
     own = resolve({"stack": {"name": "vllm-v0"}, "cost": {"overhead": {"request_s": 0.002}}})
     assert own.request_s == pytest.approx(0.002)  # the scenario's own wins
     assert resolve({"stack": {"name": "sglang"}}).request_s == 0.0
