@@ -38,6 +38,7 @@ from dashboard.logic.scenario_form import (
     load_shipped,
     policy_label,
     sweep_note,
+    with_stack,
 )
 from dashboard.page_form import KNOB_STEPS, choice, knob_label, number, refill, seed
 from dashboard.ui import BAD_INPUT, upload
@@ -166,6 +167,16 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     tp = _choice("Tensor parallelism (GPUs per replica)", list(choices("tp")), d.tp, "tp")
     replicas = _number("Replicas", "replicas", d.replicas)
     router = _choice("Router", list(choices("router")), d.router, "router")
+    stack = _choice("Serving stack", list(choices("stack")), d.stack, "stack",
+                    help="a stack's scheduler rules, defaults, kernels and host costs "
+                         "(docs/stacks.md); its knobs show below and may be changed")
+    shown = (stack, model, gpu) if stack != "none" else ("none",)
+    if st.session_state.get("_stack_shown") != shown:  # re-seed the policy from the stack
+        if "_stack_shown" in st.session_state:
+            for key in ("policy", *POLICY_KNOBS):
+                st.session_state.pop(key, None)
+        st.session_state["_stack_shown"] = shown
+    d = with_stack(base, replace(d, stack=stack, model=model, gpu=gpu))
     sb.subheader("Batching policy")
     policy = _choice("Policy", list(choices("policy")), d.policy, "policy",
                      format_func=policy_label)
@@ -202,6 +213,7 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     for note in form_notes(base, d, source):
         sb.caption(note)
     return replace(d, **k, model=model, gpu=gpu, weight_dtype=dtype, tp=tp,
-                   replicas=replicas, router=router, policy=policy, arrival=arrival,
+                   replicas=replicas, router=router, stack=stack, policy=policy,
+                   arrival=arrival,
                    rescale_trace=rescale, num_requests=n, prompt=prompt, output=output,
                    trace=trace, ttft_ms=ttft, tpot_ms=tpot, percentile=q)

@@ -163,3 +163,26 @@ def test_widgets_follow_the_shipped_scenario_and_back():
     captions = " ".join(c.value for c in at.caption)
     assert "chat.toml is a sweep; the explorer runs one point of it" in captions
     assert "chat.toml asks for 1000 requests; the explorer starts at 600" in captions
+
+
+def test_a_serving_stack_reseeds_the_policy_and_runs_with_its_kernels():
+    at = page("explorer").run()
+    _upload_scenario(at, '[workload]\narrival = "poisson"\nrate = 3.0\nnum_requests = 40\n'
+                         '[hardware]\ngpu = "h100-sxm"\n', "bare.toml")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="policy").value == "continuous"  # servesim's own default
+    at.selectbox(key="stack").set_value("vllm-v1").run()
+    assert not at.exception
+    # vLLM 0.10 on an H100: chunked prefill, 1024 sequences, 8192 tokens a step
+    assert at.selectbox(key="policy").value == "chunked"
+    assert at.number_input(key="max_num_seqs").value == 1024
+    assert at.number_input(key="max_num_batched_tokens").value == 8192
+    ran = _ran(at)
+    assert ran["stack"] == {"name": "vllm-v1"}
+    at.number_input(key="max_num_seqs").set_value(64).run()  # a knob the user sets stays
+    assert at.number_input(key="max_num_seqs").value == 64
+    assert _ran(at)["policy"]["max_num_seqs"] == 64
+    at.selectbox(key="stack").set_value("none").run()
+    assert not at.exception
+    assert at.selectbox(key="policy").value == "continuous"  # the scenario's own again
+    assert at.number_input(key="max_num_seqs").value == 256

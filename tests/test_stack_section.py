@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,16 @@ def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
     assert own.request_s == pytest.approx(0.002)  # the scenario's own wins
     assert resolve({"stack": {"name": "sglang"}}).request_s == 0.0
     assert resolve({"stack": {"name": "trtllm"}}).request_s == 0.0
+
+
+def test_the_dashboard_form_shows_a_stacks_knobs_and_writes_the_stack() -> None:
+    from dashboard.logic.scenario_form import apply_knobs, default_knobs, with_stack
+
+    k = with_stack({}, replace(default_knobs(), stack="trtllm", gpu="h200"))
+    assert (k.policy, k.max_num_seqs, k.max_num_batched_tokens) == ("continuous", 2048, 8192)
+    own = with_stack({"policy": {"max_num_seqs": 48}}, replace(default_knobs(), stack="trtllm"))
+    assert own.max_num_seqs == 48  # the scenario's own [policy] wins, as in a run
+    point = apply_knobs({}, k)
+    assert point["stack"] == {"name": "trtllm"}
+    assert resolve(point).policy.admission == "no_evict"
+    assert "stack" not in apply_knobs({}, default_knobs())  # none adds nothing

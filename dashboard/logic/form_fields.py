@@ -37,6 +37,7 @@ FIELDS = {
     "model": ("model", "name"), "weight_dtype": ("model", "weight_dtype"),
     "gpu": ("hardware", "gpu"), "tp": ("hardware", "tp"), "policy": ("policy", "name"),
     "replicas": ("cluster", "replicas"), "router": ("cluster", "router"),
+    "stack": ("stack", "name"),
     "arrival": ("workload", "arrival"), "rate": ("workload", "rate"),
     "cv": ("workload", "cv"), "concurrency": ("workload", "concurrency"),
     "num_requests": ("workload", "num_requests"), "ttft_ms": ("slo", "ttft_ms"),

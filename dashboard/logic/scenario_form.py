@@ -12,13 +12,16 @@ those are, and which values the form cannot show at all.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from simulator.policies import POLICIES, policy_knobs
 from simulator.scenario import NOT_SWEPT, load_scenario
 from simulator.scenario_types import Scenario, field_rule
+from simulator.specs.hardware import get_hardware
+from simulator.specs.models import get_model
+from simulator.stacks import StackSection, apply_stack
 from simulator.workload.lengths import Fixed, LogNormal, Uniform
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
@@ -113,6 +116,7 @@ class Knobs:
     percentile: float
     replicas: int
     router: str
+    stack: str  # none | a key of simulator.stacks.STACKS
 
 
 def policy_settings(point: dict[str, Any], name: str) -> dict[str, Any]:
@@ -171,6 +175,7 @@ def knobs_from_point(point: dict[str, Any]) -> Knobs:
         ttft_ms=float(get("slo", "ttft_ms")), tpot_ms=float(get("slo", "tpot_ms")),
         percentile=float(get("slo", "percentile")),
         replicas=get("cluster", "replicas"), router=get("cluster", "router"),
+        stack=get("stack", "name"),
     )
 
 
@@ -231,4 +236,24 @@ def apply_knobs(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
     out["slo"] = {**out.get("slo", {}), "ttft_ms": k.ttft_ms, "tpot_ms": k.tpot_ms,
                   "percentile": k.percentile}
     out["cluster"] = {**out.get("cluster", {}), "replicas": k.replicas, "router": k.router}
+    stack = out.get("stack", {})
+    if k.stack != "none" or stack:
+        out["stack"] = {"name": k.stack, **({"version": stack["version"]}
+                                            if stack.get("name") == k.stack
+                                            and "version" in stack else {})}
     return out
+
+
+def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
+    """``k`` with the policy and knobs the stack ``k.stack`` gives ``k.model`` on ``k.gpu``,
+    under what ``point``'s own ``[policy]`` sets (as a run resolves them); ``k`` for none."""
+    section = StackSection(name=k.stack, version=point.get("stack", {}).get("version", "")
+                           if point.get("stack", {}).get("name") == k.stack else "")
+    preset = section.preset()
+    if preset is None:
+        return k
+    base = {**point, "model": {"name": k.model}, "hardware": {"gpu": k.gpu}}
+    applied = apply_stack(base, preset, get_model(k.model), get_hardware(k.gpu))
+    shown = knobs_from_point({**applied, "policy": applied["policy"]})
+    return replace(k, policy=shown.policy,
+                   **{knob: getattr(shown, knob) for knob in POLICY_KNOBS})
