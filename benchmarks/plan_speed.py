@@ -1,19 +1,38 @@
-"""How long a capacity plan over many candidates takes, and how it scales with workers.
+"""How long a capacity plan takes: the issue-13 command, and many candidates over workers.
 
-Plans a small chat-like workload over at least 200 candidates (GPU x TP x policy x
-max_num_seqs x chunk size) on the local process pool, then on a Dask LocalCluster with
-1 and 2 worker processes, and checks every backend gives the same plan. Step costs are a
-tiny inline linear model and points are 1,000 requests with >= 10 beyond the P99
-(``--min-tail 10``), so the default run takes a few minutes on 2 cores; raise
-``--requests``/``--min-tail`` for the production rule (docs/capacity.md).
+``--capacity`` runs the issue's target command in a fresh process, the way a user does,
 
+    servesim plan scenarios/capacity.toml --rate 40 --slo ttft_p99_ms=500,tpot_p99_ms=50
+
+and prints its wall time, the CPU time of it and its workers, the peak RSS of the
+largest of them (the main process or one pool worker), the points it simulated (per
+candidate, from ``plan.json``) and the load average beside it; ``--repeat`` gives the
+median of several runs, ``--full-search`` adds a run that bisects to 2% (the plan must
+be the same). Target (issue 13): under 30 s on 2 cores.
+
+Without ``--capacity`` it plans a small chat-like workload over at least 200 candidates
+(GPU x TP x policy x max_num_seqs x chunk size) on the local process pool, then on a Dask
+LocalCluster with 1 and 2 worker processes, and checks every backend gives the same
+plan. Step costs are a tiny inline linear model and points are 1,000 requests with >= 10
+beyond the P99 (``--min-tail 10``), so the default run takes a few minutes on 2 cores;
+raise ``--requests``/``--min-tail`` for the production rule (docs/capacity.md).
+
+    python benchmarks/plan_speed.py --capacity [--repeat 3] [--workers 2] [--full-search]
     python benchmarks/plan_speed.py [--candidates 200] [--workers 2] [--no-dask]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from simulator.capacity import SearchSettings, build_candidates, plan
@@ -57,14 +76,75 @@ def timed(label: str, ex: Executor, cands: list[Any], settings: SearchSettings) 
     return wall, result.to_json()
 
 
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ["plan", "scenarios/capacity.toml", "--rate", "40",
+          "--slo", "ttft_p99_ms=500,tpot_p99_ms=50", "--no-cache", "--json"]
+
+
+def run_target(workers: int, extra: list[str]) -> dict[str, Any]:
+    """The target command in a child process: wall s, CPU s, peak RSS MB, the plan."""
+    with tempfile.TemporaryDirectory() as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "servesim.cli", *TARGET, "--workers", str(workers),
+             "--out", out, *extra], cwd=ROOT, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # ru_maxrss of children: the largest single process reaped so far, in KiB on Linux
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": after.ru_maxrss / 1024,
+            "plan": json.loads(done.stdout)}
+
+
+def capacity(args: argparse.Namespace) -> None:
+    """Print the target command's figures (medians of ``--repeat`` runs)."""
+    variants = [("default", [])] + ([("--full-search", ["--full-search"])]
+                                    if args.full_search else [])
+    print(f"servesim {' '.join(TARGET)} --workers {args.workers}; "
+          f"{default_workers()} local CPUs")
+    plans = {}
+    for label, extra in variants:
+        runs = []
+        for _ in range(args.repeat):
+            load = os.getloadavg()[0]
+            runs.append(run_target(args.workers, extra) | {"load": load})
+        plan_json = runs[-1]["plan"]
+        plans[label] = plan_json
+        sims = {c["name"]: c["simulations"] for c in plan_json["candidates"]}
+        best = next((c for c in plan_json["candidates"] if c["name"] == plan_json["best"]), None)
+        med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s")}
+        print(f"{label:<14} wall {med['wall_s']:6.1f} s  CPU {med['cpu_s']:6.1f} s  "
+              f"peak RSS {max(r['peak_rss_mb'] for r in runs):6.0f} MB  "
+              f"{plan_json['points_computed']} points  load {[round(r['load'], 2) for r in runs]}"
+              f"  (target: < 30 s wall on 2 cores)")
+        if best is not None:
+            print(f"{'':<14} best: {best['name']}, {best['replicas']} replicas, "
+                  f"${best['usd_per_hour']:.2f}/hour")
+        print(f"{'':<14} points per candidate: {sims}")
+    if len(plans) == 2:
+        def answer(p: dict[str, Any]) -> list[Any]:
+            return [(c["name"], c["status"], c["replicas"], c["usd_per_hour"])
+                    for c in p["candidates"]] + [p["best"], p["pareto"]]
+        same = answer(plans["default"]) == answer(plans["--full-search"])
+        print(f"same plan with --full-search: {same}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--capacity", action="store_true",
+                    help="time the issue-13 target command (servesim plan scenarios/capacity.toml)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--full-search", action="store_true")
     ap.add_argument("--candidates", type=int, default=200)
     ap.add_argument("--workers", type=int, default=default_workers())
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--min-tail", type=int, default=10)
     ap.add_argument("--no-dask", action="store_true")
     args = ap.parse_args()
+    if args.capacity:
+        capacity(args)
+        return
     cands = candidates(args.candidates)
     settings = SearchSettings(min_requests=args.requests, min_tail=args.min_tail)
     print(f"{len(cands)} candidates, {args.requests}+ requests per point, "

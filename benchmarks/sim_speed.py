@@ -2,7 +2,9 @@
 
 100,000 chat requests (Azure-conv-shaped lengths, Poisson arrivals) on continuous
 batching near saturation, one replica, one core. Prints the median of ``--repeats``
-runs. Usage: ``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K]``.
+runs, per wall-clock second and per CPU-second (``time.process_time`` around ``simulate``:
+steadier than the wall clock on a shared machine). Usage:
+``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]``.
 """
 
 from __future__ import annotations
@@ -32,24 +34,37 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--policy", default="continuous")
     ap.add_argument("--no-fast-forward", action="store_true")
+    ap.add_argument("--long-prompts", action="store_true",
+                    help="prompts ~8k tokens (lognormal, sigma 0.3), outputs ~256, a 2,048-token "
+                         "budget: chunked prefill's slow case (try --rate 1.6 --policy chunked)")
     args = ap.parse_args()
-    point = {**SCENARIO, "policy": {"name": args.policy},
-             "workload": {"arrival": "poisson", "num_requests": args.requests, "rate": args.rate}}
+    workload = {"arrival": "poisson", "num_requests": args.requests, "rate": args.rate}
+    policy = {"name": args.policy}
+    if args.long_prompts:
+        workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
+                     "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
+        policy |= {"max_num_batched_tokens": 2048}
+    point = {**SCENARIO, "policy": policy, "workload": workload}
     dep = resolve(point)
     table = build_requests(dep.workload, np.random.default_rng(0), None).table
-    rates, events, walls = [], [], []
+    rates, cpu_rates, events, walls = [], [], [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = simulate(table, dep.cluster(), fast_forward=not args.no_fast_forward)
+        cpu = time.process_time() - c0
         wall = time.perf_counter() - t0
         walls.append(wall)
         rates.append(len(res.requests) / wall)
+        cpu_rates.append(len(res.requests) / cpu)
         events.append(res.num_events / len(res.requests))
     util = float((res.steps.end_s - res.steps.start_s).sum() / res.requests.finish_s.max())
     print(f"policy {args.policy}, {args.requests} requests at {args.rate} req/s "
           f"(replica busy {util:.0%} of the time), {len(res.steps)} steps")
     print(f"wall s per run: {', '.join(f'{w:.2f}' for w in walls)}")
-    print(f"simulated requests/s (median of {args.repeats}): {statistics.median(rates):,.0f}")
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"simulated requests/s (median of {args.repeats}): {statistics.median(rates):,.0f}; "
+          f"per CPU-second: {statistics.median(cpu_rates):,.0f} (load {load})")
     print(f"SimPy events per request: {statistics.median(events):.2f}")
     print(f"steps per request: {len(res.steps) / len(res.requests):.2f}")
 

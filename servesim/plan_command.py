@@ -64,6 +64,9 @@ def add_plan_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
                    help="requests beyond the SLO percentile, at least (default %(default)s)")
     p.add_argument("--max-iterations", type=int, default=_DEFAULTS.max_iterations,
                    help="bisection steps per candidate, at most (default %(default)s)")
+    p.add_argument("--full-search", action="store_true",
+                   help="bisect each candidate's max rate to 2%% even after its replica "
+                        "count is certain (same plan, more points; sharper 'max req/s')")
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -103,7 +106,8 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         raw = with_trace(raw, args.trace)
     raw = apply_overrides(raw, list(args.overrides) + _vary(getattr(args, "vary", [])))
     settings = SearchSettings(min_requests=args.min_requests, min_tail=args.min_tail,
-                              max_iterations=args.max_iterations)
+                              max_iterations=args.max_iterations,
+                              stop_when_sized=not args.full_search)
     target = _target(args, raw)
     prices = price_table(args.prices)
     candidates = build_candidates(raw, _axes(args))
@@ -163,6 +167,9 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
         f"{'$/hour':>8} {'$/M out':>9} {'P99 TTFT':>9}  status",
     ]
     lines += [_row(i + 1, r) for i, r in enumerate(result.ranked)]
+    if result.settings.stop_when_sized:
+        lines.append("max req/s: highest rate seen to pass on one replica; a search stops "
+                     "once its replica count is certain (--full-search: to 2%)")
     notes = [f"  {r.name}: {r.reason}{_miss_text(r)}" for r in result.ranked if r.reason]
     if notes:
         lines += ["", "notes:", *notes]

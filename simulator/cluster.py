@@ -20,7 +20,9 @@ import simpy
 
 from simulator.costs.base import CostModel
 from simulator.kvcache import BlockManager
+from simulator.metrics_steps import StepStats
 from simulator.policies import Policy, Sequence
+from simulator.record_columns import RecordColumns
 from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table
 from simulator.replica import Replica
 from simulator.router import make_router
@@ -36,6 +38,7 @@ class SimResult:
     num_replicas: int
     num_events: int  # SimPy events waited on (arrivals + replica steps and waits)
     wall_s: float  # wall-clock time the simulation took
+    step_stats: StepStats | None = None  # the step log's figures when not kept ([run] step_log)
 
 
 @dataclass(slots=True, frozen=True)
@@ -54,6 +57,7 @@ class ClusterSpec:
     # Check the scheduler's invariants after every schedule() and step (policies/
     # invariants.py): O(requests) per step, so tests turn it on, runs leave it off.
     check_invariants: bool = False
+    step_log: str = "full"  # what is kept of the step log (steplog.STEP_LOG_MODES)
 
     def __post_init__(self) -> None:
         if not (self.request_s >= 0.0 and math.isfinite(self.request_s)):
@@ -116,7 +120,7 @@ class _Driver:
     def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
                  closed_loop: bool, think_s: list[float], fast_forward: bool,
                  check_invariants: bool, progress: Progress | None = None,
-                 max_step_rows: int | None = None) -> None:
+                 max_step_rows: int | None = None, horizon_s: float | None = None) -> None:
         self.env = env
         self.num_done = 0  # requests finished or refused
         self.num_total = len(seqs)
@@ -132,13 +136,13 @@ class _Driver:
             Replica(env, i, spec.policy, spec.cost, BlockManager(spec.kv_blocks, spec.block_size),
                     self._done, fast_forward=fast_forward, check_invariants=check_invariants,
                     next_arrival_s=(lambda: self.next_arrival_s) if known else None,
+                    step_log=spec.step_log, horizon_s=horizon_s,
                     max_step_rows=None if max_step_rows is None else max(
                         1, max_step_rows // spec.num_replicas))
             for i in range(spec.num_replicas)
         ]
         self.states = [r.state for r in self.replicas]
-        self.arrived: list[Sequence] = []
-        self.sent_s: list[float] = []  # per arrived sequence: when its client sent it
+        self.records = RecordColumns()  # a request's record, written as it leaves
         self.num_events = 0
         self._unsent = len(seqs)
         self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
@@ -172,8 +176,7 @@ class _Driver:
 
     def _deliver(self, seq: Sequence, sent_s: float) -> None:
         """``seq``, sent at ``sent_s``, reaches the router now."""
-        self.arrived.append(seq)
-        self.sent_s.append(sent_s)
+        self.records.arrive(seq, sent_s)
         if self.request_s > 0:
             seq.arrival_s = self.env.now
         self.replicas[self.router.pick(self.states)].submit(seq)
@@ -184,7 +187,10 @@ class _Driver:
 
     def _open_loop(self, seqs: list[Sequence]) -> Generator[simpy.Event, Any, None]:
         env = self.env
-        for seq in seqs:
+        pending = deque(seqs)
+        seqs.clear()  # held only until sent: a request's memory lasts while it is served
+        while pending:
+            seq = pending.popleft()
             self.next_arrival_s = seq.arrival_s + self.request_s
             delay = self.next_arrival_s - env.now
             if delay > 0:
@@ -194,6 +200,7 @@ class _Driver:
         self.next_arrival_s = math.inf
 
     def _done(self, seq: Sequence) -> None:
+        self.records.leave(seq)
         self.num_done += 1
         if self._progress is not None and (
                 self.num_done % self._every == 0 or self.num_done == self.num_total):
@@ -262,7 +269,7 @@ def simulate(
     env = simpy.Environment()
     arrivals = read_arrivals(requests)
     driver = _Driver(env, spec, arrivals.seqs, arrivals.closed, arrivals.think_s, fast_forward,
-                     spec.check_invariants, progress, max_step_rows)
+                     spec.check_invariants, progress, max_step_rows, horizon_s)
     env.run(until=horizon_s)
     steps = []
     for r in driver.replicas:
@@ -271,11 +278,14 @@ def simulate(
     step_table = (steps[0] if len(steps) == 1 else
                   pd.concat(steps, ignore_index=True) if steps else empty_table(STEP_COLUMNS))
     events = driver.num_events + sum(r.num_events for r in driver.replicas)
+    kept = [r.log.stats() for r in driver.replicas]
     return SimResult(
-        requests=request_records(driver.arrived, driver.sent_s),
+        requests=driver.records.table(),
         steps=step_table,
         kv_blocks_total=spec.kv_blocks,
         num_replicas=spec.num_replicas,
         num_events=events,
         wall_s=time.perf_counter() - t0,
+        step_stats=None if spec.step_log == "full" else StepStats.combine(
+            [k for k in kept if k is not None]),
     )

@@ -47,12 +47,13 @@ class Deployment:
     request_s: float = 0.0  # host latency before a request reaches the engine ([cost] overhead)
     check_invariants: bool = False  # assert the scheduler's invariants every step ([run])
     stack: str = "none"  # the serving stack's preset ([stack]): "vllm-v1 0.10", or "none"
+    step_log: str = "full"  # what is kept of the step log ([run] step_log)
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
         return ClusterSpec(self.policy, self.cost, self.kv_blocks, self.block_size,
                            self.replicas, self.router, request_s=self.request_s,
-                           check_invariants=self.check_invariants)
+                           check_invariants=self.check_invariants, step_log=self.step_log)
 
 
 def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Deployment:
@@ -80,6 +81,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         fast_forward=sc.run.fast_forward, request_s=request_delay_s(cost),
         check_invariants=sc.run.check_invariants,
         stack=preset.describe() if preset is not None else "none",
+        step_log=sc.run.step_log,
     )
 
 

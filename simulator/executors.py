@@ -92,6 +92,10 @@ class PoolExecutor:
                 self._stop()
             raise
 
+    def stop(self) -> None:
+        """Ctrl-C in a caller that submits point by point (simulator/capacity/dispatch.py)."""
+        self._stop()
+
     def _stop(self) -> None:
         """Ctrl-C: end the workers now; points already queued to them would otherwise run
         to the end before shutdown returns (finished ones are already in the cache)."""

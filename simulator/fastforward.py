@@ -8,14 +8,17 @@ stepping one token at a time (the tests check it to float tolerance).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate, cycle, islice
+from typing import Any
 
 import numpy as np
 
 from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
-from simulator.shapes import StepShapes
+from simulator.shapes import StepShape, StepShapes
 
 
 @dataclass(slots=True)
@@ -59,7 +62,8 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
-def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray) -> list[Sequence]:
+def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[float]
+                     ) -> list[Sequence]:
     """Advance ``batch``'s rows by ``len(ends)`` decode steps ending at ``ends``; return what
     finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`."""
     k = len(ends)
@@ -107,3 +111,59 @@ def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray) -> list
         state.running = [s for s in state.running if s.num_generated < s.output_tokens]
     join_decoders(state, batch)
     return finished
+
+
+@dataclass(slots=True)
+class ShortRun:
+    """A continuous-batching decode run priced step by step in plain Python (a few steps:
+    numpy's per-call cost would dominate), with the step-log values known before it runs."""
+
+    start_s: float  # the first step's start
+    ends: list[float]  # each step's end: start + t_1 + ... + t_i, summed in order
+    rows: int  # D of every step
+    context_tokens: int  # C of the first step (each later step attends D more)
+    num_running: int  # logged after every step but the last (nothing finishes before it)
+    queue_len: int  # likewise: nobody arrives before the last step ends
+    kv_after: list[int]  # kv_blocks_used after each step but the last
+
+
+def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, stop_s: float,
+                   price: Callable[[int, int, int], float]) -> ShortRun:
+    """The decode run of up to ``k`` steps starting with ``batch`` (every running request
+    decodes, no padded group), cut after the step in progress at ``stop_s``: the same
+    steps, ends and log values as :func:`plan_decode_run` and the replica's cut give."""
+    cohort = batch.cohort or decode_cohort(batch.decode, state.kv.block_size)
+    d = len(batch.decode)
+    c = c0 = batch.shape.decode_context_tokens
+    ends: list[float] = []
+    t = start_s
+    for _ in range(k - 1):
+        t += price(d, c, 0)
+        ends.append(t)
+        if t >= stop_s:
+            break
+        c += d
+    else:
+        t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
+        ends.append(t)
+    n = len(ends)
+    kv_after = list(accumulate(islice(cycle(cohort.block_openings), n - 1),
+                               initial=state.kv.used))
+    return ShortRun(start_s, ends, d, c0, len(state.running), len(state.waiting), kv_after)
+
+
+def log_short_run(log: Any, run: ShortRun, batch: Batch, state: ServerState,
+                  finished: list[Sequence]) -> None:
+    """Write ``run``'s steps to the step log once they are applied (``finished`` ended it)."""
+    d, ends, last = run.rows, run.ends, len(run.ends) - 1
+    start, shape, c = run.start_s, batch.shape, run.context_tokens
+    for i, end in enumerate(ends):
+        if i:
+            c += d
+            shape = StepShape(0, 0.0, d, c)  # positional: a third cheaper, once per row
+        if i < last:
+            log.add(start, end, shape, d, run.num_running, run.queue_len, run.kv_after[i])
+        else:
+            log.add(start, end, shape, d, len(state.running), len(state.waiting), state.kv.used,
+                    finished)
+        start = end

@@ -22,6 +22,7 @@ import pandas as pd
 from simulator.metrics_resources import busy_fraction, kv_usage, require_columns, run_window
 from simulator.metrics_slo import Samples, good_mask, percentile_checks, refusal_causes, slo_met
 from simulator.metrics_stats import check_percentiles, describe, weighted_percentile
+from simulator.metrics_steps import ITL_REL_ERROR, StepStats
 from simulator.slo import SLO
 
 __all__ = [
@@ -88,24 +89,29 @@ def summarize(
     kv_blocks_total: int | dict[int, int] | None = None,
     num_replicas: int = 1,
     percentiles: Sequence[float] = (50, 90, 99),
+    step_stats: StepStats | None = None,
 ) -> dict[str, Any]:
     """The summary dict of one run (keys in docs/metrics.md); values are plain Python.
 
     Latency figures are over finished requests (ITL over all decode steps); rejected
     and in-flight requests are only counted. ``duration_s`` defaults to first arrival
     to last finish. ``kv_blocks_total`` (one count, or one per replica id) enables the
-    KV usage figures.
+    KV usage figures. ``step_stats`` (a run with ``step_log`` "summary" or "none")
+    takes the place of ``steps`` for the ITL, utilisation and KV figures, and adds the
+    keys ``step_log`` and ``step_log_note``.
     """
     qs = check_percentiles(percentiles)
     require_columns(requests, _SUMMARY_NEEDS, "request records")
     require_columns(steps, _STEP_NEEDS, "step log")
+    if step_stats is not None and len(steps):
+        raise ValueError("pass the step log or its step_stats, not both")
     per = request_metrics(requests)
     status = per["status"].to_numpy()
     finished = per[status == "finished"]
     start_s, dur_s = run_window(requests, duration_s)
     n_in = int(finished["prompt_tokens"].sum())
     n_out = int(finished["output_tokens"].sum())
-    samples = _samples(finished, steps)
+    samples = _samples(finished, steps, step_stats)
     good = None if slo is None or not slo.per_request_targets_ms else good_mask(finished, slo)
     summary: dict[str, Any] = {
         "summary_version": SUMMARY_VERSION,
@@ -120,7 +126,10 @@ def summarize(
     }
     for metric in LATENCY_METRICS:
         values, weights = samples[metric]
-        for stat, value in describe(values, qs, weights).items():
+        stats = describe(values, qs, weights)
+        if metric == "itl" and step_stats is not None and step_stats.itl is not None:
+            stats = step_stats.itl.describe(qs)  # exact mean and std beside the bins
+        for stat, value in stats.items():
             summary[f"{stat}_{metric}_ms"] = value
     checks = {} if slo is None else percentile_checks(samples, slo)
     num_rejected = int(np.sum(status == "rejected"))
@@ -135,17 +144,40 @@ def summarize(
         "slo": checks,
         "mean_kv_usage": None,
         "max_kv_usage": None,
-        "utilisation": busy_fraction(steps, start_s, dur_s, num_replicas),
+        "utilisation": None,
     }
-    if kv_blocks_total is not None:
-        summary["mean_kv_usage"], summary["max_kv_usage"] = kv_usage(steps, kv_blocks_total)
+    if step_stats is None:
+        summary["utilisation"] = busy_fraction(steps, start_s, dur_s, num_replicas)
+        if kv_blocks_total is not None:
+            summary["mean_kv_usage"], summary["max_kv_usage"] = kv_usage(steps, kv_blocks_total)
+        return summary
+    summary |= {"step_log": step_stats.kept, "step_log_note": _STEP_LOG_NOTES[step_stats.kept]}
+    if step_stats.kept == "summary":
+        summary["utilisation"] = step_stats.busy_fraction(start_s, dur_s, num_replicas)
+        if kv_blocks_total is not None:
+            summary["mean_kv_usage"], summary["max_kv_usage"] = step_stats.kv_usage(
+                kv_blocks_total)
     return summary
 
 
-def _samples(finished: pd.DataFrame, steps: pd.DataFrame) -> dict[str, Samples]:
-    """Each metric's values (ms) and weights: per finished request, ITL per step."""
+_STEP_LOG_NOTES = {
+    "summary": (f"step log kept as a summary: ITL percentiles within "
+                f"{ITL_REL_ERROR:.1%} (docs/metrics.md), no steps.parquet"),
+    "none": "no step log kept (run.step_log = 'none'): ITL, utilisation and KV usage unknown",
+}
+
+
+def _samples(finished: pd.DataFrame, steps: pd.DataFrame,
+             step_stats: StepStats | None = None) -> dict[str, Samples]:
+    """Each metric's values (ms) and weights: per finished request, ITL per step (from
+    the ITL histogram's bins when the steps were summarised; none when not kept)."""
     tpot_ms = finished["tpot_ms"].to_numpy(dtype=float)
-    itl_ms, itl_weights = itl_samples(steps)
+    if step_stats is None:
+        itl_ms, itl_weights = itl_samples(steps)
+    elif step_stats.itl is None:
+        itl_ms, itl_weights = np.empty(0), np.empty(0, np.int64)
+    else:
+        itl_ms, itl_weights = step_stats.itl.samples()
     return {
         "ttft": (finished["ttft_ms"].to_numpy(dtype=float), None),
         "tpot": (tpot_ms[~np.isnan(tpot_ms)], None),

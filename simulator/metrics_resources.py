@@ -78,14 +78,15 @@ def kv_usage(steps: pd.DataFrame, kv_blocks_total: int | dict[int, int]) -> tupl
         if isinstance(total, bool) or not isinstance(total, int | np.integer) or total < 1:
             raise ValueError(f"{name} = {total!r} must be an int >= 1")
     if isinstance(kv_blocks_total, dict):
-        missing = sorted(set(replicas.tolist()) - {int(k) for k in kv_blocks_total})
+        missing = sorted(set(np.unique(replicas).tolist()) - {int(k) for k in kv_blocks_total})
         if missing:
             raise ValueError(f"kv_blocks_total has no entry for replicas {missing}")
         totals = {int(k): int(v) for k, v in kv_blocks_total.items()}
     else:
-        totals = {int(r): int(kv_blocks_total) for r in set(replicas.tolist())}
+        totals = {int(r): int(kv_blocks_total) for r in np.unique(replicas).tolist()}
     if len(steps) == 0:
         return NAN, NAN
-    denom = np.array([totals[int(r)] for r in replicas], dtype=float)
+    ids = np.array(sorted(totals), dtype=np.int64)  # each step's total by lookup, not a list
+    denom = np.array([totals[int(r)] for r in ids], dtype=float)[np.searchsorted(ids, replicas)]
     usage = steps["kv_blocks_used"].to_numpy(dtype=float) / denom
     return float(np.mean(usage)), float(np.max(usage))

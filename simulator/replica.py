@@ -4,25 +4,37 @@ The loop is the same three calls the real engine makes, with a cost model where 
 engine runs a forward pass. Runs of identical pure-decode steps are fast-forwarded
 (see :mod:`simulator.fastforward`); an arrival during such a run cuts it at the first
 step boundary after the arrival, where a real engine would first see the request.
+
+Several steps per SimPy event: when the next arrival is known ahead (open loop, one
+replica), nothing can happen to this replica before it, so a step that ends before it
+(and before the horizon) is completed at once on the replica's own clock (``_now``)
+without a SimPy event; the SimPy clock is moved to the replica's, exactly, only when
+the replica must wait (a step that ends at or after the next arrival, an idle wait).
+Every step's start and end are the same floats as with one event per step (SimPy adds
+the delay to its clock; the replica's clock adds the same delay), so the records are
+identical (tests/test_speed_paths_replica.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 import simpy
 
-from simulator.costs.base import CostModel
-from simulator.fastforward import apply_decode_run, plan_decode_run
+from simulator.costs.base import CostModel, decode_pricer
+from simulator.fastforward import apply_decode_run, log_short_run, plan_decode_run, plan_short_run
 from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
-from simulator.steplog import StepLog
+from simulator.steplog import make_step_log
+
+_SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
 
 
 class Replica:
@@ -41,13 +53,15 @@ class Replica:
         check_invariants: bool = False,
         next_arrival_s: Callable[[], float] | None = None,
         max_step_rows: int | None = None,
+        step_log: str = "full",
+        horizon_s: float | None = None,
     ) -> None:
         self.env = env
         self.index = index
         self.policy = policy
         self.cost = cost
         self.state = ServerState(kv=kv)
-        self.log = StepLog(index)
+        self.log = make_step_log(index, step_log)  # [run] step_log: what is kept
         self.on_done = on_done  # called once per request that finishes or is rejected here
         self.fast_forward = fast_forward
         self.check_invariants = check_invariants  # check_batch/check_state at every step
@@ -61,6 +75,9 @@ class Replica:
         # When the next request to reach this replica is known ahead (open loop, one
         # replica), a fast-forward stops at it instead of being interrupted by it.
         self.next_arrival_s = next_arrival_s
+        self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
+        self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
+        self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it
         self.process = env.process(self._loop())
 
     def submit(self, seq: Sequence) -> None:
@@ -84,9 +101,9 @@ class Replica:
             self.process.interrupt()
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
-        env, state = self.env, self.state
+        state = self.state
         while True:
-            decision = self.policy.schedule(state, env.now)
+            decision = self.policy.schedule(state, self._now)
             self.num_refused += len(state.rejected)
             for seq in state.rejected:
                 self.on_done(seq)
@@ -115,27 +132,49 @@ class Replica:
         check_state(self.state, accepted=self.num_accepted - self.num_refused,
                     finished=self.num_finished)
 
+    def _inline_before(self) -> float:
+        """Steps ending before this time may run without a SimPy event (-inf: none may)."""
+        if self.next_arrival_s is None:
+            return -math.inf
+        arrival = self.next_arrival_s()
+        return arrival if arrival < self.horizon_s else self.horizon_s
+
+    def _until(self, at_s: float) -> simpy.Timeout:
+        """A timeout that puts the SimPy clock at exactly ``at_s`` (SimPy adds the delay to
+        ``env.now``, which lags the replica's clock after inline steps)."""
+        now = self.env.now
+        delay = at_s - now
+        while now + delay < at_s:
+            delay = math.nextafter(delay, math.inf)
+        while now + delay > at_s:
+            delay = math.nextafter(delay, -math.inf)
+        self.num_events += 1
+        return self.env.timeout(delay)
+
     def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:
         self._interruptible = True
-        self.num_events += 1
         try:
             if wait.until is None:
+                self.num_events += 1
                 yield self.env.event()
             else:
-                yield self.env.timeout(max(0.0, wait.until - self.env.now))
+                yield self._until(self._now + max(0.0, wait.until - self._now))
         except simpy.Interrupt:
             pass
         self._interruptible = False
+        self._now = self.env.now
 
     def _step(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
-        start = self.env.now
+        start = self._now
         emitted = decode_emitters(batch)
-        self.num_events += 1
-        yield self.env.timeout(self.cost.step_time(batch.shape))
-        finished = complete(self.state, batch, start, self.env.now)
+        end = start + self.cost.step_time(batch.shape)
+        if end >= self._inline_before():
+            yield self._until(end)
+        self._now = end
+        finished = complete(self.state, batch, start, end)
         s = self.state
-        self.log.add(start, self.env.now, batch.shape, emitted, len(s.running), len(s.waiting),
-                     s.kv.used)
+        self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
+                     s.kv.used, finished)
         self._check_log_size()
         return finished
 
@@ -143,30 +182,38 @@ class Replica:
         """A multi-step decision: its passes back to back, one log row, tokens at the end.
 
         Arrivals during it only queue (nothing is admitted before the chunk is over)."""
-        start = self.env.now
-        self.num_events += 1
-        yield self.env.timeout(float(self.cost.step_times(chunk_shapes(batch)).sum()))
-        finished = complete_chunk(self.state, batch, self.env.now)
+        start = self._now
+        end = start + float(self.cost.step_times(chunk_shapes(batch)).sum())
+        if end >= self._inline_before():
+            yield self._until(end)
+        self._now = end
+        finished = complete_chunk(self.state, batch, end)
         s = self.state
-        self.log.add(start, self.env.now, batch.shape, len(batch.decode), len(s.running),
-                     len(s.waiting), s.kv.used)
+        self.log.add(start, end, batch.shape, len(batch.decode), len(s.running),
+                     len(s.waiting), s.kv.used, finished)
         self._check_log_size()
         return finished
 
     def _check_log_size(self) -> None:
         if self.max_step_rows is not None and len(self.log) > self.max_step_rows:
-            raise step_log_full(len(self.log), self.env.now)
+            raise step_log_full(len(self.log), self._now)
 
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
-        env, state = self.env, self.state
+        state = self.state
+        price = self._price_decode
+        if price is not None and state.group is None and self.next_arrival_s is not None:
+            stop_s = self.next_arrival_s()
+            if k <= _SHORT_RUN or self._now + _SHORT_RUN * price(
+                    batch.shape.num_decode_seqs, batch.shape.decode_context_tokens, 0) >= stop_s:
+                return (yield from self._short_run(batch, k, stop_s))
         run = plan_decode_run(state, batch, k)
-        start = env.now
+        start = self._now
         ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(run.shapes))))[1:]
         self._arrived_in_run = 0
-        self.num_events += 1
         if self.next_arrival_s is not None:
             k, ends = yield from self._run_until_arrival(ends)
         else:
+            self.num_events += 1
             k, ends = yield from self._run_interruptible(ends)
         finished = apply_decode_run(state, batch, ends)
         queue = np.full(k, len(state.waiting) - self._arrived_in_run)
@@ -175,7 +222,7 @@ class Replica:
         running[-1], kv_used[-1] = len(state.running), state.kv.used
         starts = np.concatenate(([start], ends[:-1]))
         shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
-        self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used)
+        self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
         self._check_log_size()
         return finished
 
@@ -193,6 +240,7 @@ class Replica:
             yield env.timeout(max(0.0, ends[j] - env.now))
             ends = ends[:j + 1]
         self._interruptible = False
+        self._now = env.now
         return len(ends), ends
 
     def _run_until_arrival(
@@ -203,10 +251,28 @@ class Replica:
         The same cut as :meth:`_run_interruptible` without an interrupt. Arrivals run at
         URGENT priority, so one at exactly the cut is already queued when this wakes.
         """
-        env = self.env
         assert self.next_arrival_s is not None
         j = int(np.searchsorted(ends, self.next_arrival_s()))
         if j < len(ends) - 1:
             ends = ends[:j + 1]
-        yield env.timeout(ends[-1] - env.now)
+        self._now = float(ends[-1])
+        if self._now >= self._inline_before():
+            yield self._until(self._now)
         return len(ends), ends
+
+    def _short_run(self, batch: Batch, k: int, stop_s: float
+                   ) -> Generator[simpy.Event, Any, list[Sequence]]:
+        """A decode run priced step by step in plain Python, up to the step in progress at
+        ``stop_s`` (the next arrival): what :meth:`_decode_run` gives, without numpy's
+        per-call overhead, which dominates a run of a few steps."""
+        assert self._price_decode is not None
+        state = self.state
+        run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode)
+        end = run.ends[-1]
+        if end >= self._inline_before():
+            yield self._until(end)
+        self._now = end
+        finished = apply_decode_run(state, batch, run.ends)
+        log_short_run(self.log, run, batch, state, finished)
+        self._check_log_size()
+        return finished

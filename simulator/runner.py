@@ -15,6 +15,7 @@ import pandas as pd
 from simulator.atomic import atomic_write
 from simulator.cluster import Progress, SimResult, simulate
 from simulator.deployment import Deployment, resolve
+from simulator.errors import ConfigError
 from simulator.memory_guard import available_bytes, check_fits, step_row_budget
 from simulator.metrics import summarize, to_json_safe
 from simulator.results_manifest import SIMULATED, begin_writing, seal_results
@@ -49,7 +50,7 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
     res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
                    fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows)
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
-                        num_replicas=dep.replicas)
+                        num_replicas=dep.replicas, step_stats=res.step_stats)
     meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
     return point_result(labels, point, dep, built, summary, res, **meta)
 
@@ -59,6 +60,9 @@ def preflight(dep: Deployment, *, available: int | None = None, parallel: int = 
     simulated time than float64 resolves, or whose tables would not fit in memory when
     ``parallel`` points run at once (each gets an equal share of ``available``)."""
     wl = dep.workload
+    if dep.step_log == "none" and dep.slo is not None and "itl" in dep.slo.targets_ms:
+        raise ConfigError("slo.itl_ms needs the step log, and run.step_log = 'none' keeps "
+                          "none of it; use run.step_log = 'summary' (ITL within 0.1%) or 'full'")
     check_fits(wl.num_requests, _before_horizon(dep), available=available, parallel=parallel)
     if wl.arrival in SYNTHETIC and wl.rate is not None and wl.num_requests is not None:
         check_span(wl.rate, wl.num_requests)
@@ -109,7 +113,8 @@ def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str 
     """Write ``summary.json``, ``requests.parquet``, ``steps.parquet`` (and ``tables``, each
     ``<name>.parquet``, already labelled with ``point``) atomically, then ``manifest.json``
     saying what produced them (``kind``; simulator/results_manifest.py), removing result
-    files of an earlier run that this one does not write."""
+    files of an earlier run that this one does not write. ``steps.parquet`` is written
+    only when some point kept its step log (``[run] step_log = "full"``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     begin_writing(out)
@@ -125,7 +130,7 @@ def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str 
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
     summary = [r.summary for r in results]
-    paths = [out / "summary.json", out / "requests.parquet", out / "steps.parquet"]
+    paths = [out / "summary.json", out / "requests.parquet"]
     text = json.dumps(summary, indent=2) + "\n"
 
     def write_json(p: Path) -> None:
@@ -133,7 +138,9 @@ def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str 
 
     atomic_write(paths[0], write_json)
     atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
-    atomic_write(paths[2], lambda p: labelled(lambda r: r.result.steps).to_parquet(p))
+    if any(r.result.step_stats is None for r in results):  # some point kept its steps
+        paths.append(atomic_write(out / "steps.parquet",
+                                  lambda p: labelled(lambda r: r.result.steps).to_parquet(p)))
     for name, frame in (tables or {}).items():
         paths.append(atomic_write(out / f"{name}.parquet", frame.to_parquet))
     measured = [s["fingerprint"] for s in summary if isinstance(s.get("fingerprint"), dict)]

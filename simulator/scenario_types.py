@@ -35,6 +35,7 @@ from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec, get_model
 from simulator.stacks import StackSection, apply_stack
+from simulator.steplog import STEP_LOG_MODES
 from simulator.workload.config import WorkloadConfig
 
 
@@ -96,6 +97,8 @@ class RunSection:
     horizon_s: float | None = spec(None, unit="s", low=0, low_open=True)  # None: run it all
     fast_forward: bool = spec(True)  # skip runs of identical decode steps (same answer)
     check_invariants: bool = spec(False)  # assert the scheduler's invariants every step
+    # what is kept of the step log: every row, a summary (ITL within 0.1%), nothing
+    step_log: str = spec("full", choices=STEP_LOG_MODES)
 
     def __post_init__(self) -> None:
         check_fields(self, "run")

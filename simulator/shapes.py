@@ -13,9 +13,13 @@ from typing import Any
 import numpy as np
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class StepShape:
-    """Work done by one forward pass (one engine step)."""
+    """Work done by one forward pass (one engine step). Treat it as immutable.
+
+    Not ``frozen``: the simulator builds one per step, and a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) costs three times a plain one's.
+    """
 
     num_prefill_tokens: int = 0  # P: prompt tokens processed this step, padding included
     prefill_attn_work: float = 0.0  # A: sum over prefill chunks of n * (ctx + n / 2), tokens^2

@@ -154,7 +154,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "sglang": (
         _preset("sglang", "0.5", {
             "name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
-            "preemption": "fewest_outputs", "mixed_chunks": False}, {"block_size": 1, "gpu_memory_utilization": 0.88}, (
+            "preemption": "fewest_outputs", "mixed_chunks": False},
+            {"block_size": 1, "gpu_memory_utilization": 0.88}, (
             "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
             "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
             "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "

@@ -6,26 +6,37 @@ the tuples are packed into column arrays (a row tuple of ten boxed numbers costs
 470 bytes, a packed row 88), so a long run's memory grows by the packed size.
 ``table()`` puts the rows at their row numbers and the runs, concatenated in order,
 everywhere else.
+
+That is ``[run] step_log = "full"``; :func:`make_step_log` picks the log of a mode
+(``"summary"`` and ``"none"`` keep less: simulator/steplog_summary.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
+from simulator.metrics_steps import StepStats
 from simulator.records import STEP_COLUMNS, empty_table, steps_from_arrays
 from simulator.shapes import StepShape, StepShapes
+from simulator.steplog_summary import NoStepLog, SummaryStepLog
+
+STEP_LOG_MODES = ("full", "summary", "none")
+"""``[run] step_log``: every row (steps.parquet), aggregated figures, or nothing."""
 
 # The columns in the order of a row tuple and of a run's arrays (``replica`` is added last).
 _COLUMNS = [c for c in STEP_COLUMNS if c != "replica"]
 _SHORT_RUN = 16  # runs up to this many steps are logged as rows
 _FLUSH_ROWS = 4096  # row tuples kept before they are packed into column arrays
+_MERGE_RUNS = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
 
 
 class StepLog:
     """A replica's step log (contract 4) in parts; ``table()`` turns them into a DataFrame."""
 
-    __slots__ = ("replica", "_rows", "_row_at", "_packed", "_runs", "_len")
+    __slots__ = ("replica", "_rows", "_row_at", "_packed", "_runs", "_merged", "_len")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
@@ -34,6 +45,7 @@ class StepLog:
         # rows packed so far: (their row numbers, their columns in the column order)
         self._packed: list[tuple[np.ndarray, tuple[np.ndarray, ...]]] = []
         self._runs: list[tuple[np.ndarray, ...]] = []  # runs' columns, in the column order
+        self._merged = 0  # the first _merged entries of _runs are joined runs
         self._len = 0
 
     def __len__(self) -> int:
@@ -42,8 +54,9 @@ class StepLog:
     def add(
         self, start_s: float, end_s: float, shape: StepShape, num_decode_tokens: int,
         num_running: int, queue_len: int, kv_blocks_used: int,
+        finished: Iterable[object] = (),
     ) -> None:
-        """Record one step."""
+        """Record one step (``finished``, the requests it finished, is for the other modes)."""
         self._rows.append((
             start_s, end_s, shape.num_prefill_tokens, shape.prefill_attn_work,
             shape.num_decode_seqs, shape.decode_context_tokens, num_decode_tokens,
@@ -57,7 +70,7 @@ class StepLog:
     def extend(
         self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
         num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
-        kv_blocks_used: np.ndarray,
+        kv_blocks_used: np.ndarray, finished: Iterable[object] = (),
     ) -> None:
         """Record a run of steps given as arrays (all of the same length, not changed later).
 
@@ -82,6 +95,16 @@ class StepLog:
             num_running, queue_len, kv_blocks_used,
         ))
         self._len += k
+        if len(self._runs) - self._merged >= _MERGE_RUNS:
+            self._merge_runs()
+
+    def _merge_runs(self) -> None:
+        """Join the runs since the last join into one, in order: hundreds of thousands of
+        small arrays (and the plans they are views of) cost far more than their rows."""
+        new = self._runs[self._merged:]
+        joined = tuple(np.concatenate(c) for c in zip(*new, strict=True))
+        self._runs[self._merged:] = [joined]
+        self._merged += 1
 
     def _pack(self) -> None:
         """Move the row tuples into column arrays."""
@@ -101,18 +124,45 @@ class StepLog:
               else np.empty(0, dtype=np.int64))
         in_runs = np.ones(len(self), dtype=bool)
         in_runs[at] = False
-        runs = list(zip(*self._runs, strict=True)) if self._runs else [()] * len(_COLUMNS)
+        # by column, so each column's parts are let go once it is built (peak: the table
+        # and one column's parts, not the table and all of them)
+        packed = [list(c) for c in zip(*(c for _, c in self._packed), strict=True)]
+        runs = [list(c) for c in zip(*self._runs, strict=True)]
+        self._packed, self._runs, self._merged = [], [], 0
         cols = {}
         for i, name in enumerate(_COLUMNS):
             col = np.empty(len(self), dtype=STEP_COLUMNS[name])
-            if self._packed:
-                col[at] = np.concatenate([c[i] for _, c in self._packed])
-            if self._runs:
+            if packed:
+                col[at] = np.concatenate(packed[i])
+                packed[i] = []
+            if runs:
                 col[in_runs] = np.concatenate(runs[i])
+                runs[i] = []
             cols[name] = col
+        self._runs = [tuple(cols[name] for name in _COLUMNS)]  # the log is now one run
+        self._merged = 1
         cols["replica"] = np.full(len(self), self.replica, dtype=np.int64)
         return steps_from_arrays(cols)
 
     def clear(self) -> None:
         """Drop every step (once ``table()`` holds them, so they are not kept twice)."""
         self._rows, self._row_at, self._packed, self._runs, self._len = [], [], [], [], 0
+        self._merged = 0
+
+    def stats(self) -> StepStats | None:
+        """None: the full log's figures are read from ``table()``."""
+        return None
+
+
+AnyStepLog = StepLog | SummaryStepLog | NoStepLog
+
+
+def make_step_log(replica: int, mode: str = "full") -> AnyStepLog:
+    """The step log of ``mode`` (one of ``STEP_LOG_MODES``) for replica ``replica``."""
+    if mode == "full":
+        return StepLog(replica)
+    if mode == "summary":
+        return SummaryStepLog(replica)
+    if mode == "none":
+        return NoStepLog(replica)
+    raise ValueError(f"step_log = {mode!r}: must be one of {list(STEP_LOG_MODES)}")

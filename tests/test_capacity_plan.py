@@ -78,7 +78,10 @@ def test_md1_max_rate_matches_the_formula() -> None:
                workload={"prompt": {"dist": "fixed", "tokens": 8},
                          "output": {"dist": "fixed", "tokens": 5}},
                cost={"step_s": 0.02, "decode_seq_s": 0.0, "prefill_token_s": 0.0})
-    settings = SearchSettings(min_requests=12_000, max_iterations=8, rel_tol=0.01)
+    # stop_when_sized=False: bisect to rel_tol (by default the search stops as soon as the
+    # replica count for the target is certain, and max_rate_rps is then a coarser bound)
+    settings = SearchSettings(min_requests=12_000, max_iterations=8, rel_tol=0.01,
+                              stop_when_sized=False)
     result = plan(build_candidates(raw), 3.0, SLO(mean_queue_ms=150), settings=settings)
     s, wq = 0.1, 0.150
     expected = 2 * wq / (s + 2 * wq) / s  # 7.5 req/s

@@ -5,8 +5,9 @@ and the page's lists, and plans with a small, stated sample (``settings_for``): 
 point simulates ``requests_per_point`` requests, so the P99 rests on only
 ``requests_per_point / 100`` requests beyond it (the CLI's rule gives 10,000 and 100).
 ``MemoryPointCache`` keeps finished points in a dict the page holds for the process, so
-a new target rate or new prices re-run only the cluster checks (the rate search never
-depends on either), and moving a control back costs nothing.
+new prices re-run nothing, a new target rate re-runs the cluster checks and at most the
+rest of a rate search that had stopped once its replica count was certain (its points
+never depend on the target), and moving a control back costs nothing.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ model in this package writes its formula once over numbers-or-arrays so they do.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -19,6 +19,11 @@ from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 
 Num = float | np.ndarray  # a cost formula's operand: one step's number or an array over steps
+
+DecodePricer = Callable[[int, int, int], float]
+"""``price(rows, context_tokens, num_finished)``: seconds of a pure-decode step, exactly
+``step_time(StepShape(num_decode_seqs=rows, decode_context_tokens=context_tokens,
+num_finished=num_finished))``, without building the shape (the simulator's hot loop)."""
 
 
 @runtime_checkable
@@ -32,6 +37,14 @@ class CostModel(Protocol):
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         """Seconds for each of many steps (float64 array, same order as ``shapes``)."""
         ...
+
+
+def decode_pricer(cost: CostModel) -> DecodePricer | None:
+    """``cost``'s exact scalar pure-decode pricer, or None when it has none (the simulator
+    then prices decode runs with ``step_times``, as before). A model offers one with a
+    ``decode_pricer()`` method; a wrapper's returns None when its inner model has none."""
+    method = getattr(cost, "decode_pricer", None)
+    return method() if method is not None else None
 
 
 def check_number(
@@ -65,6 +78,12 @@ class ScaledCost:
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         return self.inner.step_times(shapes) * self.time_scale
+
+    def decode_pricer(self) -> DecodePricer | None:
+        inner, scale = decode_pricer(self.inner), self.time_scale
+        if inner is None:
+            return None
+        return lambda d, c, f: inner(d, c, f) * scale
 
 
 class JitterCost:

@@ -21,7 +21,8 @@ activation), the tables' message size (elements, bf16) x 2.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ class AllReduceCurve:
     knots_bytes: tuple[float, ...]  # s_i, bytes per GPU; s_0 = 0
     latency_us: tuple[float, ...]  # t_i, microseconds
     source: str  # which table, which version
+    # (t_{i+1} - t_i) / (s_{i+1} - s_i) per segment, as np.interp computes them
+    _slopes: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         s, t = self.knots_bytes, self.latency_us
@@ -53,6 +56,8 @@ class AllReduceCurve:
             raise ConfigError(f"all-reduce curve {self.hardware}/{self.kind}/tp{self.tp}: "
                               f"knots_bytes={s!r} must start at 0, increase, and match "
                               f"latency_us={t!r}")
+        slopes = tuple((t[i + 1] - t[i]) / (s[i + 1] - s[i]) for i in range(len(s) - 1))
+        object.__setattr__(self, "_slopes", slopes)
 
     @property
     def latency_s(self) -> float:
@@ -67,12 +72,31 @@ class AllReduceCurve:
 
     def time_s(self, nbytes: Num) -> Num:
         """Seconds for one all-reduce of ``nbytes`` (a float or an array)."""
+        if isinstance(nbytes, float):
+            return self.time_s_scalar(nbytes)
         s, t = self.knots_bytes, self.latency_us
         slope = (t[-1] - t[-2]) / (s[-1] - s[-2])
         inside = np.interp(nbytes, s, t)
         beyond = t[-1] + (np.asarray(nbytes) - s[-1]) * slope
         out = np.where(np.asarray(nbytes) > s[-1], beyond, inside) * 1e-6
         return float(out) if np.ndim(out) == 0 else out
+
+    def time_s_scalar(self, nbytes: float) -> float:
+        """:meth:`time_s` of one float in plain Python, bit for bit what ``np.interp`` gives
+        (numpy's ``arr_interp``: a knot hit exactly returns its value, else
+        ``slope * (x - s_j) + t_j``); numpy costs microseconds per call on one number."""
+        s, t = self.knots_bytes, self.latency_us
+        n = len(s)
+        if nbytes > s[-1]:
+            return (t[-1] + (nbytes - s[-1]) * self._slopes[-1]) * 1e-6
+        if nbytes < s[0]:
+            return t[0] * 1e-6
+        if nbytes != nbytes:  # NaN
+            return nbytes
+        j = bisect_right(s, nbytes) - 1
+        if j == n - 1 or s[j] == nbytes:
+            return t[j] * 1e-6
+        return (self._slopes[j] * (nbytes - s[j]) + t[j]) * 1e-6
 
     def describe(self) -> str:
         return (f"{self.kind} all-reduce fitted to {self.source} "

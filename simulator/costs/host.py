@@ -36,7 +36,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from simulator.costs.base import CostModel, Num, ScaledCost, check_number
+from simulator.costs.base import (
+    CostModel,
+    DecodePricer,
+    Num,
+    ScaledCost,
+    check_number,
+    decode_pricer,
+)
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 
@@ -111,6 +118,13 @@ class HostCost:
         host = self._host(float(shape.num_decode_seqs), float(shape.num_admitted),
                           float(shape.num_finished))
         return self.inner.step_time(shape) + float(host)
+
+    def decode_pricer(self) -> DecodePricer | None:
+        inner = decode_pricer(self.inner)
+        if inner is None:
+            return None
+        host = self._host
+        return lambda d, c, f: inner(d, c, f) + float(host(float(d), 0.0, float(f)))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)

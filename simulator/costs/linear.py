@@ -15,7 +15,7 @@ from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 
-from simulator.costs.base import Num, check_number
+from simulator.costs.base import DecodePricer, Num, check_number
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 
@@ -59,6 +59,10 @@ class LinearCost:
                 n_req,
             )
         )
+
+    def decode_pricer(self) -> DecodePricer:
+        """:meth:`step_time` of a pure-decode step, without building its shape."""
+        return lambda d, c, f: float(self._price(0, 0.0, d, c, 0 + f))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         n_req = shapes.num_admitted + shapes.num_finished

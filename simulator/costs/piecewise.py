@@ -32,7 +32,7 @@ from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 
-from simulator.costs.base import Num, check_number
+from simulator.costs.base import DecodePricer, Num, check_number
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 
@@ -99,6 +99,27 @@ class PiecewiseCost:
                 float(shape.num_admitted),
                 float(shape.num_finished),
             )
+        )
+
+    def decode_pricer(self) -> DecodePricer:
+        """:meth:`step_time` of a pure-decode step, without building its shape."""
+        return self._decode_time
+
+    def _decode_time(self, d: int, c: int, num_finished: int) -> float:
+        # _price with P = A = admitted = 0, written out: the same terms in the same order.
+        tokens = float(d)
+        h1 = tokens - self.knee1_tokens
+        h2 = tokens - self.knee2_tokens
+        return (
+            (self.single_token_step_s if d == 1 else self.decode_step_s)
+            + self.prefill_token_s * 0.0
+            + self.knee1_token_s * (h1 if h1 >= 0.0 else 0.0)
+            + self.knee2_token_s * (h2 if h2 >= 0.0 else 0.0)
+            + self.prefill_attn_s * 0.0
+            + self.decode_seq_s * tokens
+            + self.decode_context_s * float(c)
+            + self.admit_s * 0.0
+            + self.finish_s * float(num_finished)
         )
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:

@@ -54,13 +54,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simulator.costs.base import Num, check_number
+from simulator.costs.base import DecodePricer, Num, check_number
 from simulator.costs.collectives import (
     DEFAULT_KIND,
     AllReduceCurve,
     allreduce_curve,
     allreduce_kinds,
 )
+from simulator.costs.roofline_scalar import ScalarRoofline
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
@@ -143,6 +144,7 @@ class RooflineCost:
     # formula. Falls back to the formula where the GPU/tp has no curve.
     allreduce_kind: str = DEFAULT_KIND
     _k: _Constants = field(init=False, repr=False, compare=False)
+    _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 
     def __post_init__(self) -> None:
         for name in KNOBS:
@@ -153,6 +155,8 @@ class RooflineCost:
             raise ConfigError(f"allreduce_kind={self.allreduce_kind!r} must be \"\" (the "
                               f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", self._constants())
+        object.__setattr__(self, "_scalar", ScalarRoofline(
+            self._k, self.allreduce_latency_s, self.step_overhead_s, self.per_request_s))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -252,7 +256,18 @@ class RooflineCost:
         )
 
     def step_time(self, shape: StepShape) -> float:
-        return float(self.terms(shape).total_s)
+        return self._scalar.time(
+            float(shape.num_prefill_tokens),
+            float(shape.prefill_attn_work),
+            float(shape.num_decode_seqs),
+            float(shape.decode_context_tokens),
+            float(shape.num_admitted + shape.num_finished),
+        )
+
+    def decode_pricer(self) -> DecodePricer:
+        """Seconds of a pure-decode step from (rows, context tokens, finishing), exactly
+        :meth:`step_time` of that shape, without building one."""
+        return self._scalar.decode_time
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         return np.asarray(self.terms(shapes).total_s, dtype=np.float64)

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from simulator.errors import ConfigError
-from simulator.kvcache import decode_steps_fitting
+from simulator.kvcache import blocks_opened, decode_steps_fitting
 from simulator.policies import admission as rule
+from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
 from simulator.policies.state import (
@@ -118,6 +119,11 @@ class ContinuousPolicy:
             if self.chunked_prefill and self.mixed_chunks and state.waiting:
                 return self.admit(state, budget - len(batch.decode), [], batch.decode, batch)
             return batch
+        if self.chunked_prefill and self.mixed_chunks:
+            found = self._clock_and_chunks(state)
+            if found is not None:
+                chunks, decode_all, left = found
+                return self.admit(state, left, chunks, decode_all.decode, decode_all)
         state.clock.flush(state.running, state.kv)
         prefill: list[tuple[Sequence, int]] = []
         decode: list[Sequence] = []
@@ -157,6 +163,12 @@ class ContinuousPolicy:
             if out is seq:
                 return i, budget, False
         return i, budget, True
+
+    def _clock_and_chunks(
+        self, state: ServerState
+    ) -> tuple[list[tuple[Sequence, int]], Batch, int] | None:
+        """The general loop's decodes and chunks when it needs no walk (clock_chunks.py)."""
+        return clock_and_chunks(state, self.max_num_batched_tokens)
 
     def _decode_all(self, state: ServerState) -> Batch | None:
         """The batch where every running request decodes one token, or None if that is not it.
@@ -256,5 +268,7 @@ class ContinuousPolicy:
         k = cohort.min_remaining
         if k <= 1:
             return 1
-        return 1 + min(k - 1, decode_steps_fitting(cohort.block_openings, kv.num_free))
+        if blocks_opened(cohort.block_openings, k - 1) <= kv.num_free:
+            return k  # the usual case, found without walking the block cycle
+        return 1 + decode_steps_fitting(cohort.block_openings, kv.num_free)
 

@@ -1,0 +1,79 @@
+"""The roofline step time of one step in plain Python floats, for the simulator's hot loop.
+
+:class:`~simulator.costs.roofline.RooflineCost` writes its formula once over numbers or
+arrays; for one step that meant a microsecond of numpy overhead per call (``np.interp``
+on one message size, ``np.where``). :class:`ScalarRoofline` evaluates the same terms in
+the same order on floats, so its result is bit for bit the formula's (a test checks it on
+a grid of shapes against the vectorised path), and caches the terms that depend only on
+the step's token count ``T = P + D`` (matmul time, weight bytes, all-reduce time).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from simulator.costs.roofline import _Constants
+
+_MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thousand tokens)
+
+
+class ScalarRoofline:
+    """One step's roofline time from floats ``P, A, D, C, n_req`` (roofline.py's symbols)."""
+
+    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens")
+
+    def __init__(self, k: _Constants, allreduce_latency_s: float, step_overhead_s: float,
+                 per_request_s: float) -> None:
+        self._k = k
+        self._lat = allreduce_latency_s
+        self._step = step_overhead_s
+        self._per_req = per_request_s
+        self._by_tokens: dict[float, tuple[float, float, float]] = {}  # T -> _token_terms(T)
+
+    def _token_terms(self, t: float) -> tuple[float, float, float]:
+        """(F_mm / peak(w), bytes of weights, t_ar) of a step of ``t`` tokens."""
+        k = self._k
+        flops_mm = k.flops_per_token * t
+        experts_hit = k.num_experts * (1.0 - k.miss_prob**t)
+        weights = k.shared_bytes + experts_hit * k.expert_bytes
+        allreduce_s = 0.0 * t
+        if k.num_allreduces and k.ar_curve is not None:
+            allreduce_s = k.num_allreduces * k.ar_curve.time_s_scalar(
+                k.ar_message_bytes_per_token * t)
+        elif k.num_allreduces:
+            per_ar = self._lat + k.ar_bytes_per_token * t / k.ar_link_bw
+            allreduce_s = k.num_allreduces * per_ar
+        terms = (flops_mm * k.inv_peak_mm, weights, allreduce_s)
+        if len(self._by_tokens) >= _MAX_CACHED:
+            self._by_tokens.clear()
+        self._by_tokens[t] = terms
+        return terms
+
+    def time(self, p: float, a: float, d: float, c: float, n_req: float) -> float:
+        """Seconds of one step (``RooflineTerms.total_s`` of the same floats)."""
+        t = p + d
+        terms = self._by_tokens.get(t)
+        mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
+        k = self._k
+        x = a / (p if p >= 1.0 else 1.0) - p / 2
+        cache_read = 0.0 if 0.0 >= x else x
+        nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
+        compute_s = (mm_s + k.attn_flops_per_pair * (a + c) * k.inv_peak_attn) * k.compute_scale
+        memory_s = nbytes / k.mem_bw
+        overhead_s = self._step + self._per_req * n_req
+        return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s
+
+    def decode_time(self, d: int, c: int, num_finished: int) -> float:
+        """Seconds of a pure-decode step of ``d`` rows attending ``c`` tokens: :meth:`time`
+        with ``P = A = 0`` written out (the cached read ``R`` is then 0.0, ``A + C`` is C)."""
+        t = 0.0 + d
+        terms = self._by_tokens.get(t)
+        mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
+        k = self._k
+        ctx = float(c)
+        nbytes = weights + k.kv_bytes_per_token * (ctx + 0.0 + t)
+        compute_s = (mm_s + k.attn_flops_per_pair * (0.0 + ctx) * k.inv_peak_attn) * k.compute_scale
+        memory_s = nbytes / k.mem_bw
+        overhead_s = self._step + self._per_req * num_finished
+        return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s

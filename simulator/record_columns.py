@@ -1,0 +1,93 @@
+"""Request records (contract 4) written as requests leave, kept as column arrays.
+
+A simulation used to keep every request's ``Sequence`` (about 140 bytes, plus the Python
+numbers it holds) until the end and build the records from them. :class:`RecordColumns`
+takes a request when it arrives (``arrive``: its place in arrival order and the time its
+client sent it), writes its record when it finishes or is refused (``leave``) and lets
+it go, so what a run keeps per finished request is one record row: 9 numbers of 8 bytes,
+a status code and a reason reference, 82 bytes once packed. Rows wait as tuples until
+``_PACK_ROWS`` of them are packed into arrays. ``table()`` writes the requests still in
+flight too and puts every row at its place in arrival order, so the table is exactly
+``cluster.request_records`` of the arrived sequences (tests/test_record_columns.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.records import REQUEST_COLUMNS, empty_table
+
+_PACK_ROWS = 4096  # row tuples kept before they are packed into arrays
+# a row tuple: arrival order, then these columns (status is derived when packing)
+_NUMBERS = ("request_id", "arrival_s", "scheduled_s", "first_token_s", "finish_s",
+            "prompt_tokens", "output_tokens", "preemptions", "replica")
+_STATUS = np.array(["finished", "in_flight", "rejected"], dtype=object)  # shared strings
+
+
+def _row(seq: Any, order: int, sent_s: float) -> tuple[Any, ...]:
+    return (order, seq.request_id, sent_s, seq.scheduled_s, seq.first_token_s, seq.finish_s,
+            seq.prompt_tokens, seq.output_tokens, seq.preemptions, seq.replica,
+            seq.num_generated, seq.reason)
+
+
+class RecordColumns:
+    """Request records of one simulation, in arrival order (see the module docstring)."""
+
+    __slots__ = ("_live", "_rows", "_parts", "_arrived")
+
+    def __init__(self) -> None:
+        self._live: dict[Any, tuple[int, float]] = {}  # in the system: (order, sent_s)
+        self._rows: list[tuple[Any, ...]] = []  # left, waiting to be packed
+        self._parts: list[dict[str, np.ndarray]] = []  # packed rows, by column
+        self._arrived = 0
+
+    def __len__(self) -> int:
+        return self._arrived
+
+    def arrive(self, seq: Any, sent_s: float) -> None:
+        """``seq`` reached the router; its client sent it at ``sent_s``."""
+        self._live[seq] = (self._arrived, sent_s)
+        self._arrived += 1
+
+    def leave(self, seq: Any) -> None:
+        """``seq`` finished or was refused: write its record and let it go."""
+        order, sent_s = self._live.pop(seq)
+        self._rows.append(_row(seq, order, sent_s))
+        if len(self._rows) >= _PACK_ROWS:
+            self._pack()
+
+    def _pack(self) -> None:
+        if not self._rows:
+            return
+        cols = list(zip(*self._rows, strict=True))
+        self._rows = []
+        part = {"order": np.array(cols[0], dtype=np.int64)}
+        for name, values in zip(_NUMBERS, cols[1:10], strict=True):
+            part[name] = np.array(values, dtype=REQUEST_COLUMNS[name])
+        generated = np.array(cols[10], dtype=np.int64)
+        reason = np.empty(len(generated), dtype=object)
+        reason[:] = cols[11]
+        code = np.where(reason != "", 2, np.where(generated == part["output_tokens"], 0, 1))
+        part["status"], part["reason"] = _STATUS[code], reason
+        self._parts.append(part)
+
+    def table(self) -> pd.DataFrame:
+        """Every request that arrived, in arrival order (those still in flight included).
+
+        Called once, at the end: it hands its rows to the table."""
+        if not self._arrived:
+            return empty_table(REQUEST_COLUMNS)
+        self._rows.extend(_row(seq, order, sent) for seq, (order, sent) in self._live.items())
+        self._live = {}
+        self._pack()
+        parts, self._parts = self._parts, []
+        order = np.concatenate([p.pop("order") for p in parts])
+        cols = {}
+        for name, dtype in REQUEST_COLUMNS.items():
+            col = np.empty(self._arrived, dtype=dtype)
+            col[order] = np.concatenate([p.pop(name) for p in parts])
+            cols[name] = col
+        return pd.DataFrame(cols, copy=False)

@@ -1,0 +1,151 @@
+"""Step logs that keep less than every row: ``[run] step_log = "summary"`` and ``"none"``.
+
+Both take the calls :class:`simulator.steplog.StepLog` takes (the replica does not know
+which it has) and give an empty ``table()``; ``stats()`` gives what was kept
+(:class:`simulator.metrics_steps.StepStats`).
+
+``SummaryStepLog`` holds a step as a 4-tuple ``(start_s, end_s, num_decode_tokens,
+kv_blocks_used)`` (a fast-forwarded run: its arrays) until ``_FOLD_ROWS`` rows wait, then
+folds them into the ITL histogram, the busy time and the KV tallies and drops them. Its
+memory is the histogram (``NUM_BINS`` x 24 bytes, allocated at the first ITL sample),
+at most ``_FOLD_ROWS`` waiting rows plus one run, and the (start, end) of the steps after
+the replica's latest finish (none once every request has finished; a run stopped at a
+horizon keeps those since the last finish, 16 bytes each). ``len()`` is the rows held,
+so the step-row budget of :mod:`simulator.memory_guard` applies to what is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.metrics_steps import ItlHistogram, StepStats
+from simulator.records import STEP_COLUMNS, empty_table
+from simulator.shapes import StepShape, StepShapes
+
+_FOLD_ROWS = 8192  # waiting rows folded at once (numpy's per-call cost spread over them)
+
+
+def _last_finish(finished: Iterable[Any]) -> float | None:
+    """The latest ``finish_s`` among finished sequences (None when there are none)."""
+    times = [s.finish_s for s in finished]
+    return max(times) if times else None
+
+
+class NoStepLog:
+    """``step_log = "none"``: counts steps, keeps nothing else."""
+
+    __slots__ = ("replica", "num_steps")
+
+    def __init__(self, replica: int) -> None:
+        self.replica = replica
+        self.num_steps = 0
+
+    def __len__(self) -> int:
+        return 0
+
+    def add(self, start_s: float, end_s: float, shape: StepShape, num_decode_tokens: int,
+            num_running: int, queue_len: int, kv_blocks_used: int,
+            finished: Iterable[object] = ()) -> None:
+        """Count one step."""
+        self.num_steps += 1
+
+    def extend(self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
+               num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
+               kv_blocks_used: np.ndarray, finished: Iterable[object] = ()) -> None:
+        """Count a run of steps."""
+        self.num_steps += len(starts)
+
+    def table(self) -> pd.DataFrame:
+        """No rows are kept."""
+        return empty_table(STEP_COLUMNS)
+
+    def clear(self) -> None:
+        """Nothing to drop."""
+
+    def stats(self) -> StepStats:
+        """Only the step count."""
+        return StepStats("none", num_steps=self.num_steps)
+
+
+class SummaryStepLog:
+    """``step_log = "summary"``: the step log folded into :class:`StepStats` as it grows."""
+
+    __slots__ = ("replica", "_rows", "_runs", "_waiting", "_last_finish", "_stats")
+
+    def __init__(self, replica: int) -> None:
+        self.replica = replica
+        self._rows: list[tuple[float, float, int, int]] = []  # single steps, waiting
+        self._runs: list[tuple[np.ndarray, ...]] = []  # runs (start, end, tokens, kv), waiting
+        self._waiting = 0  # rows in _rows and _runs
+        self._last_finish = -np.inf  # end of the latest step that finished a request here
+        self._stats = StepStats("summary")
+
+    def __len__(self) -> int:
+        return self._waiting + len(self._stats.tail_end_s)
+
+    def add(self, start_s: float, end_s: float, shape: StepShape, num_decode_tokens: int,
+            num_running: int, queue_len: int, kv_blocks_used: int,
+            finished: Iterable[object] = ()) -> None:
+        """Record one step (``finished``: the requests it finished)."""
+        self._rows.append((start_s, end_s, num_decode_tokens, kv_blocks_used))
+        if finished:
+            self._last_finish = end_s
+        self._waiting += 1
+        if self._waiting >= _FOLD_ROWS:
+            self._fold()
+
+    def extend(self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
+               num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
+               kv_blocks_used: np.ndarray, finished: Iterable[object] = ()) -> None:
+        """Record a run of steps given as arrays (``finished``: the requests it finished)."""
+        last = _last_finish(finished)
+        if last is not None:
+            self._last_finish = max(self._last_finish, last)
+        self._runs.append((starts, ends, num_decode_tokens, kv_blocks_used))
+        self._waiting += len(starts)
+        if self._waiting >= _FOLD_ROWS:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Fold the waiting rows into the figures and drop them."""
+        parts = list(self._runs)
+        if self._rows:
+            s0, e0, t0, k0 = zip(*self._rows, strict=True)
+            parts.append((np.array(s0), np.array(e0), np.array(t0, np.int64),
+                          np.array(k0, np.int64)))
+        self._rows, self._runs, self._waiting = [], [], 0
+        if not parts:
+            return
+        start, end, tokens, kv = (np.concatenate(list(c)) for c in zip(*parts, strict=True))
+        st = self._stats
+        st.num_steps += len(start)
+        st.first_start_s = min(st.first_start_s, float(start.min()))
+        emitting = tokens > 0
+        if emitting.any():
+            if st.itl is None:
+                st.itl = ItlHistogram()
+            st.itl.add((end - start)[emitting] * 1000.0, tokens[emitting])
+        n, total, peak = st.kv.get(self.replica, (0, 0, 0))
+        st.kv[self.replica] = (n + len(kv), total + int(kv.sum()), max(peak, int(kv.max())))
+        # steps (old tail included) that ended by the latest finish lie inside the window
+        start = np.concatenate((st.tail_start_s, start))
+        end = np.concatenate((st.tail_end_s, end))
+        done = end <= self._last_finish
+        st.busy_s += float(np.sum(end[done] - start[done]))
+        st.tail_start_s, st.tail_end_s = start[~done], end[~done]
+
+    def table(self) -> pd.DataFrame:
+        """No rows are kept: the contract's columns, empty."""
+        return empty_table(STEP_COLUMNS)
+
+    def clear(self) -> None:
+        """Nothing is kept twice."""
+
+    def stats(self) -> StepStats:
+        """The figures of every step so far."""
+        self._fold()
+        return self._stats
