@@ -92,7 +92,7 @@ def replay(target: Target, cal: Calibration) -> Predicted:
     """Simulate the run's requests with ``cal`` on the base cost model."""
     spec = replace(target.spec, cost=cal.cost(target.spec.cost),
                    request_s=cal.overhead.request_s)
-    sim = simulate(target.run.requests, spec)
+    sim = simulate(target.run.requests, spec, max_concurrency=target.run.max_concurrency)
     ids = target.run.requests["request_id"].to_numpy()
     rec = sim.requests.set_index("request_id").reindex(ids)
     arrival = rec["arrival_s"].to_numpy(np.float64)

@@ -54,6 +54,7 @@ class MeasuredRun:
     policy: str = ""  # the policy the run names, if any
     notes: list[str] = field(default_factory=list)  # facts a user should know
     fingerprint: dict[str, Any] | None = None  # the serving machine, if the run recorded it
+    max_concurrency: int | None = None  # open loop capped at this many in flight (vLLM bench)
 
     def __post_init__(self) -> None:
         n = len(self.requests)
@@ -98,4 +99,4 @@ def from_measured(run: Measured, point: int = 0) -> MeasuredRun:
         notes.append(f"{len(run.requests) - len(done)} request(s) did not finish: not replayed")
     return MeasuredRun(run.source, table, ttft, tpot, e2e, per_request=run.arrivals_known,
                        point=point, policy=run.policy, notes=notes,
-                       fingerprint=run.fingerprint)
+                       fingerprint=run.fingerprint, max_concurrency=run.max_concurrency)

@@ -82,7 +82,8 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
                            dep.model.max_context_tokens, dep.cost.step_time)
     before = probe(em)  # the machine's speed now, on steps the profile knows
     run = replay(built.table, em, dep.policy, dep.kv_blocks, block_size=dep.block_size,
-                 horizon_s=dep.horizon_s, seed=dep.seed, progress=progress)
+                 horizon_s=dep.horizon_s, seed=dep.seed, progress=progress,
+                 max_concurrency=built.max_concurrency)
     speed_probe = merge(before, probe(em))
     res = run.result
     durations = (res.steps["end_s"] - res.steps["start_s"]).to_numpy()

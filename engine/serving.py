@@ -1,7 +1,9 @@
 """Replaying a request table through the real engine in real time (``--backend engine``).
 
 Arrivals happen at their ``arrival_s`` on the wall clock (open loop), or ``think_s`` after
-the client's previous request ended (closed loop). The engine keeps a *logical* time
+the client's previous request ended (closed loop); with ``max_concurrency = C`` an open
+loop's request due while C are outstanding is sent when the first of them ends (as the
+simulator does, simulator/cluster.py ``_Driver``). The engine keeps a *logical* time
 ``now`` exactly as the simulator does: a busy engine's next step starts where the last
 one ended; an idle one starts at the arrival or timeout it waited for, even if the OS
 woke it a little later (that lag is part of the step's measured duration). Requests are
@@ -28,10 +30,11 @@ import pandas as pd
 
 from engine.core import EngineCore
 from engine.models import EngineModel
-from simulator.cluster import Arrivals, SimResult, read_arrivals, request_records
+from simulator.cluster import SimResult
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
 from simulator.records import STEP_COLUMNS, empty_table, token_table
+from simulator.served_requests import Arrivals, read_arrivals, request_records
 
 
 @dataclass(slots=True)
@@ -54,7 +57,12 @@ def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> 
 class _Arrivals:
     """Requests not yet sent, by due time (open loop), or per client (closed loop)."""
 
-    def __init__(self, read: Arrivals) -> None:
+    def __init__(self, read: Arrivals, max_concurrency: int | None = None) -> None:
+        if read.closed and max_concurrency is not None:
+            raise ValueError(f"{max_concurrency=}: only for an open loop (arrival_s given)")
+        # capped open loop: when each free slot was freed (a min-heap); None = no cap
+        self.slots: list[float] | None = (
+            None if max_concurrency is None else [0.0] * max_concurrency)
         self.heap: list[tuple[float, int, Sequence]] = []
         self.unsent = len(read.seqs)
         self.clients: dict[int, deque[tuple[Sequence, float]]] = {}
@@ -72,21 +80,29 @@ class _Arrivals:
         heapq.heappush(self.heap, (due, seq.request_id, seq))
 
     def next_due(self) -> float:
-        """When the next request is due (inf if none is scheduled)."""
-        return self.heap[0][0] if self.heap else math.inf
+        """When the next request is sent (inf if none is scheduled, or every slot is busy:
+        then the next send follows a finish)."""
+        if not self.heap or self.slots == []:
+            return math.inf
+        return self.heap[0][0] if self.slots is None else max(self.heap[0][0], self.slots[0])
 
     def pop_due(self, now: float) -> list[Sequence]:
         """Requests due at or before ``now``, with their arrival times set."""
         out = []
-        while self.heap and self.heap[0][0] <= now:
+        while self.next_due() <= now:
             due, _, seq = heapq.heappop(self.heap)
+            if self.slots is not None:  # sent when both due and given a slot
+                due = max(due, heapq.heappop(self.slots))
             seq.arrival_s = due
             out.append(seq)
         self.unsent -= len(out)
         return out
 
     def done(self, seq: Sequence, now: float) -> None:
-        """A request ended: its client sends the next one after thinking."""
+        """A request ended: its client sends the next one after thinking, or (capped open
+        loop) its slot frees."""
+        if self.slots is not None:
+            heapq.heappush(self.slots, seq.finish_s if not math.isnan(seq.finish_s) else now)
         queue = self.clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
@@ -97,11 +113,13 @@ class _Arrivals:
 def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int, *,
            block_size: int = 16, horizon_s: float | None = None, seed: int = 0,
            prompts: dict[int, list[int]] | None = None,
-           progress: Callable[[int, int], None] | None = None) -> EngineRun:
-    """Serve ``table`` (contract 1) on ``em`` with ``policy`` in real time."""
+           progress: Callable[[int, int], None] | None = None,
+           max_concurrency: int | None = None) -> EngineRun:
+    """Serve ``table`` (contract 1) on ``em`` with ``policy`` in real time; at most
+    ``max_concurrency`` requests in flight when given (open loop)."""
     read = read_arrivals(table)
     seqs = read.seqs
-    arrivals = _Arrivals(read)
+    arrivals = _Arrivals(read, max_concurrency)
     t0 = time.perf_counter()
 
     def clock() -> float:

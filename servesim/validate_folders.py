@@ -60,6 +60,8 @@ def replay_measured(path: str | Path, points: list[Point], out: Path
         new = with_trace(point, table)
         if run.closed_clients is not None:
             new["workload"] |= {"arrival": "closed", "concurrency": run.closed_clients}
+        if run.max_concurrency is not None:
+            new["workload"] |= {"max_concurrency": run.max_concurrency}
         key = json.dumps(new, sort_keys=True, default=str)
         if one and key in seen:
             continue  # a swept traffic field (rate, ...) the file's requests replace

@@ -1,8 +1,10 @@
 """Running a sweep's points on an executor, keeping each finished point in a cache.
 
-A sweep point's cache entry holds its summary and its request and step tables, so a
-rerun rebuilds exactly the :class:`PointResult` a fresh run gives (``sim_wall_s`` is the
-one figure that tells them apart: it is the wall time of the run that computed it). The
+A sweep point's cache entry holds its summary and its request and step tables (no step
+table for a point that kept no step log: ``[run] step_log`` "summary" or "none"), so a
+rerun rebuilds the :class:`PointResult` a fresh run gives (``sim_wall_s`` is the one
+figure that tells them apart: it is the wall time of the run that computed it; the
+summary holds what a fresh run's ``step_stats`` gave, so a read-back point has none). The
 key covers the point's labels as well as its scenario, since both shape the summary.
 """
 
@@ -15,7 +17,8 @@ from simulator.cluster import SimResult
 from simulator.deployment import resolve
 from simulator.executors import Executor
 from simulator.point_cache import PointCache, map_cached
-from simulator.runner import PointResult, run_point
+from simulator.records import STEP_COLUMNS, empty_table
+from simulator.runner import PointResult, kept_step_log, run_point
 
 SWEEP_KIND = "sweep"
 Point = tuple[dict[str, Any], dict[str, Any]]  # (labels, scenario point)
@@ -32,7 +35,9 @@ def run_sweep(points: list[Point], ex: Executor, cache: PointCache,
     material = [{"labels": labels, "point": point} for labels, point in points]
 
     def save(i: int, key: str, r: PointResult) -> None:
-        tables = {"requests": r.result.requests, "steps": r.result.steps}
+        tables = {"requests": r.result.requests}
+        if kept_step_log(r):  # a point that kept no step log stores no steps table
+            tables["steps"] = r.result.steps
         cache.save(key, material[i], r.summary, tables)
         if progress:
             progress()
@@ -40,7 +45,9 @@ def run_sweep(points: list[Point], ex: Executor, cache: PointCache,
     def load(i: int, key: str, summary: dict[str, Any]) -> PointResult:
         labels, point = points[i]
         dep = resolve(point)
-        res = SimResult(cache.table(key, "requests"), cache.table(key, "steps"),
+        kept = summary.get("step_log", "full") == "full"  # as the fresh run's kept_step_log
+        steps = cache.table(key, "steps") if kept else empty_table(STEP_COLUMNS)
+        res = SimResult(cache.table(key, "requests"), steps,
                         dep.kv_blocks, dep.replicas, int(summary.get("sim_events") or 0),
                         float(summary.get("sim_wall_s") or 0.0))
         if progress:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import simpy
 
@@ -23,9 +22,10 @@ from simulator.kvcache import BlockManager
 from simulator.metrics_steps import StepStats
 from simulator.policies import Policy, Sequence
 from simulator.record_columns import RecordColumns
-from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table
+from simulator.records import STEP_COLUMNS, empty_table
 from simulator.replica import Replica
 from simulator.router import make_router
+from simulator.served_requests import read_arrivals
 
 
 @dataclass(slots=True)
@@ -64,34 +64,6 @@ class ClusterSpec:
             raise ValueError(f"request_s={self.request_s!r} must be a finite number >= 0")
 
 
-@dataclass(slots=True)
-class Arrivals:
-    """A request table (contract 1) read for serving: what the simulator and the engine
-    both start from."""
-
-    seqs: list[Sequence]  # in arrival order (a stable sort, so ties keep table order)
-    think_s: list[float]  # per sequence: a closed-loop client's pause before sending it
-    closed: bool  # closed loop: arrival_s all NaN, clients send after their last request
-
-
-def read_arrivals(requests: pd.DataFrame) -> Arrivals:
-    """The table's requests as sequences, open or closed loop (see :class:`Arrivals`)."""
-    table = requests.sort_values("arrival_s", kind="stable") if len(requests) else requests
-    n = len(table)
-    arr = table["arrival_s"].to_numpy(np.float64)
-    closed = n > 0 and bool(np.isnan(arr).all())
-    if closed and "client_id" not in table:
-        raise ValueError("closed-loop request table (arrival_s all NaN) needs a client_id column")
-    ids = table["request_id"].to_numpy(np.int64).tolist()
-    p = table["prompt_tokens"].to_numpy(np.int64).tolist()
-    o = table["output_tokens"].to_numpy(np.int64).tolist()
-    c = table["client_id"].to_numpy(np.int64).tolist() if "client_id" in table else [-1] * n
-    think = table["think_s"].to_numpy(np.float64).tolist() if "think_s" in table else [0.0] * n
-    seqs = [Sequence(i, a, pp, oo, cc)
-            for i, a, pp, oo, cc in zip(ids, arr.tolist(), p, o, c, strict=True)]
-    return Arrivals(seqs, think, closed)
-
-
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: requests finished or refused so far, of those in the table."""
 
@@ -115,12 +87,20 @@ class _Driver:
     ``t + request_s``; from then on its ``Sequence.arrival_s`` is that time (what the engine
     sees: a dynamic batch's wait starts there), and ``sent_s`` keeps the send time for the
     records. At 0 nothing is shifted, so runs without host latency are unchanged bit for bit.
+
+    ``max_concurrency = C`` caps an open loop's requests in flight, as vLLM ``bench serve
+    --max-concurrency`` does (an asyncio semaphore around each request,
+    vllm/benchmarks/serve.py ``limited_request_func``, commit 009e6d4): a request due while
+    C are outstanding (sent, not yet finished or refused) waits, first due first served,
+    and is sent when a slot frees. Its send time is that release, and the records'
+    ``arrival_s`` is the send, as the client's TTFT starts at the send.
     """
 
     def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
                  closed_loop: bool, think_s: list[float], fast_forward: bool,
                  check_invariants: bool, progress: Progress | None = None,
-                 max_step_rows: int | None = None, horizon_s: float | None = None) -> None:
+                 max_step_rows: int | None = None, horizon_s: float | None = None,
+                 max_concurrency: int | None = None) -> None:
         self.env = env
         self.num_done = 0  # requests finished or refused
         self.num_total = len(seqs)
@@ -130,7 +110,8 @@ class _Driver:
         self.request_s = spec.request_s
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.
-        known = not closed_loop and spec.num_replicas == 1
+        # A capped open loop sends when a request ends: not known ahead, as a closed loop.
+        known = not closed_loop and spec.num_replicas == 1 and max_concurrency is None
         self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf
         self.replicas = [
             Replica(env, i, spec.policy, spec.cost, BlockManager(spec.kv_blocks, spec.block_size),
@@ -146,6 +127,11 @@ class _Driver:
         self.num_events = 0
         self._unsent = len(seqs)
         self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
+        self._cap = max_concurrency  # None: no cap on requests in flight
+        self._in_flight = 0  # capped open loop: sent and not yet done
+        self._waiting: deque[Sequence] = deque()  # capped open loop: due, waiting for a slot
+        if closed_loop and max_concurrency is not None:
+            raise ValueError(f"{max_concurrency=}: only for an open loop (arrival_s given)")
         if closed_loop:
             for seq, think in zip(seqs, think_s, strict=True):
                 self._clients.setdefault(seq.client_id, deque()).append((seq, think))
@@ -159,12 +145,13 @@ class _Driver:
             env.process(self._open_loop(seqs))
 
     def _send_later(self, seq: Sequence, delay_s: float) -> None:
-        """A closed-loop client sends ``seq`` ``delay_s`` from now."""
+        """A client sends ``seq`` ``delay_s`` from now (closed loop, or a freed slot)."""
         ArrivalTimeout(self.env, delay_s).callbacks.append(lambda _ev: self._send(seq))
         self.num_events += 1
 
     def _send(self, seq: Sequence) -> None:
-        """A closed-loop client sends ``seq`` now; it reaches the router ``request_s`` later."""
+        """A client sends ``seq`` now (closed loop, or a capped open loop's free slot); it
+        reaches the router ``request_s`` later."""
         seq.arrival_s = self.env.now
         if self.request_s > 0:
             sent = seq.arrival_s
@@ -191,6 +178,12 @@ class _Driver:
         seqs.clear()  # held only until sent: a request's memory lasts while it is served
         while pending:
             seq = pending.popleft()
+            if self._cap is not None:  # due at arrival_s; sent then, or when a slot frees
+                if seq.arrival_s > env.now:
+                    self.num_events += 1
+                    yield ArrivalTimeout(env, seq.arrival_s - env.now)
+                self._due(seq)
+                continue
             self.next_arrival_s = seq.arrival_s + self.request_s
             delay = self.next_arrival_s - env.now
             if delay > 0:
@@ -199,52 +192,29 @@ class _Driver:
             self._deliver(seq, seq.arrival_s)
         self.next_arrival_s = math.inf
 
+    def _due(self, seq: Sequence) -> None:
+        """A capped open loop's request is due now: sent if a slot is free, else queued."""
+        if self._in_flight < int(self._cap or 0):
+            self._in_flight += 1
+            self._send(seq)
+        else:
+            self._waiting.append(seq)
+
     def _done(self, seq: Sequence) -> None:
         self.records.leave(seq)
         self.num_done += 1
         if self._progress is not None and (
                 self.num_done % self._every == 0 or self.num_done == self.num_total):
             self._progress(self.num_done, self.num_total)
+        if self._cap is not None:  # the slot passes to the longest-waiting request
+            self._in_flight -= 1
+            if self._waiting:  # sent through an event, as a closed-loop client's next
+                self._in_flight += 1
+                self._send_later(self._waiting.popleft(), 0.0)
         queue = self._clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
             self._send_later(nxt, think)
-
-
-def request_records(seqs: list[Sequence], sent_s: list[float] | None = None) -> pd.DataFrame:
-    """Request records (contract 4) of ``seqs``: every request that arrived, with its status.
-
-    ``sent_s``, when given, is each request's arrival time as its client saw it (the
-    records' ``arrival_s``), where the sequences hold when the engine first saw it.
-    """
-    if not seqs:
-        return empty_table(REQUEST_COLUMNS)
-    n = len(seqs)
-
-    def column(values: Any, dtype: type) -> np.ndarray:
-        return np.fromiter(values, dtype=dtype, count=n)
-
-    generated = column((s.num_generated for s in seqs), np.int64)
-    output = column((s.output_tokens for s in seqs), np.int64)
-    reason = np.array([s.reason for s in seqs], dtype=object)
-    status = np.where(reason != "", "rejected",
-                      np.where(generated == output, "finished", "in_flight")).astype(object)
-    arrival = (np.asarray(sent_s, dtype=np.float64) if sent_s is not None
-               else column((s.arrival_s for s in seqs), np.float64))
-    cols = {
-        "request_id": column((s.request_id for s in seqs), np.int64),
-        "arrival_s": arrival,
-        "scheduled_s": column((s.scheduled_s for s in seqs), np.float64),
-        "first_token_s": column((s.first_token_s for s in seqs), np.float64),
-        "finish_s": column((s.finish_s for s in seqs), np.float64),
-        "prompt_tokens": column((s.prompt_tokens for s in seqs), np.int64),
-        "output_tokens": output,
-        "preemptions": column((s.preemptions for s in seqs), np.int64),
-        "replica": column((s.replica for s in seqs), np.int64),
-        "status": status,
-        "reason": reason,
-    }
-    return conform(pd.DataFrame(cols), REQUEST_COLUMNS, "request records")
 
 
 def simulate(
@@ -255,11 +225,13 @@ def simulate(
     fast_forward: bool = True,
     progress: Progress | None = None,
     max_step_rows: int | None = None,
+    max_concurrency: int | None = None,
 ) -> SimResult:
     """Run ``requests`` through the deployment ``spec``; stop at ``horizon_s`` if given.
 
     Open loop when ``arrival_s`` holds times; closed loop when it is NaN and the table
     has ``client_id`` (each client sends its next request ``think_s`` after the last ends).
+    ``max_concurrency`` caps an open loop's requests in flight (:class:`_Driver`);
     ``spec.check_invariants`` checks the scheduler's invariants at every step;
     ``progress(done, total)`` is called about a thousand times a run;
     a step log longer than ``max_step_rows`` (over all replicas) stops the run with
@@ -269,7 +241,8 @@ def simulate(
     env = simpy.Environment()
     arrivals = read_arrivals(requests)
     driver = _Driver(env, spec, arrivals.seqs, arrivals.closed, arrivals.think_s, fast_forward,
-                     spec.check_invariants, progress, max_step_rows, horizon_s)
+                     spec.check_invariants, progress, max_step_rows, horizon_s,
+                     max_concurrency)
     env.run(until=horizon_s)
     steps = []
     for r in driver.replicas:

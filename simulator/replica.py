@@ -5,14 +5,8 @@ engine runs a forward pass. Runs of identical pure-decode steps are fast-forward
 (see :mod:`simulator.fastforward`); an arrival during such a run cuts it at the first
 step boundary after the arrival, where a real engine would first see the request.
 
-Several steps per SimPy event: when the next arrival is known ahead (open loop, one
-replica), nothing can happen to this replica before it, so a step that ends before it
-(and before the horizon) is completed at once on the replica's own clock (``_now``)
-without a SimPy event; the SimPy clock is moved to the replica's, exactly, only when
-the replica must wait (a step that ends at or after the next arrival, an idle wait).
-Every step's start and end are the same floats as with one event per step (SimPy adds
-the delay to its clock; the replica's clock adds the same delay), so the records are
-identical (tests/test_speed_paths_replica.py).
+Several steps run per SimPy event when the next arrival is known ahead: the replica's
+clock runs ahead of SimPy's between waits (:mod:`simulator.replica_clock`).
 """
 
 from __future__ import annotations
@@ -32,12 +26,13 @@ from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, compl
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
+from simulator.replica_clock import ReplicaClock
 from simulator.steplog import make_step_log
 
 _SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
 
 
-class Replica:
+class Replica(ReplicaClock):
     """A replica: a policy, a cost model, a KV cache, and the process that runs steps."""
 
     def __init__(
@@ -132,38 +127,6 @@ class Replica:
         check_state(self.state, accepted=self.num_accepted - self.num_refused,
                     finished=self.num_finished)
 
-    def _inline_before(self) -> float:
-        """Steps ending before this time may run without a SimPy event (-inf: none may)."""
-        if self.next_arrival_s is None:
-            return -math.inf
-        arrival = self.next_arrival_s()
-        return arrival if arrival < self.horizon_s else self.horizon_s
-
-    def _until(self, at_s: float) -> simpy.Timeout:
-        """A timeout that puts the SimPy clock at exactly ``at_s`` (SimPy adds the delay to
-        ``env.now``, which lags the replica's clock after inline steps)."""
-        now = self.env.now
-        delay = at_s - now
-        while now + delay < at_s:
-            delay = math.nextafter(delay, math.inf)
-        while now + delay > at_s:
-            delay = math.nextafter(delay, -math.inf)
-        self.num_events += 1
-        return self.env.timeout(delay)
-
-    def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:
-        self._interruptible = True
-        try:
-            if wait.until is None:
-                self.num_events += 1
-                yield self.env.event()
-            else:
-                yield self._until(self._now + max(0.0, wait.until - self._now))
-        except simpy.Interrupt:
-            pass
-        self._interruptible = False
-        self._now = self.env.now
-
     def _step(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
         start = self._now
         emitted = decode_emitters(batch)
@@ -225,40 +188,6 @@ class Replica:
         self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
         self._check_log_size()
         return finished
-
-    def _run_interruptible(
-        self, ends: np.ndarray
-    ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
-        """Run steps ending at ``ends``; an arrival cuts them at the step in progress."""
-        env = self.env
-        self._interruptible = True
-        try:
-            yield env.timeout(ends[-1] - env.now)
-        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
-            j = min(int(np.searchsorted(ends, env.now)), len(ends) - 1)
-            self.num_events += 1
-            yield env.timeout(max(0.0, ends[j] - env.now))
-            ends = ends[:j + 1]
-        self._interruptible = False
-        self._now = env.now
-        return len(ends), ends
-
-    def _run_until_arrival(
-        self, ends: np.ndarray
-    ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
-        """Run steps ending at ``ends`` up to the one in progress when the next request arrives.
-
-        The same cut as :meth:`_run_interruptible` without an interrupt. Arrivals run at
-        URGENT priority, so one at exactly the cut is already queued when this wakes.
-        """
-        assert self.next_arrival_s is not None
-        j = int(np.searchsorted(ends, self.next_arrival_s()))
-        if j < len(ends) - 1:
-            ends = ends[:j + 1]
-        self._now = float(ends[-1])
-        if self._now >= self._inline_before():
-            yield self._until(self._now)
-        return len(ends), ends
 
     def _short_run(self, batch: Batch, k: int, stop_s: float
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:

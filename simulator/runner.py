@@ -46,9 +46,11 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
     rng = np.random.default_rng(dep.seed)
     built = build_requests(dep.workload, rng, dep.model.max_context_tokens, dep.cost.step_time)
     rows = None if free is None else step_row_budget(len(built.table), simulated,
-                                                     available=free)
+                                                     available=free, step_log=dep.step_log,
+                                                     replicas=dep.replicas)
     res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
-                   fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows)
+                   fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows,
+                   max_concurrency=built.max_concurrency)
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=dep.replicas, step_stats=res.step_stats)
     meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
@@ -63,7 +65,8 @@ def preflight(dep: Deployment, *, available: int | None = None, parallel: int = 
     if dep.step_log == "none" and dep.slo is not None and "itl" in dep.slo.targets_ms:
         raise ConfigError("slo.itl_ms needs the step log, and run.step_log = 'none' keeps "
                           "none of it; use run.step_log = 'summary' (ITL within 0.1%) or 'full'")
-    check_fits(wl.num_requests, _before_horizon(dep), available=available, parallel=parallel)
+    check_fits(wl.num_requests, _before_horizon(dep), available=available, parallel=parallel,
+               step_log=dep.step_log)
     if wl.arrival in SYNTHETIC and wl.rate is not None and wl.num_requests is not None:
         check_span(wl.rate, wl.num_requests)
 
@@ -107,6 +110,12 @@ def run_points(
     return out
 
 
+def kept_step_log(r: PointResult) -> bool:
+    """Whether ``r`` kept its step log (``[run] step_log = "full"``): a fresh run says so by
+    having no ``step_stats``, one read back from a cache by its summary's ``step_log``."""
+    return r.result.step_stats is None and r.summary.get("step_log", "full") == "full"
+
+
 def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str = SIMULATED,
                   tables: dict[str, pd.DataFrame] | None = None,
                   scenario_file: str | None = None) -> list[Path]:
@@ -114,7 +123,7 @@ def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str 
     ``<name>.parquet``, already labelled with ``point``) atomically, then ``manifest.json``
     saying what produced them (``kind``; simulator/results_manifest.py), removing result
     files of an earlier run that this one does not write. ``steps.parquet`` is written
-    only when some point kept its step log (``[run] step_log = "full"``)."""
+    only when some point kept its step log (:func:`kept_step_log`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     begin_writing(out)
@@ -138,7 +147,7 @@ def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str 
 
     atomic_write(paths[0], write_json)
     atomic_write(paths[1], lambda p: labelled(lambda r: r.result.requests).to_parquet(p))
-    if any(r.result.step_stats is None for r in results):  # some point kept its steps
+    if any(kept_step_log(r) for r in results):  # the others' step tables are empty
         paths.append(atomic_write(out / "steps.parquet",
                                   lambda p: labelled(lambda r: r.result.steps).to_parquet(p)))
     for name, frame in (tables or {}).items():

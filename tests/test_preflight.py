@@ -44,7 +44,7 @@ def test_a_bad_second_point_stops_the_sweep_before_the_first_runs(
 
 
 def test_points_run_at_once_share_the_memory() -> None:
-    # 10^6 requests x 2,176 bytes = 2.18e9 bytes: fits in 3 GiB alone, not in half of it
+    # 10^6 requests x 1,664 bytes = 1.66e9 bytes: fits in 3 GiB alone, not in half of it
     check_fits(10**6, available=3 * 2**30)
     with pytest.raises(ConfigError, match="each of 2 points run at once has 1.5 GiB"):
         check_fits(10**6, available=3 * 2**30, parallel=2)

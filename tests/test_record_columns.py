@@ -7,10 +7,11 @@ import pandas as pd
 from helpers import TokenCost
 
 import simulator.record_columns as record_columns
-from simulator.cluster import ClusterSpec, read_arrivals, request_records, simulate
+from simulator.cluster import ClusterSpec, simulate
 from simulator.policies import ContinuousPolicy, Sequence
 from simulator.record_columns import RecordColumns
 from simulator.records import REQUEST_COLUMNS
+from simulator.served_requests import read_arrivals, request_records
 
 
 def _seqs(n: int) -> list[Sequence]:

@@ -29,23 +29,23 @@ def _point(**workload: object) -> dict[str, object]:
 
 
 def test_estimate_is_requests_times_the_measured_bytes() -> None:
-    # 1000 requests, all simulated: 1000 x (2048 + 128) bytes; 10 of them before the
-    # horizon: 1000 x 128 (the table) + 10 x 2048.
-    assert (BYTES_PER_REQUEST, TABLE_BYTES_PER_REQUEST) == (2048, 128)
-    assert memory_guard.estimate_bytes(1000) == 2_176_000
-    assert memory_guard.estimate_bytes(1000, simulated=10) == 148_480
+    # 1000 requests, all simulated: 1000 x (1536 + 128) bytes; 10 of them before the
+    # horizon: 1000 x 128 (the table) + 10 x 1536.
+    assert (BYTES_PER_REQUEST, TABLE_BYTES_PER_REQUEST) == (1536, 128)
+    assert memory_guard.estimate_bytes(1000) == 1_664_000
+    assert memory_guard.estimate_bytes(1000, simulated=10) == 143_360
 
 
 def test_work_that_cannot_fit_is_refused_with_the_figures() -> None:
-    """10^8 requests grew to 5.5 GB and died with a traceback; now: 10^8 x 2176 bytes =
-    202.7 GiB against 16 GiB available, refused with what fits (16 GiB / 2176 bytes)."""
+    """10^8 requests grew to 5.5 GB and died with a traceback; now: 10^8 x 1664 bytes =
+    155.0 GiB against 16 GiB available, refused with what fits (16 GiB / 1664 bytes)."""
     with pytest.raises(ConfigError) as e:
         check_fits(10**8, available=16 * GIB)
     text = str(e.value)
     assert "workload.num_requests = 100,000,000" in text
-    assert "202.7 GiB" in text and "16.0 GiB available" in text
-    assert f"at most about {16 * GIB // 2176:,}" in text and "run.horizon_s" in text
-    check_fits(10**6, available=16 * GIB)  # 2.0 GiB: fits
+    assert "155.0 GiB" in text and "16.0 GiB available" in text
+    assert f"at most about {16 * GIB // 1664:,}" in text and "run.horizon_s" in text
+    check_fits(10**6, available=16 * GIB)  # 1.5 GiB: fits
     check_fits(10**8, 1000, available=16 * GIB)  # 12.8 GB of table + 2 MB simulated: fits
 
 
@@ -57,7 +57,7 @@ def test_a_point_of_a_trillion_requests_is_refused_before_anything_is_built() ->
 
 def test_the_horizon_counts_only_the_requests_before_it(monkeypatch) -> None:
     # 10^6 requests at 10 req/s with a 10 s horizon: ~ 10 x 10 x 1.1 + 100 = 210 simulated
-    # -> 1.28e8 + 4.3e5 bytes, under 1 GiB; without the horizon 2.18e9 bytes: refused.
+    # -> 1.28e8 + 3.2e5 bytes, under 1 GiB; without the horizon 1.66e9 bytes: refused.
     monkeypatch.setattr("simulator.runner.available_bytes", lambda: GIB)
     with pytest.raises(ConfigError, match="simulating 1,000,000 of them"):
         run_point({}, _point(num_requests=10**6))
@@ -154,4 +154,4 @@ def test_a_step_log_beyond_its_budget_stops_the_run() -> None:
             simulate(table(rows), spec, max_step_rows=10, fast_forward=fast_forward)
     # 1000 requests hold 4 rows each in their estimate; the rest of 1 GiB at 264 bytes
     assert memory_guard.step_row_budget(1000, available=GIB) == (
-        4000 + (GIB - 1000 * 2176) // (3 * 88))
+        4000 + (GIB - 1000 * 1664) // (3 * 88))

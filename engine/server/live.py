@@ -60,10 +60,10 @@ from engine.server.live_api import (
 from engine.server.record_keeper import DEFAULT_KEEP_RECORDS, Evicted, RecordKeeper
 from engine.server.record_spill import RecordSpill
 from engine.server.records import mark_aborted
-from simulator.cluster import request_records
 from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
 from simulator.records import token_table
+from simulator.served_requests import request_records
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,9 +25,9 @@ import pandas as pd
 
 from engine.server.record_spill import RecordSpill
 from engine.server.records import mark_aborted
-from simulator.cluster import request_records
 from simulator.errors import ConfigError
 from simulator.records import STEP_COLUMNS, empty_table, token_table
+from simulator.served_requests import request_records
 from simulator.steplog import StepLog
 
 if TYPE_CHECKING:  # no torch for `servesim serve --help`

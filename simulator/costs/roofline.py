@@ -55,16 +55,11 @@ from typing import NamedTuple
 import numpy as np
 
 from simulator.costs.base import DecodePricer, Num, check_number
-from simulator.costs.collectives import (
-    DEFAULT_KIND,
-    AllReduceCurve,
-    allreduce_curve,
-    allreduce_kinds,
-)
+from simulator.costs.collectives import DEFAULT_KIND, AllReduceCurve, allreduce_kinds
+from simulator.costs.roofline_constants import RooflineConstants, roofline_constants
 from simulator.costs.roofline_scalar import ScalarRoofline
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
-from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
@@ -80,27 +75,6 @@ def check_knob(name: str, value: object, where: str = "") -> float:
     if name in TIME_KNOBS:
         return check_number(where + name, value)
     raise ConfigError(f"{where}{name} is not a roofline knob; known: {', '.join(KNOBS)}")
-
-
-class _Constants(NamedTuple):
-    """Per-deployment numbers the formula needs, computed once at construction."""
-
-    flops_per_token: float  # 2 N_act
-    attn_flops_per_pair: float  # 4 L n_h d_h
-    inv_peak_mm: float  # 1 / peak(w), s per FLOP
-    inv_peak_attn: float  # 1 / peak(act)
-    shared_bytes: float  # b_w N_sh / tp
-    expert_bytes: float  # b_w N_e / tp
-    num_experts: int  # E
-    miss_prob: float  # 1 - k/E: chance one token skips a given expert
-    kv_bytes_per_token: float  # kv / min(tp, n_kv)
-    mem_bw: float  # bw eff_m, bytes/s
-    compute_scale: float  # 1 / (tp eff_c)
-    ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
-    ar_link_bw: float  # link/2 eff_l, bytes/s
-    num_allreduces: int  # 2 L when tp > 1, else 0
-    ar_message_bytes_per_token: float  # H b_act: bytes of one token's all-reduced vector
-    ar_curve: AllReduceCurve | None  # measured curve (collectives.py), else the formula
 
 
 class RooflineTerms(NamedTuple):
@@ -143,7 +117,7 @@ class RooflineCost:
     # Which measured all-reduce curve prices t_ar (collectives.py); "" = the lat + link
     # formula. Falls back to the formula where the GPU/tp has no curve.
     allreduce_kind: str = DEFAULT_KIND
-    _k: _Constants = field(init=False, repr=False, compare=False)
+    _k: RooflineConstants = field(init=False, repr=False, compare=False)  # roofline_constants.py
     _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 
     def __post_init__(self) -> None:
@@ -154,7 +128,7 @@ class RooflineCost:
         if self.allreduce_kind != "" and self.allreduce_kind not in kinds:
             raise ConfigError(f"allreduce_kind={self.allreduce_kind!r} must be \"\" (the "
                               f"formula) or one of {', '.join(kinds)}")
-        object.__setattr__(self, "_k", self._constants())
+        object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
             self._k, self.allreduce_latency_s, self.step_overhead_s, self.per_request_s))
 
@@ -166,34 +140,6 @@ class RooflineCost:
             raise ConfigError(f"tp={tp} must divide {m.name}'s num_heads={m.num_heads}")
         if tp > 1 and hw.link_kind == "none":
             raise ConfigError(f"tp={tp} needs a GPU link, but {hw.name} has link_kind='none'")
-
-    def _constants(self) -> _Constants:
-        m, hw, tp = self.model, self.hardware, self.tp
-        b_w = weight_dtype_bytes(self.weight_dtype, "weight_dtype")
-        kv_dtype_bytes(self.kv_dtype, "kv_dtype")  # validates the name before use
-        gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
-        n_sh = m.params_shared - gathered
-        act_dtype = "fp32" if self.weight_dtype.lower() == "fp32" else "bf16"
-        b_act = weight_dtype_bytes(act_dtype)
-        return _Constants(
-            flops_per_token=2.0 * (n_sh + m.experts_per_token * m.params_per_expert),
-            attn_flops_per_pair=4.0 * m.num_layers * m.num_heads * m.head_dim,
-            inv_peak_mm=1.0 / hw.peak_flops(self.weight_dtype),
-            inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
-            shared_bytes=b_w * n_sh / tp,
-            expert_bytes=b_w * m.params_per_expert / tp,
-            num_experts=m.num_experts,
-            miss_prob=1.0 - m.experts_per_token / m.num_experts,
-            kv_bytes_per_token=m.kv_bytes_per_token(self.kv_dtype) / min(tp, m.num_kv_heads),
-            mem_bw=hw.bandwidth_gbps * 1e9 * self.memory_efficiency,
-            compute_scale=1.0 / (tp * self.compute_efficiency),
-            ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
-            ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * self.link_efficiency,
-            num_allreduces=2 * m.num_layers if tp > 1 else 0,
-            ar_message_bytes_per_token=m.hidden_size * b_act,
-            ar_curve=(allreduce_curve(hw.name, tp, self.allreduce_kind)
-                      if tp > 1 and self.allreduce_kind else None),
-        )
 
     @property
     def measured_allreduce(self) -> AllReduceCurve | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from simulator.costs.roofline import _Constants
+    from simulator.costs.roofline_constants import RooflineConstants
 
 _MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thousand tokens)
 
@@ -23,8 +23,8 @@ class ScalarRoofline:
 
     __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens")
 
-    def __init__(self, k: _Constants, allreduce_latency_s: float, step_overhead_s: float,
-                 per_request_s: float) -> None:
+    def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
+                 step_overhead_s: float, per_request_s: float) -> None:
         self._k = k
         self._lat = allreduce_latency_s
         self._step = step_overhead_s

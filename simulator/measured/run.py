@@ -50,6 +50,8 @@ class MeasuredRun:
     #   tokens (or streamed chunks), s; None when the format has no per-token times
     arrivals_known: bool = True  # False: send times were not recorded (vLLM bench)
     closed_clients: int | None = None  # sent by this many clients in a closed loop
+    max_concurrency: int | None = None  # open loop capped at this many in flight (vLLM
+    #   bench --max-concurrency at a finite rate: workload.max_concurrency on replay)
     missing: list[str] = field(default_factory=list)  # figures the format cannot give
     notes: list[str] = field(default_factory=list)  # how it was read, what was left out
     fingerprint: dict[str, Any] | None = None  # the serving machine, if the run said

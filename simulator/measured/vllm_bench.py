@@ -7,7 +7,10 @@ notes). The file has no send times, so the arrivals are what the benchmark asked
 burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset; a closed loop of
 ``max_concurrency`` clients when set (arrivals NaN, ``closed_clients`` set; the clients
 start together, ``workload.client_start = "together"``, as vLLM sends); else drawn at
-``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``.
+``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``, and
+capped at ``max_concurrency`` in flight when set (``MeasuredRun.max_concurrency``, replayed
+as ``workload.max_concurrency``: vLLM holds each request behind a semaphore of that size,
+vllm/benchmarks/serve.py ``limited_request_func``).
 Unless a burst, ``arrivals_known`` is False: compare distributions, not request by request,
 and take duration and throughputs from the file's own figures (null where it lacks them).
 """
@@ -44,6 +47,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
     t = trace.table
     n = len(t)
     arrival, clients, per_request, how = bench_arrivals(n, data)
+    cap = bench_cap(data) if clients is None and not per_request else None
     table = pd.DataFrame({
         "request_id": np.arange(n), "arrival_s": arrival,
         "prompt_tokens": t["prompt_tokens"].to_numpy(), "output_tokens":
@@ -62,6 +66,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
         notes.append(f"no send times and the file lacks {lacking}: not compared")
     return MeasuredRun(str(path), "vllm_bench", table, dict(enumerate(gaps)), figures=figures,
                        arrivals_known=per_request, closed_clients=clients,
+                       max_concurrency=cap,
                        offered_rate=_finite_rate(data), assumed_arrivals=how,
                        missing=([] if per_request else [
                            "per-request comparison: no send times (arrivals assumed; "
@@ -77,16 +82,23 @@ def _finite_rate(data: dict[str, Any]) -> float | None:
     return float(rate) if math.isfinite(rate) and rate > 0 else None
 
 
+def bench_cap(data: dict[str, Any]) -> int | None:
+    """The file's ``max_concurrency`` when a whole number >= 1, else None."""
+    conc = data.get("max_concurrency")
+    ok = isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1
+    return conc if ok else None
+
+
 def bench_arrivals(n: int, data: dict[str, Any]
                    ) -> tuple[np.ndarray, int | None, bool, str]:
     """(arrival times, closed-loop clients or None, whether the times are the real send
     times (a burst), what was assumed, in words)."""
     rate = data.get("request_rate")
     rate = math.inf if rate in (None, "inf", "Infinity") else rate
-    conc = data.get("max_concurrency")
+    conc = bench_cap(data)
     if not isinstance(rate, int | float) or isinstance(rate, bool) or not rate > 0:
         raise ConfigError(f"request_rate = {rate!r}: expected a number > 0 or inf")
-    if isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1 and rate == math.inf:
+    if conc is not None and rate == math.inf:
         return np.full(n, np.nan), conc, False, (
             f"replayed as a closed loop of {conc} clients (max_concurrency) starting "
             "together at t = 0 (workload.client_start 'together': vLLM launches every "
@@ -99,5 +111,6 @@ def bench_arrivals(n: int, data: dict[str, Any]
     note = (f"no send times: arrivals drawn at request_rate {rate:g}/s (CV {cv:.2f}, seed "
             f"{BENCH_SEED}); fitted on distributions, not request by request")
     if conc is not None:
-        note += f"; max_concurrency = {conc} not modelled"
+        note += (f"; at most max_concurrency = {conc} in flight (a request due while "
+                 f"{conc} are outstanding is sent when one ends: workload.max_concurrency)")
     return times, None, False, note

@@ -32,17 +32,11 @@ from typing import Literal
 from simulator.errors import ConfigError
 from simulator.kvcache import blocks_opened, decode_steps_fitting
 from simulator.policies import admission as rule
+from simulator.policies.admit_fcfs import admit_fcfs
 from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
-from simulator.policies.state import (
-    REFUSED_KV,
-    Batch,
-    DecodeCohort,
-    Sequence,
-    ServerState,
-    Wait,
-)
+from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
 from simulator.policies.step import decode_cohort, unpadded_shape
 from simulator.policies.token_ratio import INIT_NEW_TOKEN_RATIO
 from simulator.policies.unmixed import prefill_step
@@ -201,56 +195,11 @@ class ContinuousPolicy:
         decode: list[Sequence],
         decode_all: Batch | None = None,
     ) -> Batch:
-        """Admit waiting requests FCFS while sequences, tokens and KV allow.
+        """Admit waiting requests FCFS while sequences, tokens and KV allow (admit_fcfs.py).
 
         ``decode_all``: the all-decode batch whose ``decode`` this is, when it is one.
         """
-        admitted = 0
-        kv = state.kv
-        watermark = int(self.kv_watermark * kv.num_blocks)  # vLLM v0: int(watermark x blocks)
-        room = None if self.admission == "greedy" else rule.kv_room(self.admission, state,
-                                                                      watermark)
-        longest = 0  # padded_prefill: the longest prompt admitted in this step
-        while state.waiting and budget > 0 and len(state.running) < self.max_num_seqs:
-            seq = state.waiting[0]
-            refusal = rule.refusal(self, seq)
-            if refusal:
-                state.waiting.popleft()
-                state.reject(seq, refusal)
-                continue
-            n = seq.pending if not self.chunked_prefill else min(seq.pending, budget)
-            cost = n
-            if self.padded_prefill and not self.chunked_prefill:  # rows x longest prompt
-                cost = max(longest, n) * (len(prefill) + 1) - longest * len(prefill)
-            if cost > budget:
-                break
-            fits = kv.can_allocate(seq.request_id, n, watermark)
-            if fits and room is not None:
-                fits = rule.admits(self.admission, kv, seq, room)
-            if not fits:
-                if kv.used == 0 and not prefill:  # the rule refuses it even on an empty replica
-                    state.waiting.popleft()
-                    state.reject(seq, f"{REFUSED_KV}: {seq.prompt_tokens}+{seq.output_tokens} "
-                                 f"tokens do not fit {kv.num_blocks} KV blocks under admission "
-                                 f"{self.admission!r} with kv_watermark {self.kv_watermark}")
-                    continue
-                break
-            if room is not None:
-                room -= rule.charge(self.admission, kv, seq, n)
-            state.waiting.popleft()
-            kv.allocate(seq.request_id, n)
-            state.running.append(seq)
-            prefill.append((seq, n))
-            budget -= cost
-            longest = max(longest, n)
-            if seq.preemptions == 0 and seq.num_generated == 0:
-                admitted += 1
-        if decode_all is None:
-            return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))
-        if not prefill:
-            return decode_all  # nothing admitted
-        shape = unpadded_shape(prefill, decode, admitted, decode_all.shape)
-        return Batch(prefill, decode, shape, cohort=decode_all.cohort)
+        return admit_fcfs(self, state, budget, prefill, decode, decode_all)
 
     def repeats(self, state: ServerState, batch: Batch) -> int:
         """Identical pure-decode steps ahead if nothing arrives (for the fast-forward).

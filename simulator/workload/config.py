@@ -58,7 +58,9 @@ class WorkloadConfig:
     (simulator/workload/clients.py); ``trace``: arrivals from the ``trace`` file, rescaled
     to ``rate`` when one is given. Lengths come from the ``trace`` file when one is
     set (its prompt/output pairs, first ``num_requests`` rows), else from the
-    ``prompt`` and ``output`` distributions.
+    ``prompt`` and ``output`` distributions. ``max_concurrency`` caps the requests in
+    flight of an open loop: one due while that many are outstanding is sent when the first
+    of them ends (FIFO), as a client's semaphore does (simulator/cluster.py).
     """
 
     arrival: str = spec("poisson", choices=ARRIVALS)
@@ -68,6 +70,9 @@ class WorkloadConfig:
     # None = DEFAULT_NUM_REQUESTS, or every trace row
     num_requests: int | None = spec(None, unit="requests", low=1)
     concurrency: int | None = spec(None, unit="clients", low=1)  # closed only
+    # open loop only: most requests in flight at the client; a request due while this many
+    # are outstanding waits for one to end (vLLM bench --max-concurrency); None = no cap
+    max_concurrency: int | None = spec(None, unit="requests", low=1)
     think_time_s: float = spec(0.0, unit="s", low=0)  # closed only: mean think time (0 = none)
     # closed only: when clients first send: all at 0, over one estimated cycle, over a ramp
     client_start: str = spec("together", choices=CLIENT_STARTS)
@@ -91,6 +96,8 @@ class WorkloadConfig:
         object.__setattr__(self, "client_ramp_s", float(ramp))
         rate = get_number(own, "rate", w, None, low=0, low_open=True, allow_inf=True)
         num = get_number(own, "num_requests", w, None, integer=True, low=1)
+        cap = get_number(own, "max_concurrency", w, None, integer=True, low=1)
+        object.__setattr__(self, "max_concurrency", cap)
         object.__setattr__(self, "rate", None if rate is None else float(rate))
         object.__setattr__(self, "num_requests", num)
         object.__setattr__(self, "cv", float(get_number(own, "cv", w, low=0, low_open=True)))
@@ -116,6 +123,10 @@ class WorkloadConfig:
         elif self.concurrency is not None:
             raise ConfigError(
                 f"{w}.concurrency = {self.concurrency!r}: only for arrival = 'closed'")
+        if closed and self.max_concurrency is not None:
+            raise ConfigError(
+                f"{w}.max_concurrency = {self.max_concurrency!r}: only for an open loop "
+                "(poisson, gamma, constant, trace); a closed loop's cap is its concurrency")
         if not closed and self.think_time_s != 0:
             raise ConfigError(
                 f"{w}.think_time_s = {self.think_time_s!r}: only for arrival = 'closed'"
@@ -177,6 +188,7 @@ class BuiltWorkload:
     counts: dict[str, int]  # truncated, truncated_output, dropped_context, dropped_trace[.why]
     notes: list[str]  # facts about how the table was made
     closed_loop: int | None  # closed loop: number of clients (concurrency); None = open loop
+    max_concurrency: int | None = None  # open loop: cap on requests in flight; None = none
 
 
 def build_requests(
@@ -228,6 +240,7 @@ def build_requests(
         counts,
         notes,
         cfg.concurrency if cfg.arrival == "closed" else None,
+        cfg.max_concurrency,
     )
 
 

@@ -1,0 +1,67 @@
+"""The per-deployment numbers the roofline formula needs, computed once per cost model.
+
+:class:`~simulator.costs.roofline.RooflineCost` (symbols and formula in its module
+docstring) and :class:`~simulator.costs.roofline_scalar.ScalarRoofline` both price a step
+from these; nothing here depends on the step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from simulator.costs.collectives import AllReduceCurve, allreduce_curve
+from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+
+if TYPE_CHECKING:
+    from simulator.costs.roofline import RooflineCost
+
+
+class RooflineConstants(NamedTuple):
+    """Per-deployment numbers the formula needs, computed once at construction."""
+
+    flops_per_token: float  # 2 N_act
+    attn_flops_per_pair: float  # 4 L n_h d_h
+    inv_peak_mm: float  # 1 / peak(w), s per FLOP
+    inv_peak_attn: float  # 1 / peak(act)
+    shared_bytes: float  # b_w N_sh / tp
+    expert_bytes: float  # b_w N_e / tp
+    num_experts: int  # E
+    miss_prob: float  # 1 - k/E: chance one token skips a given expert
+    kv_bytes_per_token: float  # kv / min(tp, n_kv)
+    mem_bw: float  # bw eff_m, bytes/s
+    compute_scale: float  # 1 / (tp eff_c)
+    ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
+    ar_link_bw: float  # link/2 eff_l, bytes/s
+    num_allreduces: int  # 2 L when tp > 1, else 0
+    ar_message_bytes_per_token: float  # H b_act: bytes of one token's all-reduced vector
+    ar_curve: AllReduceCurve | None  # measured curve (collectives.py), else the formula
+
+
+def roofline_constants(cost: RooflineCost) -> RooflineConstants:
+    """The constants of ``cost``'s model, GPU, tp, dtypes and efficiencies."""
+    m, hw, tp = cost.model, cost.hardware, cost.tp
+    b_w = weight_dtype_bytes(cost.weight_dtype, "weight_dtype")
+    kv_dtype_bytes(cost.kv_dtype, "kv_dtype")  # validates the name before use
+    gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
+    n_sh = m.params_shared - gathered
+    act_dtype = "fp32" if cost.weight_dtype.lower() == "fp32" else "bf16"
+    b_act = weight_dtype_bytes(act_dtype)
+    return RooflineConstants(
+        flops_per_token=2.0 * (n_sh + m.experts_per_token * m.params_per_expert),
+        attn_flops_per_pair=4.0 * m.num_layers * m.num_heads * m.head_dim,
+        inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
+        inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
+        shared_bytes=b_w * n_sh / tp,
+        expert_bytes=b_w * m.params_per_expert / tp,
+        num_experts=m.num_experts,
+        miss_prob=1.0 - m.experts_per_token / m.num_experts,
+        kv_bytes_per_token=m.kv_bytes_per_token(cost.kv_dtype) / min(tp, m.num_kv_heads),
+        mem_bw=hw.bandwidth_gbps * 1e9 * cost.memory_efficiency,
+        compute_scale=1.0 / (tp * cost.compute_efficiency),
+        ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
+        ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * cost.link_efficiency,
+        num_allreduces=2 * m.num_layers if tp > 1 else 0,
+        ar_message_bytes_per_token=m.hidden_size * b_act,
+        ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
+                  if tp > 1 and cost.allreduce_kind else None),
+    )
