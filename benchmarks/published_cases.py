@@ -10,17 +10,22 @@ takes, with the case's ``[stack]`` when the scenario schema has one.
 from __future__ import annotations
 
 import math
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from simulator.errors import ConfigError
 from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import catalogue_name
+from simulator.workload.lengths import LogNormal
 
 CASES_FILE = Path(__file__).with_name("published_cases.toml")
 
@@ -144,8 +149,49 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
 TRTLLM_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
 
 
+def sharegpt_lengths(prompt: Mapping[str, Any], output: Mapping[str, Any], n: int,
+                     folder: Path) -> tuple[Path, str]:
+    """``n`` (prompt, output) pairs kept as vLLM's and SGLang's ``sample_sharegpt_requests``
+    keep ShareGPT conversations (both >= 4 tokens, prompt <= 1024, prompt + output <=
+    2048), written as a request table in ``folder``; also their means, for the notes.
+
+    The case's means are those of the kept sample, so each log-normal's mean before the
+    filter is scaled (a few fixed-point passes) until the kept means match them. Seeded:
+    the same pairs every run."""
+    target = np.array([float(prompt["mean"]), float(output["mean"])])
+    sigmas = (float(prompt["sigma"]), float(output["sigma"]))
+    pre = target.copy()
+    for _ in range(8):
+        p, o = _kept_pairs(pre, sigmas, n)
+        pre *= target / np.array([p.mean(), o.mean()])
+    p, o = _kept_pairs(pre, sigmas, n)
+    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
+                          "prompt_tokens": p, "output_tokens": o})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}.csv"
+    table.to_csv(path, index=False)
+    return path, (f"kept means {p.mean():.0f} / {o.mean():.0f} (log-normal means "
+                  f"{pre[0]:.0f} / {pre[1]:.0f} before the filter), longest output {o.max()}")
+
+
+def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    dists = [LogNormal(float(m), s) for m, s in zip(means, sigmas, strict=True)]
+    kept_p: list[int] = []
+    kept_o: list[int] = []
+    while len(kept_p) < n:
+        p = dists[0].sample(4 * n, rng).astype(np.int64)
+        o = dists[1].sample(4 * n, rng).astype(np.int64)
+        ok = (p >= 4) & (o >= 4) & (p <= 1024) & (p + o <= 2048)
+        kept_p += p[ok].tolist()
+        kept_o += o[ok].tolist()
+    return np.array(kept_p[:n]), np.array(kept_o[:n])
+
+
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
-                   burst_rate: float) -> tuple[dict[str, Any], list[str]]:
+                   burst_rate: float, trace_dir: Path | None = None
+                   ) -> tuple[dict[str, Any], list[str]]:
     """The scenario point replaying ``case`` and notes on what differs from the source."""
     wl, notes = case.workload, []
     prompt, output = _lengths(wl, case.id)
@@ -156,8 +202,15 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     if n < wl["num_prompts"]:
         notes.append(f"{n} of the source's {wl['num_prompts']} prompts")
     rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
-    workload = {"arrival": "poisson", "rate": rate, "num_requests": n,
-                "prompt": prompt, "output": output}
+    workload: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n,
+                                "prompt": prompt, "output": output}
+    if wl.get("dataset") == "sharegpt":
+        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
+        trace, kept = sharegpt_lengths(prompt, output, n, folder)
+        workload = {"arrival": "poisson", "rate": rate, "num_requests": n, "trace": str(trace)}
+        notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
+                     f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
+                     f"{kept}")
     policy: dict[str, Any] = {}
     known = set(knob_rules())  # the scheduler knobs servesim has today
     for key, value in case.knobs.items():

@@ -60,12 +60,13 @@ def test_scenario_point_of_a_burst_case(cases: list) -> None:
     assert notes == ["1000 of the source's 30000 prompts"]
 
 
-def test_a_case_giving_latencies_runs_all_its_prompts(cases: list) -> None:
+def test_a_case_giving_latencies_runs_all_its_prompts(cases: list, tmp_path: Path) -> None:
     """A burst's TTFT grows with its queue: truncating it would read low."""
     case = next(c for c in cases if c.id == "sglang-issue1639-h100-llama3-8b-tp2-sharegpt2000")
     point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
-                                     burst_rate=math.inf)
-    assert point["workload"]["num_requests"] == 2000 and notes == []
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["workload"]["num_requests"] == 2000
+    assert [n for n in notes if not n.startswith("ShareGPT lengths")] == []
 
 
 def test_a_bad_case_is_refused_with_its_id(tmp_path: Path) -> None:
@@ -86,3 +87,20 @@ def test_group_table_median_and_share_within_15() -> None:
     assert g["median_abs_error"] == pytest.approx(0.10)  # of 0.05, 0.10, 0.20
     assert g["within_15"] == pytest.approx(2 / 4)  # the missing result is a miss
     assert overall["group"] == "all" and overall["n"] == 4
+
+
+def test_sharegpt_lengths_keep_the_tools_filter_and_the_stated_means(tmp_path: Path) -> None:
+    import pandas as pd
+
+    prompt = {"dist": "lognormal", "mean": 215, "sigma": 1.0}
+    output = {"dist": "lognormal", "mean": 199, "sigma": 0.9}
+    path, note = pc.sharegpt_lengths(prompt, output, 200, tmp_path)
+    t = pd.read_csv(path)
+    p, o = t["prompt_tokens"], t["output_tokens"]
+    assert len(t) == 200 and (t["arrival_s"] == 0).all()
+    # vLLM's and SGLang's sample_sharegpt_requests: both >= 4, prompt <= 1024, sum <= 2048
+    assert (p >= 4).all() and (o >= 4).all() and (p <= 1024).all() and (p + o <= 2048).all()
+    assert abs(p.mean() - 215) < 3 and abs(o.mean() - 199) < 3  # the case's (kept) means
+    assert "kept means 215 / 199" in note
+    again, _ = pc.sharegpt_lengths(prompt, output, 200, tmp_path / "again")
+    assert pd.read_csv(again).equals(t)  # seeded
