@@ -18,7 +18,7 @@ from simulator.deployment import resolve
 from simulator.executors import Executor
 from simulator.point_cache import PointCache, map_cached
 from simulator.records import STEP_COLUMNS, empty_table
-from simulator.runner import PointResult, kept_step_log, run_point
+from simulator.runner import PointResult, keeps_step_log, kept_step_log, run_point
 
 SWEEP_KIND = "sweep"
 Point = tuple[dict[str, Any], dict[str, Any]]  # (labels, scenario point)
@@ -45,8 +45,7 @@ def run_sweep(points: list[Point], ex: Executor, cache: PointCache,
     def load(i: int, key: str, summary: dict[str, Any]) -> PointResult:
         labels, point = points[i]
         dep = resolve(point)
-        kept = summary.get("step_log", "full") == "full"  # as the fresh run's kept_step_log
-        steps = cache.table(key, "steps") if kept else empty_table(STEP_COLUMNS)
+        steps = cache.table(key, "steps") if keeps_step_log(summary) else empty_table(STEP_COLUMNS)
         res = SimResult(cache.table(key, "requests"), steps,
                         dep.kv_blocks, dep.replicas, int(summary.get("sim_events") or 0),
                         float(summary.get("sim_wall_s") or 0.0))

@@ -8,7 +8,7 @@ it go, so what a run keeps per finished request is one record row: 9 numbers of 
 a status code and a reason reference, 82 bytes once packed. Rows wait as tuples until
 ``_PACK_ROWS`` of them are packed into arrays. ``table()`` writes the requests still in
 flight too and puts every row at its place in arrival order, so the table is exactly
-``cluster.request_records`` of the arrived sequences (tests/test_record_columns.py).
+``served_requests.request_records`` of the arrived sequences (tests/test_record_columns.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from simulator.records import REQUEST_COLUMNS, empty_table
+from simulator.served_requests import STATUS, status_codes
 
 _PACK_ROWS = 4096  # row tuples kept before they are packed into arrays
 # a row tuple: arrival order, then these columns (status is derived when packing)
 _NUMBERS = ("request_id", "arrival_s", "scheduled_s", "first_token_s", "finish_s",
             "prompt_tokens", "output_tokens", "preemptions", "replica")
-_STATUS = np.array(["finished", "in_flight", "rejected"], dtype=object)  # shared strings
 
 
 def _row(seq: Any, order: int, sent_s: float) -> tuple[Any, ...]:
@@ -70,8 +70,8 @@ class RecordColumns:
         generated = np.array(cols[10], dtype=np.int64)
         reason = np.empty(len(generated), dtype=object)
         reason[:] = cols[11]
-        code = np.where(reason != "", 2, np.where(generated == part["output_tokens"], 0, 1))
-        part["status"], part["reason"] = _STATUS[code], reason
+        code = status_codes(reason, generated, part["output_tokens"])
+        part["status"], part["reason"] = STATUS[code], reason
         self._parts.append(part)
 
     def table(self) -> pd.DataFrame:

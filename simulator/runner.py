@@ -111,9 +111,14 @@ def run_points(
 
 
 def kept_step_log(r: PointResult) -> bool:
-    """Whether ``r`` kept its step log (``[run] step_log = "full"``): a fresh run says so by
-    having no ``step_stats``, one read back from a cache by its summary's ``step_log``."""
-    return r.result.step_stats is None and r.summary.get("step_log", "full") == "full"
+    """Whether ``r`` kept its step log (``[run] step_log = "full"``)."""
+    return keeps_step_log(r.summary)
+
+
+def keeps_step_log(summary: dict[str, Any]) -> bool:
+    """Whether the run a summary describes kept its step log: ``summarize`` writes
+    ``step_log`` ("summary" or "none") exactly when it did not, fresh or cached alike."""
+    return summary.get("step_log", "full") == "full"
 
 
 def write_results(results: list[PointResult], out_dir: str | Path, *, kind: str = SIMULATED,

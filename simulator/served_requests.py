@@ -17,6 +17,14 @@ import pandas as pd
 from simulator.policies import Sequence
 from simulator.records import REQUEST_COLUMNS, conform, empty_table
 
+STATUS = np.array(["finished", "in_flight", "rejected"], dtype=object)  # by status code
+
+
+def status_codes(reason: np.ndarray, generated: np.ndarray, output: np.ndarray) -> np.ndarray:
+    """Each request's index into :data:`STATUS`: rejected when it has a reason, finished
+    when it generated all its output, else in flight."""
+    return np.where(reason != "", 2, np.where(generated == output, 0, 1))
+
 
 @dataclass(slots=True)
 class Arrivals:
@@ -62,8 +70,7 @@ def request_records(seqs: list[Sequence], sent_s: list[float] | None = None) -> 
     generated = column((s.num_generated for s in seqs), np.int64)
     output = column((s.output_tokens for s in seqs), np.int64)
     reason = np.array([s.reason for s in seqs], dtype=object)
-    status = np.where(reason != "", "rejected",
-                      np.where(generated == output, "finished", "in_flight")).astype(object)
+    status = STATUS[status_codes(reason, generated, output)]
     arrival = (np.asarray(sent_s, dtype=np.float64) if sent_s is not None
                else column((s.arrival_s for s in seqs), np.float64))
     cols = {

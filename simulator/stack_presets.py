@@ -111,21 +111,23 @@ def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
 # benchmark (8 prompts of 32 tokens decoding 128, benchmarks/published_cases.toml
 # vllm-nightly-*-latency-*): the steps those runs took beyond our vLLM kernel tables were
 # 1.02-1.25 ms (Llama-3.1-8B, 32 layers, H100/H200), 3.0-3.1 ms (Llama-3-70B TP4, 80
-# layers), 1.45-3.0 ms (Mixtral TP2, 32 layers); the median per layer is 0.039 ms. They
-# are V0 runs; V1 is given the same (no V1 run with its GPU stated was found).
+# layers), 1.45-3.0 ms (Mixtral TP2, 32 layers); the median per layer is 0.039 ms
+# (`python benchmarks/vllm_step_cost.py` prints them). They are V0 runs; V1 is given the
+# same (no V1 run with its GPU stated was found).
 VLLM_DISPATCH = {"request_s": 0.8e-3, "step_s": 0.039e-3}
 VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 "
                         "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms; step_s "
                         "0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "
                         "(benchmarks/published_cases.toml vllm-nightly-*-latency-*)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
+VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
         _preset("vllm-v0", "0.6", {
-            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01,
-            "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
+            VLLM_KV, (
             VLLM_DISPATCH_SOURCE,
             "vllm v0.6 vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
             "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K, "
@@ -137,14 +139,14 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v1": (
         _preset("vllm-v1", "0.8", {
             "name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048,
-            "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            **VLLM_RULES}, VLLM_KV, (
             VLLM_DISPATCH_SOURCE,
             "vllm v0.8 vllm/engine/arg_utils.py: online server max_num_batched_tokens 2048, "
             "max_num_seqs 256; chunked prefill always on in V1 (vllm/v1/core/sched/"
             "scheduler.py: decodes first, then prefill chunks in the token budget)"),
             profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_context),
         _preset("vllm-v1", "0.10", {
-            "name": "chunked", "admission": "greedy", "preemption": "newest"}, VLLM_KV, (
+            "name": "chunked", **VLLM_RULES}, VLLM_KV, (
             VLLM_DISPATCH_SOURCE,
             "vllm v0.10 vllm/engine/arg_utils.py get_batch_defaults: GPUs of 70 GiB or more "
             "other than A100: max_num_seqs 1024, max_num_batched_tokens 8192 for the online "

@@ -84,7 +84,7 @@ def test_unmixed_decodes_when_nothing_can_be_admitted() -> None:
     assert timeline(res.requests)[2] == (2, 0.03, 0.04, 0.05)
 
 
-@pytest.mark.parametrize("mixed", [True, False])
+@pytest.mark.parametrize("mixed", [False])  # True is the default: nothing to compare
 def test_without_chunked_prefill_the_knob_changes_nothing(mixed: bool) -> None:
     rows = [(0, 3, 5), (0.004, 6, 2), (0.012, 2, 7), (0.02, 5, 1)]
     base = run(ContinuousPolicy(max_num_batched_tokens=16), rows, kv_blocks=6)

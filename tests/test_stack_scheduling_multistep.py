@@ -48,11 +48,17 @@ def test_tokens_arrive_in_chunks_of_n(fast_forward: bool) -> None:
 
 
 def test_one_step_is_todays_scheduling() -> None:
+    # one pass per decision: r2 (arriving at .02) is prefilled in the very next step, which
+    # multi-step would have deferred. 0-.01 prefill r0 + r1; .01-.02 decode both; .02-.03
+    # prefill r2 (its only token); .03-.04 decode both (r1 done); r0 alone to .07.
     rows = [(0, 4, 6), (0, 4, 3), (0.02, 4, 1)]
     one = run(ContinuousPolicy(num_scheduler_steps=1), rows)
     default = run(ContinuousPolicy(), rows)
-    assert timeline(one.requests) == timeline(default.requests)
+    assert timeline(one.requests) == timeline(default.requests) == [
+        (0, 0.0, 0.01, 0.07), (1, 0.0, 0.01, 0.04), (2, 0.02, 0.03, 0.03)]
     assert one.steps.equals(default.steps)
+    assert one.steps["num_prefill_tokens"].tolist() == [8, 0, 4, 0, 0, 0, 0]
+    assert one.steps["num_decode_seqs"].tolist() == [0, 2, 0, 2, 1, 1, 1]
 
 
 def test_a_chunk_reserves_its_blocks_up_front_and_preempts_then() -> None:

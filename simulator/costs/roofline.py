@@ -99,6 +99,8 @@ def _maximum(a: Num, b: Num) -> Num:
     return np.maximum(a, b)
 
 
+MEMORY_EFFICIENCY = 0.8  # the prior's default share of peak HBM bandwidth achieved
+
 @dataclass(frozen=True, slots=True)
 class RooflineCost:
     """Roofline step time of ``model`` on ``tp`` x ``hardware`` (formula: module docstring)."""
@@ -109,7 +111,7 @@ class RooflineCost:
     weight_dtype: str = "bf16"  # storage and (where supported) math dtype of the weights
     kv_dtype: str = "bf16"  # KV-cache storage dtype
     compute_efficiency: float = 0.6  # eff_c: fraction of dense peak FLOP/s achieved
-    memory_efficiency: float = 0.8  # eff_m: fraction of peak HBM bandwidth achieved
+    memory_efficiency: float = MEMORY_EFFICIENCY  # eff_m: fraction of peak HBM bandwidth
     link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
     step_overhead_s: float = 300e-6  # t_step: CPU work per step
     per_request_s: float = 100e-6  # t_req: CPU work per request admitted or finished
@@ -162,7 +164,8 @@ class RooflineCost:
         t = p + d
         flops_mm = k.flops_per_token * t
         flops_attn = k.attn_flops_per_pair * (a + c)
-        experts_hit = k.num_experts * (1.0 - k.miss_prob**t)
+        experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, t)) if k.num_experts \
+            else 0.0 * t
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         weights = k.shared_bytes + experts_hit * k.expert_bytes
         nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
@@ -217,3 +220,14 @@ class RooflineCost:
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         return np.asarray(self.terms(shapes).total_s, dtype=np.float64)
+
+
+def miss_power(q: float, t: Num) -> Num:
+    """``q ** t`` computed as Python computes it for one float, also for an array of
+    token counts: numpy's vectorised power differs from the C library's in the last bit on
+    some CPUs (AVX-512), and the scalar pricer (roofline_scalar.py) must give the same
+    step times bit for bit. Token counts repeat, so each distinct one is raised once."""
+    if not isinstance(t, np.ndarray):
+        return q ** float(t)
+    values, where = np.unique(t, return_inverse=True)
+    return np.array([q ** float(v) for v in values.tolist()])[where].reshape(t.shape)

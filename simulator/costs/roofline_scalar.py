@@ -35,7 +35,7 @@ class ScalarRoofline:
         """(F_mm / peak(w), bytes of weights, t_ar) of a step of ``t`` tokens."""
         k = self._k
         flops_mm = k.flops_per_token * t
-        experts_hit = k.num_experts * (1.0 - k.miss_prob**t)
+        experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
         weights = k.shared_bytes + experts_hit * k.expert_bytes
         allreduce_s = 0.0 * t
         if k.num_allreduces and k.ar_curve is not None:

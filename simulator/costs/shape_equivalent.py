@@ -26,12 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.costs.base import CostModel
+from simulator.costs.roofline import MEMORY_EFFICIENCY
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import MODELS, ModelSpec
 
 LOGITS_BYTES = 2.0  # b: the logits GEMM reads a bf16 lm_head
-MEMORY_EFFICIENCY = 0.8  # eff_m, the roofline prior's share of peak bandwidth
 
 
 def layer_shapes(m: ModelSpec) -> tuple[int, ...]:

@@ -54,12 +54,17 @@ def retract_estimate(running: list[Sequence]) -> float:
     return min(1.0, (decoded + RETRACT_DECODE_STEPS * len(running)) / (max_new + 1))
 
 
+def reserved_blocks(state: ServerState) -> int:
+    """Blocks the running requests hold back under no_evict: their whole prompt + output."""
+    kv = state.kv
+    return sum(kv.blocks_for(s.prompt_tokens + s.output_tokens) for s in state.running)
+
+
 def kv_room(admission: str, state: ServerState, watermark_blocks: int) -> float:
     """What the rule may still hand out this step: blocks (no_evict) or tokens (conservative)."""
     kv = state.kv
     if admission == "no_evict":
-        reserved = sum(kv.blocks_for(s.prompt_tokens + s.output_tokens) for s in state.running)
-        return kv.num_blocks - watermark_blocks - reserved
+        return kv.num_blocks - watermark_blocks - reserved_blocks(state)
     ratio = state.token_ratio.value(state.decode_steps)
     future = sum(min(s.remaining, CLIP_MAX_NEW_TOKENS) * ratio for s in state.running)
     return (kv.num_free - watermark_blocks) * kv.block_size - future

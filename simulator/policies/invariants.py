@@ -10,6 +10,7 @@ runs only.
 
 from __future__ import annotations
 
+from simulator.policies.admission import reserved_blocks
 from simulator.policies.state import Batch, ServerState
 
 
@@ -38,7 +39,7 @@ def check_batch(policy: object, state: ServerState, batch: Batch) -> None:
                  f"{len(state.group.rows)} rows, batch size {size}")
     if getattr(policy, "admission", None) == "no_evict":
         kv = state.kv
-        reserved = sum(kv.blocks_for(s.prompt_tokens + s.output_tokens) for s in state.running)
+        reserved = reserved_blocks(state)  # what admission holds back, as it computes it
         _require(reserved <= kv.num_blocks, "no_evict: running requests' whole prompt + "
                  "output fits the KV cache", f"{reserved} blocks reserved of {kv.num_blocks}")
         _require(not batch.preempted, "no_evict never preempts",
