@@ -17,7 +17,8 @@ import pandas as pd
 
 from simulator.errors import ConfigError
 from simulator.measured import MeasuredRun, load_measured_runs
-from simulator.results_manifest import SIMULATED, VALIDATION, WHAT, folder_kind, read_manifest
+from simulator.measured.servesim_folder import check_measured_folder
+from simulator.results_manifest import SIMULATED, WHAT, folder_kind, read_manifest
 from simulator.scenario import TRACE_REPLACES, with_trace
 
 Side = list[tuple[dict[str, Any], pd.DataFrame]]  # per point: (summary, request records)
@@ -91,13 +92,8 @@ def check_measured(folder: str | Path) -> str | None:
     path = Path(folder)
     if path.is_file():
         return None  # a client's result file: endpoint-measured by construction
+    check_measured_folder(path, f"--measured {str(path)!r}")
     kind, how = folder_kind(path)
-    if kind in (SIMULATED, VALIDATION):
-        hint = (f"; its measured side is {path / 'measured'}" if kind == VALIDATION else
-                ": the simulator would be compared with itself")
-        raise ConfigError(f"--measured {str(path)!r} holds {WHAT[kind]} ({how}), not a "
-                          f"measurement{hint}. Pass a folder written by `servesim run "
-                          "--backend engine` or `servesim measure`")
     if kind is None:
         return f"--measured {path}: {how}; taken as a measurement"
     return None if read_manifest(path) else f"--measured {path}: {kind}: {how}"

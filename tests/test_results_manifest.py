@@ -53,7 +53,7 @@ def test_a_simulated_folder_has_a_manifest_and_validate_refuses_it_as_measured(
                  "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err
     assert f"--measured {str(out)!r} holds simulated results" in err
-    assert "compared with itself" in err and not (tmp_path / "v" / "comparison.csv").exists()
+    assert "compare it with itself" in err and not (tmp_path / "v" / "comparison.csv").exists()
 
 
 def test_an_old_folder_without_a_manifest_is_judged_by_its_summary(scenario, tmp_path,

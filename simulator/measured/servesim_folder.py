@@ -77,14 +77,15 @@ def read_servesim_folder(path: Path) -> list[MeasuredRun]:
     return runs
 
 
-def check_measured_folder(path: Path) -> None:
-    """Refuse a folder of simulated results or a validation report (module docstring)."""
+def check_measured_folder(path: Path, label: str | None = None) -> None:
+    """Refuse a folder of simulated results or a validation report (module docstring);
+    ``label`` names it in the error (default: the path)."""
     kind, how = folder_kind(path)
     if kind not in (SIMULATED, VALIDATION):
         return
     hint = (f"; its measured side is {path / 'measured'}" if kind == VALIDATION else
             ": fitting or validating the simulator on it would compare it with itself")
-    raise ConfigError(f"{path} holds {WHAT[kind]}, kind {kind!r} ({how}), not a "
+    raise ConfigError(f"{label or path} holds {WHAT[kind]}, kind {kind!r} ({how}), not a "
                       f"measurement{hint}. Pass a folder written by `servesim serve "
                       "--records-out`, `servesim measure` or `servesim run --backend engine`, "
                       "or a GuideLLM, AIPerf or vLLM bench result file")
