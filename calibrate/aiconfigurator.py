@@ -101,11 +101,7 @@ DISTRIBUTION = "aiconfigurator-core"  # the wheel that holds the tables (aiconfi
 EXTRA_HINT = "pip install -e '.[aiconfigurator]' (aiconfigurator-core==0.12.0)"
 # Our catalogue name -> (AIConfigurator system, trtllm data version). The versions are
 # AIConfigurator 0.12.0's "current" query slots (systems/query_versions.yaml).
-SYSTEMS: dict[str, tuple[str, str]] = {
-    "a100-80gb": ("a100_sxm", "1.0.0"),
-    "h100-sxm": ("h100_sxm", "1.3.0rc20"),
-    "h200": ("h200_sxm", "1.3.0rc20"),
-}
+SYSTEMS: dict[str, tuple[str, str]] = systems(BACKEND)
 MODEL_IDS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
              "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B"}
 # dtype -> (GEMM table dtype, context attention dtype, KV-cache dtype, GEMM bytes)

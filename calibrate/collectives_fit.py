@@ -33,12 +33,13 @@ import pandas as pd
 
 from calibrate.aic_tables import _read_yaml
 from calibrate.aiconfigurator import AIC_VERSION, DISTRIBUTION, EXTRA_HINT, find_data_root
+from calibrate.aiconfigurator import SYSTEMS as AIC_SYSTEMS
 from simulator.costs.collectives import COLLECTIVES_FILE
 
 KNOTS_BYTES = (0.0, 16 * 2**10, 128 * 2**10, 2**20, 8 * 2**20, 64 * 2**20)
 TPS = (2, 4, 8)
 BYTES_PER_ELEMENT = 2.0  # the tables' message_size counts bf16/half elements
-SYSTEMS: dict[str, str] = {"a100-80gb": "a100_sxm", "h100-sxm": "h100_sxm", "h200": "h200_sxm"}
+SYSTEMS: dict[str, str] = {hw: system for hw, (system, _) in AIC_SYSTEMS.items()}
 CUSTOM = "custom_allreduce_perf.parquet"
 
 
