@@ -8,8 +8,9 @@
 Per case: simulated vs published for each metric the source gives, and the relative
 error (simulated - published) / published. Then, per group (stack and version x GPU, and
 all) and metric, the median |error| and the share of cases within 15% (issue 12's
-targets), and the five worst cases. A case whose model or GPU is not in servesim's
-catalogues is listed as skipped. The cases are a test set: nothing is fitted to them.
+targets), and the five worst cases. The group table leaves out the cases a preset was
+fitted on (``fitted`` in the case file: in sample), so it scores held-out cases only. A
+case whose model or GPU is not in servesim's catalogues is listed as skipped.
 
 Bursts ("all requests at once") use ``workload.rate = inf``. A case that gives only
 throughput runs at most ``--max-prompts`` of its prompts (said per case): a burst's
@@ -62,7 +63,8 @@ def simulated_value(key: str, summary: dict[str, Any]) -> float | None:
 
 def run_case(case: Case, *, max_prompts: int, burst_rate: float) -> dict[str, Any]:
     """Simulate one case; a row with per-metric simulated, published and error."""
-    row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source}
+    row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source,
+                           "fitted": case.fitted}
     skipped = catalogue_status(case)
     if skipped:
         return {**row, "status": skipped}
@@ -99,6 +101,8 @@ def group_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     produce it for (they are outside 15%, and left out of the median)."""
     cells: dict[tuple[str, str], list[float | None]] = {}
     for r in rows:  # a metric the run could not give (requests refused) counts as a miss
+        if r.get("fitted"):
+            continue  # in sample: a preset was fitted on it
         for key, m in (r.get("metrics") or {}).items():
             err = None if m["error"] is None else abs(m["error"])
             for group in (r["group"], "all"):
@@ -114,6 +118,35 @@ def group_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "median_abs_error": statistics.median(errs) if errs else None,
                     "within_15": sum(e <= WITHIN for e in errs) / len(all_errs)})
     return out
+
+
+# Issue 12's three figures, read from whichever form a source gives
+HEADLINE_FORMS = {"TTFT (mean, else median)": ("mean_ttft_ms", "median_ttft_ms"),
+                  "TPOT (median, else mean)": ("median_tpot_ms", "mean_tpot_ms"),
+                  "output throughput": ("output_throughput",)}
+
+
+def headline_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per stack (all versions and GPUs) and overall, for each of issue 12's three figures
+    in the first form a case gives: n, median |error|, share within 15%, signed median.
+    Held-out cases only, as group_table."""
+    cells: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if r.get("fitted") or not r.get("metrics"):
+            continue
+        for name, keys in HEADLINE_FORMS.items():
+            key = next((k for k in keys if k in r["metrics"]), None)
+            if key is None:
+                continue
+            err = r["metrics"][key]["error"]
+            for group in (r["group"].split("-")[0], "all"):
+                cells.setdefault((name, group), []).append(math.inf if err is None else err)
+    return [{"figure": name, "stack": group, "n": len(errs),
+             "median_abs_error": statistics.median(abs(e) for e in errs),
+             "within_15": sum(abs(e) <= WITHIN for e in errs) / len(errs),
+             "signed_median": statistics.median(errs)}
+            for (name, group), errs in sorted(cells.items(), key=lambda kv: (
+                list(HEADLINE_FORMS).index(kv[0][0]), kv[0][1] == "all", kv[0][1]))]
 
 
 def worst_cases(rows: list[dict[str, Any]], n: int = 5) -> list[tuple[float, str, str]]:
@@ -139,7 +172,8 @@ def report(rows: list[dict[str, Any]], header: list[str]) -> str:
         if r["status"] != "ok":
             lines.append(f"{r['id']}: {r['status']}")
             continue
-        extra = f"  [{'; '.join(r['notes'])}]" if r["notes"] else ""
+        notes = ([f"IN SAMPLE: {r['fitted']}"] if r.get("fitted") else []) + r["notes"]
+        extra = f"  [{'; '.join(notes)}]" if notes else ""
         lines.append(f"{r['id']} ({r['stack'] or 'no stack'}, {r['preemptions']} preemptions)"
                      f"{extra}")
         for key, m in r["metrics"].items():
@@ -152,8 +186,17 @@ def report(rows: list[dict[str, Any]], header: list[str]) -> str:
         med = "-" if g["median_abs_error"] is None else f"{g['median_abs_error']:.1%}"
         lines.append(f"{g['group']:<24} {g['metric']:<22} {g['n']:>4} {g['no_result']:>9} "
                      f"{med:>13} {g['within_15']:>11.0%}")
+    lines += ["", f"{'headline figure':<26} {'stack':<8} {'n':>4} {'median |err|':>13} "
+              f"{'within 15%':>11} {'signed median':>14}"]
+    for h in headline_table(rows):
+        lines.append(f"{h['figure']:<26} {h['stack']:<8} {h['n']:>4} "
+                     f"{h['median_abs_error']:>13.1%} {h['within_15']:>11.0%} "
+                     f"{h['signed_median']:>+14.1%}")
     lines += ["", "worst 5 cases (largest |error| on any metric):"]
     lines += [f"  {e:7.1%}  {cid}  ({key})" for e, cid, key in worst_cases(rows)]
+    fitted = sum(bool(r.get("fitted")) for r in rows)
+    lines.append(f"\n{fitted} in-sample cases (a preset was fitted on them) are left out of "
+                 "the group table")
     skipped = sum(r["status"].startswith("skipped") for r in rows)
     refused = sum(r["status"].startswith("refused") for r in rows)
     lines.append(f"\n{len(rows)} cases: {len(rows) - skipped - refused} simulated, "
@@ -197,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {case.id}: {rows[-1]['status']}", file=sys.stderr)
     print(report(rows, header))
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "groups": group_table(rows)},
+        Path(args.json).write_text(json.dumps({"rows": rows, "groups": group_table(rows),
+                                               "headline": headline_table(rows)},
                                               indent=1, default=str))
     return 0
 

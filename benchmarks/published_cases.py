@@ -17,15 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
+from benchmarks.published_lengths import sharegpt_lengths
 from simulator.errors import ConfigError
 from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import catalogue_name
-from simulator.workload.lengths import LogNormal
 
 CASES_FILE = Path(__file__).with_name("published_cases.toml")
 
@@ -33,7 +30,7 @@ CASES_FILE = Path(__file__).with_name("published_cases.toml")
 # derived ones, which ``simulated_value`` computes from the summary.
 UNITS: Mapping[str, str] = {
     "mean_ttft_ms": "ms", "median_ttft_ms": "ms", "median_tpot_ms": "ms", "mean_tpot_ms": "ms",
-    "mean_itl_ms": "ms", "median_itl_ms": "ms", "mean_e2el_ms": "ms",
+    "mean_itl_ms": "ms", "median_itl_ms": "ms", "mean_e2el_ms": "ms", "median_e2el_ms": "ms",
     "batch_latency_ms": "ms",  # derived: an offline batch's wall time = duration
     "output_throughput": "tok/s", "total_token_throughput": "tok/s",
     "input_throughput": "tok/s",  # derived: total_input_tokens / duration
@@ -41,7 +38,10 @@ UNITS: Mapping[str, str] = {
 }
 HEADLINE = ("mean_ttft_ms", "median_tpot_ms", "output_throughput")  # issue 12's three
 STACKS = ("vllm-v0", "vllm-v1", "sglang", "trtllm")
-ARRIVALS = ("burst", "poisson")
+# burst: every request at t = 0; poisson: open loop at ``rate`` (with ``max_concurrency``
+# when the client capped it); closed: ``concurrency`` clients, each sending its next
+# request when the last one ends (AIPerf / GenAI-Perf / NIM concurrency sweeps)
+ARRIVALS = ("burst", "poisson", "closed")
 # Models another engineer is adding to the catalogue (issue 12, item 3): cases naming them
 # are reported "skipped: model not in catalogue" until they land.
 PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "internlm-20b",
@@ -67,6 +67,9 @@ class Case:
     knobs: Mapping[str, Any] = field(default_factory=dict)  # scheduler settings stated
     notes: str = ""
     quote: str = ""  # the row as published
+    # what a preset fitted on this case ("" = none: a held-out test case); the report
+    # leaves such cases out of its group table
+    fitted: str = ""
 
     @property
     def group(self) -> str:
@@ -96,7 +99,8 @@ def load_cases(path: str | Path = CASES_FILE) -> list[Case]:
             gpu=c["gpu"], model=c["model"], weight_dtype=c["weight_dtype"],
             kv_dtype=c.get("kv_dtype", c["weight_dtype"]), tp=int(c["tp"]),
             workload=dict(c["workload"]), metrics=dict(c["metrics"]),
-            knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", "")))
+            knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
+            fitted=c.get("fitted", "")))
     return cases
 
 
@@ -115,6 +119,10 @@ def _check(c: Mapping[str, Any], where: str) -> None:
     wl = c["workload"]
     if wl.get("arrival") not in ARRIVALS:
         raise ConfigError(f"{where}: workload.arrival = {wl.get('arrival')!r}: one of {ARRIVALS}")
+    if wl["arrival"] == "closed" and (not isinstance(wl.get("concurrency"), int)
+                                      or wl["concurrency"] < 1):
+        raise ConfigError(f"{where}: workload.concurrency = {wl.get('concurrency')!r}: a "
+                          "closed loop needs an int >= 1")
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read
@@ -147,46 +155,7 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
 
 
 TRTLLM_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
-
-
-def sharegpt_lengths(prompt: Mapping[str, Any], output: Mapping[str, Any], n: int,
-                     folder: Path) -> tuple[Path, str]:
-    """``n`` (prompt, output) pairs kept as vLLM's and SGLang's ``sample_sharegpt_requests``
-    keep ShareGPT conversations (both >= 4 tokens, prompt <= 1024, prompt + output <=
-    2048), written as a request table in ``folder``; also their means, for the notes.
-
-    The case's means are those of the kept sample, so each log-normal's mean before the
-    filter is scaled (a few fixed-point passes) until the kept means match them. Seeded:
-    the same pairs every run."""
-    target = np.array([float(prompt["mean"]), float(output["mean"])])
-    sigmas = (float(prompt["sigma"]), float(output["sigma"]))
-    pre = target.copy()
-    for _ in range(8):
-        p, o = _kept_pairs(pre, sigmas, n)
-        pre *= target / np.array([p.mean(), o.mean()])
-    p, o = _kept_pairs(pre, sigmas, n)
-    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
-                          "prompt_tokens": p, "output_tokens": o})
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}.csv"
-    table.to_csv(path, index=False)
-    return path, (f"kept means {p.mean():.0f} / {o.mean():.0f} (log-normal means "
-                  f"{pre[0]:.0f} / {pre[1]:.0f} before the filter), longest output {o.max()}")
-
-
-def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(0)
-    dists = [LogNormal(float(m), s) for m, s in zip(means, sigmas, strict=True)]
-    kept_p: list[int] = []
-    kept_o: list[int] = []
-    while len(kept_p) < n:
-        p = dists[0].sample(4 * n, rng).astype(np.int64)
-        o = dists[1].sample(4 * n, rng).astype(np.int64)
-        ok = (p >= 4) & (o >= 4) & (p <= 1024) & (p + o <= 2048)
-        kept_p += p[ok].tolist()
-        kept_o += o[ok].tolist()
-    return np.array(kept_p[:n]), np.array(kept_o[:n])
+TRTLLM_MAX_BATCH_SIZE = 2048  # and max_batch_size (llmapi BuildConfig)
 
 
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
@@ -201,13 +170,12 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     n = int(wl["num_prompts"]) if latencies else min(int(wl["num_prompts"]), max_prompts)
     if n < wl["num_prompts"]:
         notes.append(f"{n} of the source's {wl['num_prompts']} prompts")
-    rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
-    workload: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n,
-                                "prompt": prompt, "output": output}
+    workload = _arrivals(wl, n, burst_rate)
+    workload.update(prompt=prompt, output=output)
     if wl.get("dataset") == "sharegpt":
         folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         trace, kept = sharegpt_lengths(prompt, output, n, folder)
-        workload = {"arrival": "poisson", "rate": rate, "num_requests": n, "trace": str(trace)}
+        workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
                      f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
                      f"{kept}")
@@ -228,15 +196,31 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     if ("trtllm-bench" in case.notes and "max_num_batched_tokens" not in policy
             and prompt.get("dist") == "fixed" and prompt["tokens"] > TRTLLM_MAX_NUM_TOKENS):
         # trtllm-bench sizes the engine for the dataset; a prompt over the 8192-token
-        # default could not have been served without chunking, which it does not enable
-        policy["max_num_batched_tokens"] = prompt["tokens"]
-        notes.append(f"max_num_batched_tokens {prompt['tokens']} (trtllm-bench sizes its "
-                     "token budget for the dataset; assumed)")
+        # default could not have been served without chunking, which it does not enable.
+        # In-flight batching counts the running requests' decode tokens in the same budget
+        # (mixed_prefill), so the prompt must fit beside up to max_batch_size of them.
+        budget = prompt["tokens"] + TRTLLM_MAX_BATCH_SIZE
+        policy["max_num_batched_tokens"] = budget
+        notes.append(f"max_num_batched_tokens {budget} = prompt + max_batch_size "
+                     f"{TRTLLM_MAX_BATCH_SIZE} (trtllm-bench sizes its token budget for the "
+                     "dataset; assumed)")
     if policy:
         point["policy"] = policy
     if use_stack:
         point["stack"] = {"name": case.stack}
     return point, notes
+
+
+def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any]:
+    """The ``[workload]`` arrival keys replaying a case's load (ARRIVALS)."""
+    if wl["arrival"] == "closed":
+        return {"arrival": "closed", "concurrency": int(wl["concurrency"]), "num_requests": n,
+                "client_start": str(wl.get("client_start", "together"))}
+    rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
+    out: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n}
+    if wl.get("max_concurrency") is not None:
+        out["max_concurrency"] = int(wl["max_concurrency"])
+    return out
 
 
 def stack_accepted(point: Mapping[str, Any], case: Case) -> tuple[dict[str, Any], str | None]:

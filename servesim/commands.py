@@ -15,6 +15,7 @@ from simulator.cached_runs import run_sweep
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
+from simulator.fleet.summary import fleet_lines
 from simulator.metrics_slo import refusal_causes
 from simulator.point_cache import PointCache
 from simulator.report import format_ms, format_summary_table
@@ -168,5 +169,6 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
         lines.append(format_summary_table(rows, f"policy: {policy}", labels=labels or ["policy"]))
     for r in results:
         lines += _point_notes(r)
+        lines += fleet_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

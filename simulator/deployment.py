@@ -13,12 +13,20 @@ from simulator.cluster import ClusterSpec
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.host import request_delay_s
+from simulator.costs.speculative import draft_cost
 from simulator.errors import ConfigError
+from simulator.fleet.sections import (
+    ADMISSION_OFF,
+    AUTOSCALE_OFF,
+    AdmissionSection,
+    AutoscaleSection,
+)
 from simulator.policies import Policy
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
+from simulator.speculative_acceptance import Acceptance
 from simulator.workload.config import WorkloadConfig
 
 
@@ -48,12 +56,19 @@ class Deployment:
     check_invariants: bool = False  # assert the scheduler's invariants every step ([run])
     stack: str = "none"  # the serving stack's preset ([stack]): "vllm-v1 0.10", or "none"
     step_log: str = "full"  # what is kept of the step log ([run] step_log)
+    prefix_caching: bool = False  # [kv] prefix_caching: reuse cached prompt prefixes
+    speculative: Acceptance | None = None  # [speculative]: acceptance draws (None: off)
+    admission: AdmissionSection = ADMISSION_OFF  # [admission]: the fleet's front door
+    autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale]: replicas following load
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
         return ClusterSpec(self.policy, self.cost, self.kv_blocks, self.block_size,
                            self.replicas, self.router, request_s=self.request_s,
-                           check_invariants=self.check_invariants, step_log=self.step_log)
+                           check_invariants=self.check_invariants, step_log=self.step_log,
+                           prefix_caching=self.prefix_caching, speculative=self.speculative,
+                           admission=self.admission if self.admission.enabled else None,
+                           autoscale=self.autoscale if self.autoscale.enabled else None)
 
 
 def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Deployment:
@@ -69,6 +84,11 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
         stack=preset.profiles if preset is not None else None)
+    spec = sc.speculative
+    if spec.on:
+        cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,
+                                 spec.draft_layers, sc.base_dir)
+        cost_source = f"{cost_source}; speculative k={spec.num_tokens}, draft {draft}"
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
@@ -82,7 +102,19 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         check_invariants=sc.run.check_invariants,
         stack=preset.describe() if preset is not None else "none",
         step_log=sc.run.step_log,
+        prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy),
+        speculative=spec.acceptance_model(sc.seed) if spec.on else None,
+        admission=sc.admission, autoscale=sc.autoscale,
     )
+
+
+def _prefix_caching(on: bool, policy: Policy) -> bool:
+    """``[kv] prefix_caching``, refused for the padded policies (static, dynamic), whose
+    rows always prefill their whole padded prompt."""
+    if on and not hasattr(policy, "chunked_prefill"):
+        raise ConfigError(f"kv.prefix_caching = true: only for the continuous and chunked "
+                          f"policies; {type(policy).__name__} pads every prompt in full")
+    return on
 
 
 def _check_static_fills(policy: Policy, workload: WorkloadConfig, replicas: int) -> None:

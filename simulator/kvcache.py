@@ -27,6 +27,8 @@ class KVCacheConfig:
     # per GPU: activations, CUDA graphs, context (not for KV)
     reserve_gb: float = spec(2.0, unit="GB", low=0)
     num_blocks: int | None = spec(None, unit="blocks", low=1)  # overrides the derived capacity
+    # reuse the KV of cached prompt prefixes (vLLM enable_prefix_caching; prefix_cache.py)
+    prefix_caching: bool = spec(False)
 
     def __post_init__(self) -> None:
         check_fields(self, "kv")
@@ -67,6 +69,7 @@ class BlockManager:
     """
 
     __slots__ = ("num_blocks", "block_size", "used", "_held")
+    caches_prefixes = False  # True for prefix_cache.PrefixBlockManager (it has ``match``)
 
     def __init__(self, num_blocks: int, block_size: int) -> None:
         self.num_blocks = num_blocks
@@ -82,6 +85,14 @@ class BlockManager:
     def blocks_for(self, num_tokens: int) -> int:
         """Blocks needed to cache ``num_tokens`` tokens."""
         return -(-num_tokens // self.block_size)
+
+    def blocks_in_use(self, seq_ids: list[int]) -> int:
+        """Blocks the sequences ``seq_ids`` hold between them (a shared block once)."""
+        return sum(self._held.get(i, 0) for i in seq_ids)
+
+    def match(self, seq_id: int, num_tokens: int, stream_tokens: int) -> int:
+        """Tokens found in a prefix cache: none here (prefix_cache.PrefixBlockManager)."""
+        return 0
 
     def held(self, seq_id: int) -> int:
         """Blocks held by ``seq_id``."""
@@ -120,6 +131,15 @@ class BlockManager:
         """Record that ``seq_id`` holds the blocks for ``num_tokens`` tokens, already counted
         in ``used`` by :meth:`take`."""
         self._held[seq_id] = -(-num_tokens // self.block_size)
+
+    def trim(self, seq_id: int, num_tokens: int) -> None:
+        """Give back ``seq_id``'s blocks beyond those covering ``num_tokens`` tokens (the
+        rejected positions of a speculative step: policies/speculative.py)."""
+        held = self._held.get(seq_id, 0)
+        keep = -(-num_tokens // self.block_size)
+        if keep < held:
+            self._held[seq_id] = keep
+            self.used -= held - keep
 
     def free(self, seq_id: int) -> None:
         """Return every block ``seq_id`` holds."""

@@ -52,12 +52,14 @@ class RecordColumns:
         self._live[seq] = (self._arrived, sent_s)
         self._arrived += 1
 
-    def leave(self, seq: Any) -> None:
-        """``seq`` finished or was refused: write its record and let it go."""
+    def leave(self, seq: Any) -> float:
+        """``seq`` finished or was refused: write its record and let it go; returns the
+        time its client sent it (its record's ``arrival_s``)."""
         order, sent_s = self._live.pop(seq)
         self._rows.append(_row(seq, order, sent_s))
         if len(self._rows) >= _PACK_ROWS:
             self._pack()
+        return sent_s
 
     def _pack(self) -> None:
         if not self._rows:

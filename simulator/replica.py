@@ -27,6 +27,8 @@ from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
 from simulator.replica_clock import ReplicaClock
+from simulator.speculative_acceptance import AcceptanceSampler
+from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
 
 _SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
@@ -50,6 +52,7 @@ class Replica(ReplicaClock):
         max_step_rows: int | None = None,
         step_log: str = "full",
         horizon_s: float | None = None,
+        acceptance: AcceptanceSampler | None = None,
     ) -> None:
         self.env = env
         self.index = index
@@ -73,6 +76,10 @@ class Replica(ReplicaClock):
         self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
         self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
         self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it
+        # Speculative decoding: who says how many tokens each verified row emitted, and
+        # the counts (None when the policy does not speculate)
+        self.acceptance = acceptance
+        self.spec_stats = SpecStats() if acceptance is not None else None
         self.process = env.process(self._loop())
 
     def submit(self, seq: Sequence) -> None:
@@ -134,12 +141,22 @@ class Replica(ReplicaClock):
         if end >= self._inline_before():
             yield self._until(end)
         self._now = end
-        finished = complete(self.state, batch, start, end)
+        accepted = self._accepted(batch) if batch.spec_tokens else None
+        finished = complete(self.state, batch, start, end, accepted)
         s = self.state
         self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used, finished)
         self._check_log_size()
         return finished
+
+    def _accepted(self, batch: Batch) -> list[int]:
+        """Tokens each row of a speculative step emitted, drawn (or replayed) and counted."""
+        if self.acceptance is None or self.spec_stats is None:
+            raise ValueError("a speculative step, but the replica has no acceptance model "
+                             "(ClusterSpec.speculative)")
+        accepted = self.acceptance.draw(batch.spec_drafts)
+        self.spec_stats.add(batch.spec_drafts, accepted)
+        return accepted
 
     def _chunk(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
         """A multi-step decision: its passes back to back, one log row, tokens at the end.

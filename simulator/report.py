@@ -25,6 +25,13 @@ RATES = (
 )
 """Throughput columns: (header, second header line, summary key, decimals)."""
 
+PREFIX = (
+    ("prefix hit", "% tokens", "prefix_hit_rate", 100.0, 1),
+    ("prefill", "tok saved", "prefill_tokens_saved", 1.0, 0),
+)
+"""Prefix-caching columns, shown when some row has them: (header, second line, summary
+key, scale, decimals)."""
+
 _SUMMARY_KEY = re.compile(r"^(mean|median|std|p[\d.]+)_[a-z0-9]+_ms$")
 _SUMMARY_NAMES = frozenset(
     {
@@ -33,7 +40,8 @@ _SUMMARY_NAMES = frozenset(
         "output_throughput", "total_token_throughput", "num_rejected", "rejected_by_cause",
         "num_in_flight",
         "num_preemptions", "goodput_fraction", "slo_met", "slo", "mean_kv_usage",
-        "max_kv_usage", "utilisation",
+        "max_kv_usage", "utilisation", "prefix_hit_rate", "prefix_block_hit_rate",
+        "prefix_cached_tokens", "prefill_tokens_saved", "prefix_evictions",
     }
 )  # fmt: skip
 
@@ -75,9 +83,12 @@ def format_summary_table(
     A missing or undefined figure prints as ``-``; P50 falls back to the median key.
     """
     labels = label_keys(rows) if labels is None else list(labels)
-    header = [*labels, *(f"{name} ms" for name, _ in GROUPS), *(r[0] for r in RATES), "SLO"]
-    sub = [*("" for _ in labels), *("p50/p90/p99" for _ in GROUPS), *(r[1] for r in RATES), "met"]
-    body = [_cells(row, labels) for row in rows]
+    prefix = [c for c in PREFIX if any(c[2] in row for row in rows)]
+    header = [*labels, *(f"{name} ms" for name, _ in GROUPS), *(r[0] for r in RATES),
+              *(c[0] for c in prefix), "SLO"]
+    sub = [*("" for _ in labels), *("p50/p90/p99" for _ in GROUPS), *(r[1] for r in RATES),
+           *(c[1] for c in prefix), "met"]
+    body = [_cells(row, labels, prefix) for row in rows]
     widths = [max(len(r[i]) for r in (header, sub, *body)) for i in range(len(header))]
     left = len(labels)  # label columns are left-aligned, figures right-aligned
 
@@ -92,7 +103,8 @@ def format_summary_table(
     return "\n".join(out) + "\n"
 
 
-def _cells(row: dict[str, Any], labels: Sequence[str]) -> list[str]:
+def _cells(row: dict[str, Any], labels: Sequence[str],
+           prefix: Sequence[tuple[str, str, str, float, int]] = ()) -> list[str]:
     cells = [_label(row.get(key)) for key in labels]
     for _, metric in GROUPS:
         figures = [_percentile(row, metric, q) for q in PERCENTILES]
@@ -100,6 +112,9 @@ def _cells(row: dict[str, Any], labels: Sequence[str]) -> list[str]:
     for _, _, key, decimals in RATES:
         value: Any = row.get(key)
         cells.append(f"{float(value):,.{decimals}f}" if _is_number(value) else "-")
+    for _, _, key, scale, places in prefix:
+        value = row.get(key)
+        cells.append(f"{float(value) * scale:,.{places}f}" if _is_number(value) else "-")
     met = row.get("slo_met")
     cells.append("-" if met is None else ("yes" if met else "NO"))
     return cells

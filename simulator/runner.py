@@ -13,12 +13,15 @@ import numpy as np
 import pandas as pd
 
 from simulator.atomic import atomic_write
-from simulator.cluster import Progress, SimResult, simulate
+from simulator.cluster import LeaveHook, Progress, SimResult, simulate
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
+from simulator.fleet.summary import fleet_summary, gpu_price
 from simulator.memory_guard import available_bytes, check_fits, step_row_budget
 from simulator.metrics import summarize, to_json_safe
+from simulator.prefix_cache_run import prefix_summary
 from simulator.results_manifest import SIMULATED, begin_writing, seal_results
+from simulator.speculative_stats import spec_summary
 from simulator.workload.arrivals import check_span
 from simulator.workload.config import SYNTHETIC, BuiltWorkload, build_requests
 
@@ -34,11 +37,14 @@ class PointResult:
 
 
 def run_point(labels: dict[str, Any], point: dict[str, Any],
-              progress: Progress | None = None) -> PointResult:
+              progress: Progress | None = None,
+              watch: Callable[[pd.DataFrame], LeaveHook] | None = None) -> PointResult:
     """Resolve, build the workload with the point's seed, simulate and summarise.
 
     A point that cannot fit in memory is refused before its requests are drawn
-    (:mod:`simulator.memory_guard`); ``progress(done, total)`` follows the simulation.
+    (:mod:`simulator.memory_guard`); ``progress(done, total)`` follows the simulation;
+    ``watch(table)`` gives the hook told of each request as it leaves (``simulate``'s
+    ``on_leave``; the planner's early verdict, capacity/early_stop.py).
     """
     dep = resolve(point)
     simulated, free = _before_horizon(dep), available_bytes()  # free: before any is built
@@ -50,9 +56,17 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
                                                      replicas=dep.replicas)
     res = simulate(built.table, dep.cluster(), horizon_s=dep.horizon_s,
                    fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows,
-                   max_concurrency=built.max_concurrency)
+                   max_concurrency=built.max_concurrency, segments=built.segments,
+                   on_leave=None if watch is None else watch(built.table))
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
-                        num_replicas=dep.replicas, step_stats=res.step_stats)
+                        num_replicas=res.num_replicas, step_stats=res.step_stats)
+    if res.spec_stats is not None:  # speculative decoding's keys, only when it is on
+        summary |= spec_summary(res.spec_stats)
+    if res.prefix_stats is not None:  # prefix caching's keys, only when it is on
+        summary |= prefix_summary(res.prefix_stats)
+    if res.fleet is not None:  # the autoscaler's keys, only when it is on
+        price = gpu_price(dep.hardware.name, dep.autoscale.usd_per_gpu_hour)
+        summary |= fleet_summary(res.fleet, dep.tp, price)
     meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
     return point_result(labels, point, dep, built, summary, res, **meta)
 

@@ -27,12 +27,16 @@ from simulator.scenario_types import section_fields
 SECTIONS: dict[str, tuple[str, ...]] = section_fields()
 TOP_LEVEL = ("name", "description", "seed")
 # Fields whose value is a table or a list by nature, never a sweep.
-NOT_SWEPT = {("workload", "prompt"), ("workload", "output")}
+NOT_SWEPT = {("workload", "prompt"), ("workload", "output"), ("speculative", "acceptance_counts")}
 POLICY_NAMES = tuple(POLICIES)  # for the faces' pickers; derived from the one registry
 # What --trace FILE replaces: the scenario's own traffic (rate and lengths); --set after it
 # can give a rate (the trace's arrivals are rescaled to it) or num_requests (its first rows).
 TRACE_REPLACES = ("rate", "num_requests", "prompt", "output", "cv", "concurrency",
-                  "think_time_s", "client_start", "client_ramp_s", "trace_format")
+                  "think_time_s", "client_start", "client_ramp_s", "trace_format",
+                  # a trace's requests carry their own prefixes (workload/prefix_knobs.py)
+                  "system_prompt_tokens", "system_prompt_share", "system_prompts",
+                  "session_turns",
+                  "rate_schedule")  # a trace's arrivals replace a schedule (docs/fleet.md)
 
 
 def load_scenario(path: str | Path) -> dict[str, Any]:

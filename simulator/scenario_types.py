@@ -17,6 +17,12 @@ from types import MappingProxyType
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.fleet.sections import (
+    ADMISSION_OFF,
+    AUTOSCALE_OFF,
+    AdmissionSection,
+    AutoscaleSection,
+)
 from simulator.kvcache import KVCacheConfig
 from simulator.policies import POLICIES, knob_rules, make_policy, policy_knobs
 from simulator.router import ROUTERS
@@ -34,6 +40,7 @@ from simulator.slo import SLO
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec, get_model
+from simulator.speculative_section import SpeculativeSection, speculating
 from simulator.stacks import StackSection, apply_stack
 from simulator.steplog import STEP_LOG_MODES
 from simulator.workload.config import WorkloadConfig
@@ -105,7 +112,7 @@ class RunSection:
 
 
 SECTIONS = ("model", "hardware", "stack", "kv", "policy", "workload", "slo", "cluster", "cost",
-            "run")
+            "run", "speculative", "admission", "autoscale")
 TOP_LEVEL = ("name", "description", "seed")
 
 
@@ -127,6 +134,9 @@ class Scenario:
     cluster: ClusterSection = field(default_factory=ClusterSection)
     cost: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     run: RunSection = field(default_factory=RunSection)
+    speculative: SpeculativeSection = field(default_factory=SpeculativeSection)
+    admission: AdmissionSection = ADMISSION_OFF  # [admission] (docs/fleet.md): off unless given
+    autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale] (docs/fleet.md): off unless given
 
     def __post_init__(self) -> None:
         check_fields(self, "")
@@ -162,18 +172,22 @@ class Scenario:
                                 get_hardware(hardware.gpu))
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
+        speculative = SpeculativeSection.from_table(point.get("speculative"))
         return cls(
             **top, base_dir=None if base is None else str(base),
             model=build_section(ModelSection, point.get("model"), "model"),
             hardware=build_section(HardwareSection, point.get("hardware"), "hardware"),
             stack=stack,
             kv=build_section(KVCacheConfig, point.get("kv"), "kv"),
-            policy=PolicySection.from_table(point.get("policy") or {}),
+            policy=speculating(point.get("policy") or {}, speculative),
             workload=WorkloadConfig.from_dict(point.get("workload") or {}, base_dir=base),
             slo=SLO.from_dict(slo) if slo else None,
             cluster=build_section(ClusterSection, point.get("cluster"), "cluster"),
             cost=_cost_table(point.get("cost") or {}),
             run=build_section(RunSection, point.get("run"), "run"),
+            speculative=speculative,
+            admission=build_section(AdmissionSection, point.get("admission"), "admission"),
+            autoscale=_autoscale(point.get("autoscale"), point.get("cluster")),
         )
 
     def model_spec(self) -> ModelSpec:
@@ -183,6 +197,16 @@ class Scenario:
     def hardware_spec(self) -> HardwareSpec:
         """The device's spec from the catalogue."""
         return get_hardware(self.hardware.gpu)
+
+
+def _autoscale(table: Any, cluster: Any) -> AutoscaleSection:
+    """``[autoscale]``, off when absent; on, ``[cluster] replicas`` must lie in its range."""
+    if table is None:
+        return AUTOSCALE_OFF
+    section = build_section(AutoscaleSection, table, "autoscale")
+    if section.enabled:
+        section.check_start(build_section(ClusterSection, cluster, "cluster").replicas)
+    return section
 
 
 def _cost_table(table: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -205,7 +229,9 @@ def _reason(e: ConfigError) -> str:
 def section_fields() -> dict[str, tuple[str, ...]]:
     """Each section's field names (empty: a table its own class checks), for check_structure."""
     typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
-             "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection}
+             "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection,
+             "speculative": SpeculativeSection, "admission": AdmissionSection,
+             "autoscale": AutoscaleSection}
     out = {s: tuple(r.name for r in rules(c)) for s, c in typed.items()}
     out["policy"] = ("name", *knob_rules(), *POLICIES)
     out.update(workload=(), slo=(), cost=())
@@ -219,7 +245,8 @@ def schema_rules() -> dict[str, FieldRule]:
     out = {r.name: r for r in rules(Scenario) if r.kind != "other" and r.name != "base_dir"}
     typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
              "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection,
-             "workload": WorkloadConfig, "slo": SLO}
+             "workload": WorkloadConfig, "slo": SLO, "speculative": SpeculativeSection,
+             "admission": AdmissionSection, "autoscale": AutoscaleSection}
     for section, cls in typed.items():
         out.update({f"{section}.{r.name}": r for r in rules(cls)
                     if r.kind != "other" and r.name not in ("where", "ignored")})

@@ -27,16 +27,24 @@ class StepShape:
     decode_context_tokens: int = 0  # C: sum over decode rows of tokens attended (cache + new)
     num_admitted: int = 0  # requests whose first step this is (per-request CPU overhead)
     num_finished: int = 0  # requests whose last token this step produces
+    # Speculative decoding (simulator/policies/speculative.py); all 0 otherwise:
+    num_spec_tokens: int = 0  # S: draft tokens verified, beyond one per decode row
+    spec_attn_work: float = 0.0  # W: query-key pairs of those S tokens (each attends its
+    # row's context plus the drafts before it), tokens^2
+    num_draft_passes: int = 0  # draft-model decode passes before the verify, each over D rows
 
     @property
     def num_tokens(self) -> int:
-        """Tokens through the model this step (prefill tokens plus one per decode row)."""
-        return self.num_prefill_tokens + self.num_decode_seqs
+        """Tokens through the model this step (prefill tokens, one per decode row, and the
+        drafts verified)."""
+        return self.num_prefill_tokens + self.num_decode_seqs + self.num_spec_tokens
 
 
 @dataclass(slots=True)
 class StepShapes:
-    """Many steps' shapes as parallel numpy arrays (same meanings as :class:`StepShape`)."""
+    """Many steps' shapes as parallel numpy arrays (same meanings as :class:`StepShape`).
+
+    No speculative fields: speculative steps are priced one at a time (``step_time``)."""
 
     num_prefill_tokens: np.ndarray
     prefill_attn_work: np.ndarray

@@ -120,6 +120,29 @@ VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 
                         "0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "
                         "(benchmarks/published_cases.toml vllm-nightly-*-latency-*)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
+
+# SGLang 0.3.0's host costs, per layer, fitted by `python benchmarks/published_fit.py --case
+# sglang0.3.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-rps4 --case
+# sglang0.3.0-readme060-h100-sxm-llama-3.1-70b-tp4-sharegpt-rps4` (two of SGLang's own
+# online runs, sgl-project/sglang benchmark/benchmark_vllm_060/README.md; its other runs are
+# held out, docs/stacks.md). request_s is the latency a request spends outside the engine
+# (tokenizer manager, ZMQ hops, detokenizer, HTTP streaming), step_s the scheduler's work
+# per step. The 0.5 preset has none: no 0.5 run with its GPU stated was found.
+SGLANG_03_HOST = {"request_s": 0.1943e-3, "step_s": 0.0484e-3}
+SGLANG_03_HOST_SOURCE = ("host: request_s 0.1943 ms x layers, step_s 0.0484 ms x layers, "
+                         "fitted by benchmarks/published_fit.py to SGLang 0.3.0's RPS-4 runs "
+                         "(benchmarks/published_cases.toml sglang0.3.0-readme060-*-rps4)")
+SGLANG_POLICY = {"name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
+                 "preemption": "fewest_outputs", "mixed_chunks": False}
+SGLANG_KV = {"block_size": 1, "gpu_memory_utilization": 0.88}
+SGLANG_SOURCES = (
+    "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
+    "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
+    "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
+    "retract_decode (fewest outputs first, back to the queue's tail); "
+    "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
+    "(enable_mixed_chunk false)",
+    "max_running_requests: derived from the KV pool (at least 2048); here 2048")
 VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 
 # Each stack's versions, oldest first; the last is the default.
@@ -154,27 +177,26 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_big),
     ),
     "sglang": (
-        _preset("sglang", "0.5", {
-            "name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
-            "preemption": "fewest_outputs", "mixed_chunks": False},
-            {"block_size": 1, "gpu_memory_utilization": 0.88}, (
-            "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
-            "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
-            "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
-            "retract_decode (fewest outputs first, back to the queue's tail); "
-            "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
-            "(enable_mixed_chunk false)",
-            "max_running_requests: derived from the KV pool (at least 2048); here 2048"),
-            profiles="sglang", adapt=_sglang),
+        _preset("sglang", "0.3", dict(SGLANG_POLICY), dict(SGLANG_KV), (
+            *SGLANG_SOURCES,
+            "0.3: the scheduler defaults above are 0.5's, not re-read for 0.3.0",
+            SGLANG_03_HOST_SOURCE), profiles="sglang", per_layer=SGLANG_03_HOST,
+            adapt=_sglang),
+        _preset("sglang", "0.5", dict(SGLANG_POLICY), dict(SGLANG_KV), SGLANG_SOURCES,
+                profiles="sglang", adapt=_sglang),
     ),
     "trtllm": (
         _preset("trtllm", "1.0", {
             "name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
-            "chunked_prefill": False, "admission": "no_evict"},
+            "chunked_prefill": False, "mixed_prefill": True, "admission": "no_evict"},
             {"block_size": 32, "gpu_memory_utilization": 0.9}, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
             "free_gpu_memory_fraction 0.9",
+            "in-flight batching: generation requests first, then whole context requests in "
+            "the same iteration within max_num_tokens (docs/source/performance/"
+            "tuning-max-batch-size-and-max-num-tokens.md @ 16d2467e, 'Understanding the "
+            "TensorRT-LLM scheduler')",
             "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GUARANTEED_NO_EVICT "
             "(the default capacity scheduler policy)"),
             adapt=_context),

@@ -20,6 +20,7 @@ from); docs/stacks.md explains every value.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +32,6 @@ from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
-
-
 
 
 def stack_names() -> tuple[str, ...]:
@@ -85,8 +84,13 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     out = copy.deepcopy(dict(point))
     if preset is None:
         return out
+    own = dict(out.get("policy") or {})
+    if model is not None and isinstance(own.get("max_model_len"), int) and own["max_model_len"] > 0:
+        # defaults that follow the context (vLLM v0's long-context chunked prefill) follow
+        # the max_model_len the user serves with, as vLLM's EngineArgs read it
+        model = dataclasses.replace(model, max_context_tokens=own["max_model_len"])
     defaults = preset.policy_for(model, hardware) if model and hardware else dict(preset.policy)
-    out["policy"] = {**defaults, **dict(out.get("policy") or {})}
+    out["policy"] = {**defaults, **own}
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})

@@ -104,3 +104,54 @@ def test_sharegpt_lengths_keep_the_tools_filter_and_the_stated_means(tmp_path: P
     assert "kept means 215 / 199" in note
     again, _ = pc.sharegpt_lengths(prompt, output, 200, tmp_path / "again")
     assert pd.read_csv(again).equals(t)  # seeded
+
+
+def test_a_concurrency_sweep_point_is_a_closed_loop(cases: list) -> None:
+    """NIM/AIPerf sweeps: C clients, each sending its next request when the last ends."""
+    case = next(c for c in cases if c.id == "nim1.8.0-h100-sxm-llama-3.3-70b-fp8-tp2-5000-500-c25")
+    point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
+    wl = point["workload"]
+    assert (wl["arrival"], wl["concurrency"], wl["num_requests"], wl["client_start"]) == (
+        "closed", 25, 250, "random")
+    assert "rate" not in wl
+
+
+def test_an_open_loop_case_keeps_its_rate_and_cap(cases: list, tmp_path: Path) -> None:
+    case = next(c for c in cases
+                if c.id == "vllm0.6.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-rps8")
+    point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    assert (point["workload"]["arrival"], point["workload"]["rate"]) == ("poisson", 8.0)
+    assert "max_concurrency" not in point["workload"]
+    capped = pc.Case(**{**{f: getattr(case, f) for f in pc.Case.__dataclass_fields__},
+                        "workload": {**case.workload, "max_concurrency": 16}})
+    point, _ = pc.scenario_point(capped, max_prompts=1000, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    assert point["workload"]["max_concurrency"] == 16
+
+
+def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
+    bad = tmp_path / "cases.toml"
+    bad.write_text('[[case]]\nid = "y"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                   'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+                   'arrival = "closed" }\nmetrics = { mean_ttft_ms = 1.0 }\n')
+    with pytest.raises(ConfigError, match=r"\(y\).*workload.concurrency = None"):
+        pc.load_cases(bad)
+
+
+def test_headline_reads_each_case_in_the_first_form_it_gives() -> None:
+    def row(cid: str, group: str, fitted: str = "", **errs: float) -> dict:
+        return {"id": cid, "group": group, "fitted": fitted,
+                "metrics": {k: {"error": e} for k, e in errs.items()}}
+    rows = [row("a", "vllm-v0-0.6/h100-sxm", mean_ttft_ms=0.1, median_ttft_ms=0.9),
+            row("b", "vllm-v0-0.6/a100-80gb", median_ttft_ms=-0.3),
+            row("c", "sglang-0.3/h100-sxm", median_ttft_ms=0.05),
+            row("d", "sglang-0.3/h100-sxm", "host costs", median_ttft_ms=5.0)]
+    table = {(h["figure"], h["stack"]): h for h in published.headline_table(rows)}
+    vllm = table[("TTFT (mean, else median)", "vllm")]  # a: its mean (0.1), b: its median
+    assert (vllm["n"], vllm["median_abs_error"], vllm["within_15"]) == (2, 0.2, 0.5)
+    assert vllm["signed_median"] == pytest.approx(-0.1)
+    everything = table[("TTFT (mean, else median)", "all")]  # d is in sample: left out
+    assert (everything["n"], everything["median_abs_error"]) == (3, 0.1)
+    assert not any(f == "TPOT (median, else mean)" for f, _ in table)

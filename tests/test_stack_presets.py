@@ -40,12 +40,16 @@ def test_vllm_admits_greedily_and_recomputes_the_newest() -> None:
 
 def test_trtllm_admits_only_what_fits_whole_and_never_preempts() -> None:
     # no_evict: r0 reserves 2 blocks, r1 3: r2 (2) waits until r0 ends at .04 (prefill
-    # .00-.01, 3 decodes). r2: prefill .04-.05, decodes .06-.08; r1: 8 tokens, .01-.09.
+    # .00-.01, 3 decodes). In-flight batching (mixed_prefill): r2's prompt joins r1's
+    # decode in the step .04-.05, so r1 is not stalled: its 8 tokens end at .08 (a
+    # prefill-only step, vLLM v0's, would end it at .09); r2 decodes .05-.08.
     policy, res = run("trtllm")
-    assert (policy.admission, policy.chunked_prefill) == ("no_evict", False)
-    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.04), (1, 0.0, 0.01, 0.09),
+    assert (policy.admission, policy.chunked_prefill, policy.mixed_prefill) == (
+        "no_evict", False, True)
+    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.04), (1, 0.0, 0.01, 0.08),
                                       (2, 0.04, 0.05, 0.08)]
     assert res.requests["preemptions"].tolist() == [0, 0, 0]
+    assert (res.steps["num_prefill_tokens"] * res.steps["num_decode_seqs"]).tolist()[4] == 4
 
 
 def test_sglang_admits_against_its_token_ratio_prefills_apart_and_preempts_nobody() -> None:
@@ -78,6 +82,16 @@ def test_vllm_v0_chunks_prefill_only_beyond_32k_context(model: str, chunked: boo
     dep = resolve({"model": {"name": model}, "stack": {"name": "vllm-v0"}})
     assert (dep.policy.chunked_prefill, dep.policy.max_num_batched_tokens) == (chunked, budget)
     assert dep.policy.max_model_len == get_model(model).max_context_tokens
+
+
+def test_vllm_v0_long_context_rule_reads_the_served_max_model_len() -> None:
+    # vLLM 0.6 decides chunked prefill from the max_model_len it serves with: Llama-3.1-8B
+    # (131,072 positions) served with --max-model-len 4096 gets whole-prompt steps and a
+    # budget of max(4096, 2048) = 4096, not 512-token chunks
+    dep = resolve({"model": {"name": "llama-3.1-8b"}, "stack": {"name": "vllm-v0"},
+                   "policy": {"max_model_len": 4096}})
+    assert (dep.policy.chunked_prefill, dep.policy.max_num_batched_tokens,
+            dep.policy.max_model_len) == (False, 4096, 4096)
 
 
 @pytest.mark.parametrize(("gpu", "seqs", "budget"), [("h100-sxm", 1024, 8192),

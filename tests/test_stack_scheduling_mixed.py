@@ -145,3 +145,39 @@ def test_unmixed_invariants_and_fast_forward(  # type: ignore[no-untyped-def]
     int_cols = ["num_prefill_tokens", "num_decode_seqs", "num_decode_tokens", "num_running",
                 "queue_len", "kv_blocks_used"]
     assert fast.steps[int_cols].values.tolist() == slow.steps[int_cols].values.tolist()
+
+
+def whole(mixed_prefill: bool, budget: int, admission: str = "greedy") -> ContinuousPolicy:
+    return ContinuousPolicy(max_num_batched_tokens=budget, mixed_prefill=mixed_prefill,
+                            admission=admission)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_mixed_prefill_puts_whole_prompts_beside_the_decodes(fast_forward: bool) -> None:
+    # TensorRT-LLM in-flight batching, budget 12. .00-.01 prefill r0 + r1 (2 + 2). At .01
+    # r0/r1 decode (2 tokens) and r2's whole 10-token prompt takes 10 of the other 10:
+    # one step of (10 prefill, 2 decode rows), r2's first token at .02. .02-.03 three
+    # decodes (r2's 2nd token: done); r0/r1 decode to their 6th token at .06.
+    res = run(whole(True, 12), ROWS, fast_forward=fast_forward)
+    assert step_log(res) == [(4, 0), (10, 2), (0, 3)] + [(0, 2)] * 3
+    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.06), (1, 0.0, 0.01, 0.06),
+                                      (2, 0.01, 0.02, 0.03)]
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_mixed_prefill_never_splits_a_prompt(fast_forward: bool) -> None:
+    # Budget 11 (no_evict, as TensorRT-LLM: the prompt alone must fit the budget): beside 2
+    # decodes only 9 tokens are left, and a prompt is never chunked, so r2 (10) waits
+    # until r0/r1 end at .06: prefill .06-.07 alone, decode .07-.08.
+    res = run(whole(True, 11, "no_evict"), ROWS, fast_forward=fast_forward)
+    assert step_log(res) == [(4, 0)] + [(0, 2)] * 5 + [(10, 0), (0, 1)]
+    assert timeline(res.requests)[2] == (2, 0.06, 0.07, 0.08)
+
+
+def test_without_mixed_prefill_a_prompt_stalls_the_decodes() -> None:
+    # vLLM v0: r2's prompt gets a prefill-only step .01-.02 (its first token); r0/r1 stall
+    # there and end at .07; r2's 2nd token at .03.
+    res = run(whole(False, 12), ROWS)
+    assert step_log(res) == [(4, 0), (10, 0), (0, 3)] + [(0, 2)] * 4
+    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.07), (1, 0.0, 0.01, 0.07),
+                                      (2, 0.01, 0.02, 0.03)]

@@ -50,11 +50,13 @@ class LinearCost:
 
     def step_time(self, shape: StepShape) -> float:
         n_req = shape.num_admitted + shape.num_finished
+        # A speculative step's drafts verified (S) are priced as decode rows, their
+        # query-key pairs (W) as prefill attention work (docs/speculative.md).
         return float(
             self._price(
                 shape.num_prefill_tokens,
-                shape.prefill_attn_work,
-                shape.num_decode_seqs,
+                shape.prefill_attn_work + shape.spec_attn_work,
+                shape.num_decode_seqs + shape.num_spec_tokens,
                 shape.decode_context_tokens,
                 n_req,
             )

@@ -79,7 +79,10 @@ class PiecewiseCost:
         )
 
     def step_time(self, shape: StepShape) -> float:
-        p, d = shape.num_prefill_tokens, shape.num_decode_seqs
+        # A speculative step's drafts verified (S) count as decode rows (tokens through the
+        # model, one sampled position each), their query-key pairs (W) as prefill attention
+        # work (docs/speculative.md); both are 0 otherwise.
+        p, d = shape.num_prefill_tokens, shape.num_decode_seqs + shape.num_spec_tokens
         tokens = float(p + d)
         if p + d == 1:
             fixed = self.single_token_step_s
@@ -93,7 +96,7 @@ class PiecewiseCost:
                 float(p),
                 max(tokens - self.knee1_tokens, 0.0),
                 max(tokens - self.knee2_tokens, 0.0),
-                float(shape.prefill_attn_work),
+                float(shape.prefill_attn_work + shape.spec_attn_work),
                 float(d),
                 float(shape.decode_context_tokens),
                 float(shape.num_admitted),

@@ -10,9 +10,10 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
              input embedding (only T of its rows are gathered)
       N_e    one expert's MLP over all layers;  N_act = N_sh + k N_e
       b_w    bytes per weight;  kv = 2 L n_kv d_h b_kv bytes of KV per token
-    per step, with T = P + D tokens
+    per step, with T = P + D + S tokens (S, W: a speculative step's drafts verified and
+    their query-key pairs; their rows' cache is read once, in C: docs/speculative.md)
       F_mm   = 2 N_act T                            matmul FLOPs
-      F_attn = 4 L n_h d_h (A + C)                  QK^T and PV, 2 FLOPs per MAC each
+      F_attn = 4 L n_h d_h (A + C + W)              QK^T and PV, 2 FLOPs per MAC each
       E_T    = E (1 - (1 - k/E)^T)                  distinct experts hit (uniform routing)
       R      = max(0, A/P - P/2)                    cached context the prefill reads
       B_w    = b_w (N_sh + E_T N_e) / tp
@@ -159,11 +160,12 @@ class RooflineCost:
         return (f"formula {self.allreduce_latency_s * 1e6:g} us + bytes / "
                 f"({self.link_efficiency:g} x link) ({why})")
 
-    def _terms(self, p: Num, a: Num, d: Num, c: Num, n_req: Num) -> RooflineTerms:
+    def _terms(self, p: Num, a: Num, d: Num, c: Num, n_req: Num, s: Num = 0.0,
+               w: Num = 0.0) -> RooflineTerms:
         k = self._k
-        t = p + d
+        t = p + d + s
         flops_mm = k.flops_per_token * t
-        flops_attn = k.attn_flops_per_pair * (a + c)
+        flops_attn = k.attn_flops_per_pair * (a + c + w)
         experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, t)) if k.num_experts \
             else 0.0 * t
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
@@ -194,6 +196,8 @@ class RooflineCost:
                 float(shape.num_decode_seqs),
                 float(shape.decode_context_tokens),
                 float(shape.num_admitted + shape.num_finished),
+                float(shape.num_spec_tokens),
+                float(shape.spec_attn_work),
             )
         f64 = np.float64
         return self._terms(
@@ -211,6 +215,8 @@ class RooflineCost:
             float(shape.num_decode_seqs),
             float(shape.decode_context_tokens),
             float(shape.num_admitted + shape.num_finished),
+            float(shape.num_spec_tokens),
+            float(shape.spec_attn_work),
         )
 
     def decode_pricer(self) -> DecodePricer:

@@ -50,16 +50,19 @@ class ScalarRoofline:
         self._by_tokens[t] = terms
         return terms
 
-    def time(self, p: float, a: float, d: float, c: float, n_req: float) -> float:
-        """Seconds of one step (``RooflineTerms.total_s`` of the same floats)."""
-        t = p + d
+    def time(self, p: float, a: float, d: float, c: float, n_req: float, s: float = 0.0,
+             w: float = 0.0) -> float:
+        """Seconds of one step (``RooflineTerms.total_s`` of the same floats; ``s``, ``w``:
+        a speculative step's drafts verified and their query-key pairs)."""
+        t = p + d + s
         terms = self._by_tokens.get(t)
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
         k = self._k
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
         nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
-        compute_s = (mm_s + k.attn_flops_per_pair * (a + c) * k.inv_peak_attn) * k.compute_scale
+        compute_s = (mm_s + k.attn_flops_per_pair * (a + c + w) * k.inv_peak_attn
+                     ) * k.compute_scale
         memory_s = nbytes / k.mem_bw
         overhead_s = self._step + self._per_req * n_req
         return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s

@@ -47,13 +47,17 @@ def admit_fcfs(
             state.waiting.popleft()
             state.reject(seq, refusal)
             continue
-        n = seq.pending if not policy.chunked_prefill else min(seq.pending, budget)
+        # prefix caching: the cached leading blocks are not computed again (prefix_cache.py)
+        hit = kv.match(seq.request_id, seq.num_tokens,
+                       seq.prompt_tokens + seq.output_tokens) if kv.caches_prefixes else 0
+        pending = seq.pending - hit
+        n = pending if not policy.chunked_prefill else min(pending, budget)
         cost = n
         if policy.padded_prefill and not policy.chunked_prefill:  # rows x longest prompt
             cost = max(longest, n) * (len(prefill) + 1) - longest * len(prefill)
         if cost > budget:
             break
-        fits = kv.can_allocate(seq.request_id, n, watermark)
+        fits = kv.can_allocate(seq.request_id, hit + n, watermark)
         if fits and room is not None:
             fits = rule.admits(policy.admission, kv, seq, room)
         if not fits:
@@ -64,10 +68,12 @@ def admit_fcfs(
                              f"{policy.admission!r} with kv_watermark {policy.kv_watermark}")
                 continue
             break
+        if hit:
+            seq.num_computed = hit
         if room is not None:
             room -= rule.charge(policy.admission, kv, seq, n)
         state.waiting.popleft()
-        kv.allocate(seq.request_id, n)
+        kv.allocate(seq.request_id, hit + n)
         state.running.append(seq)
         prefill.append((seq, n))
         budget -= cost

@@ -36,6 +36,7 @@ from simulator.policies.admit_fcfs import admit_fcfs
 from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
+from simulator.policies.speculative import MAX_SPECULATIVE_TOKENS, spec_step
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
 from simulator.policies.step import decode_cohort, unpadded_shape
 from simulator.policies.token_ratio import INIT_NEW_TOKEN_RATIO
@@ -67,6 +68,12 @@ class ContinuousPolicy:
     padded_prefill: bool = spec(False)
     # chunked prefill: decodes join prefill steps (vLLM v1); false: a step prefills or decodes
     mixed_chunks: bool = spec(True)
+    # draft tokens each decode row verifies per step (vLLM's num_speculative_tokens; 0: off;
+    # policies/speculative.py)
+    num_speculative_tokens: int = spec(0, unit="tokens", low=0, high=MAX_SPECULATIVE_TOKENS)
+    # no chunked prefill: whole prompts join the running decodes' step, decodes first
+    # (TensorRT-LLM in-flight batching); false: a prefill-only step (vLLM v0)
+    mixed_prefill: bool = spec(False)
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "num_scheduler_steps"):
@@ -74,6 +81,14 @@ class ContinuousPolicy:
                 raise ConfigError(f"policy.{name} = {getattr(self, name)}: must be >= 1")
         if not 0 <= self.kv_watermark <= 0.99:
             raise ConfigError(f"policy.kv_watermark = {self.kv_watermark}: must be in [0, 0.99]")
+        k = self.num_speculative_tokens
+        if not 0 <= k <= MAX_SPECULATIVE_TOKENS:
+            raise ConfigError(f"policy.num_speculative_tokens = {k}: must be in "
+                              f"[0, {MAX_SPECULATIVE_TOKENS}]")
+        if k and self.num_scheduler_steps > 1:
+            raise ConfigError(f"policy.num_speculative_tokens = {k}: not with "
+                              f"num_scheduler_steps = {self.num_scheduler_steps} (vLLM v0 "
+                              "refused multi-step with speculative decoding too)")
         if self.max_model_len < 0:
             raise ConfigError(f"policy.max_model_len = {self.max_model_len}: must be >= 0")
         if self.admission not in rule.ADMISSIONS:
@@ -89,7 +104,7 @@ class ContinuousPolicy:
             state.token_ratio.set(INIT_NEW_TOKEN_RATIO, state.decode_steps)  # SGLang: idle
             return Wait()
         batch: Batch | None = None
-        if not self.chunked_prefill and state.waiting:
+        if not self.chunked_prefill and not self.mixed_prefill and state.waiting:
             batch = self.admit(state, self.max_num_batched_tokens, [], [])
         elif self.chunked_prefill and not self.mixed_chunks:
             batch = prefill_step(self, state)
@@ -97,7 +112,9 @@ class ContinuousPolicy:
             batch = decode_chunk(self, state) or batch
         if batch is None or not (batch.prefill or batch.num_steps > 1):
             evicted = batch.preempted if batch is not None else []
-            batch = self._mixed_step(state)  # chunked, or nothing admissible: decode what runs
+            # chunked, or nothing admissible: decode what runs
+            batch = spec_step(self, state) if self.num_speculative_tokens else \
+                self._mixed_step(state)
             batch.preempted[:0] = evicted
         if batch.preempted and self.admission == "conservative":
             state.token_ratio.set(rule.retract_estimate(state.running), state.decode_steps)
@@ -110,7 +127,7 @@ class ContinuousPolicy:
         budget = self.max_num_batched_tokens
         batch = self._decode_all(state)
         if batch is not None:
-            if self.chunked_prefill and self.mixed_chunks and state.waiting:
+            if self._joins_decodes and state.waiting:
                 return self.admit(state, budget - len(batch.decode), [], batch.decode, batch)
             return batch
         if self.chunked_prefill and self.mixed_chunks:
@@ -134,9 +151,15 @@ class ContinuousPolicy:
             (decode.append(seq) if seq.decoding else prefill.append((seq, n)))
             budget -= n
             i += 1
-        if preempted or not (self.chunked_prefill and self.mixed_chunks):
+        if preempted or not self._joins_decodes:
             return Batch(prefill, decode, unpadded_shape(prefill, decode, 0), preempted)
         return self.admit(state, budget, prefill, decode)
+
+    @property
+    def _joins_decodes(self) -> bool:
+        """Whether admitted prompts share a step with the running decodes."""
+        return (self.chunked_prefill and self.mixed_chunks) or (
+            self.mixed_prefill and not self.chunked_prefill)
 
     def make_room(
         self, state: ServerState, num_tokens: int, i: int, preempted: list[Sequence],
@@ -212,6 +235,8 @@ class ContinuousPolicy:
             return 1
         if batch.num_steps > 1 or (self.admission == "conservative" and state.waiting):
             return 1  # the chunk is one decision; the decaying ratio may admit at any step
+        if batch.spec_tokens:
+            return 1  # how far each row gets is drawn step by step
         kv = state.kv
         cohort = batch.cohort or decode_cohort(batch.decode, kv.block_size)
         k = cohort.min_remaining

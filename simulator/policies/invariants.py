@@ -27,7 +27,7 @@ def check_batch(policy: object, state: ServerState, batch: Batch) -> None:
                  f"{len(state.running)} running, max_num_seqs = {max_seqs}")
     budget = getattr(policy, "max_num_batched_tokens", None)
     if budget is not None:
-        tokens = sum(n for _, n in batch.prefill) + len(batch.decode)
+        tokens = sum(n for _, n in batch.prefill) + len(batch.decode) + sum(batch.spec_drafts)
         _require(tokens <= budget, "batch tokens <= max_num_batched_tokens",
                  f"{tokens} tokens, budget {budget}")
     for seq, n in batch.prefill:
@@ -88,7 +88,7 @@ def check_state(state: ServerState, *, accepted: int, finished: int) -> None:
             _require(kv.held(seq.request_id) == need, "a running request holds "
                      "blocks_for(num_computed) KV blocks",
                      f"request {seq.request_id} holds {kv.held(seq.request_id)}, needs {need}")
-    held = sum(kv.held(s.request_id) for s in state.running)
+    held = kv.blocks_in_use([s.request_id for s in state.running])  # a shared block once
     _require(kv.used == held, "KV blocks used == sum of blocks held by running requests",
              f"used {kv.used}, held {held}")
     kv.check()

@@ -207,6 +207,10 @@ class Batch:
     # Forward passes this one decision runs (vLLM multi-step): > 1 only for a batch of
     # decodes alone, whose tokens all reach the client at the end of the last pass.
     num_steps: int = 1
+    # Speculative decoding (policies/speculative.py): k when ``decode`` rows verify drafts
+    # (``complete`` then needs each row's emitted tokens), else 0.
+    spec_tokens: int = 0
+    spec_drafts: list[int] = field(default_factory=list)  # drafts verified per decode row
 
 
 @dataclass(slots=True, frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from simulator.kvcache import new_block_counts
+from simulator.policies.spec_accept import apply_accepted
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState
 from simulator.shapes import StepShape
 
@@ -68,8 +69,13 @@ def _emit(seq: Sequence, end_s: float, finished: list[Sequence]) -> None:
         finished.append(seq)
 
 
-def complete(state: ServerState, batch: Batch, start_s: float, end_s: float) -> list[Sequence]:
-    """Apply ``batch``, which ran from ``start_s`` to ``end_s``; return what finished."""
+def complete(state: ServerState, batch: Batch, start_s: float, end_s: float,
+             accepted: list[int] | None = None) -> list[Sequence]:
+    """Apply ``batch``, which ran from ``start_s`` to ``end_s``; return what finished.
+
+    ``accepted[i]``: the tokens ``batch.decode[i]`` emitted in a speculative step
+    (``batch.spec_tokens > 0``; policies/speculative.py), required there, else ignored.
+    """
     finished: list[Sequence] = []
     if batch.decode and not batch.prefill and not batch.preempted:
         state.decode_steps += 1  # what SGLang's new_token_ratio decays by
@@ -79,7 +85,9 @@ def complete(state: ServerState, batch: Batch, start_s: float, end_s: float) -> 
         seq.num_computed += n
         if seq.num_computed == seq.num_tokens:
             _emit(seq, end_s, finished)
-    if batch.cohort is None:
+    if batch.spec_tokens:
+        apply_accepted(state, batch, accepted, end_s, finished)
+    elif batch.cohort is None:
         for seq in batch.decode:
             seq.num_computed += 1
             _emit(seq, end_s, finished)

@@ -18,6 +18,9 @@ every prompt keeps colliding with C - 1 others (lockstep). Real load generators 
   the clients start as they would be spread in a steady state where they are out of step:
   one send every (L + think) / C. L is the latency of a mean request among C running ones,
   priced by the deployment's cost model (:func:`cycle_estimate_s`).
+- ``random``: each client first sends at an independent uniform time in one estimated
+  cycle (seeded): the phases of a steady state that nothing holds evenly apart, so two
+  prompts sometimes meet, as they do behind a real server whose step times jitter.
 
 The start time travels in the request table as the ``think_s`` of each client's first
 request (the pause before it is sent, counted from t = 0).
@@ -33,7 +36,7 @@ import pandas as pd
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape
 
-CLIENT_STARTS: tuple[str, ...] = ("together", "staggered", "ramp")
+CLIENT_STARTS: tuple[str, ...] = ("together", "staggered", "ramp", "random")
 StepTime = Callable[[StepShape], float]  # seconds one engine step of this shape takes
 
 
@@ -71,6 +74,8 @@ def closed_loop_table(table: pd.DataFrame, *, clients: int, think_time_s: float,
     first = min(n, clients)
     think[:first] = _starts(table, clients, think_time_s, start, ramp_s, step_time, notes,
                             where)[:first]
+    if start == "random":  # drawn after the think times: the other starts draw nothing
+        think[:first] *= rng.uniform(0.0, 1.0, size=first)
     notes.append(
         f"closed loop: {clients} clients send {n} requests in total; client_id = "
         f"i % {clients}; think_s ~ exponential(mean {think_time_s} s)"
@@ -87,11 +92,15 @@ def _starts(table: pd.DataFrame, clients: int, think_time_s: float, start: str, 
         return first_send_s(clients, ramp_s)
     if step_time is None:
         raise ConfigError(
-            f"{where}.client_start = 'staggered' needs the deployment's cost model to "
+            f"{where}.client_start = {start!r} needs the deployment's cost model to "
             "estimate a client's cycle; here there is none: give client_start = 'ramp' "
             "and client_ramp_s")
     cycle = cycle_estimate_s(step_time, float(table["prompt_tokens"].mean()),
                              float(table["output_tokens"].mean()), clients, think_time_s)
+    if start == "random":
+        notes.append(f"clients start at uniform random times in one estimated cycle of "
+                     f"{cycle:.4g} s")
+        return np.full(clients, cycle)
     notes.append(f"clients staggered over one estimated cycle of {cycle:.4g} s: client k "
                  f"first sends at k * {cycle:.4g} / {clients} s")
     return first_send_s(clients, cycle)

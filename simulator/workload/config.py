@@ -28,6 +28,9 @@ from simulator.workload.lengths import (
     get_number,
     length_dist_from_dict,
 )
+from simulator.workload.prefix_knobs import add_prefix_identity, check_prefix_knobs
+from simulator.workload.prefixes import PrefixSegments
+from simulator.workload.rate_schedule import SCHEDULED_ARRIVALS, RateSchedule
 from simulator.workload.table import validate_request_table
 from simulator.workload.traces import TRACE_FORMATS, load_trace
 from simulator.workload.transforms import (
@@ -82,6 +85,14 @@ class WorkloadConfig:
     trace: str | None = None  # path of a trace file giving lengths (and maybe arrivals)
     trace_format: str = spec("auto", choices=("auto", *TRACE_FORMATS))
     context_rule: ContextRule = "truncate"  # over-long requests: "truncate" or "drop"
+    # piecewise-constant rates over time in place of rate (rate_schedule.py, docs/fleet.md)
+    rate_schedule: RateSchedule | None = None
+    # prefix identity (prefix_knobs.py): tokens of a shared system prompt (0: none), the
+    # share of requests (sessions) that start with one, how many distinct ones
+    system_prompt_tokens: int = spec(0, unit="tokens", low=0)
+    system_prompt_share: float = spec(1.0, low=0, high=1)
+    system_prompts: int = spec(1, unit="prompts", low=1)
+    session_turns: int = spec(1, unit="turns", low=1)  # closed only: turns per session
     where: str = field(default="workload", compare=False, repr=False)  # name in errors
     # fields the table gave but the trace overrides ("prompt", "output"); said in the notes
     ignored: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -107,7 +118,9 @@ class WorkloadConfig:
             if not isinstance(own[key], LengthDist):
                 raise ConfigError(f"{w}.{key} = {own[key]!r}: must be a length distribution")
         self._check_combination(arrival, w)
-        if arrival in SYNTHETIC and self.rate is None:
+        self._check_prefix_knobs(arrival, w)
+        self._check_schedule(arrival, w)
+        if arrival in SYNTHETIC and self.rate is None and self.rate_schedule is None:
             object.__setattr__(self, "rate", DEFAULT_RATE_PER_S)
         if self.trace is None and self.num_requests is None:
             object.__setattr__(self, "num_requests", DEFAULT_NUM_REQUESTS)
@@ -156,6 +169,29 @@ class WorkloadConfig:
                     f"or {w}.trace (a scenario table with both keeps the trace's lengths)"
                 )
 
+    def _check_schedule(self, arrival: str, w: str) -> None:
+        """``rate_schedule`` replaces ``rate``, for a poisson or constant open loop."""
+        if self.rate_schedule is None:
+            return
+        if not isinstance(self.rate_schedule, RateSchedule):
+            raise ConfigError(f"{w}.rate_schedule = {self.rate_schedule!r}: must be a table")
+        if arrival not in SCHEDULED_ARRIVALS or self.rate is not None:
+            raise ConfigError(f"{w}.rate_schedule: only with arrival in "
+                              f"{list(SCHEDULED_ARRIVALS)} and no {w}.rate (it is {arrival!r}"
+                              f", rate {self.rate!r})")
+
+    def _check_prefix_knobs(self, arrival: str, w: str) -> None:
+        own = {k: getattr(self, k) for k in _KEYS}
+        tokens = get_number(own, "system_prompt_tokens", w, integer=True, low=0)
+        share = float(get_number(own, "system_prompt_share", w, low=0))
+        if share > 1:
+            raise ConfigError(f"{w}.system_prompt_share = {share:g}: must be <= 1")
+        prompts = get_number(own, "system_prompts", w, integer=True, low=1)
+        turns = get_number(own, "session_turns", w, integer=True, low=1)
+        object.__setattr__(self, "system_prompt_share", share)
+        check_prefix_knobs(w, arrival=arrival, trace=self.trace, system_tokens=tokens,
+                           share=share, num_prompts=prompts, turns=turns)
+
     @classmethod
     def from_dict(
         cls, d: Mapping[str, Any], where: str = "workload", base_dir: str | Path | None = None
@@ -172,6 +208,9 @@ class WorkloadConfig:
         else:
             for key in lengths:
                 kwargs[key] = length_dist_from_dict(d[key], f"{where}.{key}", base_dir)
+        if "rate_schedule" in d:
+            kwargs["rate_schedule"] = RateSchedule.from_table(d["rate_schedule"],
+                                                              f"{where}.rate_schedule")
         if isinstance(trace, str) and trace and base_dir is not None:
             kwargs["trace"] = str(Path(base_dir, trace))
         return cls(**kwargs, where=where)
@@ -189,6 +228,7 @@ class BuiltWorkload:
     notes: list[str]  # facts about how the table was made
     closed_loop: int | None  # closed loop: number of clients (concurrency); None = open loop
     max_concurrency: int | None = None  # open loop: cap on requests in flight; None = none
+    segments: PrefixSegments | None = None  # prefix identity of the rows (prefixes.py)
 
 
 def build_requests(
@@ -202,7 +242,8 @@ def build_requests(
     if cfg.ignored:
         keys = " and ".join(f"{cfg.where}.{k}" for k in cfg.ignored)
         notes.append(f"{keys} ignored: the trace {cfg.trace} supplies the lengths")
-    table = _trace_rows(cfg, counts, notes) if cfg.trace is not None else None
+    table, segments = (_trace_rows(cfg, counts, notes) if cfg.trace is not None
+                       else (None, None))
     n = len(table) if table is not None else int(cfg.num_requests or 0)
     arrivals = _synthetic_arrivals(cfg, n, rng) if cfg.arrival in SYNTHETIC else None
     if table is None:
@@ -235,16 +276,24 @@ def build_requests(
             notes=notes, where=cfg.where)
     if table.empty:
         raise ConfigError(f"{cfg.where}: no requests left to simulate ({counts})")
+    if cfg.system_prompt_tokens or cfg.session_turns > 1:
+        table, segments = add_prefix_identity(
+            table, system_tokens=cfg.system_prompt_tokens, share=cfg.system_prompt_share,
+            num_prompts=cfg.system_prompts, turns=cfg.session_turns, clients=cfg.concurrency,
+            rng=rng, max_context_tokens=max_context_tokens, notes=notes)
     return BuiltWorkload(
         validate_request_table(table, cfg.where),
         counts,
         notes,
         cfg.concurrency if cfg.arrival == "closed" else None,
         cfg.max_concurrency,
+        segments,
     )
 
 
 def _synthetic_arrivals(cfg: WorkloadConfig, n: int, rng: np.random.Generator) -> np.ndarray:
+    if cfg.rate_schedule is not None:
+        return cfg.rate_schedule.arrivals(cfg.arrival, n, rng)
     rate = float(cfg.rate or DEFAULT_RATE_PER_S)
     if cfg.arrival == "gamma":
         return gamma_arrivals(rate, cfg.cv, n, rng)
@@ -253,8 +302,10 @@ def _synthetic_arrivals(cfg: WorkloadConfig, n: int, rng: np.random.Generator) -
     return poisson_arrivals(rate, n, rng)
 
 
-def _trace_rows(cfg: WorkloadConfig, counts: dict[str, int], notes: list[str]) -> pd.DataFrame:
-    """The trace's rows (first num_requests), checked against the arrival choice."""
+def _trace_rows(cfg: WorkloadConfig, counts: dict[str, int],
+                notes: list[str]) -> tuple[pd.DataFrame, PrefixSegments | None]:
+    """The trace's rows (first num_requests), checked against the arrival choice, and
+    the prefix segments their segment columns slice (None if the trace has none)."""
     loaded = load_trace(str(cfg.trace), cfg.trace_format)
     notes.extend(f"{loaded.source}: {note}" for note in loaded.notes)
     for reason, count in loaded.dropped.items():
@@ -277,5 +328,5 @@ def _trace_rows(cfg: WorkloadConfig, counts: dict[str, int], notes: list[str]) -
         table = table.iloc[:n]
     if cfg.arrival != "trace" and not table["arrival_s"].isna().all():
         notes.append(f"the trace's own arrival times are replaced (arrival = {cfg.arrival!r})")
-    return table.reset_index(drop=True)
+    return table.reset_index(drop=True), loaded.segments
 

@@ -22,6 +22,9 @@ think_s         float64  optional  closed loop: seconds the client waits after t
                                    response to its previous request before sending this
                                    one, >= 0; on a client's first request, when it is
                                    sent (0: at t = 0; workload.client_start)
+segments_start  int64    optional  the row's slice of its workload's prefix segments
+segments_stop   int64    optional  (simulator/workload/prefixes.py): the token content
+                                   its stream starts with; start <= stop
 ==============  =======  ========  ====================================================
 
 Rows are located in error messages as ``<file> line N`` (the physical line of a CSV,
@@ -48,6 +51,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "priority",
     "client_id",
     "think_s",
+    "segments_start",
+    "segments_stop",
 )
 # column -> (is_integer, smallest allowed value or None, NaN allowed)
 _SPECS: dict[str, tuple[bool, float | None, bool]] = {
@@ -60,6 +65,8 @@ _SPECS: dict[str, tuple[bool, float | None, bool]] = {
     "priority": (True, None, False),
     "client_id": (True, 0, False),
     "think_s": (False, 0.0, False),
+    "segments_start": (True, 0, False),
+    "segments_stop": (True, 0, False),
 }
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from simulator.workload.prefixes import PrefixSegments
 from simulator.workload.table import validate_request_table
 
 
@@ -36,6 +37,7 @@ class LoadedTrace:
     format: str  # loader name, one of TRACE_FORMATS
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped
     notes: list[str] = field(default_factory=list)  # facts a user should know
+    segments: PrefixSegments | None = None  # prefix identity the rows' segment columns slice
 
 
 def zero_token_reasons(

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from simulator.errors import TraceError
+from simulator.workload.prefixes import START, STOP, PrefixSegments, from_id_lists
 from simulator.workload.traces_common import LoadedTrace, finish, zero_token_reasons
 
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash id in Mooncake's traces (its README)
@@ -85,6 +87,8 @@ def load_mooncake(path: str | os.PathLike[str]) -> LoadedTrace:
     earlier request of its group, capped at prompt_tokens - 1 (a request always
     prefills at least one token; the last block may be partial). The first request
     of a group has prefix_tokens 0. A missing hash_ids counts as an empty list.
+    The hash ids themselves are kept as the rows' prefix segments (one per 512 tokens,
+    simulator/workload/prefixes.py), which the prefix cache turns into block hashes.
     """
     p = Path(path)
     rows = _json_lines(p)
@@ -97,12 +101,20 @@ def load_mooncake(path: str | os.PathLike[str]) -> LoadedTrace:
         prompt[i] = _field(obj, "input_length", where, integer=True)
         output[i] = _field(obj, "output_length", where, integer=True)
         hashes.append(_hash_ids(obj, where))
+    segments: list[PrefixSegments] = []
+
+    def extra(order: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
+        seg, start, stop = from_id_lists([hashes[r] for r in order], MOONCAKE_BLOCK_TOKENS)
+        segments.append(seg)
+        return {**_prefixes(hashes, order, lens), START: start, STOP: stop}
+
     loaded = finish(
         {"arrival_s": arrival, "prompt_tokens": prompt, "output_tokens": output},
         str(p),
         "mooncake",
-        extra=lambda order, lens: _prefixes(hashes, order, lens),
+        extra=extra,
     )
+    loaded = replace(loaded, segments=segments[0])
     groups = loaded.table["prefix_group"]
     loaded.notes.append(
         f"timestamp in ms -> s; {groups.max() + 1 if len(groups) else 0} prefix group(s) "

@@ -1,0 +1,142 @@
+"""Fit a stack's host costs to SOME published cases, and score them on the others.
+
+    python benchmarks/published_fit.py --case ID --case ID2 [--heldout PREFIX ...]
+           [--terms request_s,step_s]
+
+The published cases (benchmarks/published_cases.toml) give medians and means, not the
+per-request times ``servesim calibrate --from-run`` fits (calibrate/from_run.py); this is
+the same black-box idea on aggregates. The parameters are the host costs a stack preset
+carries (simulator/stack_presets.py), per layer of the model as the vLLM preset's are:
+
+    request_s  (>= 0)  non-blocking: each request reaches the engine this much later, so
+                       TTFT and E2E grow by it and TPOT does not (costs/host.py)
+    step_s     (>= 0)  blocking: every engine step takes this much longer
+
+Each candidate replays the fitting cases through the simulator with the stack's preset and
+``[cost] overhead`` = the candidate x the model's layers, and the residuals are the
+relative errors of every latency metric the cases give (TTFT, TPOT, ITL, E2E; soft_l1 at
+5%, as calibrate/from_run.py). ``scipy.optimize.least_squares`` with finite differences
+(the loss is piecewise smooth: a small change moves a request into another batch) and
+terms in ms, so each is of order 1. It prints the fitted values, then the in-sample errors
+and the held-out errors: every case matching ``--heldout`` (default: the fitting cases'
+group) that was not fitted on. Nothing is written: a value worth keeping goes into the
+stack's preset by hand, citing this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks.published import simulated_value  # noqa: E402
+from benchmarks.published_cases import (  # noqa: E402
+    UNITS,
+    Case,
+    load_cases,
+    scenario_point,
+    stack_accepted,
+)
+from simulator.runner import run_point  # noqa: E402
+from simulator.specs.models import get_model  # noqa: E402
+
+TERMS = ("request_s", "step_s")
+LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
+LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency_ms")
+
+
+def case_point(case: Case, per_layer_s: dict[str, float]) -> dict[str, Any]:
+    """The case's scenario point with host costs ``per_layer_s`` x the model's layers."""
+    point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
+    point, _ = stack_accepted(point, case)
+    layers = get_model(case.model).num_layers
+    if per_layer_s:
+        point["cost"] = {"overhead": {k: v * layers for k, v in per_layer_s.items()}}
+    return point
+
+
+def errors(case: Case, per_layer_s: dict[str, float]) -> dict[str, float]:
+    """Relative error (sim - published) / published of each metric the case gives."""
+    summary = run_point({}, case_point(case, per_layer_s)).summary
+    out = {}
+    for key, published in case.metrics.items():
+        sim = simulated_value(key, summary)
+        out[key] = math.nan if sim is None else (sim - published) / published
+    return out
+
+
+def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray) -> np.ndarray:
+    """Latency errors of every fitting case at ``theta_ms`` (ms per layer)."""
+    per_layer = {t: max(0.0, float(v)) * 1e-3 for t, v in zip(terms, theta_ms, strict=True)}
+    out = []
+    for case in cases:
+        errs = errors(case, per_layer)
+        out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in LATENCY]
+    return np.array(out)
+
+
+def fit(cases: list[Case], terms: tuple[str, ...]) -> dict[str, float]:
+    """The per-layer host costs (s) that best match ``cases``' latencies."""
+    res = least_squares(lambda th: residuals(cases, terms, th), np.full(len(terms), 0.05),
+                        bounds=(0.0, np.inf), loss="soft_l1", f_scale=LOSS_SCALE,
+                        diff_step=0.05, max_nfev=40)
+    return {t: float(v) * 1e-3 for t, v in zip(terms, res.x, strict=True)}
+
+
+def table(title: str, cases: list[Case], per_layer_s: dict[str, float]) -> list[str]:
+    """Per case and metric, the error with and without the fitted host costs."""
+    lines = [title]
+    cells: dict[str, list[tuple[float, float]]] = {}
+    for case in cases:
+        before, after = errors(case, {}), errors(case, per_layer_s)
+        lines.append(f"  {case.id}")
+        for key in case.metrics:
+            lines.append(f"    {key:<20} without {before[key]:+7.1%}   fitted {after[key]:+7.1%}")
+            cells.setdefault(key, []).append((abs(before[key]), abs(after[key])))
+    for key, pairs in cells.items():
+        b, a = zip(*pairs, strict=True)
+        lines.append(f"  median |error| {key:<20} {statistics.median(b):6.1%} -> "
+                     f"{statistics.median(a):6.1%}  (n = {len(pairs)})")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", action="append", required=True, help="a case to fit on (id)")
+    ap.add_argument("--heldout", action="append", default=[],
+                    help="id prefix of held-out cases (default: the fitted cases' groups)")
+    ap.add_argument("--terms", default=",".join(TERMS), help=f"of {TERMS}")
+    args = ap.parse_args(argv)
+    terms = tuple(t for t in args.terms.split(",") if t)
+    if not set(terms) <= set(TERMS):
+        print(f"published_fit: error: --terms {args.terms!r}: choose from {TERMS}",
+              file=sys.stderr)
+        return 2
+    cases = load_cases()
+    fitting = [c for c in cases if c.id in args.case]
+    if len(fitting) != len(set(args.case)):
+        known = {c.id for c in cases}
+        print(f"published_fit: error: unknown case(s) {sorted(set(args.case) - known)}",
+              file=sys.stderr)
+        return 2
+    groups = {c.group for c in fitting}
+    held = [c for c in cases if c.id not in args.case and (
+        any(c.id.startswith(p) for p in args.heldout) if args.heldout else c.group in groups)]
+    per_layer = fit(fitting, terms)
+    print("fitted host costs per layer: " + ", ".join(
+        f"{t} = {v * 1e3:.4f} ms" for t, v in per_layer.items()))
+    print("\n".join(table(f"in sample ({len(fitting)} cases):", fitting, per_layer)))
+    print("\n".join(table(f"held out ({len(held)} cases):", held, per_layer)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

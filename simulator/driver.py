@@ -1,0 +1,200 @@
+"""The arrival side of a simulation: open or closed loop clients, the front door and the
+router, and bookkeeping of who is done (:class:`Driver`, used by simulator/cluster.py)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from simulator.cluster_spec import ClusterSpec, LeaveHook, Progress
+from simulator.fleet.fleet import Fleet
+from simulator.fleet.tokens import TokenReplica
+from simulator.policies import Sequence
+from simulator.prefix_cache_run import block_manager
+from simulator.record_columns import RecordColumns
+from simulator.replica import Replica
+from simulator.router import needs_tokens
+from simulator.workload.prefixes import PrefixIdentity
+
+
+class ArrivalTimeout(simpy.Event):
+    """A timeout at URGENT priority: an arrival at the same instant as a step's end is
+    processed first, so the next schedule always sees it (the same in every code path:
+    stepping, fast-forward cut by an interrupt, or stopped at a known arrival)."""
+
+    def __init__(self, env: simpy.Environment, delay: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, simpy.events.URGENT, delay)
+
+
+class Driver:
+    """Arrivals (open or closed loop), the router, and bookkeeping of who is done.
+
+    With ``spec.request_s > 0`` a request sent at ``t`` reaches the router at
+    ``t + request_s``; from then on its ``Sequence.arrival_s`` is that time (what the engine
+    sees: a dynamic batch's wait starts there), and ``sent_s`` keeps the send time for the
+    records. At 0 nothing is shifted, so runs without host latency are unchanged bit for bit.
+
+    ``max_concurrency = C`` caps an open loop's requests in flight, as vLLM ``bench serve
+    --max-concurrency`` does (an asyncio semaphore around each request,
+    vllm/benchmarks/serve.py ``limited_request_func``, commit 009e6d4): a request due while
+    C are outstanding (sent, not yet finished or refused) waits, first due first served,
+    and is sent when a slot frees. Its send time is that release, and the records'
+    ``arrival_s`` is the send, as the client's TTFT starts at the send.
+    """
+
+    on_leave: LeaveHook | None = None  # simulate(on_leave=), set once built
+
+    def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
+                 closed_loop: bool, think_s: list[float], fast_forward: bool,
+                 check_invariants: bool, progress: Progress | None = None,
+                 max_step_rows: int | None = None, horizon_s: float | None = None,
+                 max_concurrency: int | None = None,
+                 identity: PrefixIdentity | None = None) -> None:
+        self.env = env
+        self.num_done = 0  # requests finished or refused
+        self.num_total = len(seqs)
+        self._progress = progress
+        self._every = max(1, len(seqs) // 1000)  # progress calls: about a thousand per run
+        self.request_s = spec.request_s
+        # Open loop into one replica: the next arrival is known ahead, so a replica's
+        # fast-forward can stop at it rather than be interrupted by it.
+        # A capped open loop sends when a request ends: not known ahead, as a closed loop.
+        # An autoscaler's replicas come and go: as with several replicas, nothing is known ahead.
+        scaling = spec.autoscale is not None and spec.autoscale.enabled
+        known = (not closed_loop and spec.num_replicas == 1 and max_concurrency is None
+                 and not scaling)
+        self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf
+        most = spec.autoscale.max_replicas if spec.autoscale is not None and scaling \
+            else spec.num_replicas
+        # a replica that counts tokens (and, for an autoscaler on KV, blocks) inside its
+        # fast-forwarded decode runs: what the router or autoscaler reads is then exact
+        track_kv = scaling and spec.autoscale is not None and spec.autoscale.signal == "kv"
+        kind = TokenReplica if needs_tokens(spec.router) or track_kv else Replica
+        extra = {"track_kv": True} if track_kv else {}
+        self._unsent = len(seqs)
+
+        def make(i: int) -> Replica:
+            r = kind(env, i, spec.policy, spec.cost,
+                     block_manager(spec.kv_blocks, spec.block_size, identity),
+                     on_done=self._done, fast_forward=fast_forward,
+                     check_invariants=check_invariants,
+                     next_arrival_s=(lambda: self.next_arrival_s) if known else None,
+                     step_log=spec.step_log, horizon_s=horizon_s,
+                     acceptance=None if spec.speculative is None else spec.speculative.sampler(i),
+                     max_step_rows=None if max_step_rows is None else max(
+                         1, max_step_rows // most), **extra)
+            if self._unsent == 0:  # started after the last arrival
+                r.close_arrivals()
+            return r
+
+        self.fleet = Fleet(env, spec.router, make, spec.num_replicas, spec.admission,
+                           spec.autoscale, lambda: self.num_done < self.num_total,
+                           self.request_s)
+        self.replicas = self.fleet.replicas  # grows as an autoscaler starts replicas
+        self._scaling = self.fleet.scaler is not None
+        self.records = RecordColumns()  # a request's record, written as it leaves
+        self.num_events = 0
+        self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
+        self._cap = max_concurrency  # None: no cap on requests in flight
+        self._in_flight = 0  # capped open loop: sent and not yet done
+        self._waiting: deque[Sequence] = deque()  # capped open loop: due, waiting for a slot
+        if closed_loop and max_concurrency is not None:
+            raise ValueError(f"{max_concurrency=}: only for an open loop (arrival_s given)")
+        if closed_loop:
+            for seq, think in zip(seqs, think_s, strict=True):
+                self._clients.setdefault(seq.client_id, deque()).append((seq, think))
+            for queue in self._clients.values():  # a first request's think_s: its start
+                first, start_s = queue.popleft()
+                if start_s > 0:
+                    self._send_later(first, start_s)
+                else:
+                    self._send(first)
+        else:
+            env.process(self._open_loop(seqs))
+
+    def _send_later(self, seq: Sequence, delay_s: float) -> None:
+        """A client sends ``seq`` ``delay_s`` from now (closed loop, or a freed slot)."""
+        ArrivalTimeout(self.env, delay_s).callbacks.append(lambda _ev: self._send(seq))
+        self.num_events += 1
+
+    def _send(self, seq: Sequence) -> None:
+        """A client sends ``seq`` now (closed loop, or a capped open loop's free slot); it
+        reaches the router ``request_s`` later."""
+        seq.arrival_s = self.env.now
+        if self.request_s > 0:
+            sent = seq.arrival_s
+            self.num_events += 1
+            ArrivalTimeout(self.env, self.request_s).callbacks.append(
+                lambda _ev: self._deliver(seq, sent))
+        else:
+            self._deliver(seq, seq.arrival_s)
+
+    def _deliver(self, seq: Sequence, sent_s: float) -> None:
+        """``seq``, sent at ``sent_s``, reaches the router now."""
+        self.records.arrive(seq, sent_s)
+        if self.request_s > 0:
+            seq.arrival_s = self.env.now
+        replica = self.fleet.route(seq)
+        if replica is None:  # refused at the front door (seq.reason says why)
+            self._done(seq)
+        else:
+            replica.submit(seq)
+        self._unsent -= 1
+        if self._unsent == 0:
+            for r in self.replicas:
+                r.close_arrivals()
+
+    def _open_loop(self, seqs: list[Sequence]) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        pending = deque(seqs)
+        seqs.clear()  # held only until sent: a request's memory lasts while it is served
+        while pending:
+            seq = pending.popleft()
+            if self._cap is not None:  # due at arrival_s; sent then, or when a slot frees
+                if seq.arrival_s > env.now:
+                    self.num_events += 1
+                    yield ArrivalTimeout(env, seq.arrival_s - env.now)
+                self._due(seq)
+                continue
+            self.next_arrival_s = seq.arrival_s + self.request_s
+            delay = self.next_arrival_s - env.now
+            if delay > 0:
+                self.num_events += 1
+                yield ArrivalTimeout(env, delay)
+            self._deliver(seq, seq.arrival_s)
+        self.next_arrival_s = math.inf
+
+    def _due(self, seq: Sequence) -> None:
+        """A capped open loop's request is due now: sent if a slot is free, else queued."""
+        if self._in_flight < int(self._cap or 0):
+            self._in_flight += 1
+            self._send(seq)
+        else:
+            self._waiting.append(seq)
+
+    def _done(self, seq: Sequence) -> None:
+        sent_s = self.records.leave(seq)
+        if self.on_leave is not None:
+            self.on_leave(seq, sent_s)
+        self.num_done += 1
+        if self._progress is not None and (
+                self.num_done % self._every == 0 or self.num_done == self.num_total):
+            self._progress(self.num_done, self.num_total)
+        if self._cap is not None:  # the slot passes to the longest-waiting request
+            self._in_flight -= 1
+            if self._waiting:  # sent through an event, as a closed-loop client's next
+                self._in_flight += 1
+                self._send_later(self._waiting.popleft(), 0.0)
+        queue = self._clients.get(seq.client_id)
+        if queue:
+            nxt, think = queue.popleft()
+            self._send_later(nxt, think)
+        if self._scaling:
+            self.fleet.done(seq)

@@ -1,0 +1,147 @@
+"""A replica that counts the tokens its requests still need (``least_outstanding_tokens``).
+
+The count is what a front door relaying the streams can know: a request adds ``prompt +
+output`` when it reaches the replica; its first token takes ``prompt + 1`` off, each later
+token 1, and a request that leaves without its tokens (refused) takes the rest off. The
+count changes when a step ends, as the tokens reach the client, and costs O(1) per step
+(O(batch) per fast-forwarded decode run), never a walk over the replica's requests.
+
+A fast-forwarded decode run (simulator/fastforward.py) applies its steps at once when it
+ends; :meth:`TokenReplica.tokens_now` subtracts the tokens of the run's steps that ended
+before now, so a router sees the same count with or without fast-forward. With
+``track_kv`` (an autoscaler on KV usage) :meth:`TokenReplica.kv_used_now` likewise counts
+the blocks a run on the decode clock has opened so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from itertools import accumulate, cycle, islice
+from typing import Any
+
+import numpy as np
+import simpy
+
+from simulator.costs.base import CostModel
+from simulator.kvcache import BlockManager
+from simulator.policies import Batch, Policy, Sequence
+from simulator.replica import Replica
+
+
+def streamed(seq: Sequence) -> int:
+    """Tokens of ``seq`` already off its replica's count: ``prompt + generated`` once its
+    first token is out, else 0."""
+    n = seq.num_generated
+    return seq.prompt_tokens + n if n else 0
+
+
+class TokenReplica(Replica):
+    """A :class:`~simulator.replica.Replica` keeping ``tokens_left`` (see the module docstring)."""
+
+    def __init__(self, env: simpy.Environment, index: int, policy: Policy, cost: CostModel,
+                 kv: BlockManager, on_done: Callable[[Sequence], None], *,
+                 track_kv: bool = False, **kwargs: Any) -> None:
+        self.track_kv = track_kv  # keep each decode run's KV blocks per step
+        self.tokens_left = 0  # prompt + output tokens not yet emitted, as of the last step end
+        self._run_ends: np.ndarray | None = None  # ends of the decode run in flight
+        self._run_seen: list[float] | None = None  # the same, as floats, once read
+        self._run_done = 0  # steps of the run known to have ended (they only grow)
+        self._run_rows = 0  # rows of the run (0: no run in flight)
+        self._run_left: list[int] | None = None  # rows' tokens left, when some may end early
+        self._run_min = 0  # the fewest of those: up to that many steps, every row emits
+        self._run_kv: list[int] | None = None  # KV blocks used during each step of the run
+        self._forward = on_done
+        super().__init__(env, index, policy, cost, kv, self._leave, **kwargs)
+
+    def _steps_done(self) -> int:
+        """Steps of the decode run in flight that ended before now (a step ending now has
+        not: an arrival at that instant is handled first, as when stepping)."""
+        seen = self._run_seen
+        if seen is None:
+            assert self._run_ends is not None
+            seen = self._run_seen = self._run_ends.tolist()
+        steps, now = self._run_done, self.env.now
+        while steps < len(seen) and seen[steps] < now:
+            steps += 1
+        self._run_done = steps
+        return steps
+
+    def kv_used_now(self) -> int:
+        """KV blocks in use now, counting those a decode run in flight has opened so far
+        (what stepping would show: each step's blocks are taken when it is scheduled)."""
+        kv = self._run_kv
+        if self._run_ends is None or kv is None:
+            return self.state.kv.used
+        return kv[min(self._steps_done(), len(kv) - 1)]
+
+    def tokens_now(self) -> int:
+        """``tokens_left`` less the tokens of a decode run's steps that ended before now."""
+        if self._run_ends is None or not self._run_rows:
+            return self.tokens_left
+        steps = self._steps_done()
+        if steps <= self._run_min or self._run_left is None:  # every row emitted each step
+            return self.tokens_left - steps * self._run_rows
+        return self.tokens_left - sum(min(left, steps) for left in self._run_left)
+
+    def submit(self, seq: Sequence) -> None:
+        self.tokens_left += seq.prompt_tokens + seq.output_tokens
+        super().submit(seq)
+
+    def _leave(self, seq: Sequence) -> None:
+        """A request leaves (finished: nothing left to take off; refused: all of it)."""
+        self.tokens_left -= seq.prompt_tokens + seq.output_tokens - streamed(seq)
+        self._forward(seq)
+
+    def _step(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
+        out = len(batch.decode)  # every decode row emits one token
+        for seq, n in batch.prefill:
+            if seq.num_computed + n == seq.num_tokens:  # emits a token this step
+                out += 1 if seq.num_generated else seq.prompt_tokens + 1
+        finished = yield from super()._step(batch)
+        self.tokens_left -= out
+        return finished
+
+    def _chunk(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
+        out = sum(min(batch.num_steps, s.remaining) for s in batch.decode)
+        finished = yield from super()._chunk(batch)
+        self.tokens_left -= out  # a chunk's tokens reach the client at its end
+        return finished
+
+    def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
+        state = self.state
+        self._run_rows = len(batch.decode)
+        if batch.cohort is not None and state.group is None:
+            # every running request decodes on the clock and the run ends at the first
+            # finish: each row emits one token per step, O(1) to count
+            self._run_min = batch.cohort.min_remaining
+            # as simulator/fastforward.py plans it: the first step's blocks are taken
+            if self.track_kv:
+                self._run_kv = list(accumulate(islice(cycle(batch.cohort.block_openings), k - 1),
+                                               initial=state.kv.used))
+            rows, steps = self._run_rows, state.clock.steps
+            try:
+                finished = yield from super()._decode_run(batch, k)
+            finally:
+                self._end_run()
+            self.tokens_left -= (state.clock.steps - steps) * rows
+            return finished
+        seqs = list(batch.decode)  # a padded group's rows end at different steps
+        before = sum(s.num_generated for s in seqs)
+        self._run_left = [s.remaining for s in seqs]
+        self._run_min = min(self._run_left, default=0)
+        try:
+            finished = yield from super()._decode_run(batch, k)
+        finally:
+            self._end_run()
+        self.tokens_left -= sum(s.num_generated for s in seqs) - before
+        return finished
+
+    def _end_run(self) -> None:
+        self._run_ends = self._run_seen = self._run_left = self._run_kv = None
+        self._run_rows = self._run_done = 0
+
+    def _run_interruptible(
+        self, ends: np.ndarray
+    ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
+        self._run_ends = ends
+        return (yield from super()._run_interruptible(ends))

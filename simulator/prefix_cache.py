@@ -1,0 +1,273 @@
+"""Automatic prefix caching: KV blocks named by a chained hash, shared, evicted LRU.
+
+:class:`PrefixBlockManager` is a :class:`~simulator.kvcache.BlockManager` that also knows
+*which* tokens a full block holds (``prefix_cache_chain.block_hashes``), modelled on vLLM
+v1's automatic prefix caching (vllm/v1/core/kv_cache_manager.py, block_pool.py,
+kv_cache_utils.py, v0.10)::
+
+    cache:  h0 -> refs 2   h1 -> refs 2   h2 -> refs 1   h5 -> refs 0 (free, cached)
+    seq 7:  [h0 |h1 |h2 |b  ]     3 full blocks cached, the last one its own, partly full
+    seq 8:  [h0 |h1 |b  ]         hit h0, h1 at admission: prefill starts at token 32
+    LRU of cached-free blocks: h5 (oldest first; evicted when a fresh block is needed)
+
+- Only full blocks are cached; a block is registered when its tokens are scheduled
+  (vLLM: ``cache_blocks`` in ``allocate_slots``), so a request admitted in a later step
+  finds it. If the same hash is cached already the new block stays private.
+- :meth:`match` (a query) finds the longest run of a waiting request's leading blocks
+  that are cached, at most ``(num_tokens - 1) // block_size`` blocks: a request always
+  computes its last prompt token (vLLM ``get_computed_blocks``: ``max_cache_hit_length =
+  num_tokens - 1``). :meth:`allocate` then takes references to those blocks; the caller
+  starts the request's ``num_computed`` at the hit.
+- A block held by nobody stays cached, counted free, in an LRU queue; :meth:`free`
+  releases a request's blocks last first, so its first blocks are evicted last (vLLM
+  ``free_blocks(reversed(...))``). A fresh block comes from the blocks that cache
+  nothing first, then by evicting the oldest cached-free block. vLLM keeps one free queue
+  of both kinds and so may evict a cached block while uncached ones sit further back; this
+  model evicts only when it must (docs/prefix-caching.md).
+
+Counts, as in the plain manager: ``used`` counts physical blocks held by some request
+(a shared block once), ``num_free = num_blocks - used`` includes the cached-free ones, so
+admission and the decode fast path read the same numbers. Invariants (:meth:`check`):
+``used + len(lru) + plain free == num_blocks``; every cached block's ``refs`` equals the
+requests listing it; the LRU holds exactly the cached blocks with ``refs == 0``.
+
+For a mirror (the engine's own cache): ``listener.reused(request_id, hashes)`` is called
+with the cached block hashes a request starts from when it is admitted, and
+``listener.evicted(hash)`` for each block the manager evicts (:class:`PrefixEvents`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from simulator.kvcache import BlockManager
+from simulator.prefix_cache_chain import block_hashes
+from simulator.prefix_cache_stats import PrefixEvents, PrefixStats
+from simulator.workload.prefixes import PrefixIdentity
+
+
+class PrefixBlockManager(BlockManager):
+    """A block manager with automatic prefix caching (see the module docstring)."""
+
+    caches_prefixes = True
+
+    __slots__ = ("identity", "listener", "stats", "_refs", "_lru", "_chain", "_mine", "_done",
+                 "_matched")
+
+    def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
+                 listener: PrefixEvents | None = None) -> None:
+        super().__init__(num_blocks, block_size)
+        self.identity = identity
+        self.listener = listener
+        self.stats = PrefixStats()
+        self._refs: dict[int, int] = {}  # cached block hash -> requests holding it
+        self._lru: OrderedDict[int, None] = OrderedDict()  # cached, held by none; oldest first
+        self._chain: dict[int, list[int]] = {}  # request -> hashes of its stream's full blocks
+        self._mine: dict[int, list[int]] = {}  # request -> chain positions of the cached
+        # blocks it holds, increasing
+        self._done: dict[int, int] = {}  # request -> chain blocks already registered or skipped
+        # waiting request -> (cached leading blocks found, its tokens when looked up)
+        self._matched: dict[int, tuple[int, int]] = {}
+
+    @property
+    def num_cached(self) -> int:
+        """Blocks in the cache (held or free)."""
+        return len(self._refs)
+
+    @property
+    def num_cached_free(self) -> int:
+        """Cached blocks no request holds (free, evictable)."""
+        return len(self._lru)
+
+    def is_cached(self, block_hash: int) -> bool:
+        """Whether a block with this hash is in the cache (a mirror stores its KV then)."""
+        return block_hash in self._refs
+
+    def match(self, seq_id: int, num_tokens: int, stream_tokens: int) -> int:
+        """Tokens of ``seq_id``'s first ``num_tokens`` found cached (a multiple of the block
+        size, < ``num_tokens``); ``stream_tokens``: its prompt + output (what the chain
+        covers). A query: :meth:`allocate` takes the blocks found."""
+        chain = self._chain.get(seq_id)
+        if chain is None:
+            ids, lens = self.identity.of(seq_id)
+            chain = block_hashes(ids, lens, seq_id, stream_tokens, self.block_size)
+            self._chain[seq_id] = chain
+        limit = min((num_tokens - 1) // self.block_size, len(chain))
+        k = 0
+        refs = self._refs
+        while k < limit and chain[k] in refs:
+            k += 1
+        self._matched[seq_id] = (k, num_tokens)
+        return k * self.block_size
+
+    def _active_hits(self, seq_id: int) -> int:
+        """Blocks ``seq_id``'s match found that some request holds (they cost no free block)."""
+        k = self._matched[seq_id][0]
+        refs = self._refs
+        return sum(1 for h in self._chain[seq_id][:k] if refs.get(h, 0) > 0) if k else 0
+
+    def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
+        """As :meth:`BlockManager.can_allocate`, counting a waiting request's hit blocks that
+        others hold as already there."""
+        extra = self.extra_for(seq_id, num_tokens)
+        if seq_id not in self._held and seq_id in self._matched:
+            extra -= self._active_hits(seq_id)
+        return extra + reserve_blocks <= self.num_blocks - self.used
+
+    def allocate(self, seq_id: int, num_tokens: int) -> None:
+        """Grow ``seq_id`` to ``num_tokens`` tokens: first its matched blocks, by reference."""
+        if seq_id not in self._held:
+            self._take_hits(seq_id)
+        held = self._held.get(seq_id, 0)
+        extra = -(-num_tokens // self.block_size) - held
+        if extra > 0:
+            self._make_room(extra, seq_id)
+            self._held[seq_id] = held + extra
+            self.used += extra
+        self._register(seq_id, num_tokens // self.block_size)
+
+    def _take_hits(self, seq_id: int) -> None:
+        k, num_tokens = self._matched.pop(seq_id, (0, 0))
+        chain = self._chain.get(seq_id) or []
+        refs = self._refs
+        hits = chain[:k]
+        if any(h not in refs for h in hits):  # the caller starts num_computed at the hit
+            raise RuntimeError(f"seq {seq_id}: matched blocks were evicted before allocate; "
+                               "call match again right before allocating")
+        for h in hits:
+            n = refs[h]
+            if n == 0:
+                del self._lru[h]
+                self.used += 1
+            refs[h] = n + 1
+        self._mine[seq_id] = list(range(k))
+        self._done[seq_id] = k
+        self._held[seq_id] = k
+        st = self.stats
+        st.saved_tokens += k * self.block_size
+        if num_tokens and seq_id not in st.cached_tokens:  # its first admission
+            st.cached_tokens[seq_id] = k * self.block_size
+            st.prompt_tokens += num_tokens
+            st.prompt_blocks += -(-num_tokens // self.block_size)
+            st.hit_tokens += k * self.block_size
+            st.hit_blocks += k
+        if hits and self.listener is not None:
+            self.listener.reused(seq_id, hits)
+
+    def _register(self, seq_id: int, full_blocks: int) -> None:
+        """Cache ``seq_id``'s chain blocks below ``full_blocks`` not yet cached."""
+        done = self._done.get(seq_id)
+        chain = self._chain.get(seq_id)
+        if done is None or chain is None:
+            return
+        upto = min(full_blocks, len(chain))
+        if upto <= done:
+            return
+        refs, mine = self._refs, self._mine[seq_id]
+        for pos in range(done, upto):
+            h = chain[pos]
+            if h not in refs:  # a block cached already stays private (counted in used)
+                refs[h] = 1
+                mine.append(pos)
+        self._done[seq_id] = upto
+
+    def _make_room(self, num_blocks: int, seq_id: int | str) -> None:
+        """Evict cached-free blocks, oldest first, until ``num_blocks`` fresh ones are free."""
+        plain = self.num_blocks - self.used - len(self._lru)
+        if num_blocks <= plain:
+            return
+        if num_blocks > self.num_blocks - self.used:
+            raise RuntimeError(f"KV overcommit: seq {seq_id} needs {num_blocks}, "
+                               f"{self.num_free} free")
+        for _ in range(num_blocks - plain):
+            h, _ = self._lru.popitem(last=False)
+            del self._refs[h]
+            self.stats.evictions += 1
+            if self.listener is not None:
+                self.listener.evicted(h)
+
+    def take(self, num_blocks: int) -> None:
+        """As :meth:`BlockManager.take`, evicting cached-free blocks when it must."""
+        self._make_room(num_blocks, "decoding")
+        self.used += num_blocks
+
+    def settle(self, seq_id: int, num_tokens: int) -> None:
+        """As :meth:`BlockManager.settle`; the full blocks among them join the cache."""
+        self._held[seq_id] = -(-num_tokens // self.block_size)
+        self._register(seq_id, num_tokens // self.block_size)
+
+    def trim(self, seq_id: int, num_tokens: int) -> None:
+        """As :meth:`BlockManager.trim` (a speculative step's rejected positions): blocks from
+        the first one not full of ``num_tokens`` tokens on leave the cache."""
+        held = self._held.get(seq_id, 0)
+        keep = -(-num_tokens // self.block_size)
+        mine = self._mine.get(seq_id)
+        if mine is None:
+            if keep < held:
+                self._held[seq_id] = keep
+                self.used -= held - keep
+            return
+        full = num_tokens // self.block_size
+        private_before = held - len(mine)
+        chain, refs = self._chain[seq_id], self._refs
+        while mine and mine[-1] >= full:
+            h = chain[mine.pop()]
+            refs[h] -= 1
+            if refs[h] == 0:  # its tokens were never right: it leaves the cache
+                del refs[h]
+                self.used -= 1
+        self._done[seq_id] = min(self._done[seq_id], full)
+        held = min(held, keep)
+        self._held[seq_id] = held
+        self.used += (held - len(mine)) - private_before
+
+    def free(self, seq_id: int) -> None:
+        """Return ``seq_id``'s blocks: its cached ones to the LRU (last block first) when no
+        one else holds them, the rest to the plain free blocks."""
+        held = self._held.pop(seq_id, 0)
+        self._matched.pop(seq_id, None)
+        if seq_id not in self._mine:
+            self.used -= held
+            return
+        self._register(seq_id, held - 1)  # every block but the last is full
+        mine = self._mine.pop(seq_id)
+        del self._done[seq_id]
+        chain = self._chain.pop(seq_id, [])
+        released = 0
+        refs, lru = self._refs, self._lru
+        for pos in reversed(mine):
+            h = chain[pos]
+            n = refs[h] - 1
+            refs[h] = n
+            if n == 0:
+                lru[h] = None
+                released += 1
+        self.used -= held - len(mine) + released
+
+    def blocks_in_use(self, seq_ids: list[int]) -> int:
+        """Blocks the sequences ``seq_ids`` hold between them (a shared block once)."""
+        private = 0
+        cached: set[int] = set()
+        for i in seq_ids:
+            mine = self._mine.get(i, [])
+            private += self._held.get(i, 0) - len(mine)
+            chain = self._chain.get(i, [])
+            cached.update(chain[pos] for pos in mine)
+        return private + len(cached)
+
+    def check(self) -> None:
+        """Assert conservation, reference counts and the LRU (debug runs and property tests)."""
+        holders: dict[int, int] = {}
+        private = 0
+        for seq_id, held in self._held.items():
+            mine = self._mine.get(seq_id, [])
+            assert len(mine) <= held, f"seq {seq_id} lists {len(mine)} cached of {held} blocks"
+            private += held - len(mine)
+            for pos in mine:
+                h = self._chain[seq_id][pos]
+                holders[h] = holders.get(h, 0) + 1
+        assert {h: n for h, n in self._refs.items() if n} == holders, "refcounts != holders"
+        assert set(self._lru) == {h for h, n in self._refs.items() if n == 0}, "LRU drifted"
+        assert self.used == private + len(holders), "KV blocks leaked"
+        assert 0 <= self.used + len(self._lru) <= self.num_blocks, (
+            f"KV used {self.used} + cached-free {len(self._lru)} of {self.num_blocks}")
