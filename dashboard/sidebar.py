@@ -21,6 +21,8 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.feature_widgets import FEATURE_KEYS, prefix_widgets, spec_widgets
+from dashboard.logic.feature_knobs import supports_prefix, supports_spec
 from dashboard.logic.form_fields import (
     LENGTH_KINDS,
     LENGTH_RANGES,
@@ -48,7 +50,7 @@ from simulator.workload.traces import load_trace
 
 LENGTH_KEYS = tuple(f"{w}_{k}" for w in ("prompt", "output")
                     for k in ("dist", "mean", "sigma", "tokens", "low", "high"))
-KNOB_KEYS = (*Knobs.__dataclass_fields__, "use_trace", *LENGTH_KEYS)
+KNOB_KEYS = (*Knobs.__dataclass_fields__, "use_trace", *LENGTH_KEYS, *FEATURE_KEYS)
 TRACE_TYPES = ("csv", "json", "jsonl", "parquet", "pq")
 LENGTH_DEFAULTS = {"mean": 1000.0, "sigma": 1.0, "tokens": 512, "low": 64, "high": 1024}
 
@@ -206,6 +208,12 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     output = d.output if trace else _lengths("output", d.output)
     if trace:
         sb.caption("Prompt and output lengths come from the trace.")
+    sb.subheader("Prefix caching")
+    prefix = prefix_widgets(sb, d.prefix, supported=supports_prefix(policy),
+                            closed=arrival == "closed", trace=bool(trace))
+    sb.subheader("Speculative decoding")
+    spec = spec_widgets(sb, d.spec, model, supported=supports_spec(policy),
+                        counts=base.get("speculative", {}).get("acceptance_counts"))
     sb.subheader("Targets (SLO)")
     ttft = _number("TTFT target (ms)", "ttft_ms", d.ttft_ms, 50.0)
     tpot = _number("TPOT target (ms)", "tpot_ms", d.tpot_ms, 5.0)
@@ -216,4 +224,5 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
                    replicas=replicas, router=router, stack=stack, policy=policy,
                    arrival=arrival,
                    rescale_trace=rescale, num_requests=n, prompt=prompt, output=output,
-                   trace=trace, ttft_ms=ttft, tpot_ms=tpot, percentile=q)
+                   trace=trace, ttft_ms=ttft, tpot_ms=tpot, percentile=q, prefix=prefix,
+                   spec=spec)

@@ -97,3 +97,30 @@ def kpi_tiles(summary: dict[str, Any], targets_ms: dict[str, float], q: float) -
     cols[2].metric("Goodput", "n/a" if good is None else f"{good:.2f} req/s")
     slo_met = summary.get("slo_met")
     cols[3].metric("SLO", {True: "met", False: "missed", None: "n/a"}[slo_met])
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def feature_tiles(summary: dict[str, Any]) -> None:
+    """Tiles for prefix caching and speculative decoding, for the features the run had on
+    (their summary keys: docs/prefix-caching.md, docs/speculative.md)."""
+    tiles: list[tuple[str, str, str]] = []
+    if "prefix_hit_rate" in summary:
+        tiles += [("Prefix hit rate", _pct(summary["prefix_hit_rate"]),
+                   f"cached prompt tokens / prompt tokens; by blocks "
+                   f"{_pct(summary.get('prefix_block_hit_rate'))}"),
+                  ("Prefill tokens saved", f"{summary.get('prefill_tokens_saved') or 0:,}",
+                   f"{summary.get('prefix_evictions') or 0:,} cached blocks evicted")]
+    if "spec_mean_accepted_tokens_per_step" in summary:
+        mean = summary["spec_mean_accepted_tokens_per_step"]
+        tiles += [("Accepted tokens per step", "n/a" if mean is None else f"{mean:.2f}",
+                   "tokens a speculative row emits per step (1 to k + 1), mean"),
+                  ("Draft acceptance rate", _pct(summary.get("spec_acceptance_rate")),
+                   "accepted drafts / drafts verified")]
+    if not tiles:
+        return
+    cols = st.columns(4)
+    for col, (label, value, help_text) in zip(cols, tiles, strict=False):
+        col.metric(label, value, help=help_text)

@@ -15,6 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.logic.feature_knobs import (
+    PrefixKnobs,
+    SpecKnobs,
+    supports_prefix,
+    supports_spec,
+)
 from dashboard.logic.scenario_form import (
     Knobs,
     apply_knobs,
@@ -27,6 +33,9 @@ DEFAULT_RATES = (2.0, 5.0, 10.0, 15.0, 20.0)
 DEFAULT_REQUESTS = 400  # per point: 4 policies x 5 rates stay within a few seconds
 POLICY_SHORT = {"static": "static", "dynamic": "dynamic", "continuous": "continuous",
                 "chunked": "chunked prefill"}
+# the summary keys the table gains when a feature was on in some point (None elsewhere)
+FEATURE_COLUMNS = ("prefix_hit_rate", "prefill_tokens_saved",
+                   "spec_mean_accepted_tokens_per_step", "spec_acceptance_rate")
 
 
 def parse_rates(text: str) -> list[float]:
@@ -57,6 +66,28 @@ def policy_knobs(base: dict[str, Any], policies: Sequence[str]) -> dict[str, Kno
     return out
 
 
+def with_features(knobs: Mapping[str, Knobs], prefix: PrefixKnobs,
+                  spec: SpecKnobs) -> tuple[dict[str, Knobs], str | None]:
+    """Every policy's knobs with the page's prefix-caching and speculative settings, and a
+    note naming the policies that run without a feature they do not take (static and
+    dynamic batching pad every prompt and decode one token a step; the simulator refuses
+    both features for them). The system prompt is traffic: every policy gets it."""
+    out, skipped = {}, []
+    for policy, own in knobs.items():
+        p_on, s_on = prefix.on and supports_prefix(policy), spec.on and supports_spec(policy)
+        if (prefix.on and not p_on) or (spec.on and not s_on):
+            skipped.append(policy_label(policy))
+        out[policy] = replace(own, prefix=replace(prefix, on=p_on),
+                              spec=replace(spec, on=s_on))
+    if not skipped:
+        return out, None
+    features = " and ".join(name for name, on in (("prefix caching", prefix.on),
+                                                  ("speculative decoding", spec.on)) if on)
+    return out, (f"{', '.join(skipped)}: run without {features}, which only the continuous "
+                 "policies take (a padded batch prefills every prompt in full and decodes "
+                 "one token a step).")
+
+
 def policy_points(base: dict[str, Any], knobs: Mapping[str, Knobs],
                   rates: Sequence[float]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``(labels, scenario)`` for every policy in ``knobs`` x rate (open loop at that rate)."""
@@ -76,12 +107,15 @@ def _p(summary: dict[str, Any], stat: str, metric: str) -> float:
 
 
 def comparison_table(points: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> pd.DataFrame:
-    """One row per ``(labels, summary)``: latency percentiles (ms), throughput, goodput, SLO."""
+    """One row per ``(labels, summary)``: the prefix-cache and speculative metrics of the
+    features some point had on (FEATURE_COLUMNS), latency percentiles (ms), throughput,
+    goodput, SLO."""
     rows = []
     for labels, s in points:
         rows.append({
             "series": POLICY_SHORT.get(labels["policy"], labels["policy"]),
             "policy": labels["policy"], "rate": labels["rate"],
+            **{key: s.get(key) for key in FEATURE_COLUMNS},  # first: in sight when on
             "p50_ttft_ms": _p(s, "median", "ttft"), "p99_ttft_ms": _p(s, "p99", "ttft"),
             "p50_tpot_ms": _p(s, "median", "tpot"), "p99_tpot_ms": _p(s, "p99", "tpot"),
             "request_throughput": s.get("request_throughput") or 0.0,
@@ -89,7 +123,9 @@ def comparison_table(points: Sequence[tuple[dict[str, Any], dict[str, Any]]]) ->
             "output_throughput": s.get("output_throughput") or 0.0,
             "slo_met": bool(s.get("slo_met")),
         })
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    unused = [key for key in FEATURE_COLUMNS if key in table and table[key].isna().all()]
+    return table.drop(columns=unused)
 
 
 def max_rate_met(table: pd.DataFrame) -> dict[str, float | None]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboard.logic.feature_knobs import draft_layer_bounds
 from dashboard.logic.scenario_form import (
     MAX_DEFAULT_REQUESTS,
     POLICY_KNOBS,
@@ -42,6 +43,13 @@ FIELDS = {
     "cv": ("workload", "cv"), "concurrency": ("workload", "concurrency"),
     "num_requests": ("workload", "num_requests"), "ttft_ms": ("slo", "ttft_ms"),
     "tpot_ms": ("slo", "tpot_ms"), "percentile": ("slo", "percentile"),
+    "prefix_caching": ("kv", "prefix_caching"),
+    "system_prompt_tokens": ("workload", "system_prompt_tokens"),
+    "system_prompt_share": ("workload", "system_prompt_share"),
+    "session_turns": ("workload", "session_turns"),
+    "spec_num_tokens": ("speculative", "num_tokens"),
+    "spec_acceptance": ("speculative", "acceptance"),
+    "spec_draft": ("speculative", "draft"), "spec_draft_layers": ("speculative", "draft_layers"),
 }
 LENGTH_KINDS = ("lognormal", "fixed", "uniform")  # the length distributions with widgets
 # The length tables are not scalar schema fields (simulator/workload/lengths.py checks them):
@@ -51,7 +59,8 @@ LENGTH_RANGES: dict[str, tuple[int, int] | tuple[float, float]] = {
     "mean": (1.0, 200_000.0), "sigma": (0.0, 3.0),
 }
 SHOWN = {(s, k) for s, k in FIELDS.values()} | {("workload", "prompt"), ("workload", "output"),
-                                                 ("workload", "trace")}
+                                                 ("workload", "trace"),
+                                                 ("speculative", "acceptance_counts")}
 
 
 def schema_key(knob: str, policy: str | None = None) -> str:
@@ -110,8 +119,22 @@ def _check(name: str, value: Any, knob: str, policy: str | None = None) -> str |
     if knob in ("model", "gpu", "weight_dtype", "tp", "policy"):
         offered = choices(knob)
         return None if value in offered else f"{name} = {value!r}: the form offers {list(offered)}"
+    if knob == "spec_draft" and value not in MODELS:
+        return f"{name} = {value!r}: the form offers catalogue models ({', '.join(MODELS)})"
     # num_requests above MAX_REQUESTS is no problem: capped, and said so (form_notes)
     return problem(knob, value, policy, name.rpartition(".")[0])
+
+
+def _draft_layers_check(point: dict[str, Any]) -> str | None:
+    """``speculative.draft_layers`` beyond the target's layers (no widget can hold it)."""
+    layers = point.get("speculative", {}).get("draft_layers")
+    model = point.get("model", {}).get("name", field_rule("model.name").default)
+    if not isinstance(layers, int) or model not in MODELS:
+        return None
+    low, high = draft_layer_bounds(model)
+    return None if low <= layers <= high else (
+        f"speculative.draft_layers = {layers}: {model} has {high + 1} layers; a draft takes "
+        f"{low} to {high} of them")
 
 
 def _length_check(name: str, value: Any, param: str) -> str | None:
@@ -143,6 +166,7 @@ def form_problems(point: dict[str, Any]) -> list[str]:
         if isinstance(dist, dict) and dist.get("dist") in LENGTH_KINDS:
             out += [_length_check(f"workload.{which}.{k}", v, k)
                     for k, v in dist.items() if k in LENGTH_RANGES]
+    out.append(_draft_layers_check(point))
     return [p for p in out if p]
 
 

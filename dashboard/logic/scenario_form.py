@@ -3,29 +3,45 @@
 The explorer starts from a scenario (shipped or uploaded), collapses any sweep to one
 point, reads the sidebar's values from it (``knobs_from_point``) and writes the user's
 choices back into a copy (``apply_knobs``). Every field the sidebar does not show passes
-through unchanged: whole sections (``[kv]``, ``[cost]``, ``[run]``), other keys of the
-shown sections, and ``[policy.<name>]`` subtables (a knob the chosen policy's subtable
-sets is written there, where it wins). ``dashboard.logic.form_fields`` says which fields
-those are, and which values the form cannot show at all.
+through unchanged: whole sections (``[cost]``, ``[run]``), other keys of the shown
+sections (``[kv]`` but ``prefix_caching``), and ``[policy.<name>]`` subtables (a knob the
+chosen policy's subtable sets is written there, where it wins). Prefix caching and the
+``[speculative]`` section are read and written by ``dashboard.logic.feature_knobs``.
+``dashboard.logic.form_fields`` says which fields those are, and which values the form
+cannot show at all.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
+from dashboard.logic.feature_knobs import (
+    PrefixKnobs,
+    SpecKnobs,
+    prefix_from_point,
+    spec_from_point,
+    write_prefix,
+    write_spec,
+)
+
+# the shipped-scenario helpers live in scenario_files.py; the pages import them from here
+from dashboard.logic.scenario_files import (
+    DEFAULT_SCENARIO,
+    SCENARIOS_DIR,
+    collapse,
+    load_shipped,
+    shipped_scenarios,
+    sweep_note,
+)
 from simulator.policies import POLICIES, policy_knobs
-from simulator.scenario import NOT_SWEPT, load_scenario
 from simulator.scenario_types import Scenario, field_rule
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 from simulator.stacks import StackSection, apply_stack
 from simulator.workload.lengths import Fixed, LogNormal, Uniform
 
-SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-DEFAULT_SCENARIO = "chat"
 MAX_DEFAULT_REQUESTS = 600  # keeps one explorer run near a second on a 2-core machine
 POLICY_LABELS = {
     "static": "static (padded batches)",
@@ -41,50 +57,14 @@ POLICY_KNOBS = ("batch_size", "max_batch_size", "max_wait_s", "max_num_seqs",
 # scenario schema's (simulator.scenario_types.field_rule).
 FORM_STARTS: dict[str, Any] = {"workload.concurrency": 32, "slo.ttft_ms": 500.0,
                                "slo.tpot_ms": 50.0}
+# [workload] keys a run refuses outside a closed loop, and inside one (WorkloadConfig)
+CLOSED_ONLY = ("think_time_s", "client_start", "client_ramp_s", "session_turns")
+OPEN_ONLY = ("max_concurrency",)
 
 
 def policy_label(name: str) -> str:
     """A policy's label in pickers (its name when it has none)."""
     return POLICY_LABELS.get(name, name)
-
-def shipped_scenarios() -> dict[str, Path]:
-    """Shipped scenario files by name (file stem), sorted."""
-    return {p.stem: p for p in sorted(SCENARIOS_DIR.glob("*.toml"))}
-
-
-def load_shipped(name: str) -> dict[str, Any]:
-    """A shipped scenario's raw dict (as ``load_scenario`` gives it)."""
-    return load_scenario(shipped_scenarios()[name])
-
-
-def collapse(raw: dict[str, Any]) -> dict[str, Any]:
-    """One point of a sweep: each list takes its middle value; a policy list prefers chunked.
-
-    The middle of a rate sweep is a more telling start than its first, idle-server value.
-    """
-    point = copy.deepcopy(raw)
-    for section, table in point.items():
-        if not isinstance(table, dict):
-            continue
-        for key, value in table.items():
-            if isinstance(value, list) and (section, key) not in NOT_SWEPT and value:
-                if (section, key) == ("policy", "name") and "chunked" in value:
-                    table[key] = "chunked"
-                else:
-                    table[key] = value[len(value) // 2]
-    return point
-
-
-def sweep_note(raw: dict[str, Any], source: str) -> str | None:
-    """Which point of a sweep :func:`collapse` keeps, in words; None for a single point."""
-    point = collapse(raw)
-    picked = [f"{section}.{key} = {point[section][key]!r}"
-              for section, table in raw.items() if isinstance(table, dict)
-              for key, value in table.items()
-              if isinstance(value, list) and (section, key) not in NOT_SWEPT]
-    if not picked:
-        return None
-    return f"{source} is a sweep; the explorer runs one point of it: {', '.join(picked)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +97,8 @@ class Knobs:
     replicas: int
     router: str
     stack: str  # none | a key of simulator.stacks.STACKS
+    prefix: PrefixKnobs  # [kv] prefix_caching and the workload's prefix knobs
+    spec: SpecKnobs  # [speculative]
 
 
 def policy_settings(point: dict[str, Any], name: str) -> dict[str, Any]:
@@ -176,6 +158,7 @@ def knobs_from_point(point: dict[str, Any]) -> Knobs:
         percentile=float(get("slo", "percentile")),
         replicas=get("cluster", "replicas"), router=get("cluster", "router"),
         stack=get("stack", "name"),
+        prefix=prefix_from_point(point), spec=spec_from_point(point, get("model", "name")),
     )
 
 
@@ -204,13 +187,19 @@ def _policy(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
 
 def workload_table(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
     """The ``[workload]`` table: arrival process, and lengths from distributions or a trace;
-    keys the form does not show (``trace_format``, ``think_time_s``, ...) are kept."""
+    keys the form does not show (``trace_format``, ``think_time_s``, ...) are kept, but for
+    the keys of one kind of loop when the form runs the other (CLOSED_ONLY, OPEN_ONLY)."""
     wl = copy.deepcopy(point.get("workload", {}))
-    for key in ("rate", "cv", "concurrency", "prompt", "output", "trace"):
+    for key in ("rate", "cv", "concurrency", "prompt", "output", "trace",
+                *(OPEN_ONLY if k.arrival == "closed" else CLOSED_ONLY)):
         wl.pop(key, None)
     wl["arrival"] = k.arrival
+    if k.arrival not in ("poisson", "constant"):  # a rate schedule is for these only
+        wl.pop("rate_schedule", None)
     if k.arrival == "closed":
         wl["concurrency"] = k.concurrency
+    elif "rate_schedule" in wl:
+        pass  # the schedule's rates run (docs/fleet.md); the form has no widget for them
     elif k.arrival != "trace" or k.rescale_trace:
         wl["rate"] = k.rate
     if k.arrival == "gamma":
@@ -233,6 +222,8 @@ def apply_knobs(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
     out["hardware"] = {**out.get("hardware", {}), "gpu": k.gpu, "tp": k.tp}
     out["policy"] = _policy(point, k)
     out["workload"] = workload_table(point, k)
+    write_prefix(out, point, k.prefix, closed=k.arrival == "closed", trace=bool(k.trace))
+    write_spec(out, point, k.spec)
     out["slo"] = {**out.get("slo", {}), "ttft_ms": k.ttft_ms, "tpot_ms": k.tpot_ms,
                   "percentile": k.percentile}
     out["cluster"] = {**out.get("cluster", {}), "replicas": k.replicas, "router": k.router}
@@ -257,3 +248,9 @@ def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
     shown = knobs_from_point({**applied, "policy": applied["policy"]})
     return replace(k, policy=shown.policy,
                    **{knob: getattr(shown, knob) for knob in POLICY_KNOBS})
+
+
+__all__ = ["DEFAULT_SCENARIO", "SCENARIOS_DIR", "Knobs", "apply_knobs", "collapse",
+           "default", "default_knobs", "knobs_from_point", "load_shipped", "policy_label",
+           "policy_settings", "policy_table", "shipped_scenarios", "sweep_note",
+           "with_stack", "workload_table"]

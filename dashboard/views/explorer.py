@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures
+from dashboard.logic.feature_knobs import expected_tokens_per_step
 from dashboard.logic.run import (
     latency_samples,
     requests_csv,
@@ -15,7 +16,7 @@ from dashboard.logic.run import (
 from dashboard.logic.scenario_form import apply_knobs, knobs_from_point
 from dashboard.logic.toml_out import to_toml
 from dashboard.sidebar import knob_widgets, scenario_picker
-from dashboard.ui import cached_run, guarded, kpi_tiles, plot
+from dashboard.ui import cached_run, feature_tiles, guarded, kpi_tiles, plot
 
 st.title("Explorer")
 base, source = scenario_picker()
@@ -28,6 +29,13 @@ with st.spinner("Simulating..."):
 s = out.summary
 targets = {"ttft": knobs.ttft_ms, "tpot": knobs.tpot_ms}
 kpi_tiles(s, targets, knobs.percentile)
+feature_tiles(s)
+if knobs.spec.on and not knobs.spec.use_counts:
+    k, alpha = knobs.spec.num_tokens, knobs.spec.acceptance
+    st.caption(f"Speculative decoding, k = {k}, alpha = {alpha:g}: a row given k drafts emits "
+               f"(1 - alpha^(k+1)) / (1 - alpha) = {expected_tokens_per_step(alpha, k):.2f} "
+               "tokens a step on average; the simulated mean above also counts rows near "
+               "their end, given fewer drafts.")
 st.caption(f"{s['completed']} of {len(out.requests)} requests finished, "
            f"{s['num_rejected']} rejected, {s['num_preemptions']} preemptions; "
            f"{s['num_gpus']} GPU(s); steps priced by {s['cost_profile']}; "

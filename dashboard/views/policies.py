@@ -1,7 +1,9 @@
 """Policy comparison: static vs dynamic vs continuous (and chunked prefill) across rates.
 
 Widgets are keyed ``pol_*`` and refilled from the chosen scenario (dashboard/page_form.py);
-each policy shows the knobs it takes, with the scenario schema's ranges.
+each policy shows the knobs it takes, with the scenario schema's ranges. Prefix caching
+and speculative decoding apply to every compared policy that takes them (the padded
+policies run without, and a note says so); the table gains their columns when on.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import replace
 import streamlit as st
 
 from dashboard import figures
+from dashboard.feature_widgets import FEATURE_KEYS, prefix_widgets, spec_widgets
 from dashboard.logic.compare import (
     DEFAULT_RATES,
     DEFAULT_REQUESTS,
@@ -19,6 +22,7 @@ from dashboard.logic.compare import (
     policy_knobs,
     policy_points,
     recommend,
+    with_features,
 )
 from dashboard.logic.form_fields import choices
 from dashboard.logic.scenario_form import (
@@ -40,6 +44,7 @@ base = collapse(load_shipped(name))
 all_knobs = policy_knobs(base, choices("policy"))  # every policy, as the scenario sets it
 filled = ["pol_ttft_ms", "pol_tpot_ms", "pol_num_requests"]
 filled += [f"pol_{p}_{k}" for p in all_knobs for k in POLICY_KNOBS]
+filled += [f"pol_{k}" for k in FEATURE_KEYS]
 refill("pol", f"shipped:{name}", filled)
 rates_text = c[1].text_input("Request rates (req/s)", ", ".join(f"{r:g}" for r in DEFAULT_RATES),
                              key="pol_rates")
@@ -53,6 +58,16 @@ rates = guarded("Rates", lambda: parse_rates(rates_text))
 c = st.columns(4)
 ttft = float(number(c[0], "TTFT target (ms)", "ttft_ms", first.ttft_ms, "pol_ttft_ms", 50.0))
 tpot = float(number(c[1], "TPOT target (ms)", "tpot_ms", first.tpot_ms, "pol_tpot_ms", 5.0))
+if first.arrival == "closed":
+    st.caption(f"{name}.toml sends a closed loop; this page sends Poisson traffic at each rate "
+               "instead" + (f" (its sessions of {first.prefix.session_turns} turns too)"
+                            if first.prefix.session_turns > 1 else "") + ".")
+left, right = st.columns(2)
+with left:
+    prefix = prefix_widgets(st, first.prefix, "pol_", trace=bool(first.trace))
+with right:
+    spec = spec_widgets(st, first.spec, first.model, "pol_",
+                        counts=base.get("speculative", {}).get("acceptance_counts"))
 knobs = {}
 with st.expander("Policy knobs"):
     k = st.columns(len(chosen) or 1)
@@ -67,6 +82,9 @@ with st.expander("Policy knobs"):
 if not knobs:
     st.info("Pick at least one policy.")
     st.stop()
+knobs, feature_note = with_features(knobs, prefix, spec)
+if feature_note:
+    st.info(feature_note)
 
 points = policy_points(base, knobs, rates)
 outs = guarded("Simulation", lambda: run_all(points, "Simulating policies x rates"))
@@ -74,6 +92,10 @@ table = comparison_table([(labels, o.summary) for (labels, _), o in zip(points, 
 slo_text = f"P99 TTFT ≤ {ttft:g} ms and P99 TPOT ≤ {tpot:g} ms"
 st.markdown(recommend(table, knobs, slo_text))
 
+if first.arrival == "closed":
+    st.caption(f"{name}.toml sends a closed loop; this page sends Poisson traffic at each rate "
+               "instead" + (f" (its sessions of {first.prefix.session_turns} turns too)"
+                            if first.prefix.session_turns > 1 else "") + ".")
 left, right = st.columns(2)
 with left:
     plot(figures.against_rate(table, [("p50_ttft_ms", "P50"), ("p99_ttft_ms", "P99")],

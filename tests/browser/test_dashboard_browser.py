@@ -100,9 +100,24 @@ def _set_number(page: Page, label: str, value: str) -> None:
     _settle(page)
 
 
+def _check(page: Page, label: str) -> None:
+    """Tick the checkbox ``label`` by clicking it, as a person does."""
+    page.locator('[data-testid="stCheckbox"]', has_text=label).locator("label").click()
+    _settle(page)
+
+
 def _tile(page: Page, label: str) -> str:
     tile = page.locator('[data-testid="stMetric"]', has_text=label).first
+    tile.wait_for(timeout=60_000)
     return tile.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _table(page: Page) -> list[dict[str, str]]:
+    """The page's first st.dataframe as rows of header -> cell text (its accessible table)."""
+    grid = page.locator('[data-testid="stDataFrame"] table').first
+    head = grid.locator("th").all_inner_texts()
+    rows = grid.locator("tbody tr").all()
+    return [dict(zip(head, row.locator("td").all_inner_texts(), strict=False)) for row in rows]
 
 
 def _ms(text: str) -> float:
@@ -148,6 +163,43 @@ def test_explorer_upload_fills_the_widgets(page: Page, base_url: str, tmp_path: 
     assert "continuous (vLLM v0)" in policy and "chunked prefill" not in policy
     assert page.get_by_text("40 of 40 requests finished").count() == 1
     _shot(page, "explorer-upload")
+
+
+def test_explorer_speculative_decoding_and_prefix_caching(page: Page, base_url: str) -> None:
+    """Issue 14 item 3: both features switched on through the sidebar's widgets, and their
+    metrics shown with values a reader can check (100 requests keep each rerun short)."""
+    _open(page, base_url)
+    _set_number(page, "Requests", "100")
+    assert page.get_by_text("Accepted tokens per step").count() == 0
+    _check(page, "Speculative decoding")
+    k = int(page.get_by_label("Draft tokens per step (k)", exact=True).input_value())
+    assert k == 4 and 1 < float(_tile(page, "Accepted tokens per step")) <= k + 1
+    # alpha 1 and k 2: every draft is accepted, a row emits 3 tokens a step (fewer only
+    # at its end); the closed form in the caption says 3.00
+    _set_number(page, "Draft tokens per step (k)", "2")
+    _set_number(page, "Acceptance per draft (alpha)", "1")
+    page.get_by_text("= 3.00 tokens a step").wait_for(timeout=60_000)
+    assert _tile(page, "Draft acceptance rate") == "100.0%"
+    assert 2.5 < float(_tile(page, "Accepted tokens per step")) <= 3
+    _check(page, "Prefix caching")
+    _set_number(page, "Shared system prompt (tokens)", "1000")
+    hit = float(_tile(page, "Prefix hit rate").rstrip("%"))
+    assert 0 < hit < 100
+    assert int(_tile(page, "Prefill tokens saved").replace(",", "")) > 0
+    _shot(page, "explorer-features")
+
+
+def test_policies_speculative_decoding_column(page: Page, base_url: str) -> None:
+    _open(page, f"{base_url}/policies")
+    _set_number(page, "Request rates (req/s)", "5")
+    _set_number(page, "Requests per point", "100")
+    assert "spec_mean_accepted_tokens_per_step" not in _table(page)[0]
+    _check(page, "Speculative decoding")
+    page.get_by_text("run without speculative decoding").wait_for(timeout=60_000)
+    rows = {row["policy"]: row for row in _table(page)}
+    assert float(rows["chunked"]["spec_mean_accepted_tokens_per_step"]) > 1
+    assert rows["static"]["spec_mean_accepted_tokens_per_step"] in ("", "None", "nan")
+    _shot(page, "policies-speculative")
 
 
 def test_policies(page: Page, base_url: str) -> None:
