@@ -26,6 +26,7 @@ from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
 from simulator.metrics import summarize
 from simulator.policies import make_policy
+from simulator.prefix_cache_run import prefix_summary
 from simulator.runner import PointResult, point_result
 from simulator.workload.config import build_requests
 
@@ -73,6 +74,10 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
     """Serve one scenario point on the engine; ``em`` reuses an already built model."""
     dep = resolve(point)
     device = engine_device(dep)
+    if getattr(dep.policy, "num_speculative_tokens", 0):
+        raise ConfigError("speculative.num_tokens > 0: the engine backend serves random "
+                          "weights, whose drafts' acceptance means nothing; measure the real "
+                          "engine's with benchmarks/speculative_engine.py (docs/speculative.md)")
     if device.type == "cpu":
         torch.set_num_threads(threads)
     if em is None or em.spec != dep.model or em.dtype != dep.weight_dtype:
@@ -83,13 +88,16 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
     before = probe(em)  # the machine's speed now, on steps the profile knows
     run = replay(built.table, em, dep.policy, dep.kv_blocks, block_size=dep.block_size,
                  horizon_s=dep.horizon_s, seed=dep.seed, progress=progress,
-                 max_concurrency=built.max_concurrency)
+                 max_concurrency=built.max_concurrency, segments=built.segments,
+                 prefix_caching=dep.prefix_caching)
     speed_probe = merge(before, probe(em))
     res = run.result
     durations = (res.steps["end_s"] - res.steps["start_s"]).to_numpy()
     outside = durations - run.forward_s  # loop work outside the batch runner, per step
     summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
                         num_replicas=1)
+    if res.prefix_stats is not None:  # prefix caching's keys, as the simulator's summary
+        summary |= prefix_summary(res.prefix_stats)
     engine = {
         "device": str(device), "threads": torch.get_num_threads(),
         "torch": torch.__version__, "transformers": transformers.__version__,

@@ -19,11 +19,15 @@ from array import array
 from collections.abc import Callable
 
 from engine.models import TORCH_DTYPES, EngineModel
+from engine.prefix_kv import PrefixKV
 from engine.slot_cache import SlotCache
-from engine.step_runner import BatchRunner, batch_work, forward_groups
+from engine.speculative import SpecDecoder
+from engine.step_runner import BatchRunner, RowWork, batch_work, forward_groups
 from simulator.kvcache import BlockManager
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.step import decode_emitters
+from simulator.prefix_cache import PrefixBlockManager
+from simulator.speculative_stats import SpecStats
 from simulator.steplog import StepLog
 
 TokenCallback = Callable[[Sequence, int, float], None]  # (request, token id, time emitted)
@@ -36,7 +40,8 @@ class EngineCore:
                  capacity: int = 256, max_cache_positions: int | None = None,
                  clock: Callable[[], float] = time.perf_counter,
                  on_token: TokenCallback | None = None,
-                 on_done: Callable[[Sequence], None] | None = None) -> None:
+                 on_done: Callable[[Sequence], None] | None = None,
+                 draft: EngineModel | None = None) -> None:
         self.em = em
         self.policy = policy
         self.state = ServerState(kv=kv)
@@ -49,6 +54,15 @@ class EngineCore:
                                capacity=max(1, capacity), dtype=TORCH_DTYPES[em.dtype],
                                device=em.device, max_positions=max_cache_positions)
         self.runner = BatchRunner(em, self.cache)
+        # a prefix-caching manager: the engine keeps the KV of its cached blocks (prefix_kv.py)
+        self.prefix: PrefixKV | None = None
+        if isinstance(kv, PrefixBlockManager):
+            self.prefix = PrefixKV(self.cache, kv)
+            kv.listener = self.prefix
+        # speculative batches (policy num_speculative_tokens > 0): the draft proposes, the
+        # model verifies (engine/speculative.py); None: such a batch raises
+        self.speculator = None if draft is None else SpecDecoder(self.runner, draft)
+        self.spec_stats = SpecStats()  # drafts verified and tokens emitted, per row-step
         self.slots: list[Sequence] = []  # mirrors state.running, in order
         self.tokens: dict[int, list[int]] = {}  # request id -> prompt ids, then outputs
         # request id -> time of each output (8 bytes a token, where a list of floats takes 32)
@@ -56,6 +70,12 @@ class EngineCore:
         self.arrived: list[Sequence] = []
         self.last_end = 0.0  # end of the last step run
         self.forward_s: list[float] = []  # per step: seconds in the runner (inputs + forwards)
+        # per step, parts of forward_s: the draft's passes and the verify pass (0.0 on a step
+        # that is not speculative); accepted: per speculative step, tokens each decode row
+        # emitted (what simulator.speculative_acceptance.ReplayAcceptance replays)
+        self.draft_s: list[float] = []
+        self.verify_s: list[float] = []
+        self.accepted: list[list[int]] = []
         self._forget: set[int] = set()  # finished, ids to drop once their slot is gone
 
     def arrive(self, seq: Sequence, prompt_ids: list[int]) -> bool:
@@ -87,6 +107,8 @@ class EngineCore:
         ``arrivals(end)``, if given, hands over the requests that arrived during the step
         before it is logged, so the step's queue length counts them as the simulator does.
         """
+        if self.prefix is not None:  # blocks cached while scheduling (a preempted request's)
+            self.prefix.before_sync(self.slots)
         self._sync_slots()
         state = self.state
         emitted_count = decode_emitters(batch)
@@ -94,20 +116,34 @@ class EngineCore:
         work = batch_work(batch, slot_of)
         padded = len(self.slots) if state.group is not None else None
         slot_tokens = [self.tokens[s.request_id] for s in self.slots]
-        emitted: dict[int, int] = {}
+        drafts = ({slot_of[s.request_id]: n for s, n in zip(batch.decode, batch.spec_drafts,
+                                                             strict=True)}
+                  if batch.spec_tokens else {})
+        spec_rows = [w for w in work if w.slot in drafts]
+        emitted: dict[int, list[int]] = {}
         f0 = time.perf_counter()
-        for forward in forward_groups(work, padded):
-            emitted.update(self.runner.forward(forward, slot_tokens))
+        late = set() if self.prefix is None else self.prefix.before_step(self.slots, work)
+        for forward in forward_groups([w for w in work if w.slot not in drafts], padded, late):
+            emitted.update((s, [t]) for s, t in self.runner.forward(forward, slot_tokens).items())
+        self._speculate(spec_rows, drafts, slot_tokens, emitted)
         self.forward_s.append(time.perf_counter() - f0)
         end = self.clock()
         self.last_end = end
-        for slot, token in emitted.items():
+        for slot, new in emitted.items():
             seq = self.slots[slot]
-            self.tokens[seq.request_id].append(token)
-            self.token_times[seq.request_id].append(end)
-            if self.on_token is not None:
-                self.on_token(seq, token, end)
-        finished = complete(state, batch, start, end)
+            for token in new:
+                self.tokens[seq.request_id].append(token)
+                self.token_times[seq.request_id].append(end)
+                if self.on_token is not None:
+                    self.on_token(seq, token, end)
+        accepted = None
+        if batch.spec_tokens:
+            accepted = [len(emitted[slot_of[s.request_id]]) for s in batch.decode]
+            self.accepted.append(accepted)
+            self.spec_stats.add(batch.spec_drafts, accepted)
+        finished = complete(state, batch, start, end, accepted)
+        if self.prefix is not None:  # before the slots change: store the blocks just filled
+            self.prefix.after_step(self.slots, finished)
         if arrivals is not None:
             arrivals(end)
         self.log.add(start, end, batch.shape, emitted_count, len(state.running),
@@ -116,6 +152,22 @@ class EngineCore:
         for seq in finished:
             self._done(seq)
         return finished
+
+    def _speculate(self, rows: list[RowWork], drafts: dict[int, int],
+                   slot_tokens: list[list[int]], emitted: dict[int, list[int]]) -> None:
+        """Run a speculative batch's decode ``rows`` (none: not speculative) into
+        ``emitted``; log the step's draft and verify seconds."""
+        if not rows:
+            self.draft_s.append(0.0)
+            self.verify_s.append(0.0)
+            return
+        if self.speculator is None:
+            raise ValueError("the policy speculates (num_speculative_tokens > 0) but the "
+                             "engine has no draft model (EngineCore(draft=...))")
+        res = self.speculator.step(rows, drafts, slot_tokens)
+        emitted.update(res.emitted)
+        self.draft_s.append(res.draft_s)
+        self.verify_s.append(res.verify_s)
 
     def abort(self, request_id: int, reason: str) -> bool:
         """Drop a waiting or running request (its client left): free its KV, report it done
@@ -133,6 +185,9 @@ class EngineCore:
                 seq.clock.leave(seq, state.kv)
             state.running.remove(seq)
             state.kv.free(request_id)
+            if self.prefix is not None:  # the blocks its free just cached, before its slot goes
+                self.prefix.before_sync(self.slots)
+                self.prefix.forget(request_id)
             self._sync_slots()
         seq.reason = reason
         self._done(seq)

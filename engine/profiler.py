@@ -33,15 +33,15 @@ def forward_names(model_cls: Any) -> tuple[str, str | None]:
 
 
 def forward_last(model: PreTrainedModel, ids: torch.Tensor, mask: torch.Tensor,
-                 pos: torch.Tensor, kv: Any) -> torch.Tensor:
-    """Logits of the last position only: (B, 1, V)."""
+                 pos: torch.Tensor, kv: Any, last: int = 1) -> torch.Tensor:
+    """Logits of the last ``last`` positions only: (B, last, V)."""
     model_cls: Any = type(model)  # hashable; typed Any as torch's __hash__ stub confuses mypy
     cache_kw, keep = forward_names(model_cls)
     kwargs: dict[str, Any] = {cache_kw: kv, "use_cache": kv is not None}
     if keep:
-        kwargs[keep] = 1
+        kwargs[keep] = last
     logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, **kwargs).logits
-    return logits if keep else logits[:, -1:, :]
+    return logits if keep else logits[:, -last:, :]
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 Arrivals happen at their ``arrival_s`` on the wall clock (open loop), or ``think_s`` after
 the client's previous request ended (closed loop); with ``max_concurrency = C`` an open
 loop's request due while C are outstanding is sent when the first of them ends (as the
-simulator does, simulator/cluster.py ``_Driver``). The engine keeps a *logical* time
+simulator does, simulator/driver.py ``Driver``). The engine keeps a *logical* time
 ``now`` exactly as the simulator does: a busy engine's next step starts where the last
 one ended; an idle one starts at the arrival or timeout it waited for, even if the OS
 woke it a little later (that lag is part of the step's measured duration). Requests are
@@ -13,7 +13,10 @@ the same batches at the same times (tests/test_engine_serving.py,
 replica that served it (0: one engine is one replica), as the simulator's do.
 
 Prompts of synthetic requests are random token ids drawn from ``(seed, request_id)``, so a
-request gets the same prompt whether it runs alone or batched.
+request gets the same prompt whether it runs alone or batched; a table with prefix
+identity gives every request naming a segment the same ids for it
+(engine/prefix_prompts.py), and ``prefix_caching`` reuses their KV as the simulator's
+prefix cache says (engine/prefix_kv.py).
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ import pandas as pd
 
 from engine.core import EngineCore
 from engine.models import EngineModel
+from engine.prefix_prompts import SegmentPrompts
 from simulator.cluster import SimResult
-from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence, Wait
+from simulator.prefix_cache import PrefixBlockManager
+from simulator.prefix_cache_run import block_manager, with_cached_tokens
 from simulator.records import STEP_COLUMNS, empty_table, token_table
 from simulator.served_requests import Arrivals, read_arrivals, request_records
+from simulator.workload.prefixes import PrefixIdentity, PrefixSegments
 
 
 @dataclass(slots=True)
@@ -46,6 +52,11 @@ class EngineRun:
     outputs: dict[int, list[int]]  # request id -> generated token ids
     model: EngineModel  # the model that served them (reusable for the next run)
     forward_s: np.ndarray  # per step: seconds in the batch runner; the rest is loop overhead
+    # per step, parts of forward_s (0 where not speculative): draft passes, verify pass
+    draft_s: np.ndarray | None = None
+    verify_s: np.ndarray | None = None
+    # per speculative step: tokens each decode row emitted (ReplayAcceptance replays them)
+    accepted: list[list[int]] | None = None
 
 
 def prompt_ids(request_id: int, length: int, vocab_size: int, seed: int = 0) -> list[int]:
@@ -114,9 +125,15 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
            block_size: int = 16, horizon_s: float | None = None, seed: int = 0,
            prompts: dict[int, list[int]] | None = None,
            progress: Callable[[int, int], None] | None = None,
-           max_concurrency: int | None = None) -> EngineRun:
+           max_concurrency: int | None = None, draft: EngineModel | None = None,
+           segments: PrefixSegments | None = None, prefix_caching: bool = False) -> EngineRun:
     """Serve ``table`` (contract 1) on ``em`` with ``policy`` in real time; at most
-    ``max_concurrency`` requests in flight when given (open loop)."""
+    ``max_concurrency`` requests in flight when given (open loop); ``draft`` proposes the
+    tokens of a speculating policy (engine/speculative.py). ``segments``: the table's
+    prefix identity (its segment columns slice them): requests naming a segment get the
+    same ids for it (engine/prefix_prompts.py); ``prefix_caching`` reuses the KV of cached
+    blocks as the simulator's manager says (engine/prefix_kv.py) and records each
+    request's ``cached_tokens``."""
     read = read_arrivals(table)
     seqs = read.seqs
     arrivals = _Arrivals(read, max_concurrency)
@@ -129,19 +146,26 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
     now = 0.0
 
     def on_done(seq: Sequence) -> None:
+        if shared is not None:  # a session's next turn reads this answer (prefix_prompts.py)
+            shared.finished(seq.request_id, seq.prompt_tokens,
+                            core.tokens[seq.request_id][seq.prompt_tokens:])
         arrivals.done(seq, now)
         done_count[0] += 1
         if progress is not None:
             progress(done_count[0], len(seqs))
 
     capacity = max((s.prompt_tokens + s.output_tokens for s in seqs), default=1)
-    core = EngineCore(em, policy, BlockManager(kv_blocks, block_size), capacity=capacity,
-                      clock=clock, on_done=on_done)
+    kv = block_manager(kv_blocks, block_size,
+                       PrefixIdentity(table, segments) if prefix_caching else None)
+    shared = None if segments is None else SegmentPrompts(table, segments, em.vocab_size, seed)
+    core = EngineCore(em, policy, kv, capacity=capacity,
+                      clock=clock, on_done=on_done, draft=draft)
 
     def admit(until: float) -> None:
         for seq in arrivals.pop_due(until):
-            ids = (prompts or {}).get(seq.request_id) or prompt_ids(
-                seq.request_id, seq.prompt_tokens, em.vocab_size, seed)
+            ids = (prompts or {}).get(seq.request_id) or (
+                shared.prompt(seq.request_id, seq.prompt_tokens) if shared is not None
+                else prompt_ids(seq.request_id, seq.prompt_tokens, em.vocab_size, seed))
             core.arrive(seq, ids)
         if arrivals.unsent == 0:
             core.state.arrivals_done = True
@@ -164,9 +188,14 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
         core.run(decision, now, admit)
         now = core.last_end
     steps = core.log.table() if len(core.log) else empty_table(STEP_COLUMNS)
-    result = SimResult(requests=request_records(core.arrived), steps=steps,
+    records = request_records(core.arrived)
+    stats = kv.stats if isinstance(kv, PrefixBlockManager) else None
+    result = SimResult(requests=records if stats is None else with_cached_tokens(records, stats),
+                       steps=steps, prefix_stats=stats,
                        kv_blocks_total=kv_blocks, num_replicas=1, num_events=len(core.log),
                        wall_s=clock())
     outputs = {s.request_id: core.tokens[s.request_id][s.prompt_tokens:] for s in core.arrived}
     return EngineRun(result, token_table(core.token_times), outputs, em,
-                     np.asarray(core.forward_s, dtype=np.float64))
+                     np.asarray(core.forward_s, dtype=np.float64),
+                     np.asarray(core.draft_s, dtype=np.float64),
+                     np.asarray(core.verify_s, dtype=np.float64), core.accepted)

@@ -59,6 +59,9 @@ class SlotCache:
         self._length = 0  # key columns attention reads this step
         self._packed = False  # this step is one packed row (engine/segment_attention.py)
         self._token_slots = torch.zeros(0, dtype=torch.long)  # packed: slot of each token
+        # (src slot, dst slot, lo, hi): columns lo..hi-1 copied src -> dst in each layer right
+        # after the step's write (prefix blocks computed in the same step, engine/prefix_kv.py)
+        self.copies: list[tuple[int, int, int, int]] = []
 
     def _alloc(self, slots: int, capacity: int) -> None:
         """(Re)allocate for ``slots`` rows of ``capacity`` positions, keeping what is cached."""
@@ -158,11 +161,19 @@ class SlotCache:
         if self._packed:  # (1, H, N, D) -> (N, H, D) at (slot, column) per token
             k[self._token_slots, :, self._columns] = key_states[0].transpose(0, 1).to(k.dtype)
             v[self._token_slots, :, self._columns] = value_states[0].transpose(0, 1).to(v.dtype)
+            self._copy(k, v)
             return k, v
         # Advanced indices (B, 1) and (B, W) around a slice index (B, W, H, D).
         k[self._row_index, :, self._columns] = key_states.transpose(1, 2).to(k.dtype)
         v[self._row_index, :, self._columns] = value_states.transpose(1, 2).to(v.dtype)
+        self._copy(k, v)
         return k[self._rows, :, :self._length], v[self._rows, :, :self._length]
+
+    def _copy(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Apply this step's in-forward block copies (:attr:`copies`) to one layer."""
+        for src, dst, lo, hi in self.copies:
+            k[dst, :, lo:hi] = k[src, :, lo:hi]
+            v[dst, :, lo:hi] = v[src, :, lo:hi]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Key columns of the current step (transformers asks only without position ids)."""

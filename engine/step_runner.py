@@ -54,7 +54,8 @@ class Forward:
     packed: bool = False
 
 
-def forward_groups(work: list[RowWork], padded_rows: int | None) -> list[Forward]:
+def forward_groups(work: list[RowWork], padded_rows: int | None,
+                   packed: set[int] | None = None) -> list[Forward]:
     """The forwards that run ``work``: decodes batched, prefill chunks packed.
 
     ``padded_rows``: the padded batch's row count (all of its slots run batched together).
@@ -62,10 +63,11 @@ def forward_groups(work: list[RowWork], padded_rows: int | None) -> list[Forward
     if padded_rows is not None:
         return [Forward(work, 0, padded_rows)]
     out = []
-    ones = [w for w in work if w.count == 1]
+    packed = packed or set()  # slots of one-token rows that must run packed (prefix_kv.py)
+    ones = [w for w in work if w.count == 1 and w.slot not in packed]
     if ones:
         out.append(Forward(ones, ones[0].slot, ones[-1].slot + 1))
-    many = [w for w in work if w.count > 1]
+    many = [w for w in work if w.count > 1 or w.slot in packed]
     if many:
         out.append(Forward(many, packed=True))
     return out
@@ -115,7 +117,6 @@ class BatchRunner:
         return {w.slot: nxt[i] for i, w in enumerate(rows)
                 if w.start + w.count == len(tokens[w.slot])}
 
-    @torch.inference_mode()
     def run(self, lo: int, hi: int, rows: list[RowWork],
             tokens: list[list[int]]) -> dict[int, int]:
         """Run the rows of slots ``lo .. hi - 1`` (slots without work are padding).
@@ -123,26 +124,45 @@ class BatchRunner:
         ``tokens[slot]`` holds the slot's known tokens (prompt, then outputs). Returns
         ``{slot: greedy next token}`` for every row whose step computes its last known token.
         """
-        width = max(w.count for w in rows)
+        spans = {w.slot: (w.start, tokens[w.slot][w.start:w.start + w.count]) for w in rows}
+        nxt = self.greedy(self.em, lo, hi, spans)[:, -1].tolist()  # last column: real
+        return {w.slot: nxt[w.slot - lo] for w in rows
+                if w.start + w.count == len(tokens[w.slot])}
+
+    @torch.inference_mode()
+    def greedy(self, em: EngineModel, lo: int, hi: int, spans: dict[int, tuple[int, list[int]]],
+               last: int = 1) -> torch.Tensor:
+        """One batched forward of ``em`` over slots ``lo .. hi - 1``: ``spans[slot] = (start,
+        ids)`` puts ``ids`` at positions ``start ..`` (slots without a span are padding).
+
+        Returns the greedy tokens of the last ``last`` input columns, ``(hi - lo, last)``.
+        ``em`` may be a draft sharing the cache's first layers (engine/speculative.py).
+        """
+        ids, pos, mask = self.batched_inputs(lo, hi, spans)
+        dev = em.device
+        logits = forward_last(em.model, ids.to(dev), mask.to(dev), pos.to(dev), self.cache,
+                              last)
+        return logits.argmax(-1)
+
+    def batched_inputs(self, lo: int, hi: int, spans: dict[int, tuple[int, list[int]]],
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Left-padded ids and positions (B, W) and the (B, 1, W, L) mask of a batched
+        forward, with the cache prepared to write each token at its position."""
+        width = max(len(ids) for _, ids in spans.values())
         num = hi - lo
-        by_slot = {w.slot: w for w in rows}
         scratch = self.cache.capacity
         ids = torch.zeros(num, width, dtype=torch.long)
         pos = torch.zeros(num, width, dtype=torch.long)
         cols = torch.full((num, width), scratch, dtype=torch.long)
         length = 1
-        for slot, w in by_slot.items():
-            b, pad = slot - lo, width - w.count
-            ids[b, pad:] = torch.tensor(tokens[slot][w.start:w.start + w.count])
-            span = torch.arange(w.start, w.start + w.count)
+        for slot, (start, row_ids) in spans.items():
+            b, pad, count = slot - lo, width - len(row_ids), len(row_ids)
+            ids[b, pad:] = torch.tensor(row_ids)
+            span = torch.arange(start, start + count)
             pos[b, pad:] = span
             cols[b, pad:] = span
-            length = max(length, w.start + w.count)
+            length = max(length, start + count)
         # (B, 1, W, L): a query at position p attends its row's keys 0..p (padding: key 0).
         mask = (torch.arange(length)[None, None, :] <= pos[:, :, None])[:, None]
         self.cache.prepare(lo, cols, length)
-        dev = self.em.device
-        logits = forward_last(self.em.model, ids.to(dev), mask.to(dev), pos.to(dev), self.cache)
-        nxt = logits[:, -1, :].argmax(-1).tolist()  # (B,) last column: real for every row
-        return {slot: nxt[slot - lo] for slot, w in by_slot.items()
-                if w.start + w.count == len(tokens[slot])}
+        return ids, pos, mask

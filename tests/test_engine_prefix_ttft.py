@@ -1,0 +1,80 @@
+"""Prefix reuse on this CPU: the engine's TTFT with reuse off and on, and the simulator's.
+
+Every request starts with the same 320-token system prompt (20 full blocks of 16) and a
+message of 16..48 tokens; requests arrive 0.4 s apart, so each one's TTFT is about one
+prefill step. In the same test run: a small profiling sweep of the engine (engine/sweep.py,
+fixed step shapes, none with cached context) is fitted to a linear cost profile, and the
+simulator, given that profile, predicts both runs. The prediction with reuse on prices a
+prefill of ``n`` new tokens over ``hit`` cached ones as ``P = n, A = n (hit + n/2)``, a
+shape the sweep never measured. Tolerance: the engine-validate test's TTFT tolerance
+(tests/test_validate_engine.py, 40%); the hit counts must agree exactly. Runs in seconds
+on the random-weight ``tiny`` model (its TTFT is timing, not text).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from calibrate.fit import fit_steps  # noqa: E402
+from engine.models import build_model  # noqa: E402
+from engine.plan import SweepPlan  # noqa: E402
+from engine.serving import replay  # noqa: E402
+from engine.sweep import run_sweep  # noqa: E402
+from simulator.cluster import ClusterSpec, simulate  # noqa: E402
+from simulator.costs.linear import LinearCost  # noqa: E402
+from simulator.policies import make_policy  # noqa: E402
+from simulator.workload.prefixes import START, STOP, from_lists  # noqa: E402
+
+TTFT_TOLERANCE = 0.40  # tests/test_validate_engine.py's TTFT tolerance
+SYSTEM, N, GAP_S, BLOCKS = 320, 10, 0.4, 256
+PLAN = SweepPlan(prefill_batches=(1, 2), prompt_lens=(16, 128, 384), decode_batches=(1, 4),
+                 context_lens=(64, 512), mixed_batches=(1,), mixed_chunks=(32, 128),
+                 repeats=3, warmup=1)  # 12 shapes, a few seconds
+
+
+def workload():
+    rng = np.random.default_rng(3)
+    segments, start, stop = from_lists([[(0, SYSTEM)]] * N)
+    table = pd.DataFrame({
+        "request_id": range(N), "arrival_s": np.arange(N) * GAP_S,
+        "prompt_tokens": SYSTEM + rng.integers(16, 49, N), "output_tokens": 4,
+        START: start, STOP: stop,
+    })
+    return table, segments
+
+
+def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
+    torch.set_num_threads(1)
+    em = build_model("tiny", seed=0)
+    table, segments = workload()
+    policy = {"max_num_batched_tokens": 2048}
+    replay(table.head(3), em, make_policy("continuous", **policy), BLOCKS)  # warm up
+    report = fit_steps(pd.DataFrame(list(run_sweep(em, PLAN))), form="linear")
+    cost = LinearCost(**report.coefficients)
+    measured, predicted = {}, {}
+    for on in (False, True):
+        run = replay(table, em, make_policy("continuous", **policy), BLOCKS,
+                     segments=segments, prefix_caching=on)
+        spec = ClusterSpec(make_policy("continuous", **policy), cost, kv_blocks=BLOCKS,
+                           prefix_caching=on)
+        sim = simulate(table, spec, segments=segments)
+        eng, pred = run.result.requests, sim.requests
+        measured[on] = float((eng["first_token_s"] - eng["arrival_s"]).mean())
+        predicted[on] = float((pred["first_token_s"] - pred["arrival_s"]).mean())
+        if on:  # the first request computes the prompt; every other one hits 20 blocks
+            hits = eng.set_index("request_id")["cached_tokens"]
+            assert hits.tolist() == [0] + [SYSTEM] * (N - 1)
+            assert (pred.set_index("request_id")["cached_tokens"] == hits).all()
+    with capsys.disabled():
+        print(f"\nmean TTFT ms, engine / simulator: reuse off {measured[False] * 1e3:.2f} / "
+              f"{predicted[False] * 1e3:.2f}, on {measured[True] * 1e3:.2f} / "
+              f"{predicted[True] * 1e3:.2f} (profile held-out MAPE {report.mape:.1%})")
+    for on in (False, True):
+        err = predicted[on] / measured[on] - 1
+        assert abs(err) <= TTFT_TOLERANCE, f"reuse {'on' if on else 'off'}: {err:+.1%}"
+    assert measured[True] < 0.6 * measured[False]  # reuse removes most of the prefill
