@@ -72,3 +72,31 @@ def test_nothing_shared_and_nothing_preempted_changes_nothing(rows, policy) -> N
     cached = simulate(table, replace(spec, prefix_caching=True), segments=None)
     assert plain.requests.equals(cached.requests.drop(columns="cached_tokens"))
     assert plain.steps.equals(cached.steps)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=requests, policy=policies, k=st.integers(1, 4), alpha=st.floats(0, 1),
+       kv_blocks=st.integers(12, 40), replicas=st.integers(1, 2))
+def test_invariants_with_sharing_and_speculative_steps(rows, policy, k, alpha, kv_blocks,  # type: ignore[no-untyped-def]
+                                                       replicas) -> None:
+    """Prefix sharing and speculative steps together: a verify's lookahead blocks given back
+    never free a shared block, hits stay whole blocks, and every request is accounted for."""
+    from simulator.speculative_acceptance import Acceptance
+
+    table, segments = _table(rows)
+    spec = ClusterSpec(replace(policy, num_speculative_tokens=k), COST, kv_blocks=kv_blocks,
+                       block_size=4, num_replicas=replicas, router="least_outstanding",
+                       check_invariants=True, prefix_caching=True,
+                       speculative=Acceptance(alpha=alpha, seed=0))
+    res = simulate(table, spec, segments=segments)  # kv.check() and the core's checks each step
+    recs = res.requests
+    assert len(recs) == len(rows) and set(recs["status"]) <= {"finished", "rejected"}
+    done = recs[recs["status"] == "finished"]
+    assert (done["cached_tokens"].to_numpy() % 4 == 0).all()
+    assert (res.steps.groupby("replica")["kv_blocks_used"].last() == 0).all()
+    stats = res.spec_stats
+    assert stats is not None
+    for s, (n, e) in enumerate(zip(stats.row_steps, stats.emitted, strict=True)):
+        assert n <= e <= n * (s + 1)  # a row emits 1 .. 1 + s tokens
+        if alpha == 1.0:
+            assert e == n * (s + 1)  # every draft accepted
