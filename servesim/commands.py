@@ -15,6 +15,7 @@ from simulator.cached_runs import run_sweep
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
+from simulator.fleet.disagg_summary import disagg_lines, pools_line
 from simulator.fleet.summary import fleet_lines
 from simulator.metrics_slo import refusal_causes
 from simulator.point_cache import PointCache
@@ -150,6 +151,8 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
         f"{dep.block_size} tokens per replica",
         f"step costs: {dep.cost_source}",
     ]
+    if dep.disaggregated is not None:  # the pools replace the one replica kind
+        lines[1] = pools_line(dep.model.name, dep.weight_dtype, dep.kv_dtype, dep.disaggregated)
     if dep.stack != "none":
         lines.insert(2, f"stack: {dep.stack} (its scheduler defaults, KV layout, kernels and "
                         "host costs, under what the scenario sets)")
@@ -170,5 +173,6 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
     for r in results:
         lines += _point_notes(r)
         lines += fleet_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
+        lines += disagg_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import simpy
 
 from simulator.cluster_spec import ClusterSpec, LeaveHook, Progress, SimResult
 from simulator.driver import Driver
+from simulator.fleet.disagg import DisaggFleet
 from simulator.metrics_steps import StepStats
 from simulator.prefix_cache_run import combine, with_cached_tokens
 from simulator.records import STEP_COLUMNS, empty_table
@@ -70,6 +71,10 @@ def simulate(
     kept = [r.log.stats() for r in driver.replicas]
     prefix = combine([r.state.kv for r in driver.replicas])
     records = driver.records.table()
+    transfers = None
+    if isinstance(driver.fleet, DisaggFleet):  # the KV transfers' columns and figures
+        records = driver.fleet.columns(records)
+        transfers = driver.fleet.transfers
     return SimResult(
         requests=records if prefix is None else with_cached_tokens(records, prefix),
         steps=step_table,
@@ -83,4 +88,5 @@ def simulate(
         spec_stats=None if spec.speculative is None else SpecStats.combine(
             r.spec_stats for r in driver.replicas if r.spec_stats is not None),
         fleet=driver.fleet.usage(horizon_s, driver.num_done == driver.num_total),
+        transfers=transfers,
     )

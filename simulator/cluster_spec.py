@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from simulator.costs.base import CostModel
+from simulator.fleet.disagg import Transfers
+from simulator.fleet.disagg_spec import DisaggSpec
 from simulator.fleet.members import FleetUsage
 from simulator.fleet.sections import AdmissionSection, AutoscaleSection
 from simulator.metrics_steps import StepStats
@@ -36,6 +38,7 @@ class SimResult:
     prefix_stats: PrefixStats | None = None  # prefix caching's counters (None: off)
     spec_stats: SpecStats | None = None  # speculative decoding's counts (None: not speculating)
     fleet: FleetUsage | None = None  # replicas over time and their cost (with an autoscaler)
+    transfers: Transfers | None = None  # [disaggregated]: every KV transfer (None: off)
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,6 +64,9 @@ class ClusterSpec:
     speculative: AcceptanceModel | None = None
     admission: AdmissionSection | None = None  # the front door (None: every request passes)
     autoscale: AutoscaleSection | None = None  # None: num_replicas serve throughout
+    # [disaggregated]: prefill and decode pools and their KV link (simulator/fleet/disagg.py);
+    # None: every replica prefills and decodes
+    disaggregated: DisaggSpec | None = None
 
     def __post_init__(self) -> None:
         if not (self.request_s >= 0.0 and math.isfinite(self.request_s)):

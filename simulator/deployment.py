@@ -15,6 +15,8 @@ from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.host import request_delay_s
 from simulator.costs.speculative import draft_cost
 from simulator.errors import ConfigError
+from simulator.fleet.disagg_build import build_disagg
+from simulator.fleet.disagg_spec import DisaggSpec
 from simulator.fleet.sections import (
     ADMISSION_OFF,
     AUTOSCALE_OFF,
@@ -60,6 +62,7 @@ class Deployment:
     speculative: Acceptance | None = None  # [speculative]: acceptance draws (None: off)
     admission: AdmissionSection = ADMISSION_OFF  # [admission]: the fleet's front door
     autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale]: replicas following load
+    disaggregated: DisaggSpec | None = None  # [disaggregated]: prefill/decode pools (None: off)
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
@@ -68,7 +71,8 @@ class Deployment:
                            check_invariants=self.check_invariants, step_log=self.step_log,
                            prefix_caching=self.prefix_caching, speculative=self.speculative,
                            admission=self.admission if self.admission.enabled else None,
-                           autoscale=self.autoscale if self.autoscale.enabled else None)
+                           autoscale=self.autoscale if self.autoscale.enabled else None,
+                           disaggregated=self.disaggregated)
 
 
 def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Deployment:
@@ -105,6 +109,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy),
         speculative=spec.acceptance_model(sc.seed) if spec.on else None,
         admission=sc.admission, autoscale=sc.autoscale,
+        disaggregated=build_disagg(sc, policy, cost, preset.profiles if preset else None)
+        if sc.disaggregated.enabled else None,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import simpy
 
 from simulator.cluster_spec import ClusterSpec, LeaveHook, Progress
+from simulator.fleet.disagg import DisaggFleet, ReplicaOptions
 from simulator.fleet.fleet import Fleet
 from simulator.fleet.tokens import TokenReplica
 from simulator.policies import Sequence
@@ -66,10 +67,13 @@ class Driver:
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.
         # A capped open loop sends when a request ends: not known ahead, as a closed loop.
-        # An autoscaler's replicas come and go: as with several replicas, nothing is known ahead.
+        # An autoscaler's replicas come and go: nothing is known ahead.
         scaling = spec.autoscale is not None and spec.autoscale.enabled
-        known = (not closed_loop and spec.num_replicas == 1 and max_concurrency is None
-                 and not scaling)
+        # Several replicas too (issue 13): they interact only through arrivals, so none can
+        # be affected before the next one, whoever it goes to (except token-counting
+        # routers, whose counts read the SimPy clock mid-run).
+        known = (not closed_loop and max_concurrency is None and not scaling
+                 and (spec.num_replicas == 1 or not needs_tokens(spec.router)))
         self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf
         most = spec.autoscale.max_replicas if spec.autoscale is not None and scaling \
             else spec.num_replicas
@@ -78,6 +82,8 @@ class Driver:
         track_kv = scaling and spec.autoscale is not None and spec.autoscale.signal == "kv"
         kind = TokenReplica if needs_tokens(spec.router) or track_kv else Replica
         extra = {"track_kv": True} if track_kv else {}
+        if known and spec.num_replicas > 1:  # a decode run goes on past others' arrivals
+            extra["own_arrivals_cut"] = True
         self._unsent = len(seqs)
 
         def make(i: int) -> Replica:
@@ -94,9 +100,15 @@ class Driver:
                 r.close_arrivals()
             return r
 
-        self.fleet = Fleet(env, spec.router, make, spec.num_replicas, spec.admission,
-                           spec.autoscale, lambda: self.num_done < self.num_total,
-                           self.request_s)
+        self.fleet: Fleet | DisaggFleet
+        if spec.disaggregated is not None:  # prefill and decode pools (fleet/disagg.py)
+            self.fleet = DisaggFleet(env, spec.disaggregated, self._done, ReplicaOptions(
+                fast_forward, check_invariants, spec.step_log, horizon_s, max_step_rows),
+                spec.block_size)
+        else:
+            self.fleet = Fleet(env, spec.router, make, spec.num_replicas, spec.admission,
+                               spec.autoscale, lambda: self.num_done < self.num_total,
+                               self.request_s)
         self.replicas = self.fleet.replicas  # grows as an autoscaler starts replicas
         self._scaling = self.fleet.scaler is not None
         self.records = RecordColumns()  # a request's record, written as it leaves

@@ -53,6 +53,7 @@ class Replica(ReplicaClock):
         step_log: str = "full",
         horizon_s: float | None = None,
         acceptance: AcceptanceSampler | None = None,
+        own_arrivals_cut: bool = False,
     ) -> None:
         self.env = env
         self.index = index
@@ -73,6 +74,9 @@ class Replica(ReplicaClock):
         # When the next request to reach this replica is known ahead (open loop, one
         # replica), a fast-forward stops at it instead of being interrupted by it.
         self.next_arrival_s = next_arrival_s
+        # One of several replicas told the fleet's next arrival: a decode run goes on past
+        # it until a request reaches this replica (the others' arrivals cannot change it)
+        self.own_arrivals_cut = own_arrivals_cut and next_arrival_s is not None
         self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
         self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
         self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it
@@ -181,6 +185,8 @@ class Replica(ReplicaClock):
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         state = self.state
         price = self._price_decode
+        if self.own_arrivals_cut:
+            return (yield from self._run_to_own_arrival(batch, k))
         if price is not None and state.group is None and self.next_arrival_s is not None:
             stop_s = self.next_arrival_s()
             if k <= _SHORT_RUN or self._now + _SHORT_RUN * price(
@@ -203,6 +209,37 @@ class Replica(ReplicaClock):
         starts = np.concatenate(([start], ends[:-1]))
         shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
         self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
+        self._check_log_size()
+        return finished
+
+    def _run_to_own_arrival(self, batch: Batch, k: int
+                            ) -> Generator[simpy.Event, Any, list[Sequence]]:
+        """One of several replicas: a decode run of ``k`` steps that only a request reaching
+        this replica cuts (at the step in progress), as :meth:`_run_interruptible` does,
+        with steps priced one by one when the run is short and every time exact."""
+        state = self.state
+        if self._price_decode is not None and state.group is None and k <= _SHORT_RUN:
+            run = plan_short_run(state, batch, k, self._now, math.inf, self._price_decode)
+            n = yield from self._steps_cut_by_arrival(run.ends)
+            del run.ends[n:]
+            finished = apply_decode_run(state, batch, run.ends)
+            log_short_run(self.log, run, batch, state, finished)
+            self._check_log_size()
+            return finished
+        plan = plan_decode_run(state, batch, k)
+        start = self._now
+        ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(plan.shapes))))[1:]
+        queue_len = len(state.waiting)
+        k = yield from self._steps_cut_by_arrival(ends.tolist())
+        ends = ends[:k]
+        finished = apply_decode_run(state, batch, ends)
+        queue = np.full(k, queue_len)
+        queue[-1] = len(state.waiting)
+        running, kv_used = plan.running_after[:k], plan.kv_after[:k]
+        running[-1], kv_used[-1] = len(state.running), state.kv.used
+        starts = np.concatenate(([start], ends[:-1]))
+        shapes = plan.shapes if k == len(plan.shapes) else plan.shapes.head(k)
+        self.log.extend(starts, ends, shapes, plan.emitted[:k], running, queue, kv_used, finished)
         self._check_log_size()
         return finished
 

@@ -16,6 +16,7 @@ sets the attributes it declares.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -83,6 +84,26 @@ class ReplicaClock:
         self._interruptible = False
         self._now = env.now
         return len(ends), ends
+
+    def _steps_cut_by_arrival(self, ends: list[float]) -> Generator[simpy.Event, Any, int]:
+        """Run steps ending at ``ends`` up to the one in progress when a request reaches this
+        replica (:meth:`_run_interruptible`'s cut, with exact times); how many ran.
+
+        Steps ending before the fleet's next arrival need no SimPy event."""
+        n = len(ends)
+        if ends[-1] < self._inline_before():
+            self._now = ends[-1]
+            return n
+        self._interruptible = True
+        try:
+            yield self._until(ends[-1])
+        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
+            self._interruptible = False
+            n = min(bisect_left(ends, self.env.now), n - 1) + 1
+            yield self._until(ends[n - 1])
+        self._interruptible = False
+        self._now = ends[n - 1]
+        return n
 
     def _run_until_arrival(
         self, ends: np.ndarray

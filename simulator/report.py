@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from simulator.metrics_classes_table import format_class_table
+
 GROUPS = (("queue", "queue"), ("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"), ("E2E", "e2el"))
 """Latency column groups: (header, metric key in the summary)."""
 
@@ -100,7 +102,8 @@ def format_summary_table(
     out = [title, rule, line(header), line(sub), rule, *(line(b) for b in body)]
     if not body:
         out.append("(no runs)")
-    return "\n".join(out) + "\n"
+    classes = format_class_table(rows, labels, format_ms)  # runs with priority classes
+    return "\n".join(out) + "\n" + ("\n" + classes if classes else "")
 
 
 def _cells(row: dict[str, Any], labels: Sequence[str],

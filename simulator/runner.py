@@ -16,13 +16,17 @@ from simulator.atomic import atomic_write
 from simulator.cluster import LeaveHook, Progress, SimResult, simulate
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
+from simulator.fleet.disagg_spec import blocks_by_replica
+from simulator.fleet.disagg_summary import disagg_summary
 from simulator.fleet.summary import fleet_summary, gpu_price
 from simulator.memory_guard import available_bytes, check_fits, step_row_budget
 from simulator.metrics import summarize, to_json_safe
+from simulator.metrics_classes import class_summary, with_classes
 from simulator.prefix_cache_run import prefix_summary
 from simulator.results_manifest import SIMULATED, begin_writing, seal_results
 from simulator.speculative_stats import spec_summary
 from simulator.workload.arrivals import check_span
+from simulator.workload.classes import CLASS_COLUMN
 from simulator.workload.config import SYNTHETIC, BuiltWorkload, build_requests
 
 
@@ -58,8 +62,13 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
                    fast_forward=dep.fast_forward, progress=progress, max_step_rows=rows,
                    max_concurrency=built.max_concurrency, segments=built.segments,
                    on_leave=None if watch is None else watch(built.table))
-    summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks,
+    disagg = dep.disaggregated
+    summary = summarize(res.requests, res.steps, dep.slo, kv_blocks_total=dep.kv_blocks
+                        if disagg is None else blocks_by_replica(disagg),
                         num_replicas=res.num_replicas, step_stats=res.step_stats)
+    if CLASS_COLUMN in built.table:  # priority classes: records and summary per class
+        res.requests = with_classes(res.requests, built.table)
+        summary["classes"] = class_summary(res.requests, dep.workload.classes, dep.slo)
     if res.spec_stats is not None:  # speculative decoding's keys, only when it is on
         summary |= spec_summary(res.spec_stats)
     if res.prefix_stats is not None:  # prefix caching's keys, only when it is on
@@ -67,7 +76,11 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
     if res.fleet is not None:  # the autoscaler's keys, only when it is on
         price = gpu_price(dep.hardware.name, dep.autoscale.usd_per_gpu_hour)
         summary |= fleet_summary(res.fleet, dep.tp, price)
-    meta = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
+    meta: dict[str, Any] = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
+    if disagg is not None and res.transfers is not None:  # the pools' keys, only when on
+        summary |= disagg_summary(res.transfers, disagg, res.requests, res.steps)
+        meta |= {"replicas": disagg.prefill.replicas + disagg.decode.replicas,
+                 "num_gpus": disagg.prefill.num_gpus + disagg.decode.num_gpus}
     return point_result(labels, point, dep, built, summary, res, **meta)
 
 

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.fleet.disagg_section import DISAGG_OFF, DisaggSection
 from simulator.fleet.sections import (
     ADMISSION_OFF,
     AUTOSCALE_OFF,
@@ -112,7 +113,7 @@ class RunSection:
 
 
 SECTIONS = ("model", "hardware", "stack", "kv", "policy", "workload", "slo", "cluster", "cost",
-            "run", "speculative", "admission", "autoscale")
+            "run", "speculative", "admission", "autoscale", "disaggregated")
 TOP_LEVEL = ("name", "description", "seed")
 
 
@@ -137,6 +138,8 @@ class Scenario:
     speculative: SpeculativeSection = field(default_factory=SpeculativeSection)
     admission: AdmissionSection = ADMISSION_OFF  # [admission] (docs/fleet.md): off unless given
     autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale] (docs/fleet.md): off unless given
+    # [disaggregated] (docs/fleet.md): prefill and decode pools; off unless given
+    disaggregated: DisaggSection = DISAGG_OFF
 
     def __post_init__(self) -> None:
         check_fields(self, "")
@@ -188,6 +191,9 @@ class Scenario:
             speculative=speculative,
             admission=build_section(AdmissionSection, point.get("admission"), "admission"),
             autoscale=_autoscale(point.get("autoscale"), point.get("cluster")),
+            disaggregated=build_section(DisaggSection, point.get("disaggregated"),
+                                        "disaggregated") if "disaggregated" in point
+            else DISAGG_OFF,
         )
 
     def model_spec(self) -> ModelSpec:
@@ -231,7 +237,7 @@ def section_fields() -> dict[str, tuple[str, ...]]:
     typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
              "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection,
              "speculative": SpeculativeSection, "admission": AdmissionSection,
-             "autoscale": AutoscaleSection}
+             "autoscale": AutoscaleSection, "disaggregated": DisaggSection}
     out = {s: tuple(r.name for r in rules(c)) for s, c in typed.items()}
     out["policy"] = ("name", *knob_rules(), *POLICIES)
     out.update(workload=(), slo=(), cost=())
@@ -246,7 +252,8 @@ def schema_rules() -> dict[str, FieldRule]:
     typed = {"model": ModelSection, "hardware": HardwareSection, "stack": StackSection,
              "kv": KVCacheConfig, "cluster": ClusterSection, "run": RunSection,
              "workload": WorkloadConfig, "slo": SLO, "speculative": SpeculativeSection,
-             "admission": AdmissionSection, "autoscale": AutoscaleSection}
+             "admission": AdmissionSection, "autoscale": AutoscaleSection,
+             "disaggregated": DisaggSection}
     for section, cls in typed.items():
         out.update({f"{section}.{r.name}": r for r in rules(cls)
                     if r.kind != "other" and r.name not in ("where", "ignored")})

@@ -51,6 +51,10 @@ def read_arrivals(requests: pd.DataFrame) -> Arrivals:
     think = table["think_s"].to_numpy(np.float64).tolist() if "think_s" in table else [0.0] * n
     seqs = [Sequence(i, a, pp, oo, cc)
             for i, a, pp, oo, cc in zip(ids, arr.tolist(), p, o, c, strict=True)]
+    if "priority_class" in table:  # priority classes (workload/classes.py)
+        for seq, k in zip(seqs, table["priority_class"].to_numpy(np.int64).tolist(),
+                          strict=True):
+            seq.priority = k
     return Arrivals(seqs, think, closed)
 
 

@@ -4,6 +4,8 @@
   replica's own clock) against one SimPy event per step.
 - Short decode runs priced step by step in plain Python against the vectorised plan.
 - With an exact scalar pricer, fast-forward on and off give identical results.
+- Several replicas behind a router that reads no token counts: each stops its steps at the
+  fleet's next arrival (known ahead) against being interrupted by its own arrivals.
 
 Small random workloads, every policy, fast-forward on and off, horizons, and a time grid
 where arrivals tie with step ends.
@@ -118,6 +120,53 @@ def test_arrivals_tied_with_step_ends_resolve_the_same_way(  # type: ignore[no-u
     fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
     with pytest.MonkeyPatch.context() as mp:
         _one_event_per_step(mp)
+        slow = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
+    _same(fast, slow)
+
+
+def _arrivals_unknown(mp: pytest.MonkeyPatch) -> None:
+    """Replicas not told the next arrival: a fast-forward is cut by an interrupt, one SimPy
+    event per step (the multi-replica path before issue 13's fleet slice)."""
+    init = Replica.__init__
+
+    def blind(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs["next_arrival_s"] = None
+        init(self, *args, **kwargs)
+
+    mp.setattr(Replica, "__init__", blind)
+
+
+@settings(max_examples=120, deadline=None)
+@given(rows=requests, policy=policies, kv_blocks=st.integers(4, 40),
+       replicas=st.integers(2, 3),
+       router=st.sampled_from(["round_robin", "least_outstanding", "shortest_queue"]),
+       cost=st.sampled_from(["linear", "roofline", "host"]), fast_forward=st.booleans(),
+       horizon=st.sampled_from([None, 0.5, 1.7]), request_s=st.sampled_from([0.0, 0.01]))
+def test_replicas_stepping_to_the_next_arrival_match_interrupted_runs(  # type: ignore[no-untyped-def]
+    rows, policy, kv_blocks, replicas, router, cost, fast_forward, horizon, request_s
+) -> None:
+    spec = ClusterSpec(policy, COSTS[cost], kv_blocks=kv_blocks, block_size=4,
+                       num_replicas=replicas, router=router, check_invariants=True,
+                       request_s=request_s)
+    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward, horizon_s=horizon)
+    with pytest.MonkeyPatch.context() as mp:
+        _arrivals_unknown(mp)
+        slow = simulate(table(sorted(rows)), spec, fast_forward=fast_forward, horizon_s=horizon)
+    _same(fast, slow)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=grid_requests, policy=policies, kv_blocks=st.integers(4, 40),
+       router=st.sampled_from(["round_robin", "least_outstanding", "shortest_queue"]),
+       fast_forward=st.booleans())
+def test_replicas_resolve_arrivals_tied_with_step_ends_the_same_way(  # type: ignore[no-untyped-def]
+    rows, policy, kv_blocks, router, fast_forward
+) -> None:
+    spec = ClusterSpec(policy, GRID_COST, kv_blocks=kv_blocks, block_size=4, num_replicas=2,
+                       router=router)
+    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
+    with pytest.MonkeyPatch.context() as mp:
+        _arrivals_unknown(mp)
         slow = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
     _same(fast, slow)
 

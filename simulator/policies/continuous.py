@@ -36,6 +36,7 @@ from simulator.policies.admit_fcfs import admit_fcfs
 from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
+from simulator.policies.priority import check_scheduling, priority_first, priority_victim
 from simulator.policies.speculative import MAX_SPECULATIVE_TOKENS, spec_step
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
 from simulator.policies.step import decode_cohort, unpadded_shape
@@ -74,6 +75,9 @@ class ContinuousPolicy:
     # no chunked prefill: whole prompts join the running decodes' step, decodes first
     # (TensorRT-LLM in-flight batching); false: a prefill-only step (vLLM v0)
     mixed_prefill: bool = spec(False)
+    # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
+    # urgent running request makes way: policies/priority.py)
+    scheduling: Literal["fcfs", "priority"] = spec("fcfs")
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "num_scheduler_steps"):
@@ -94,6 +98,7 @@ class ContinuousPolicy:
         if self.admission not in rule.ADMISSIONS:
             raise ConfigError(f"policy.admission = {self.admission!r}: must be one of "
                               f"{list(rule.ADMISSIONS)}")
+        check_scheduling(self)
         if self.preemption not in PREEMPTIONS:
             raise ConfigError(f"policy.preemption = {self.preemption!r}: must be one of "
                               f"{list(PREEMPTIONS)}")
@@ -103,6 +108,7 @@ class ContinuousPolicy:
         if not state.waiting and not state.running:
             state.token_ratio.set(INIT_NEW_TOKEN_RATIO, state.decode_steps)  # SGLang: idle
             return Wait()
+        made_way = priority_first(self, state) if self.scheduling != "fcfs" else None
         batch: Batch | None = None
         if not self.chunked_prefill and not self.mixed_prefill and state.waiting:
             batch = self.admit(state, self.max_num_batched_tokens, [], [])
@@ -116,6 +122,8 @@ class ContinuousPolicy:
             batch = spec_step(self, state) if self.num_speculative_tokens else \
                 self._mixed_step(state)
             batch.preempted[:0] = evicted
+        if made_way:
+            batch.preempted[:0] = made_way
         if batch.preempted and self.admission == "conservative":
             state.token_ratio.set(rule.retract_estimate(state.running), state.decode_steps)
         if batch.prefill or batch.decode:
@@ -170,8 +178,12 @@ class ContinuousPolicy:
         (prefill, decode) this step is taken out of it and its tokens return to the budget."""
         seq = state.running[i]
         while not state.kv.can_allocate(seq.request_id, num_tokens):
-            out = victim(self.preemption, state.running)
-            j = len(state.running) - 1 if self.preemption == "newest" else state.running.index(out)
+            if self.scheduling == "fcfs":
+                out = victim(self.preemption, state.running)
+            else:
+                out = priority_victim(state.running)
+            j = (len(state.running) - 1 if self.preemption == "newest" and self.scheduling == "fcfs"
+                 else state.running.index(out))
             state.preempt(out, to_tail=requeues_at_tail(self.preemption))
             preempted.append(out)
             if j < i:

@@ -51,6 +51,7 @@ class Sequence:
     computed_base: int = 0  # num_computed, less clock.steps while on a clock
     generated_base: int = 0  # num_generated, less clock.steps while on a clock
     clock: DecodeClock | None = None  # the decode clock advancing it, if any
+    priority: int = 0  # priority class, lower = more urgent (read by scheduling "priority")
 
     @property
     def num_computed(self) -> int:

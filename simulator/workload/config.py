@@ -18,6 +18,7 @@ import pandas as pd
 from simulator.errors import ConfigError
 from simulator.scenario_fields import spec
 from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
+from simulator.workload.classes import WorkloadClasses, add_classes
 from simulator.workload.clients import CLIENT_STARTS, StepTime, closed_loop_table
 from simulator.workload.lengths import (
     CHAT_OUTPUT,
@@ -93,6 +94,9 @@ class WorkloadConfig:
     system_prompt_share: float = spec(1.0, low=0, high=1)
     system_prompts: int = spec(1, unit="prompts", low=1)
     session_turns: int = spec(1, unit="turns", low=1)  # closed only: turns per session
+    # priority classes, most urgent first: name = share, or name = { share, priority,
+    # SLO targets } (workload/classes.py, docs/fleet.md); None: one class, 0
+    classes: WorkloadClasses | None = None
     where: str = field(default="workload", compare=False, repr=False)  # name in errors
     # fields the table gave but the trace overrides ("prompt", "output"); said in the notes
     ignored: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -213,6 +217,8 @@ class WorkloadConfig:
                                                               f"{where}.rate_schedule")
         if isinstance(trace, str) and trace and base_dir is not None:
             kwargs["trace"] = str(Path(base_dir, trace))
+        if "classes" in d:
+            kwargs["classes"] = WorkloadClasses.from_value(d["classes"], f"{where}.classes")
         return cls(**kwargs, where=where)
 
 
@@ -281,6 +287,9 @@ def build_requests(
             table, system_tokens=cfg.system_prompt_tokens, share=cfg.system_prompt_share,
             num_prompts=cfg.system_prompts, turns=cfg.session_turns, clients=cfg.concurrency,
             rng=rng, max_context_tokens=max_context_tokens, notes=notes)
+    if cfg.classes is not None:  # drawn last: a workload without classes draws as before
+        table, note = add_classes(table, cfg.classes, rng)
+        notes.append(note)
     return BuiltWorkload(
         validate_request_table(table, cfg.where),
         counts,

@@ -16,7 +16,11 @@ output_tokens   int64    required  output tokens to generate, >= 1
 prefix_group    int64    optional  requests sharing a reusable KV prefix; -1 = none
 prefix_tokens   int64    optional  leading prompt tokens shared with an earlier request
                                    of the group, 0 <= prefix_tokens < prompt_tokens
-priority        int64    optional  scheduling priority (policy-defined meaning)
+priority        int64    optional  scheduling priority (policy-defined meaning; no
+                                   policy reads it: see priority_class)
+priority_class  int64    optional  priority class, >= 0, lower = more urgent (vLLM's
+                                   ``priority``); read by ``scheduling = "priority"``
+                                   and the per-class summary (workload/classes.py)
 client_id       int64    optional  closed-loop client that sends the request, >= 0
 think_s         float64  optional  closed loop: seconds the client waits after the
                                    response to its previous request before sending this
@@ -49,6 +53,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "prefix_group",
     "prefix_tokens",
     "priority",
+    "priority_class",
     "client_id",
     "think_s",
     "segments_start",
@@ -63,6 +68,7 @@ _SPECS: dict[str, tuple[bool, float | None, bool]] = {
     "prefix_group": (True, -1, False),
     "prefix_tokens": (True, 0, False),
     "priority": (True, None, False),
+    "priority_class": (True, 0, False),
     "client_id": (True, 0, False),
     "think_s": (False, 0.0, False),
     "segments_start": (True, 0, False),
