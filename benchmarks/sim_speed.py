@@ -17,7 +17,7 @@ import numpy as np
 
 from simulator.cluster import simulate
 from simulator.deployment import resolve
-from simulator.workload.config import build_requests
+from simulator.workload.build import build_requests
 
 SCENARIO = {
     "model": {"name": "llama-3.1-8b"},

@@ -28,7 +28,7 @@ from simulator.metrics import summarize
 from simulator.policies import make_policy
 from simulator.prefix_cache_run import prefix_summary
 from simulator.runner import PointResult, point_result
-from simulator.workload.config import build_requests
+from simulator.workload.build import build_requests
 
 WARMUP_REQUESTS = pd.DataFrame({  # a few shapes through every code path before timing
     "request_id": [0, 1, 2], "arrival_s": [0.0, 0.0, 0.0],

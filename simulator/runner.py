@@ -26,8 +26,9 @@ from simulator.prefix_cache_run import prefix_summary
 from simulator.results_manifest import SIMULATED, begin_writing, seal_results
 from simulator.speculative_stats import spec_summary
 from simulator.workload.arrivals import check_span
+from simulator.workload.build import BuiltWorkload, build_requests
 from simulator.workload.classes import CLASS_COLUMN
-from simulator.workload.config import SYNTHETIC, BuiltWorkload, build_requests
+from simulator.workload.config import SYNTHETIC
 
 
 @dataclass(slots=True)

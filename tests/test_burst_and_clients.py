@@ -22,8 +22,9 @@ from simulator.scenario import apply_overrides
 from simulator.scenario_types import Scenario, schema_rules
 from simulator.slo import SLO
 from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
+from simulator.workload.build import build_requests
 from simulator.workload.clients import cycle_estimate_s, first_send_s
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.config import WorkloadConfig
 from simulator.workload.transforms import scale_to_rate
 
 FIXED = {"prompt": {"dist": "fixed", "tokens": 4}, "output": {"dist": "fixed", "tokens": 3}}

@@ -122,7 +122,8 @@ def test_chat_toml_says_what_it_refuses() -> None:
     have prompt + output above it, 0 of its 1000. Drawing the lengths (no simulation)."""
     import numpy as np
 
-    from simulator.workload.config import WorkloadConfig, build_requests
+    from simulator.workload.build import build_requests
+    from simulator.workload.config import WorkloadConfig
 
     text = (Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml").read_text()
     assert "713 of 1,000,000" in text and "covers this traffic's longest" not in text

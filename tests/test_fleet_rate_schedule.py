@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.build import build_requests
+from simulator.workload.config import WorkloadConfig
 from simulator.workload.rate_schedule import RateSchedule
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from simulator.errors import ConfigError
 from simulator.runner import run_point
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.build import build_requests
+from simulator.workload.config import WorkloadConfig
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "traces"
 MOONCAKE = SHARED / "mooncake_conversation.head1000.jsonl"

@@ -110,7 +110,8 @@ def test_without_classes_nothing_changes(tmp_path: Path) -> None:
 
 
 def test_a_trace_gives_the_classes_and_the_tables_name_them(tmp_path: Path) -> None:
-    from simulator.workload.config import WorkloadConfig, build_requests
+    from simulator.workload.build import build_requests
+    from simulator.workload.config import WorkloadConfig
 
     trace = tmp_path / "t.csv"
     trace.write_text("request_id,arrival_s,prompt_tokens,output_tokens,priority_class\n"

@@ -13,7 +13,8 @@ import pytest
 from helpers import TokenCost
 
 from simulator.errors import ConfigError
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.build import build_requests
+from simulator.workload.config import WorkloadConfig
 
 FIXED = {"prompt": {"dist": "fixed", "tokens": 4}, "output": {"dist": "fixed", "tokens": 3}}
 COST = TokenCost(step_s=0.5, prefill_token_s=0.125)

@@ -18,7 +18,8 @@ from simulator.cluster import ClusterSpec, simulate
 from simulator.errors import ConfigError
 from simulator.measured.vllm_bench import bench_arrivals
 from simulator.policies import ContinuousPolicy
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.build import build_requests
+from simulator.workload.config import WorkloadConfig
 
 FIXED = {"prompt": {"dist": "fixed", "tokens": 4}, "output": {"dist": "fixed", "tokens": 1}}
 

@@ -15,7 +15,8 @@ from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.scenario import load_scenario
 from simulator.scenario_types import Scenario
-from simulator.workload.config import WorkloadConfig, build_requests
+from simulator.workload.build import build_requests
+from simulator.workload.config import WorkloadConfig
 
 CHAT = Path(__file__).parents[1] / "scenarios" / "chat.toml"
 # arrival_s 0, 0.5, 1.0, ...; prompt 100, 110, ...; output 10, 11, ...

@@ -27,7 +27,7 @@ import pandas as pd
 from simulator.errors import ConfigError
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario
 from simulator.scenario_types import Scenario
-from simulator.workload.config import build_requests
+from simulator.workload.build import build_requests
 from simulator.workload.traces import load_trace
 from simulator.workload.transforms import fit_context
 

@@ -7,7 +7,8 @@ from synthetic arrival processes (``arrivals``) and length distributions
 """
 
 from simulator.workload.arrivals import constant_arrivals, gamma_arrivals, poisson_arrivals
-from simulator.workload.config import BuiltWorkload, WorkloadConfig, build_requests
+from simulator.workload.build import BuiltWorkload, build_requests
+from simulator.workload.config import WorkloadConfig
 from simulator.workload.lengths import (
     Empirical,
     Fixed,
