@@ -106,7 +106,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         check_invariants=sc.run.check_invariants,
         stack=preset.describe() if preset is not None else "none",
         step_log=sc.run.step_log,
-        prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy),
+        prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy, sc.cluster.router),
         speculative=spec.acceptance_model(sc.seed) if spec.on else None,
         admission=sc.admission, autoscale=sc.autoscale,
         disaggregated=build_disagg(sc, policy, cost, preset.profiles if preset else None)
@@ -114,9 +114,12 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     )
 
 
-def _prefix_caching(on: bool, policy: Policy) -> bool:
+def _prefix_caching(on: bool, policy: Policy, router: str) -> bool:
     """``[kv] prefix_caching``, refused for the padded policies (static, dynamic), whose
-    rows always prefill their whole padded prompt."""
+    rows always prefill their whole padded prompt; the prefix_affinity router needs it."""
+    if router == "prefix_affinity" and not on:
+        raise ConfigError("cluster.router = 'prefix_affinity' routes by the replicas' prefix "
+                          "caches: set kv.prefix_caching = true")
     if on and not hasattr(policy, "chunked_prefill"):
         raise ConfigError(f"kv.prefix_caching = true: only for the continuous and chunked "
                           f"policies; {type(policy).__name__} pads every prompt in full")

@@ -39,11 +39,15 @@ with the cached block hashes a request starts from when it is admitted, and
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from simulator.kvcache import BlockManager
 from simulator.prefix_cache_chain import block_hashes
 from simulator.prefix_cache_stats import PrefixEvents, PrefixStats
 from simulator.workload.prefixes import PrefixIdentity
+
+if TYPE_CHECKING:
+    from simulator.policies.state import Sequence
 
 
 class PrefixBlockManager(BlockManager):
@@ -99,6 +103,21 @@ class PrefixBlockManager(BlockManager):
             k += 1
         self._matched[seq_id] = (k, num_tokens)
         return k * self.block_size
+
+    def prompt_chain(self, seq: Sequence) -> list[int]:
+        """The hashes of the full blocks a match of ``seq``'s prompt may find (a query)."""
+        ids, lens = self.identity.of(seq.request_id)
+        chain = block_hashes(ids, lens, seq.request_id, seq.prompt_tokens + seq.output_tokens,
+                             self.block_size)
+        return chain[:(seq.prompt_tokens - 1) // self.block_size]
+
+    def cached_prefix_blocks(self, chain: list[int]) -> int:
+        """How many leading blocks of ``chain`` are cached here (a query: nothing taken)."""
+        refs = self._refs
+        k = 0
+        while k < len(chain) and chain[k] in refs:
+            k += 1
+        return k
 
     def _active_hits(self, seq_id: int) -> int:
         """Blocks ``seq_id``'s match found that some request holds (they cost no free block)."""

@@ -1,8 +1,9 @@
 """Routers: which replica gets the next request. Chosen by name from :data:`ROUTERS`.
 
 A router sees the replicas that take new requests now (all of them, unless an autoscaler
-is starting or draining some: simulator/fleet/) and returns an index into that list.
-Every rule is O(replicas) per request; none walks the requests themselves.
+is starting or draining some: simulator/fleet/) and the request, and returns an index into
+that list. Every rule is O(replicas) per request (``prefix_affinity``: plus the request's
+prompt blocks); none walks the requests already there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Sequence as Seq
 from typing import Protocol, cast
 
 from simulator.errors import ConfigError
-from simulator.policies import ServerState
+from simulator.policies import Sequence, ServerState
+from simulator.prefix_cache import PrefixBlockManager
 
 
 class ReplicaView(Protocol):
@@ -30,7 +32,7 @@ class TokenView(ReplicaView, Protocol):
 class Router(Protocol):
     """Picks a replica index for each arriving request."""
 
-    def pick(self, replicas: Seq[ReplicaView]) -> int: ...
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int: ...
 
 
 class RoundRobin:
@@ -41,7 +43,7 @@ class RoundRobin:
     def __init__(self) -> None:
         self._next = 0
 
-    def pick(self, replicas: Seq[ReplicaView]) -> int:
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
         i = self._next % len(replicas)
         self._next = i + 1
         return i
@@ -50,14 +52,14 @@ class RoundRobin:
 class LeastOutstanding:
     """The replica with the fewest requests waiting or running (lowest index on ties)."""
 
-    def pick(self, replicas: Seq[ReplicaView]) -> int:
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
         return min(range(len(replicas)), key=lambda i: replicas[i].state.num_outstanding)
 
 
 class ShortestQueue:
     """Join the shortest queue: fewest requests waiting to be scheduled (lowest index on ties)."""
 
-    def pick(self, replicas: Seq[ReplicaView]) -> int:
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
         return min(range(len(replicas)), key=lambda i: len(replicas[i].state.waiting))
 
 
@@ -73,9 +75,43 @@ class LeastOutstandingTokens:
 
     needs_tokens = True  # the driver builds TokenReplica replicas for this router
 
-    def pick(self, replicas: Seq[ReplicaView]) -> int:
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
         views = cast(Seq[TokenView], replicas)
         return min(range(len(views)), key=lambda i: views[i].tokens_now())
+
+
+AFFINITY_SLACK = 8  # requests a cache-warm replica may have beyond the least loaded
+
+
+class PrefixAffinity:
+    """The replica holding the longest cached prefix of the request's prompt, among those
+    within ``AFFINITY_SLACK`` outstanding requests of the least loaded (fewest outstanding,
+    then lowest index, on ties); with prefix caching on (``kv.prefix_caching``).
+
+    A cache-aware router in the manner of SGLang's router and llm-d's prefix scorer: it
+    looks each replica's prefix cache up by the request's block hashes (a query: nothing is
+    taken), and the load bound stops one warm replica from taking every request. The
+    slack is ours, not a stack's default.
+    """
+
+    def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
+        loads = [r.state.num_outstanding for r in replicas]
+        bound = min(loads) + AFFINITY_SLACK
+        best, best_key = 0, (1, 0, 0)
+        chain: list[int] | None = None
+        for i, r in enumerate(replicas):
+            if loads[i] > bound:
+                continue
+            kv = r.state.kv
+            cached = 0
+            if isinstance(kv, PrefixBlockManager):
+                if chain is None:
+                    chain = kv.prompt_chain(seq)
+                cached = kv.cached_prefix_blocks(chain)
+            key = (0, -cached, loads[i])
+            if key < best_key:
+                best, best_key = i, key
+        return best
 
 
 ROUTERS: dict[str, type] = {
@@ -83,6 +119,7 @@ ROUTERS: dict[str, type] = {
     "least_outstanding": LeastOutstanding,
     "shortest_queue": ShortestQueue,
     "least_outstanding_tokens": LeastOutstandingTokens,
+    "prefix_affinity": PrefixAffinity,
 }
 
 

@@ -111,7 +111,7 @@ class DisaggFleet:
 
     def route(self, seq: Sequence) -> _PrefillDoor:
         """The prefill replica ``seq`` goes to (there is no front door here)."""
-        return self._doors[self._prefill_router.pick(self.prefill_pool)]
+        return self._doors[self._prefill_router.pick(self.prefill_pool, seq)]
 
     def prefill(self, seq: Sequence, replica: Replica) -> None:
         """Send ``seq``'s prompt to ``replica`` as a copy that stops at its first token."""
@@ -144,7 +144,7 @@ class DisaggFleet:
         assert isinstance(kv, LendingBlockManager)
         blocks = kv.blocks_for(seq.prompt_tokens)
         kv.lend(blocks)
-        dest = self.decode_pool[self._decode_router.pick(self.decode_pool)]
+        dest = self.decode_pool[self._decode_router.pick(self.decode_pool, seq)]
         link = source.index if spec.link_scope == "replica" else 0
         duration = spec.transfer_s(seq.prompt_tokens)
         start = max(now, self.link_free_s[link])

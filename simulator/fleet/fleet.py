@@ -53,11 +53,11 @@ class Fleet:
         serving = self.serving
         door = self.door
         if door is None:
-            return serving[self.router.pick(serving)]
+            return serving[self.router.pick(serving, seq)]
         reason = door.rate_refusal(self.env.now)
         replica = None
         if not reason:
-            replica = serving[self.router.pick(serving)]
+            replica = serving[self.router.pick(serving, seq)]
             reason = door.queue_refusal(replica, serving)
         if reason:
             seq.reason = reason

@@ -1,0 +1,75 @@
+"""The prefix_affinity router: a request goes where its prompt's prefix is cached, within
+a load bound, and it needs prefix caching on (hand cases on two replicas)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import TokenCost
+
+from simulator.cluster import ClusterSpec, simulate
+from simulator.errors import ConfigError
+from simulator.policies import ContinuousPolicy
+from simulator.router import AFFINITY_SLACK
+from simulator.runner import run_point
+from simulator.workload.prefixes import PrefixSegments, from_lists
+
+COST = TokenCost(step_s=0.01, prefill_token_s=1e-4, decode_seq_s=1e-3)
+SHARED = (7, 64)  # segment 7: a 64-token system prompt (4 blocks of 16)
+
+
+def _table(arrivals: list[float], shared: list[bool]) -> tuple[pd.DataFrame, PrefixSegments]:
+    segments, start, stop = from_lists([[SHARED] if s else [] for s in shared])
+    n = len(arrivals)
+    return pd.DataFrame({
+        "request_id": np.arange(n), "arrival_s": arrivals,
+        "prompt_tokens": [SHARED[1] + 20 if s else 40 for s in shared],
+        "output_tokens": [3] * n, "segments_start": start, "segments_stop": stop,
+    }), segments
+
+
+def _run(router: str, arrivals: list[float], shared: list[bool]) -> pd.DataFrame:
+    table, segments = _table(arrivals, shared)
+    spec = ClusterSpec(ContinuousPolicy(), COST, kv_blocks=200, block_size=16, num_replicas=2,
+                       router=router, prefix_caching=True, check_invariants=True)
+    return simulate(table, spec, segments=segments).requests.sort_values("request_id")
+
+
+def test_a_request_follows_its_cached_prefix_where_least_outstanding_would_miss() -> None:
+    # r0 (shared) at 0 -> replica 0 (tie: lowest index), which caches the system prompt at
+    # its first step; r1 and r2 (own prompts) at 0.001 and 0.0015 -> replicas 1 and 0 (no
+    # cache to follow: least loaded, then lowest index). r3 (shared) at 0.002 finds replica
+    # 0 with 2 outstanding and replica 1 with 1: least_outstanding sends it to the cold
+    # replica 1; prefix_affinity to replica 0 (within the load bound), a 64-token hit.
+    arrivals, shared = [0.0, 0.001, 0.0015, 0.002], [True, False, False, True]
+    affinity = _run("prefix_affinity", arrivals, shared)
+    assert affinity["replica"].tolist() == [0, 1, 0, 0]
+    assert affinity["cached_tokens"].tolist() == [0, 0, 0, 64]
+    least = _run("least_outstanding", arrivals, shared)
+    assert least["replica"].tolist() == [0, 1, 0, 1]
+    assert least["cached_tokens"].tolist() == [0, 0, 0, 0]
+    rr = _run("round_robin", [0.0, 0.002], [True, True])
+    aff = _run("prefix_affinity", [0.0, 0.002], [True, True])
+    assert rr["replica"].tolist() == [0, 1] and rr["cached_tokens"].tolist() == [0, 0]
+    assert aff["replica"].tolist() == [0, 0] and aff["cached_tokens"].tolist() == [0, 64]
+
+
+def test_the_load_bound_sends_a_warm_request_to_the_least_loaded_replica() -> None:
+    # r0 (shared) at 0 -> replica 0, whose first step caches the system prompt. At 0.001 a
+    # burst of AFFINITY_SLACK + 1 shared requests: the j-th finds replica 0 warm with 1 + j
+    # outstanding against replica 1's 0, so it stays within the bound (0 + SLACK) while
+    # 1 + j <= SLACK: SLACK of them go to replica 0 (each a 64-token hit), the last to
+    # replica 1, cold.
+    n = AFFINITY_SLACK + 2
+    recs = _run("prefix_affinity", [0.0] + [0.001] * (n - 1), [True] * n)
+    assert recs["replica"].tolist() == [0] * (AFFINITY_SLACK + 1) + [1]
+    assert recs["cached_tokens"].tolist() == [0] + [64] * AFFINITY_SLACK + [0]
+
+
+def test_prefix_affinity_needs_prefix_caching() -> None:
+    point = {"name": "x", "model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm"},
+             "cluster": {"replicas": 2, "router": "prefix_affinity"},
+             "workload": {"num_requests": 10, "rate": 1.0}}
+    with pytest.raises(ConfigError, match="kv.prefix_caching = true"):
+        run_point({}, point)
