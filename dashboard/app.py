@@ -19,6 +19,7 @@ nav = st.navigation([
     st.Page(PAGES / "policies.py", title="Policy comparison", url_path="policies"),
     st.Page(PAGES / "hardware.py", title="Hardware comparison", url_path="hardware"),
     st.Page(PAGES / "capacity.py", title="Capacity", url_path="capacity"),
+    st.Page(PAGES / "fleet.py", title="Fleet", url_path="fleet"),
     st.Page(PAGES / "validation.py", title="Validation", url_path="validation"),
     st.Page(PAGES / "calibration.py", title="Calibration", url_path="calibration"),
 ])

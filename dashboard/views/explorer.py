@@ -22,6 +22,7 @@ st.title("Explorer")
 base, source = scenario_picker()
 knobs = knob_widgets(knobs_from_point(base), base, source)
 scenario = apply_knobs(base, knobs)
+st.session_state["explorer_point"] = scenario  # the Fleet page can start from it
 st.caption(str(base.get("description", base.get("name", ""))))
 
 with st.spinner("Simulating..."):

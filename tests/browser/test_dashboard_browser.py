@@ -247,3 +247,33 @@ def test_calibration(page: Page, base_url: str) -> None:
     assert page.locator("div.js-plotly-plot").count() == 5
     assert page.get_by_text("roofline prior, not measured").count() >= 1
     _shot(page, "calibration")
+
+
+def _billed_counts(page: Page) -> set[float]:
+    """The distinct y values of the Fleet page's "replicas billed" trace as plotted (plotly.js's
+    full data: its arrays decoded from the base64 form the figure JSON carries)."""
+    ys = page.evaluate("""() => [...document.querySelectorAll('div.js-plotly-plot')]
+        .flatMap(d => (d._fullData || []).filter(t => t.name === 'replicas billed'))
+        .map(t => Array.from(t.y))""")
+    assert len(ys) == 1
+    return set(ys[0])
+
+
+def test_fleet(page: Page, base_url: str) -> None:
+    """Issue 15 item 6: the autoscaler follows the step and is switched off through its
+    checkbox; another scenario picked in the select box shows its per-class table."""
+    _open(page, f"{base_url}/fleet")
+    _set_number(page, "Time scale", "0.05")  # 1,400 requests: 4 -> 40 req/s at 15 s
+    page.get_by_text("1,400 of 28,000 requests").wait_for(timeout=60_000)
+    assert len(_billed_counts(page)) > 1
+    assert _tile(page, "Cost").startswith("$")
+    _check(page, "Autoscaler")  # on -> off
+    page.get_by_text("Autoscaler off: 1 replica(s) throughout").wait_for(timeout=60_000)
+    assert _billed_counts(page) == {1}
+    _shot(page, "fleet-autoscaler")
+    page.locator('[data-testid="stSelectbox"]', has_text="Scenario").first.click()
+    page.get_by_role("option", name="priority-overload").click()
+    page.get_by_text("TTFT by priority class").wait_for(timeout=90_000)
+    _settle(page)
+    assert [row["class"] for row in _table(page)] == ["interactive", "batch"]
+    _shot(page, "fleet-classes")
