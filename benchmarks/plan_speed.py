@@ -6,9 +6,12 @@
 
 and prints its wall time, the CPU time of it and its workers, the peak RSS of the
 largest of them (the main process or one pool worker), the points it simulated (per
-candidate, from ``plan.json``) and the load average beside it; ``--repeat`` gives the
-median of several runs, ``--full-search`` adds a run that bisects to 2% (the plan must
-be the same). Target (issue 13): under 30 s on 2 cores.
+candidate, from ``plan.json``), how many of them stopped once their verdict was a fail
+(capacity/early_stop.py), the requests they served, the CPU model and the load average
+beside it; ``--repeat`` gives the median of several runs. ``--compare`` adds runs with
+``--no-early-stop`` and with ``--full-search`` (no shortcut at all: bisect to 2%, every
+point to its end) and checks the plan is the same. Target (issue 13): under 30 s on 2
+cores.
 
 Without ``--capacity`` it plans a small chat-like workload over at least 200 candidates
 (GPU x TP x policy x max_num_seqs x chunk size) on the local process pool, then on a Dask
@@ -17,7 +20,7 @@ plan. Step costs are a tiny inline linear model and points are 1,000 requests wi
 beyond the P99 (``--min-tail 10``), so the default run takes a few minutes on 2 cores;
 raise ``--requests``/``--min-tail`` for the production rule (docs/capacity.md).
 
-    python benchmarks/plan_speed.py --capacity [--repeat 3] [--workers 2] [--full-search]
+    python benchmarks/plan_speed.py --capacity [--repeat 3] [--workers 2] [--compare]
     python benchmarks/plan_speed.py [--candidates 200] [--workers 2] [--no-dask]
 """
 
@@ -97,37 +100,61 @@ def run_target(workers: int, extra: list[str]) -> dict[str, Any]:
             "plan": json.loads(done.stdout)}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux), for the figures' context."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def answer(p: dict[str, Any]) -> list[Any]:
+    """What must not change with the shortcuts: every candidate's status, replicas, cost,
+    reason and reported figures, the best and the Pareto front."""
+    return [(c["name"], c["status"], c["replicas"], c["usd_per_hour"], c["reason"],
+             c["at_target"], c["miss"]) for c in p["candidates"]] + [p["best"], p["pareto"]]
+
+
 def capacity(args: argparse.Namespace) -> None:
     """Print the target command's figures (medians of ``--repeat`` runs)."""
-    variants = [("default", [])] + ([("--full-search", ["--full-search"])]
-                                    if args.full_search else [])
+    variants = [("default", [])] + ([("--no-early-stop", ["--no-early-stop"]),
+                                     ("--full-search", ["--full-search"])]
+                                    if args.compare else [])
     print(f"servesim {' '.join(TARGET)} --workers {args.workers}; "
-          f"{default_workers()} local CPUs")
+          f"{default_workers()} local CPUs ({cpu_model()})")
     plans = {}
     for label, extra in variants:
         runs = []
         for _ in range(args.repeat):
-            load = os.getloadavg()[0]
-            runs.append(run_target(args.workers, extra) | {"load": load})
+            load = Path("/proc/loadavg").read_text().split()[:3] if Path(
+                "/proc/loadavg").exists() else [f"{os.getloadavg()[0]:.2f}"]
+            runs.append(run_target(args.workers, extra) | {"load": "/".join(load)})
         plan_json = runs[-1]["plan"]
         plans[label] = plan_json
-        sims = {c["name"]: c["simulations"] for c in plan_json["candidates"]}
-        best = next((c for c in plan_json["candidates"] if c["name"] == plan_json["best"]), None)
+        cands = plan_json["candidates"]
+        sims = {c["name"]: c["simulations"] for c in cands}
+        best = next((c for c in cands if c["name"] == plan_json["best"]), None)
         med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s")}
-        print(f"{label:<14} wall {med['wall_s']:6.1f} s  CPU {med['cpu_s']:6.1f} s  "
+        print(f"{label:<16} wall {med['wall_s']:6.1f} s  CPU {med['cpu_s']:6.1f} s  "
               f"peak RSS {max(r['peak_rss_mb'] for r in runs):6.0f} MB  "
-              f"{plan_json['points_computed']} points  load {[round(r['load'], 2) for r in runs]}"
-              f"  (target: < 30 s wall on 2 cores)")
+              f"{plan_json['points_computed']} points "
+              f"({sum(c.get('decided_early', 0) for c in cands)} stopped early), "
+              f"{sum(c.get('requests_simulated', 0) for c in cands):,} requests  "
+              f"(target: < 30 s wall on 2 cores)")
+        print(f"{'':<16} each run: wall {[round(r['wall_s'], 1) for r in runs]}  "
+              f"CPU {[round(r['cpu_s'], 1) for r in runs]}  "
+              f"loadavg before {[r['load'] for r in runs]}")
         if best is not None:
-            print(f"{'':<14} best: {best['name']}, {best['replicas']} replicas, "
+            print(f"{'':<16} best: {best['name']}, {best['replicas']} replicas, "
                   f"${best['usd_per_hour']:.2f}/hour")
-        print(f"{'':<14} points per candidate: {sims}")
-    if len(plans) == 2:
-        def answer(p: dict[str, Any]) -> list[Any]:
-            return [(c["name"], c["status"], c["replicas"], c["usd_per_hour"])
-                    for c in p["candidates"]] + [p["best"], p["pareto"]]
-        same = answer(plans["default"]) == answer(plans["--full-search"])
-        print(f"same plan with --full-search: {same}")
+        print(f"{'':<16} points per candidate: {sims}")
+    for label in plans:
+        if label != "default":
+            same = answer(plans["default"]) == answer(plans[label])
+            print(f"same plan and reported figures with {label}: {same}")
 
 
 def main() -> None:
@@ -135,7 +162,8 @@ def main() -> None:
     ap.add_argument("--capacity", action="store_true",
                     help="time the issue-13 target command (servesim plan scenarios/capacity.toml)")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--full-search", action="store_true")
+    ap.add_argument("--compare", action="store_true",
+                    help="--capacity: also run with --no-early-stop and --full-search")
     ap.add_argument("--candidates", type=int, default=200)
     ap.add_argument("--workers", type=int, default=default_workers())
     ap.add_argument("--requests", type=int, default=1000)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from servesim.plan_disagg import disagg_json, disagg_text, run_disaggregated
 from servesim.progress import plan_progress
 from simulator.atomic import atomic_write
 from simulator.capacity import (
@@ -66,7 +67,15 @@ def add_plan_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
                    help="bisection steps per candidate, at most (default %(default)s)")
     p.add_argument("--full-search", action="store_true",
                    help="bisect each candidate's max rate to 2%% even after its replica "
-                        "count is certain (same plan, more points; sharper 'max req/s')")
+                        "count is certain, and run every point to its end (same plan, "
+                        "more simulation; sharper 'max req/s')")
+    p.add_argument("--disaggregated", action="store_true",
+                   help="also size each candidate as prefill + decode pools ([disaggregated]'s "
+                        "link and pool GPUs, else both on the candidate's GPU over "
+                        "InfiniBand NDR) and compare (docs/fleet.md)")
+    p.add_argument("--no-early-stop", action="store_true",
+                   help="run every point to its end, even once its verdict is a fail "
+                        "(same plan; --full-search implies it)")
 
 
 def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -107,9 +116,11 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     raw = apply_overrides(raw, list(args.overrides) + _vary(getattr(args, "vary", [])))
     settings = SearchSettings(min_requests=args.min_requests, min_tail=args.min_tail,
                               max_iterations=args.max_iterations,
-                              stop_when_sized=not args.full_search)
+                              stop_when_sized=not args.full_search,
+                              early_stop=not (args.full_search or args.no_early_stop))
     target = _target(args, raw)
     prices = price_table(args.prices)
+    section = raw.pop("disaggregated", None)  # aggregated candidates first; pools below
     candidates = build_candidates(raw, _axes(args))
     first = Scenario.from_dict(candidates[0].point, args.scenario)  # name and [slo]
     slo = parse_slo_string(args.slo) if args.slo else (first.slo or SLO())
@@ -120,10 +131,15 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         result = plan(candidates, target, slo, prices=prices, settings=settings,
                       executor=ex, cache=cache, progress=progress)
     data = result.to_json()
+    text = format_plan(result, first.name, out)
+    if args.disaggregated or (section is not None and section.get("enabled", True)):
+        pools = run_disaggregated(candidates, section, result, slo, prices)
+        data["disaggregated"] = disagg_json(pools)
+        text += "\n" + disagg_text(pools, result)
     out.mkdir(parents=True, exist_ok=True)
     text_json = json.dumps(data, indent=2) + "\n"
     atomic_write(out / "plan.json", lambda p: p.write_text(text_json))
-    return data, format_plan(result, first.name, out)
+    return data, text
 
 
 def _money(value: float | None, digits: int = 2) -> str:
@@ -179,8 +195,11 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
     lines += ["", f"Pareto front, $/hour vs P99 TTFT at {result.target_rps:g} req/s: "
               + (" | ".join(front) if front else "empty")]
     lines.append(_verdict(result))
-    lines.append(f"points: {result.computed} simulated, {result.reused} from the cache; "
-                 f"plan written to {out / 'plan.json'}")
+    decided = sum(r.decided_early for r in result.ranked)
+    stopped = (f" ({decided} stopped once their verdict was a fail, figures not reported)"
+               if decided else "")
+    lines.append(f"points: {result.computed} simulated{stopped}, {result.reused} from the "
+                 f"cache; plan written to {out / 'plan.json'}")
     return "\n".join(lines)
 
 

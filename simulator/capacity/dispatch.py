@@ -16,7 +16,9 @@ answer never depends on timing. With one worker the points run here, without thr
 
 A cluster check that larger checks would replay (``Sizer.replays``) also brings back
 their summaries (``search.cluster_job``); they are kept (and cached) under those checks'
-own points, so when the sizer asks for one it is not simulated again.
+own points, so when the sizer asks for one it is not simulated again. A point whose
+figures the plan never reads (``Sizer.verdict_only``) runs as ``early_stop.verdict_job``,
+stopped once its verdict is a fail, and is cached under its own kind (``verdict``).
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from simulator.capacity.early_stop import verdict_job
 from simulator.capacity.search import cluster_job, summary_job
 from simulator.capacity.sizer import Sizer, estimate_work
 from simulator.executors import Executor
 from simulator.point_cache import PointCache, point_key, profile_cache_state
 from simulator.point_inputs import HashMemo
 
+VERDICT = "verdict"  # cache kind of a point run only for its pass/fail (early_stop.py)
 Point = dict[str, Any]
 Outcome = tuple[Point, dict[int, Point]]  # a point's summary; replayed sizes' summaries
 
@@ -52,7 +56,8 @@ class Dispatch:
         """Every sizer settled, or the first error (or Ctrl-C) raised."""
         if self.ex.workers <= 1:
             while (job := self._next_job()) is not None:
-                self._finish(*job, _run(job[2], self.sizers[job[0]].replays()))
+                sizer = self.sizers[job[0]]
+                self._finish(*job, _run(job[2], sizer.replays(), sizer.verdict_only()))
             return
         threads = ThreadPoolExecutor(max_workers=self.ex.workers,
                                      thread_name_prefix="plan-point")
@@ -60,8 +65,9 @@ class Dispatch:
         try:
             while True:
                 while len(pending) < self.ex.workers and (job := self._next_job()):
-                    replays = self.sizers[job[0]].replays()
-                    pending[threads.submit(_one, self.ex, job[2], replays)] = job
+                    sizer = self.sizers[job[0]]
+                    pending[threads.submit(_one, self.ex, job[2], sizer.replays(),
+                                           sizer.verdict_only())] = job
                     self._busy.add(job[0])
                 if not pending:
                     return
@@ -90,7 +96,8 @@ class Dispatch:
             if point is None:
                 self.on_settled(i)
                 continue
-            key = point_key(point, "summary", self._state, self._memo)
+            kind = VERDICT if self.sizers[i].verdict_only() else "summary"
+            key = point_key(point, kind, self._state, self._memo)
             replayed = self._replayed.pop(key, None)  # neither simulated nor read back
             hit = replayed if replayed is not None else self.cache.load(key)
             if hit is None:
@@ -119,13 +126,16 @@ class Dispatch:
             self.on_settled(i)
 
 
-def _run(point: Point, replays: list[int]) -> Outcome:
-    """One point here: its summary, and those of the clusters that replay it."""
-    return cluster_job((point, replays)) if replays else (summary_job(point), {})
+def _run(point: Point, replays: list[int], verdict: bool) -> Outcome:
+    """One point here: its summary (stopped once it fails when only its ``verdict`` is
+    read), and those of the clusters that replay it."""
+    if replays:
+        return cluster_job((point, replays))
+    return (verdict_job if verdict else summary_job)(point), {}
 
 
-def _one(ex: Executor, point: Point, replays: list[int]) -> Outcome:
+def _one(ex: Executor, point: Point, replays: list[int], verdict: bool) -> Outcome:
     """One point on ``ex`` (in a helper thread)."""
     if replays:
         return ex.map(cluster_job, [(point, replays)])[0]
-    return ex.map(summary_job, [point])[0], {}
+    return ex.map(verdict_job if verdict else summary_job, [point])[0], {}

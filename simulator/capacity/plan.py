@@ -7,8 +7,10 @@ rate with its router, adding replicas (up to ``max_extra_replicas``) while it fa
 ``dispatch.py`` runs their points on the executor as workers free up (the longest
 remaining chains first), so candidates run in parallel and a candidate's cluster checks
 overlap the others' searches; a sizer's points depend only on its own outcomes, so
-results never depend on the backend or on the number of workers. Every simulated point
-goes through the point cache, so an interrupted plan resumes.
+results never depend on the backend or on the number of workers. A point whose figures
+the plan never reports stops once its verdict is a fail (``early_stop.py``; the same
+verdict, so the same points and the same plan). Every simulated point goes through the
+point cache, so an interrupted plan resumes.
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ class CandidateResult:
     at_target: dict[str, Any] = field(default_factory=dict)  # cluster check summary
     miss: dict[str, Any] | None = None  # worst target missed: key, value, target, factor
     simulations: int = 0  # points simulated (or read from the cache) for this candidate
+    # of those, points stopped once their verdict was a fail (capacity/early_stop.py): only
+    # their pass/fail was read; no figure of theirs is reported
+    decided_early: int = 0
+    # requests those points served: all of a point's, or those that had left when it stopped
+    requests_simulated: int = 0
 
     @property
     def latency_ms(self) -> float:

@@ -26,7 +26,7 @@ from typing import Any
 from simulator.errors import ConfigError
 from simulator.metrics import summarize, to_json_safe
 from simulator.metrics_slo import slo_met
-from simulator.runner import run_point
+from simulator.runner import PointResult, run_point
 from simulator.slo import SLO
 
 PROBE_RATE = 1e6  # req/s: "everything at once" for any simulated replica
@@ -50,6 +50,9 @@ class SearchSettings:
     # Stop bisecting once the replica count for the target is certain (sizing.py): the
     # plan is the same, max_rate_rps is then a coarser lower bound. False: bisect to rel_tol.
     stop_when_sized: bool = True
+    # Stop a point's simulation once its verdict is a fail no later request can undo
+    # (early_stop.py), on the points whose figures the plan never reports (sizer.py).
+    early_stop: bool = True
 
     def __post_init__(self) -> None:
         for name in ("min_requests", "min_tail", "max_iterations", "max_cluster_requests",
@@ -57,8 +60,9 @@ class SearchSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} = {value!r}: must be an integer >= 1")
-        if not isinstance(self.stop_when_sized, bool):
-            raise ConfigError(f"stop_when_sized = {self.stop_when_sized!r}: must be true or false")
+        for name in ("stop_when_sized", "early_stop"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} = {getattr(self, name)!r}: must be true or false")
         if not 0 < self.rel_tol < 1:
             raise ConfigError(f"rel_tol = {self.rel_tol!r}: must be in (0, 1)")
         if not 0 < self.low_fraction < 1 or self.high_margin < 1:
@@ -133,9 +137,8 @@ def cluster_job(item: tuple[dict[str, Any], list[int]],
     more replicas (sizer.py: behind a lowest-idle router such a cluster replays it)."""
     point, larger = item
     res = run_point({}, point)
-    out = {k: res.summary.get(k) for k in SUMMARY_KEYS}
-    replica = res.result.requests["replica"]
-    out[REPLICAS_USED] = used = int(replica.max()) + 1 if len(replica) else 0
+    out = figures(res)
+    used = out[REPLICAS_USED]
     if not larger or used >= point["cluster"]["replicas"]:
         return out, {}
     dep, sim = res.deployment, res.result
@@ -146,6 +149,15 @@ def cluster_job(item: tuple[dict[str, Any], list[int]],
                                          step_stats=sim.step_stats))
         also[k] = {**{key: summary.get(key) for key in SUMMARY_KEYS}, REPLICAS_USED: used}
     return out, also
+
+
+def figures(res: PointResult) -> dict[str, Any]:
+    """The figures the planner keeps of a finished run: :data:`SUMMARY_KEYS` and
+    :data:`REPLICAS_USED` (from the request records' ``replica``)."""
+    out = {k: res.summary.get(k) for k in SUMMARY_KEYS}
+    replica = res.result.requests["replica"]
+    out[REPLICAS_USED] = int(replica.max()) + 1 if len(replica) else 0
+    return out
 
 
 def passes(summary: dict[str, Any]) -> bool:

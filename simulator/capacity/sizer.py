@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.capacity.early_stop import DECIDED
 from simulator.capacity.results import CandidateResult
 from simulator.capacity.search import (
     PROBE_RATE,
@@ -75,6 +76,11 @@ class Sizer:
         point, self._pending = self._pending, None
         assert point is not None, "take() without a point handed out"
         self.result.simulations += 1
+        decided = summary.get(DECIDED)
+        if decided is not None:  # stopped once its verdict was a fail (early_stop.py)
+            self.result.decided_early += 1
+        self.result.requests_simulated += int(
+            point["workload"]["num_requests"] if decided is None else decided["after_requests"])
         if self.replicas is None:
             self.search.record(point["workload"]["rate"], summary, self.settings)
         else:
@@ -106,6 +112,21 @@ class Sizer:
             return []
         last = self.first + self.settings.max_extra_replicas
         return [last] if last > k and self._size(last) == self._size(k) else []
+
+    def verdict_only(self) -> bool:
+        """Whether only the pass/fail of the point handed out is read, never its figures,
+        so it may stop once that is a fail (early_stop.py): a bisection point (a rate
+        search that has passed somewhere keeps no summary of a fail) and a cluster check
+        with a larger size still to try and no size it stands in for (its summary is
+        replaced by the next check's; its REPLICAS_USED is then unknown, so no size is
+        skipped after it). Never the probe, the scan up from the low rate (its closest
+        miss is reported) or the last cluster size."""
+        if not self.settings.early_stop or self._pending is None:
+            return False
+        if self.replicas is None:
+            return self.search.mu is not None and self.search.lo > 0
+        last = self.first + self.settings.max_extra_replicas
+        return self.replicas < last and not self.replays()
 
     def cluster_point(self, k: int) -> dict[str, Any]:
         """The point of a cluster check of ``k`` replicas at the target rate."""
