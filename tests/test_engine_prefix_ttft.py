@@ -3,14 +3,17 @@
 Every request starts with the same 320-token system prompt (20 full blocks of 16) and a
 message of 16..48 tokens; requests arrive 0.4 s apart, so each one's TTFT is about one
 prefill step. Each case runs three times, off and on interleaved, and a request's TTFT is
-the median of its three. In the same test run: a small profiling sweep of the engine
+the median of its three. In the same test run a small profiling sweep of the engine
 (engine/sweep.py, fixed step shapes, none with cached context) is fitted to a linear cost
-profile, plus the loop's host costs fitted as calibration fits them, and the simulator,
-given that profile, predicts both runs. The prediction with reuse on prices a prefill of
-``n`` new tokens over ``hit`` cached ones as ``P = n, A = n (hit + n/2)``, a shape the
-sweep never measured. Tolerance: the engine-validate test's TTFT tolerance
-(tests/test_validate_engine.py, 40%); the hit counts must agree exactly. Runs in seconds
-on the random-weight ``tiny`` model (its TTFT is timing, not text).
+profile, plus the loop's host costs fitted as calibration fits them. The simulator
+predicts both runs with it; one time scale fitted on the reuse-off run (calibrate --from-
+run's time_scale) then carries over to the held-out reuse-on run, which must agree within
+25%: that checks what reuse changes (a prefill of n new tokens over hit cached ones priced
+as P = n, A = n (hit + n/2), a shape the sweep never measured), while the profile's
+absolute error, which on this shared 2-vCPU VM swings with load (prefills after an idle
+gap read 25-35% slow), is tests/test_validate_engine.py's to check. The hit counts must
+agree exactly. Runs in seconds on the random-weight tiny model (its TTFT is timing, not
+text).
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from simulator.costs.linear import LinearCost  # noqa: E402
 from simulator.policies import make_policy  # noqa: E402
 from simulator.workload.prefixes import START, STOP, from_lists  # noqa: E402
 
-TTFT_TOLERANCE = 0.40  # tests/test_validate_engine.py's TTFT tolerance
+# the reuse-on run, predicted after a time scale fitted on the reuse-off run (the profile's
+# absolute error is test_validate_engine.py's to check; here: what reuse changes)
+HELD_OUT_TOLERANCE = 0.25
 SYSTEM, N, GAP_S, BLOCKS = 320, 10, 0.4, 256
 REPEATS = 3  # engine runs of each case; each request's TTFT is the median of its repeats
 PLAN = SweepPlan(prefill_batches=(1, 2), prompt_lens=(16, 128, 384), decode_batches=(1, 4),
@@ -88,8 +93,13 @@ def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
     with capsys.disabled():
         print(f"\nmean TTFT ms, engine / simulator: reuse off {measured[False] * 1e3:.2f} / "
               f"{predicted[False] * 1e3:.2f}, on {measured[True] * 1e3:.2f} / "
-              f"{predicted[True] * 1e3:.2f} (profile held-out MAPE {report.mape:.1%})")
-    for on in (False, True):
-        err = predicted[on] / measured[on] - 1
-        assert abs(err) <= TTFT_TOLERANCE, f"reuse {'on' if on else 'off'}: {err:+.1%}"
-    assert measured[True] < 0.6 * measured[False]  # reuse removes most of the prefill
+              f"{predicted[True] * 1e3:.2f} (profile held-out MAPE {report.mape:.1%}); reuse on "
+              f"after the off run's time scale: "
+              f"{measured[False] / predicted[False] * predicted[True] * 1e3:.2f}")
+    # calibrate on the reuse-off run (one time scale, as `calibrate --from-run --fit
+    # time_scale` fits a measured run), then predict the held-out reuse-on run
+    scale = measured[False] / predicted[False]
+    err = scale * predicted[True] / measured[True] - 1
+    assert abs(err) <= HELD_OUT_TOLERANCE, f"reuse on, held out: {err:+.1%} (scale {scale:.2f})"
+    assert predicted[True] < 0.6 * predicted[False]  # reuse removes most of the prefill
+    assert measured[True] < 0.6 * measured[False]
