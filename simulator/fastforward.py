@@ -18,7 +18,7 @@ import numpy as np
 from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
-from simulator.shapes import StepShape, StepShapes
+from simulator.shapes import StepShapes
 
 
 @dataclass(slots=True)
@@ -155,15 +155,6 @@ def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, sto
 def log_short_run(log: Any, run: ShortRun, batch: Batch, state: ServerState,
                   finished: list[Sequence]) -> None:
     """Write ``run``'s steps to the step log once they are applied (``finished`` ended it)."""
-    d, ends, last = run.rows, run.ends, len(run.ends) - 1
-    start, shape, c = run.start_s, batch.shape, run.context_tokens
-    for i, end in enumerate(ends):
-        if i:
-            c += d
-            shape = StepShape(0, 0.0, d, c)  # positional: a third cheaper, once per row
-        if i < last:
-            log.add(start, end, shape, d, run.num_running, run.queue_len, run.kv_after[i])
-        else:
-            log.add(start, end, shape, d, len(state.running), len(state.waiting), state.kv.used,
-                    finished)
-        start = end
+    log.add_decode_rows(run.start_s, run.ends, batch.shape, run.rows, run.num_running,
+                        run.queue_len, run.kv_after,
+                        (len(state.running), len(state.waiting), state.kv.used), finished)

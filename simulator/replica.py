@@ -5,8 +5,9 @@ engine runs a forward pass. Runs of identical pure-decode steps are fast-forward
 (see :mod:`simulator.fastforward`); an arrival during such a run cuts it at the first
 step boundary after the arrival, where a real engine would first see the request.
 
-Several steps run per SimPy event when the next arrival is known ahead: the replica's
-clock runs ahead of SimPy's between waits (:mod:`simulator.replica_clock`).
+Several steps run per SimPy event when the next arrival is known ahead (open loop, one
+replica or several): the replica's clock runs ahead of SimPy's between waits
+(:mod:`simulator.replica_clock`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, compl
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
-from simulator.replica_clock import ReplicaClock
+from simulator.replica_runs import OwnArrivalRuns
 from simulator.speculative_acceptance import AcceptanceSampler
 from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
@@ -34,7 +35,7 @@ from simulator.steplog import make_step_log
 _SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
 
 
-class Replica(ReplicaClock):
+class Replica(OwnArrivalRuns):
     """A replica: a policy, a cost model, a KV cache, and the process that runs steps."""
 
     def __init__(
@@ -186,7 +187,7 @@ class Replica(ReplicaClock):
         state = self.state
         price = self._price_decode
         if self.own_arrivals_cut:
-            return (yield from self._run_to_own_arrival(batch, k))
+            return (yield from self._run_to_own_arrival(batch, k, _SHORT_RUN))
         if price is not None and state.group is None and self.next_arrival_s is not None:
             stop_s = self.next_arrival_s()
             if k <= _SHORT_RUN or self._now + _SHORT_RUN * price(
@@ -209,37 +210,6 @@ class Replica(ReplicaClock):
         starts = np.concatenate(([start], ends[:-1]))
         shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
         self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
-        self._check_log_size()
-        return finished
-
-    def _run_to_own_arrival(self, batch: Batch, k: int
-                            ) -> Generator[simpy.Event, Any, list[Sequence]]:
-        """One of several replicas: a decode run of ``k`` steps that only a request reaching
-        this replica cuts (at the step in progress), as :meth:`_run_interruptible` does,
-        with steps priced one by one when the run is short and every time exact."""
-        state = self.state
-        if self._price_decode is not None and state.group is None and k <= _SHORT_RUN:
-            run = plan_short_run(state, batch, k, self._now, math.inf, self._price_decode)
-            n = yield from self._steps_cut_by_arrival(run.ends)
-            del run.ends[n:]
-            finished = apply_decode_run(state, batch, run.ends)
-            log_short_run(self.log, run, batch, state, finished)
-            self._check_log_size()
-            return finished
-        plan = plan_decode_run(state, batch, k)
-        start = self._now
-        ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(plan.shapes))))[1:]
-        queue_len = len(state.waiting)
-        k = yield from self._steps_cut_by_arrival(ends.tolist())
-        ends = ends[:k]
-        finished = apply_decode_run(state, batch, ends)
-        queue = np.full(k, queue_len)
-        queue[-1] = len(state.waiting)
-        running, kv_used = plan.running_after[:k], plan.kv_after[:k]
-        running[-1], kv_used[-1] = len(state.running), state.kv.used
-        starts = np.concatenate(([start], ends[:-1]))
-        shapes = plan.shapes if k == len(plan.shapes) else plan.shapes.head(k)
-        self.log.extend(starts, ends, shapes, plan.emitted[:k], running, queue, kv_used, finished)
         self._check_log_size()
         return finished
 

@@ -1,13 +1,15 @@
 """A replica's own clock against SimPy's: the waits that keep them together.
 
-Several steps per SimPy event: when the next arrival is known ahead (open loop, one
-replica), nothing can happen to a replica before it, so a step that ends before it (and
+Several steps per SimPy event: when the next arrival is known ahead (an open loop, into
+one replica or several behind a router that reads no token counts: replicas interact only
+through arrivals), nothing can happen to a replica before it, so a step that ends before it (and
 before the horizon) is completed at once on the replica's own clock (``_now``) without a
 SimPy event; the SimPy clock is moved to the replica's, exactly, only when the replica
 must wait (a step that ends at or after the next arrival, an idle wait). Every step's
 start and end are the same floats as with one event per step (SimPy adds the delay to
 its clock; the replica's clock adds the same delay), so the records are identical
-(tests/test_speed_paths_replica.py).
+(tests/test_speed_paths_replica.py). One of several replicas lets a decode run go on past
+the fleet's next arrival until a request reaches it (:mod:`simulator.replica_runs`).
 
 :class:`ReplicaClock` holds those waits for :class:`~simulator.replica.Replica`, which
 sets the attributes it declares.
@@ -16,7 +18,6 @@ sets the attributes it declares.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -84,26 +85,6 @@ class ReplicaClock:
         self._interruptible = False
         self._now = env.now
         return len(ends), ends
-
-    def _steps_cut_by_arrival(self, ends: list[float]) -> Generator[simpy.Event, Any, int]:
-        """Run steps ending at ``ends`` up to the one in progress when a request reaches this
-        replica (:meth:`_run_interruptible`'s cut, with exact times); how many ran.
-
-        Steps ending before the fleet's next arrival need no SimPy event."""
-        n = len(ends)
-        if ends[-1] < self._inline_before():
-            self._now = ends[-1]
-            return n
-        self._interruptible = True
-        try:
-            yield self._until(ends[-1])
-        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
-            self._interruptible = False
-            n = min(bisect_left(ends, self.env.now), n - 1) + 1
-            yield self._until(ends[n - 1])
-        self._interruptible = False
-        self._now = ends[n - 1]
-        return n
 
     def _run_until_arrival(
         self, ends: np.ndarray

@@ -67,6 +67,31 @@ class StepLog:
         if len(self._rows) >= _FLUSH_ROWS:
             self._pack()
 
+    def add_decode_rows(
+        self, start_s: float, ends: list[float], shape: StepShape, rows: int,
+        num_running: int, queue_len: int, kv_after: list[int], last: tuple[int, int, int],
+        finished: Iterable[object] = (),
+    ) -> None:
+        """Record a decode run's steps, back to back from ``start_s``, as :meth:`add` would
+        one by one: the first of ``shape``, each later one ``rows`` sequences attending
+        ``rows`` more tokens than the one before; every step emits ``rows`` tokens and logs
+        ``num_running``, ``queue_len`` and ``kv_after[i]``, except the last, which logs
+        ``last`` (running, waiting and KV blocks once the run was applied)."""
+        n = len(ends)
+        c = shape.decode_context_tokens
+        out = self._rows
+        out.append((start_s, ends[0], shape.num_prefill_tokens, shape.prefill_attn_work,
+                    shape.num_decode_seqs, c, rows,
+                    *((num_running, queue_len, kv_after[0]) if n > 1 else last)))
+        for i in range(1, n):
+            c += rows
+            out.append((ends[i - 1], ends[i], 0, 0.0, rows, c, rows,
+                        *((num_running, queue_len, kv_after[i]) if i < n - 1 else last)))
+        self._row_at.extend(range(self._len, self._len + n))
+        self._len += n
+        if len(out) >= _FLUSH_ROWS:
+            self._pack()
+
     def extend(
         self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
         num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,

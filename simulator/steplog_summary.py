@@ -53,6 +53,12 @@ class NoStepLog:
         """Count one step."""
         self.num_steps += 1
 
+    def add_decode_rows(self, start_s: float, ends: list[float], shape: StepShape, rows: int,
+                        num_running: int, queue_len: int, kv_after: list[int],
+                        last: tuple[int, int, int], finished: Iterable[object] = ()) -> None:
+        """Count a decode run's steps (see :meth:`simulator.steplog.StepLog.add_decode_rows`)."""
+        self.num_steps += len(ends)
+
     def extend(self, starts: np.ndarray, ends: np.ndarray, shapes: StepShapes,
                num_decode_tokens: np.ndarray, num_running: np.ndarray, queue_len: np.ndarray,
                kv_blocks_used: np.ndarray, finished: Iterable[object] = ()) -> None:
@@ -95,6 +101,27 @@ class SummaryStepLog:
         if finished:
             self._last_finish = end_s
         self._waiting += 1
+        if self._waiting >= _FOLD_ROWS:
+            self._fold()
+
+    def add_decode_rows(self, start_s: float, ends: list[float], shape: StepShape, rows: int,
+                        num_running: int, queue_len: int, kv_after: list[int],
+                        last: tuple[int, int, int], finished: Iterable[object] = ()) -> None:
+        """Record a decode run's steps, as :meth:`add` one by one would (see
+        :meth:`simulator.steplog.StepLog.add_decode_rows`)."""
+        n = len(ends)
+        if self._waiting + n >= _FOLD_ROWS:  # fold after the very row add() would fold at
+            for i in range(n):
+                self.add(ends[i - 1] if i else start_s, ends[i], shape, rows, 0, 0,
+                         kv_after[i] if i < n - 1 else last[2], finished if i == n - 1 else ())
+            return
+        out = self._rows
+        for i in range(n - 1):
+            out.append((ends[i - 1] if i else start_s, ends[i], rows, kv_after[i]))
+        out.append((ends[n - 2] if n > 1 else start_s, ends[n - 1], rows, last[2]))
+        if finished:
+            self._last_finish = ends[n - 1]
+        self._waiting += n
         if self._waiting >= _FOLD_ROWS:
             self._fold()
 

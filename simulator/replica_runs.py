@@ -1,0 +1,93 @@
+"""Decode runs of one of several replicas: cut by a request reaching this replica only.
+
+With several replicas behind a router that reads no token counts, the fleet's next
+arrival is known ahead (simulator/driver.py), and a replica's steps that end before it
+run at once on its own clock (:mod:`simulator.replica_clock`). A decode run need not stop
+at that arrival, though: an arrival routed elsewhere changes nothing here, and what a
+router reads of this replica (requests waiting and running) does not change inside a run
+(nobody finishes before its last step, nobody is admitted). So the run waits on one SimPy
+event for its last step and an arrival here cuts it at the step in progress, as
+:meth:`~simulator.replica_clock.ReplicaClock._run_interruptible` does, with every time
+exact (``_until``). tests/test_speed_paths_replica.py checks the records and step logs
+against replicas told nothing ahead.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from simulator.costs.base import CostModel
+from simulator.fastforward import apply_decode_run, log_short_run, plan_decode_run, plan_short_run
+from simulator.policies import Batch, Sequence, ServerState
+from simulator.replica_clock import ReplicaClock
+from simulator.steplog import AnyStepLog
+
+
+class OwnArrivalRuns(ReplicaClock):
+    """Decode runs that only this replica's own arrivals cut (a mixin of Replica)."""
+
+    state: ServerState
+    cost: CostModel
+    log: AnyStepLog
+    _price_decode: Callable[[int, int, int], float] | None
+
+    def _check_log_size(self) -> None:  # Replica's: stops a run whose step log grew too long
+        raise NotImplementedError
+
+    def _run_to_own_arrival(self, batch: Batch, k: int, short_run: int
+                            ) -> Generator[simpy.Event, Any, list[Sequence]]:
+        """One of several replicas: a decode run of ``k`` steps that only a request reaching
+        this replica cuts (at the step in progress), as :meth:`_run_interruptible` does,
+        with steps priced one by one when the run has at most ``short_run`` steps
+        and every time exact."""
+        state = self.state
+        if self._price_decode is not None and state.group is None and k <= short_run:
+            run = plan_short_run(state, batch, k, self._now, math.inf, self._price_decode)
+            n = yield from self._steps_cut_by_arrival(run.ends)
+            del run.ends[n:]
+            finished = apply_decode_run(state, batch, run.ends)
+            log_short_run(self.log, run, batch, state, finished)
+            self._check_log_size()
+            return finished
+        plan = plan_decode_run(state, batch, k)
+        start = self._now
+        ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(plan.shapes))))[1:]
+        queue_len = len(state.waiting)
+        k = yield from self._steps_cut_by_arrival(ends.tolist())
+        ends = ends[:k]
+        finished = apply_decode_run(state, batch, ends)
+        queue = np.full(k, queue_len)
+        queue[-1] = len(state.waiting)
+        running, kv_used = plan.running_after[:k], plan.kv_after[:k]
+        running[-1], kv_used[-1] = len(state.running), state.kv.used
+        starts = np.concatenate(([start], ends[:-1]))
+        shapes = plan.shapes if k == len(plan.shapes) else plan.shapes.head(k)
+        self.log.extend(starts, ends, shapes, plan.emitted[:k], running, queue, kv_used, finished)
+        self._check_log_size()
+        return finished
+
+    def _steps_cut_by_arrival(self, ends: list[float]) -> Generator[simpy.Event, Any, int]:
+        """Run steps ending at ``ends`` up to the one in progress when a request reaches this
+        replica (:meth:`_run_interruptible`'s cut, with exact times); how many ran.
+
+        Steps ending before the fleet's next arrival need no SimPy event."""
+        n = len(ends)
+        if ends[-1] < self._inline_before():
+            self._now = ends[-1]
+            return n
+        self._interruptible = True
+        try:
+            yield self._until(ends[-1])
+        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
+            self._interruptible = False
+            n = min(bisect_left(ends, self.env.now), n - 1) + 1
+            yield self._until(ends[n - 1])
+        self._interruptible = False
+        self._now = ends[n - 1]
+        return n
