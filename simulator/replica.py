@@ -202,16 +202,8 @@ class Replica(OwnArrivalRuns):
         else:
             self.num_events += 1
             k, ends = yield from self._run_interruptible(ends)
-        finished = apply_decode_run(state, batch, ends)
-        queue = np.full(k, len(state.waiting) - self._arrived_in_run)
-        queue[-1] = len(state.waiting)
-        running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with
-        running[-1], kv_used[-1] = len(state.running), state.kv.used
-        starts = np.concatenate(([start], ends[:-1]))
-        shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
-        self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
-        self._check_log_size()
-        return finished
+        return self._finish_run(batch, run, start, ends[:k],
+                                len(state.waiting) - self._arrived_in_run)
 
     def _short_run(self, batch: Batch, k: int, stop_s: float
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:

@@ -23,7 +23,13 @@ import numpy as np
 import simpy
 
 from simulator.costs.base import CostModel
-from simulator.fastforward import apply_decode_run, log_short_run, plan_decode_run, plan_short_run
+from simulator.fastforward import (
+    DecodeRun,
+    apply_decode_run,
+    log_short_run,
+    plan_decode_run,
+    plan_short_run,
+)
 from simulator.policies import Batch, Sequence, ServerState
 from simulator.replica_clock import ReplicaClock
 from simulator.steplog import AnyStepLog
@@ -61,14 +67,22 @@ class OwnArrivalRuns(ReplicaClock):
         queue_len = len(state.waiting)
         k = yield from self._steps_cut_by_arrival(ends.tolist())
         ends = ends[:k]
+        return self._finish_run(batch, plan, start, ends, queue_len)
+
+    def _finish_run(self, batch: Batch, run: DecodeRun, start: float, ends: np.ndarray,
+                    queue_len: int) -> list[Sequence]:
+        """Apply the first ``len(ends)`` steps of the planned decode ``run`` (started at
+        ``start``) and log them; ``queue_len``: the queue their rows show, but the last."""
+        state = self.state
+        k = len(ends)
         finished = apply_decode_run(state, batch, ends)
         queue = np.full(k, queue_len)
         queue[-1] = len(state.waiting)
-        running, kv_used = plan.running_after[:k], plan.kv_after[:k]
+        running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with
         running[-1], kv_used[-1] = len(state.running), state.kv.used
         starts = np.concatenate(([start], ends[:-1]))
-        shapes = plan.shapes if k == len(plan.shapes) else plan.shapes.head(k)
-        self.log.extend(starts, ends, shapes, plan.emitted[:k], running, queue, kv_used, finished)
+        shapes = run.shapes if k == len(run.shapes) else run.shapes.head(k)
+        self.log.extend(starts, ends, shapes, run.emitted[:k], running, queue, kv_used, finished)
         self._check_log_size()
         return finished
 

@@ -92,10 +92,6 @@ table = comparison_table([(labels, o.summary) for (labels, _), o in zip(points, 
 slo_text = f"P99 TTFT ≤ {ttft:g} ms and P99 TPOT ≤ {tpot:g} ms"
 st.markdown(recommend(table, knobs, slo_text))
 
-if first.arrival == "closed":
-    st.caption(f"{name}.toml sends a closed loop; this page sends Poisson traffic at each rate "
-               "instead" + (f" (its sessions of {first.prefix.session_turns} turns too)"
-                            if first.prefix.session_turns > 1 else "") + ".")
 left, right = st.columns(2)
 with left:
     plot(figures.against_rate(table, [("p50_ttft_ms", "P50"), ("p99_ttft_ms", "P99")],
