@@ -196,6 +196,11 @@ def test_policies_speculative_decoding_column(page: Page, base_url: str) -> None
     assert "spec_mean_accepted_tokens_per_step" not in _table(page)[0]
     _check(page, "Speculative decoding")
     page.get_by_text("run without speculative decoding").wait_for(timeout=60_000)
+    # the note shows before the simulations: wait for the table they write
+    deadline = time.monotonic() + 60
+    while ("spec_mean_accepted_tokens_per_step" not in (_table(page) or [{}])[0]
+           and time.monotonic() < deadline):
+        time.sleep(0.3)
     rows = {row["policy"]: row for row in _table(page)}
     assert float(rows["chunked"]["spec_mean_accepted_tokens_per_step"]) > 1
     assert rows["static"]["spec_mean_accepted_tokens_per_step"] in ("", "None", "nan")
