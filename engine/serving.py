@@ -77,6 +77,8 @@ class _Arrivals:
         self.heap: list[tuple[float, int, Sequence]] = []
         self.unsent = len(read.seqs)
         self.clients: dict[int, deque[tuple[Sequence, float]]] = {}
+        self._held: list[tuple[float, Sequence]] = []  # sends due at a step's end (done)
+        self._held_slots: list[float] = []  # slots freed at a step's end (capped open loop)
         if read.closed:
             for seq, t in zip(read.seqs, read.think_s, strict=True):
                 self.clients.setdefault(seq.client_id, deque()).append((seq, t))
@@ -111,14 +113,30 @@ class _Arrivals:
 
     def done(self, seq: Sequence, now: float) -> None:
         """A request ended: its client sends the next one after thinking, or (capped open
-        loop) its slot frees."""
+        loop) its slot frees. A send due at once (no think time, or a waiting request
+        given the freed slot) is held until the next schedule has been decided, as the
+        simulator's driver sends it through an event of its own after the step's end
+        (simulator/driver.py ``_send_later``): it joins at the following step boundary."""
+        end = seq.finish_s if not math.isnan(seq.finish_s) else now
         if self.slots is not None:
-            heapq.heappush(self.slots, seq.finish_s if not math.isnan(seq.finish_s) else now)
+            self._held_slots.append(end)
         queue = self.clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
-            end = seq.finish_s if not math.isnan(seq.finish_s) else now
-            self._push(end + think, nxt)
+            if think <= 0:
+                self._held.append((end, nxt))
+            else:
+                self._push(end + think, nxt)
+
+    def release_held(self) -> None:
+        """The sends :meth:`done` held (the next schedule has been decided)."""
+        for due, seq in self._held:
+            self._push(due, seq)
+        if self.slots is not None:
+            for freed in self._held_slots:
+                heapq.heappush(self.slots, freed)
+        self._held.clear()
+        self._held_slots.clear()
 
 
 def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int, *,
@@ -175,6 +193,7 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
         if horizon_s is not None and now >= horizon_s:
             break
         decision = core.schedule(now)
+        arrivals.release_held()  # sent at the last step's end: seen from the next decision
         if isinstance(decision, Wait):
             until = decision.until if decision.until is not None else math.inf
             target = min(until, arrivals.next_due())

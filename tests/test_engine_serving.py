@@ -189,3 +189,32 @@ def test_abort_frees_the_request_and_the_others_carry_on(tiny):
         ids = prompt_ids(seq.request_id, seq.prompt_tokens, tiny.vocab_size)
         assert core.tokens[seq.request_id][seq.prompt_tokens:] == greedy_reference(tiny, ids, 6)
     assert seqs[1].reason.startswith("aborted") and core.state.kv.used == 0
+
+
+@pytest.mark.parametrize("name", ["continuous", "chunked"])
+def test_closed_loop_without_think_time_replays_exactly(tiny, name):
+    """A client with no think time sends its next request at its last one's end: the engine
+    and the simulator both let it join at the following step boundary (the simulator sends
+    it through an event after the step's end; the engine holds it until the next decision),
+    so the replay still matches step for step."""
+    n = 12
+    reqs = pd.DataFrame({
+        "request_id": range(n), "arrival_s": [math.nan] * n,
+        "prompt_tokens": [6, 17, 30, 9, 10, 25, 8, 40, 12, 5, 20, 7],
+        "output_tokens": [3, 5, 2, 4, 6, 3, 2, 5, 4, 3, 2, 6],
+        "client_id": [i % 3 for i in range(n)], "think_s": [0.0] * n,
+    })
+    run = replay(reqs, tiny, make_policy(name, max_num_batched_tokens=64), kv_blocks=64)
+    cost = ReplayCost(run.result.steps)
+    sim = simulate(reqs, ClusterSpec(make_policy(name, max_num_batched_tokens=64), cost,
+                                     kv_blocks=64), fast_forward=False)
+    assert cost.next == len(run.result.steps)
+    times = ["arrival_s", "scheduled_s", "first_token_s", "finish_s"]
+    e = run.result.requests.set_index("request_id").sort_index()
+    s = sim.requests.set_index("request_id").sort_index()
+    np.testing.assert_allclose(s[times], e[times], rtol=0, atol=1e-9)
+    # every later request of a client is sent exactly when its previous one finished
+    for client in range(3):
+        mine = e[reqs.set_index("request_id")["client_id"] == client]
+        np.testing.assert_allclose(mine["arrival_s"].to_numpy()[1:],
+                                   mine["finish_s"].to_numpy()[:-1], rtol=0, atol=1e-12)
