@@ -62,3 +62,28 @@ def mark_measured(folder: Path, kind: str = "endpoint-measured") -> None:
     path = Path(folder) / "manifest.json"
     manifest = json.loads(path.read_text())
     path.write_text(json.dumps({**manifest, "kind": kind}))
+
+
+def tiny_plan_scenario(name: str, seed: int) -> str:
+    """A small plan scenario (two GPUs x two policies, a linear cost) as TOML text, for
+    planner tests that compare whole plans run two ways."""
+    return f"""name = "{name}"
+seed = {seed}
+[hardware]
+gpu = ["h100-sxm", "a100-80gb"]
+[policy]
+name = ["continuous", "chunked"]
+max_num_seqs = 32
+[workload]
+arrival = "poisson"
+rate = 100.0
+prompt = {{ dist = "uniform", low = 16, high = 64 }}
+output = {{ dist = "uniform", low = 4, high = 32 }}
+[cluster]
+router = "least_outstanding"
+[cost]
+form = "linear"
+step_s = 0.004
+decode_seq_s = 0.0002
+prefill_token_s = 0.00002
+"""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import tiny_plan_scenario
 
 from servesim.cli import main
 from simulator.capacity import SearchSettings, build_candidates, plan
@@ -106,27 +107,7 @@ def test_the_watch_counts_tpot_over_requests_that_have_one_and_stops_on_a_refusa
     assert not passes(decided_summary(slo, got.value))
 
 
-TINY = """
-name = "tiny-early-stop"
-seed = 4
-[hardware]
-gpu = ["h100-sxm", "a100-80gb"]
-[policy]
-name = ["continuous", "chunked"]
-max_num_seqs = 32
-[workload]
-arrival = "poisson"
-rate = 100.0
-prompt = { dist = "uniform", low = 16, high = 64 }
-output = { dist = "uniform", low = 4, high = 32 }
-[cluster]
-router = "least_outstanding"
-[cost]
-form = "linear"
-step_s = 0.004
-decode_seq_s = 0.0002
-prefill_token_s = 0.00002
-"""
+TINY = tiny_plan_scenario("tiny-early-stop", 4)
 
 
 def _plan_with_log(monkeypatch: pytest.MonkeyPatch, slo_text: str, target: float,

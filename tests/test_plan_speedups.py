@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import tiny_plan_scenario
 
 from simulator.capacity import SearchSettings, build_candidates, plan
 from simulator.capacity import plan as plan_function
@@ -239,27 +240,7 @@ def test_a_replayed_checks_summary_is_the_larger_clusters_own(step_log: str) -> 
 
 # --- the whole plan against the old algorithm, on a small real scenario -----------------
 
-TINY = """
-name = "tiny-speedups"
-seed = 2
-[hardware]
-gpu = ["h100-sxm", "a100-80gb"]
-[policy]
-name = ["continuous", "chunked"]
-max_num_seqs = 32
-[workload]
-arrival = "poisson"
-rate = 100.0
-prompt = { dist = "uniform", low = 16, high = 64 }
-output = { dist = "uniform", low = 4, high = 32 }
-[cluster]
-router = "least_outstanding"
-[cost]
-form = "linear"
-step_s = 0.004
-decode_seq_s = 0.0002
-prefill_token_s = 0.00002
-"""
+TINY = tiny_plan_scenario("tiny-speedups", 2)
 
 
 def _old_algorithm(point: dict[str, Any], target: float, slo: Any,

@@ -102,8 +102,9 @@ def _run(tmp_path: Path, field: str, value: Any, capsys: pytest.CaptureFixture[s
 
 def test_the_schema_covers_every_section() -> None:
     sections = {name.split(".")[0] for name in RULES if "." in name}
-    assert sections >= {"model", "hardware", "stack", "kv", "policy", "workload", "slo",
-                        "cluster", "run", "admission", "autoscale", "speculative"}
+    assert sections == {"model", "hardware", "stack", "kv", "policy", "workload", "slo",
+                        "cluster", "run", "admission", "autoscale", "speculative",
+                        "disaggregated"}
     assert {"seed", "name", "description"} <= set(TOP_LEVEL)
     assert len(CASES) > 400
 
