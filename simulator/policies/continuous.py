@@ -36,7 +36,7 @@ from simulator.policies.admit_fcfs import admit_fcfs
 from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
-from simulator.policies.priority import check_scheduling, priority_first, priority_victim
+from simulator.policies.priority import check_scheduling, priority_first
 from simulator.policies.speculative import MAX_SPECULATIVE_TOKENS, spec_step
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
 from simulator.policies.step import decode_cohort, unpadded_shape
@@ -164,6 +164,12 @@ class ContinuousPolicy:
         return self.admit(state, budget, prefill, decode)
 
     @property
+    def victim_rule(self) -> str:
+        """Whom a full KV cache evicts (preemption.victim): the preemption rule, or the
+        least urgent class under priority scheduling."""
+        return self.preemption if self.scheduling == "fcfs" else "priority"
+
+    @property
     def _joins_decodes(self) -> bool:
         """Whether admitted prompts share a step with the running decodes."""
         return (self.chunked_prefill and self.mixed_chunks) or (
@@ -178,12 +184,9 @@ class ContinuousPolicy:
         (prefill, decode) this step is taken out of it and its tokens return to the budget."""
         seq = state.running[i]
         while not state.kv.can_allocate(seq.request_id, num_tokens):
-            if self.scheduling == "fcfs":
-                out = victim(self.preemption, state.running)
-            else:
-                out = priority_victim(state.running)
-            j = (len(state.running) - 1 if self.preemption == "newest" and self.scheduling == "fcfs"
-                 else state.running.index(out))
+            rule = self.victim_rule
+            out = victim(rule, state.running)
+            j = len(state.running) - 1 if rule == "newest" else state.running.index(out)
             state.preempt(out, to_tail=requeues_at_tail(self.preemption))
             preempted.append(out)
             if j < i:

@@ -27,10 +27,18 @@ PREEMPTIONS = ("newest", "fewest_outputs")
 
 
 def victim(rule: str, running: list[Sequence]) -> Sequence:
-    """The running request ``rule`` evicts first."""
+    """The running request ``rule`` evicts first: ``newest``, ``fewest_outputs``, or
+    ``priority`` (scheduling = "priority": the least urgent, max (class, arrival_s), the
+    later on ties; vLLM v1's ``max(self.running, key=lambda r: (r.priority,
+    r.arrival_time))``)."""
     if rule == "newest":
         return running[-1]
     chosen = running[0]
+    if rule == "priority":
+        for seq in running:
+            if (seq.priority, seq.arrival_s) >= (chosen.priority, chosen.arrival_s):
+                chosen = seq
+        return chosen
     for seq in running:  # "<=": the later of equal keys, as SGLang's stable sort and pop()
         if (seq.num_generated, -seq.prompt_tokens) <= (chosen.num_generated,
                                                         -chosen.prompt_tokens):

@@ -11,7 +11,7 @@ vLLM's ``priority`` and SGLang's priority scheduling). Under ``scheduling = "pri
 - a running request that needs a KV block none has evicts the *least urgent* running
   request, the max ``(priority, arrival_s)``: vLLM v1 ``Scheduler.schedule``
   (vllm/v1/core/sched/scheduler.py, ``max(self.running, key=lambda r: (r.priority,
-  r.arrival_time))``) (:func:`priority_victim`);
+  r.arrival_time))``) (``preemption.victim("priority", ...)``);
 - before a step is built, the most urgent waiting request that cannot start (no KV room,
   or ``max_num_seqs`` running) evicts running requests of a strictly less urgent class,
   least urgent first, until it can: vLLM v0's ``_schedule_priority_preemption``
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from simulator.errors import ConfigError
 from simulator.policies import admission as rule
+from simulator.policies.preemption import victim
 from simulator.policies.state import Sequence, ServerState
 
 if TYPE_CHECKING:
@@ -75,15 +76,6 @@ def ordered(state: ServerState) -> None:
         state.waiting = PriorityWaiting(state.waiting)
 
 
-def priority_victim(running: list[Sequence]) -> Sequence:
-    """The least urgent running request: max (priority, arrival_s), the later on ties."""
-    chosen = running[0]
-    for seq in running:
-        if (seq.priority, seq.arrival_s) >= (chosen.priority, chosen.arrival_s):
-            chosen = seq
-    return chosen
-
-
 def make_way(policy: ContinuousPolicy, state: ServerState) -> list[Sequence]:
     """Evict running requests of a less urgent class while the most urgent waiting one
     cannot start; the victims, in eviction order (see the module docstring).
@@ -106,7 +98,7 @@ def make_way(policy: ContinuousPolicy, state: ServerState) -> list[Sequence]:
         if len(running) < policy.max_num_seqs and kv.can_allocate(head.request_id, n,
                                                                   watermark):
             break
-        out = priority_victim(running)
+        out = victim("priority", running)
         if out.priority <= head.priority:
             break  # nobody less urgent is running: the head waits its turn
         state.preempt(out)

@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simulator.policies.preemption import requeues_at_tail, victim
-from simulator.policies.priority import priority_victim
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import unpadded_shape
 
@@ -71,8 +70,7 @@ def _continue_prompts(
             continue  # evicted for an earlier one's chunk
         n = min(seq.pending, budget)
         while not kv.can_allocate(seq.request_id, seq.num_computed + n):
-            out = (priority_victim(state.running) if policy.scheduling == "priority"
-                   else victim(policy.preemption, state.running))
+            out = victim(policy.victim_rule, state.running)
             state.preempt(out, to_tail=requeues_at_tail(policy.preemption))
             preempted.append(out)
             for k, (s, given) in enumerate(prefill):
