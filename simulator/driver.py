@@ -11,9 +11,11 @@ from typing import Any
 import simpy
 
 from simulator.cluster_spec import ClusterSpec, LeaveHook, Progress
+from simulator.fleet.autoscaler import Autoscaler
 from simulator.fleet.disagg import DisaggFleet, ReplicaOptions
 from simulator.fleet.fleet import Fleet
 from simulator.fleet.tokens import TokenReplica
+from simulator.fleet.urgent import UrgentTimeout
 from simulator.policies import Sequence
 from simulator.prefix_cache_run import block_manager
 from simulator.record_columns import RecordColumns
@@ -22,16 +24,10 @@ from simulator.router import needs_tokens
 from simulator.workload.prefixes import PrefixIdentity
 
 
-class ArrivalTimeout(simpy.Event):
+class ArrivalTimeout(UrgentTimeout):
     """A timeout at URGENT priority: an arrival at the same instant as a step's end is
     processed first, so the next schedule always sees it (the same in every code path:
     stepping, fast-forward cut by an interrupt, or stopped at a known arrival)."""
-
-    def __init__(self, env: simpy.Environment, delay: float) -> None:
-        super().__init__(env)
-        self._ok = True
-        self._value = None
-        env.schedule(self, simpy.events.URGENT, delay)
 
 
 class Driver:
@@ -51,6 +47,7 @@ class Driver:
     """
 
     on_leave: LeaveHook | None = None  # simulate(on_leave=), set once built
+    _tick: Autoscaler  # the fleet's autoscaler, when it has one
 
     def __init__(self, env: simpy.Environment, spec: ClusterSpec, seqs: list[Sequence],
                  closed_loop: bool, think_s: list[float], fast_forward: bool,
@@ -67,23 +64,30 @@ class Driver:
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.
         # A capped open loop sends when a request ends: not known ahead, as a closed loop.
-        # An autoscaler's replicas come and go: nothing is known ahead.
+        # Several replicas too (issue 13): they interact only through arrivals (and an
+        # autoscaler's evaluations), so none can be affected before the next one, whoever
+        # it goes to. What a router, the front door or an autoscaler reads of a replica is
+        # as of that instant even inside a decode run that goes on past it: waiting and
+        # running do not change within a run, and a token-counting replica counts the
+        # run's steps that ended so far (simulator/fleet/tokens.py).
         scaling = spec.autoscale is not None and spec.autoscale.enabled
-        # Several replicas too (issue 13): they interact only through arrivals, so none can
-        # be affected before the next one, whoever it goes to (except token-counting
-        # routers, whose counts read the SimPy clock mid-run).
-        known = (not closed_loop and max_concurrency is None and not scaling
-                 and (spec.num_replicas == 1 or not needs_tokens(spec.router)))
+        known = not closed_loop and max_concurrency is None
         self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf
         most = spec.autoscale.max_replicas if spec.autoscale is not None and scaling \
             else spec.num_replicas
         # a replica that counts tokens (and, for an autoscaler on KV, blocks) inside its
         # fast-forwarded decode runs: what the router or autoscaler reads is then exact
-        track_kv = scaling and spec.autoscale is not None and spec.autoscale.signal == "kv"
-        kind = TokenReplica if needs_tokens(spec.router) or track_kv else Replica
+        signal = spec.autoscale.signal if spec.autoscale is not None and scaling else None
+        track_kv = signal == "kv"
+        kind = TokenReplica if needs_tokens(spec.router) or signal in ("kv", "ttft") \
+            else Replica
         extra = {"track_kv": True} if track_kv else {}
-        if known and spec.num_replicas > 1:  # a decode run goes on past others' arrivals
-            extra["own_arrivals_cut"] = True
+        if signal in ("kv", "ttft"):  # blocks opened, requests finished inside any run
+            extra["step_uneven_runs"] = True
+        if known and (spec.num_replicas > 1 or scaling):  # a decode run goes on past others'
+            extra["own_arrivals_cut"] = True  # arrivals (and the autoscaler's evaluations)
+        # replicas' steps stop short of the next arrival, or evaluation when scaling
+        cut = None if not known else self._next_event_s if scaling else self._next_arrival
         self._unsent = len(seqs)
 
         def make(i: int) -> Replica:
@@ -91,7 +95,7 @@ class Driver:
                      block_manager(spec.kv_blocks, spec.block_size, identity),
                      on_done=self._done, fast_forward=fast_forward,
                      check_invariants=check_invariants,
-                     next_arrival_s=(lambda: self.next_arrival_s) if known else None,
+                     next_arrival_s=cut,
                      step_log=spec.step_log, horizon_s=horizon_s,
                      acceptance=None if spec.speculative is None else spec.speculative.sampler(i),
                      max_step_rows=None if max_step_rows is None else max(
@@ -111,6 +115,8 @@ class Driver:
                                self.request_s)
         self.replicas = self.fleet.replicas  # grows as an autoscaler starts replicas
         self._scaling = self.fleet.scaler is not None
+        if isinstance(self.fleet, Fleet) and self.fleet.scaler is not None:
+            self._tick = self.fleet.scaler  # read by _next_event_s (replicas start later)
         self.records = RecordColumns()  # a request's record, written as it leaves
         self.num_events = 0
         self._clients: dict[int, deque[tuple[Sequence, float]]] = {}
@@ -130,6 +136,15 @@ class Driver:
                     self._send(first)
         else:
             env.process(self._open_loop(seqs))
+
+    def _next_arrival(self) -> float:
+        """When the next request reaches the router (inf: none left)."""
+        return self.next_arrival_s
+
+    def _next_event_s(self) -> float:
+        """The next arrival or autoscaler evaluation, whichever is first."""
+        arrival, tick = self.next_arrival_s, self._tick.next_s
+        return arrival if arrival < tick else tick
 
     def _send_later(self, seq: Sequence, delay_s: float) -> None:
         """A client sends ``seq`` ``delay_s`` from now (closed loop, or a freed slot)."""

@@ -1,11 +1,12 @@
 """A replica's own clock against SimPy's: the waits that keep them together.
 
 Several steps per SimPy event: when the next arrival is known ahead (an open loop, into
-one replica or several behind a router that reads no token counts: replicas interact only
-through arrivals), nothing can happen to a replica before it, so a step that ends before it (and
-before the horizon) is completed at once on the replica's own clock (``_now``) without a
-SimPy event; the SimPy clock is moved to the replica's, exactly, only when the replica
-must wait (a step that ends at or after the next arrival, an idle wait). Every step's
+one replica or several: replicas interact only through arrivals and autoscaler
+evaluations, simulator/driver.py), nothing can happen to a replica before it, so a step
+that ends before it (and before the horizon) is completed at once on the replica's own
+clock (``_now``) without a SimPy event; the SimPy clock is moved to the replica's,
+exactly, only when the replica must wait (a step that ends at or after the next arrival,
+an idle wait). Every step's
 start and end are the same floats as with one event per step (SimPy adds the delay to
 its clock; the replica's clock adds the same delay), so the records are identical
 (tests/test_speed_paths_replica.py). One of several replicas lets a decode run go on past

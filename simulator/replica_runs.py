@@ -1,15 +1,17 @@
 """Decode runs of one of several replicas: cut by a request reaching this replica only.
 
-With several replicas behind a router that reads no token counts, the fleet's next
-arrival is known ahead (simulator/driver.py), and a replica's steps that end before it
-run at once on its own clock (:mod:`simulator.replica_clock`). A decode run need not stop
-at that arrival, though: an arrival routed elsewhere changes nothing here, and what a
-router reads of this replica (requests waiting and running) does not change inside a run
-(nobody finishes before its last step, nobody is admitted). So the run waits on one SimPy
-event for its last step and an arrival here cuts it at the step in progress, as
+With several replicas in an open loop, the fleet's next arrival (or, with an
+autoscaler, its next evaluation, whichever is first) is known ahead (simulator/driver.py),
+and a replica's steps that end before it run at once on its own clock
+(:mod:`simulator.replica_clock`). A decode run need not stop there, though: an arrival
+routed elsewhere changes nothing here, and what a router, the front door or an autoscaler
+reads of this replica (requests waiting and running) does not change inside a run
+(nobody finishes before its last step, nobody is admitted); a token count or KV reading
+counts the run's steps that ended so far (simulator/fleet/tokens.py). So the run waits on
+one SimPy event for its last step and an arrival here cuts it at the step in progress, as
 :meth:`~simulator.replica_clock.ReplicaClock._run_interruptible` does, with every time
-exact (``_until``). tests/test_speed_paths_replica.py checks the records and step logs
-against replicas told nothing ahead.
+exact (``_until``). tests/test_speed_paths_replica.py and tests/test_speed_paths_fleet.py
+check the records, step logs and fleet timelines against replicas told nothing ahead.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class OwnArrivalRuns(ReplicaClock):
 
     def _check_log_size(self) -> None:  # Replica's: stops a run whose step log grew too long
         raise NotImplementedError
+
+    def clock_s(self) -> float:
+        """The replica's own clock: ahead of SimPy's while it runs steps ahead, else at or
+        behind it (the start of the step or run it waits on)."""
+        return self._now
 
     def _run_to_own_arrival(self, batch: Batch, k: int, short_run: int
                             ) -> Generator[simpy.Event, Any, list[Sequence]]:

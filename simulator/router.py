@@ -53,7 +53,8 @@ class LeastOutstanding:
     """The replica with the fewest requests waiting or running (lowest index on ties)."""
 
     def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
-        return min(range(len(replicas)), key=lambda i: replicas[i].state.num_outstanding)
+        loads = [r.state.num_outstanding for r in replicas]
+        return loads.index(min(loads))  # the first of the least loaded
 
 
 class ShortestQueue:
@@ -76,8 +77,8 @@ class LeastOutstandingTokens:
     needs_tokens = True  # the driver builds TokenReplica replicas for this router
 
     def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
-        views = cast(Seq[TokenView], replicas)
-        return min(range(len(views)), key=lambda i: views[i].tokens_now())
+        counts = [r.tokens_now() for r in cast(Seq[TokenView], replicas)]
+        return counts.index(min(counts))  # the first of the fewest
 
 
 AFFINITY_SLACK = 8  # requests a cache-warm replica may have beyond the least loaded

@@ -10,12 +10,17 @@ Decisions, at each evaluation ``t = k * interval_s`` (k = 1, 2, ...) while reque
   down_hold_s``, none starting, more than ``min_replicas`` serving: drain the serving
   replica with the fewest requests (the newest on ties); the hold starts again at ``t``;
 - a signal with no value (``ttft`` with nothing finished in the window) changes nothing.
+
+An evaluation runs first among the events of its instant (:mod:`simulator.fleet.urgent`):
+a step ending then has not ended for it. ``next_s`` says when the next one is, so that
+replicas running steps ahead of SimPy's clock stop short of it (simulator/driver.py), and
+the ``ttft`` window is kept in finish order whatever order replicas report finishes in.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
+from bisect import bisect_left, insort
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -25,6 +30,7 @@ import simpy
 from simulator.fleet.members import Members
 from simulator.fleet.sections import AutoscaleSection
 from simulator.fleet.tokens import TokenReplica
+from simulator.fleet.urgent import UrgentTimeout
 from simulator.replica import Replica
 
 
@@ -43,15 +49,16 @@ class Autoscaler:
         self.members = members
         self._remaining = remaining  # whether any request is still to be done
         self._low_since: float | None = None
-        self._ttft: deque[tuple[float, float]] = deque()  # (finish_s, ttft_ms) in the window
+        self._ttft: list[tuple[float, float]] = []  # (finish_s, ttft_ms), by finish_s
         self.num_events = 0
+        self.next_s = self._tick_s(1)  # the next evaluation (inf: none)
         self.decisions: list[tuple[float, str, float]] = []  # (time_s, "up"/"down", signal)
         env.process(self._loop())
 
     def observe(self, finish_s: float, ttft_ms: float) -> None:
         """A request finished (its TTFT feeds the ``ttft`` signal)."""
-        if self.section.signal == "ttft":
-            self._ttft.append((finish_s, ttft_ms))
+        if self.section.signal == "ttft":  # replicas ahead of SimPy report out of order
+            insort(self._ttft, (finish_s, ttft_ms))
 
     def signal(self) -> float:
         """The signal over the serving replicas now (NaN: no value)."""
@@ -62,8 +69,7 @@ class Autoscaler:
         if kind == "kv":
             return sum(_kv_used(r) / r.state.kv.num_blocks for r in serving) / len(serving)
         window, cutoff = self._ttft, self.env.now - self.section.window_s
-        while window and window[0][0] < cutoff:
-            window.popleft()
+        del window[:bisect_left(window, (cutoff,))]  # those that finished before the cutoff
         if not window:
             return math.nan
         values = np.fromiter((v for _, v in window), float, len(window))
@@ -74,9 +80,16 @@ class Autoscaler:
         while self._remaining():
             k += 1
             self.num_events += 1
-            yield self.env.timeout(k * self.section.interval_s - self.env.now)
+            self.next_s = self._tick_s(k)
+            yield UrgentTimeout(self.env, k * self.section.interval_s - self.env.now)
             if self._remaining():  # nothing to decide once every request is done
                 self._evaluate(self.signal())
+        self.next_s = math.inf
+
+    def _tick_s(self, k: int) -> float:
+        """When the ``k``-th evaluation, scheduled now, happens: the float SimPy computes."""
+        now = self.env.now
+        return now + (k * self.section.interval_s - now)
 
     def _evaluate(self, value: float) -> None:
         s, m, now = self.section, self.members, self.env.now

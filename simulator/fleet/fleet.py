@@ -70,7 +70,10 @@ class Fleet:
             return
         finish = seq.finish_s
         finished = not seq.reason and not math.isnan(finish)
-        self.end_s = max(self.end_s, finish if finished else self.env.now)
+        if not finished:  # refused now: by a replica's policy, on the replica's own clock
+            finish = self.env.now if seq.replica < 0 else max(
+                self.env.now, self.replicas[seq.replica].clock_s())
+        self.end_s = max(self.end_s, finish)
         if finished:
             sent = seq.arrival_s - self.request_s
             self.scaler.observe(finish, (seq.first_token_s - sent) * 1000.0)

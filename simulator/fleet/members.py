@@ -86,8 +86,12 @@ class Members:
         self._mark()
 
     def drain(self, replica: Replica) -> None:
-        """``replica`` takes no new request; it leaves once its requests are done."""
+        """``replica`` takes no new request; it leaves once its requests are done.
+
+        From now on it waits on SimPy for every step (told no next arrival), so each of its
+        requests is done at SimPy's clock, which :meth:`left_if_empty` reads."""
         self.serving.remove(replica)
+        replica.next_arrival_s = None
         self.draining.add(replica.index)
         self._mark()
         self.left_if_empty(replica.index)

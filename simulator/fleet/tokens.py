@@ -8,9 +8,15 @@ count changes when a step ends, as the tokens reach the client, and costs O(1) p
 
 A fast-forwarded decode run (simulator/fastforward.py) applies its steps at once when it
 ends; :meth:`TokenReplica.tokens_now` subtracts the tokens of the run's steps that ended
-before now, so a router sees the same count with or without fast-forward. With
+before now, so a router sees the same count with or without fast-forward, and with a run
+that goes on past arrivals routed elsewhere (one of several replicas told the next
+arrival: simulator/replica_runs.py), read at any arrival or autoscaler evaluation. With
 ``track_kv`` (an autoscaler on KV usage) :meth:`TokenReplica.kv_used_now` likewise counts
-the blocks a run on the decode clock has opened so far.
+the blocks a run on the decode clock has opened so far. With ``step_uneven_runs`` (an
+autoscaler on KV usage or TTFT) a decode run that is not on the clock (a padded batch,
+whose rows finish at different steps, or rows opening blocks off the clock) runs step by
+step instead, as fast-forward off does: what such a run opened or finished before an
+evaluation is then applied by it.
 """
 
 from __future__ import annotations
@@ -40,11 +46,13 @@ class TokenReplica(Replica):
 
     def __init__(self, env: simpy.Environment, index: int, policy: Policy, cost: CostModel,
                  kv: BlockManager, on_done: Callable[[Sequence], None], *,
-                 track_kv: bool = False, **kwargs: Any) -> None:
+                 track_kv: bool = False, step_uneven_runs: bool = False,
+                 **kwargs: Any) -> None:
         self.track_kv = track_kv  # keep each decode run's KV blocks per step
+        self.step_uneven_runs = step_uneven_runs  # decode runs off the clock: step by step
         self.tokens_left = 0  # prompt + output tokens not yet emitted, as of the last step end
-        self._run_ends: np.ndarray | None = None  # ends of the decode run in flight
-        self._run_seen: list[float] | None = None  # the same, as floats, once read
+        self._run_ends: np.ndarray | list[float] | None = None  # ends of the decode run in flight
+        self._run_seen: list[float] | None = None  # the same, as a list, once read
         self._run_done = 0  # steps of the run known to have ended (they only grow)
         self._run_rows = 0  # rows of the run (0: no run in flight)
         self._run_left: list[int] | None = None  # rows' tokens left, when some may end early
@@ -58,8 +66,9 @@ class TokenReplica(Replica):
         not: an arrival at that instant is handled first, as when stepping)."""
         seen = self._run_seen
         if seen is None:
-            assert self._run_ends is not None
-            seen = self._run_seen = self._run_ends.tolist()
+            ends = self._run_ends
+            assert ends is not None
+            seen = self._run_seen = ends if isinstance(ends, list) else ends.tolist()
         steps, now = self._run_done, self.env.now
         while steps < len(seen) and seen[steps] < now:
             steps += 1
@@ -109,14 +118,17 @@ class TokenReplica(Replica):
 
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         state = self.state
+        cohort = batch.cohort if state.group is None else None
+        if cohort is None and self.step_uneven_runs:
+            return (yield from self._step(batch))
         self._run_rows = len(batch.decode)
-        if batch.cohort is not None and state.group is None:
+        if cohort is not None:
             # every running request decodes on the clock and the run ends at the first
             # finish: each row emits one token per step, O(1) to count
-            self._run_min = batch.cohort.min_remaining
+            self._run_min = cohort.min_remaining
             # as simulator/fastforward.py plans it: the first step's blocks are taken
             if self.track_kv:
-                self._run_kv = list(accumulate(islice(cycle(batch.cohort.block_openings), k - 1),
+                self._run_kv = list(accumulate(islice(cycle(cohort.block_openings), k - 1),
                                                initial=state.kv.used))
             rows, steps = self._run_rows, state.clock.steps
             try:
@@ -145,3 +157,7 @@ class TokenReplica(Replica):
     ) -> Generator[simpy.Event, Any, tuple[int, np.ndarray]]:
         self._run_ends = ends
         return (yield from super()._run_interruptible(ends))
+
+    def _steps_cut_by_arrival(self, ends: list[float]) -> Generator[simpy.Event, Any, int]:
+        self._run_ends = ends  # a run that waits on SimPy is read lazily while it lasts
+        return (yield from super()._steps_cut_by_arrival(ends))
