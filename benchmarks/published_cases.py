@@ -47,6 +47,15 @@ ARRIVALS = ("burst", "poisson", "closed")
 PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "internlm-20b",
                   "phi-2", "mistral-7b-v0.3")
 FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
+# TensorRT-LLM's --scheduler_policy as servesim's admission and preemption rules
+# (cpp/tensorrt_llm/batch_manager/capacityScheduler.h): MAX_UTILIZATION reserves blocks for
+# the next step only and pauses the requests started last when they run out (they restart
+# from their context later); GUARANTEED_NO_EVICT admits a request only when its whole
+# input + output fits.
+SCHEDULER_POLICY_KNOBS: Mapping[str, Mapping[str, str]] = {
+    "max_utilization": {"admission": "greedy", "preemption": "newest"},
+    "guaranteed_no_evict": {"admission": "no_evict"},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +193,8 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     for key, value in case.knobs.items():
         if key in known:
             policy[key] = value
+        elif key == "scheduler_policy" and value in SCHEDULER_POLICY_KNOBS:
+            policy.update(SCHEDULER_POLICY_KNOBS[value])
         else:
             notes.append(f"knob {key}={value!r} not modelled")
     point: dict[str, Any] = {

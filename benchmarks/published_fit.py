@@ -2,6 +2,8 @@
 
     python benchmarks/published_fit.py --case ID --case ID2 [--heldout PREFIX ...]
            [--terms request_s,step_s]
+    python benchmarks/published_fit.py --fit-prefix trtllm0.10-h200- --heldout trtllm0.10-
+           --terms token_s --flat --throughput     # one GPU's rows of a throughput table
 
 The published cases (benchmarks/published_cases.toml) give medians and means, not the
 per-request times ``servesim calibrate --from-run`` fits (calibrate/from_run.py); this is
@@ -11,6 +13,14 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
     request_s  (>= 0)  non-blocking: each request reaches the engine this much later, so
                        TTFT and E2E grow by it and TPOT does not (costs/host.py)
     step_s     (>= 0)  blocking: every engine step takes this much longer
+    token_s    (>= 0)  blocking: per output token sampled in a step (streaming responses)
+    seq_s      (>= 0)  blocking: per running decode row in a step
+
+``--flat`` fits the terms in seconds instead (the same for every model: host work per
+request or token that does not grow with the model's depth, as a C++ batch manager's).
+``--throughput`` adds each case's output-throughput error to the residuals: the only
+residual of a throughput-only case (a max-throughput table). ``--fit-prefix`` fits on every
+case whose id starts with it (a minority of a group: one GPU, one length pair).
 
 Each candidate replays the fitting cases through the simulator with the stack's preset and
 ``[cost] overhead`` = the candidate x the model's layers, and the residuals are the
@@ -33,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
@@ -48,24 +58,27 @@ from benchmarks.published_cases import (  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
 
-TERMS = ("request_s", "step_s")
+TERMS = ("request_s", "step_s", "token_s", "seq_s")
 LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
 LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency_ms")
 
 
-def case_point(case: Case, per_layer_s: dict[str, float]) -> dict[str, Any]:
-    """The case's scenario point with host costs ``per_layer_s`` x the model's layers."""
+def case_point(case: Case, per_layer_s: dict[str, float], *, flat: bool = False
+               ) -> dict[str, Any]:
+    """The case's scenario point with host costs ``per_layer_s`` x the model's layers (x 1
+    when ``flat``)."""
     point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
     point, _ = stack_accepted(point, case)
-    layers = get_model(case.model).num_layers
+    layers = 1 if flat else get_model(case.model).num_layers
     if per_layer_s:
         point["cost"] = {"overhead": {k: v * layers for k, v in per_layer_s.items()}}
     return point
 
 
-def errors(case: Case, per_layer_s: dict[str, float]) -> dict[str, float]:
+def errors(case: Case, per_layer_s: dict[str, float], *, flat: bool = False
+           ) -> dict[str, float]:
     """Relative error (sim - published) / published of each metric the case gives."""
-    summary = run_point({}, case_point(case, per_layer_s)).summary
+    summary = run_point({}, case_point(case, per_layer_s, flat=flat)).summary
     out = {}
     for key, published in case.metrics.items():
         sim = simulated_value(key, summary)
@@ -73,30 +86,50 @@ def errors(case: Case, per_layer_s: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray) -> np.ndarray:
-    """Latency errors of every fitting case at ``theta_ms`` (ms per layer)."""
+def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray, *,
+              flat: bool = False, throughput: bool = False) -> np.ndarray:
+    """Latency errors (and output-throughput errors when ``throughput``) of every fitting
+    case at ``theta_ms`` (ms per layer, or ms when ``flat``)."""
     per_layer = {t: max(0.0, float(v)) * 1e-3 for t, v in zip(terms, theta_ms, strict=True)}
+    fitted = (*LATENCY, "output_throughput") if throughput else LATENCY
     out = []
     for case in cases:
-        errs = errors(case, per_layer)
-        out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in LATENCY]
+        errs = errors(case, per_layer, flat=flat)
+        out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in fitted]
     return np.array(out)
 
 
-def fit(cases: list[Case], terms: tuple[str, ...]) -> dict[str, float]:
-    """The per-layer host costs (s) that best match ``cases``' latencies."""
-    res = least_squares(lambda th: residuals(cases, terms, th), np.full(len(terms), 0.05),
+def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
+        throughput: bool = False) -> dict[str, float]:
+    """The per-layer (or, ``flat``, per-model) host costs (s) that best match ``cases``'
+    latencies (and throughputs).
+
+    One term: a bounded scalar search (0-1 ms) of the same soft_l1 loss; least squares'
+    finite differences stall on a loss this flat between batch changes."""
+    if len(terms) == 1:
+        def loss(theta_ms: float) -> float:
+            z = (residuals(cases, terms, np.array([theta_ms]), flat=flat,
+                           throughput=throughput) / LOSS_SCALE) ** 2
+            return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
+        best = minimize_scalar(loss, bounds=(0.0, 1.0), method="bounded",
+                               options={"xatol": 1e-3})
+        return {terms[0]: float(best.x) * 1e-3}
+    res = least_squares(lambda th: residuals(cases, terms, th, flat=flat,
+                                             throughput=throughput),
+                        np.full(len(terms), 0.05),
                         bounds=(0.0, np.inf), loss="soft_l1", f_scale=LOSS_SCALE,
                         diff_step=0.05, max_nfev=40)
     return {t: float(v) * 1e-3 for t, v in zip(terms, res.x, strict=True)}
 
 
-def table(title: str, cases: list[Case], per_layer_s: dict[str, float]) -> list[str]:
-    """Per case and metric, the error with and without the fitted host costs."""
+def table(title: str, cases: list[Case], per_layer_s: dict[str, float], *,
+          flat: bool = False) -> list[str]:
+    """Per case and metric, the error with and without the fitted host costs ("without":
+    the stack preset's own), then per metric the median |error| and share within 15%."""
     lines = [title]
     cells: dict[str, list[tuple[float, float]]] = {}
     for case in cases:
-        before, after = errors(case, {}), errors(case, per_layer_s)
+        before, after = errors(case, {}, flat=flat), errors(case, per_layer_s, flat=flat)
         lines.append(f"  {case.id}")
         for key in case.metrics:
             lines.append(f"    {key:<20} without {before[key]:+7.1%}   fitted {after[key]:+7.1%}")
@@ -104,16 +137,27 @@ def table(title: str, cases: list[Case], per_layer_s: dict[str, float]) -> list[
     for key, pairs in cells.items():
         b, a = zip(*pairs, strict=True)
         lines.append(f"  median |error| {key:<20} {statistics.median(b):6.1%} -> "
-                     f"{statistics.median(a):6.1%}  (n = {len(pairs)})")
+                     f"{statistics.median(a):6.1%}  within 15% {_share(b):4.0%} -> "
+                     f"{_share(a):4.0%}  (n = {len(pairs)})")
     return lines
+
+
+def _share(errs: tuple[float, ...]) -> float:
+    return sum(e <= 0.15 for e in errs) / len(errs)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", action="append", required=True, help="a case to fit on (id)")
+    ap.add_argument("--case", action="append", default=[], help="a case to fit on (id)")
+    ap.add_argument("--fit-prefix", action="append", default=[],
+                    help="fit on every case whose id starts with this")
     ap.add_argument("--heldout", action="append", default=[],
                     help="id prefix of held-out cases (default: the fitted cases' groups)")
-    ap.add_argument("--terms", default=",".join(TERMS), help=f"of {TERMS}")
+    ap.add_argument("--terms", default="request_s,step_s", help=f"of {TERMS}")
+    ap.add_argument("--flat", action="store_true",
+                    help="terms in s for every model (default: s per layer x layers)")
+    ap.add_argument("--throughput", action="store_true",
+                    help="fit output throughput too (throughput-only cases need it)")
     args = ap.parse_args(argv)
     terms = tuple(t for t in args.terms.split(",") if t)
     if not set(terms) <= set(TERMS):
@@ -121,20 +165,25 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     cases = load_cases()
-    fitting = [c for c in cases if c.id in args.case]
-    if len(fitting) != len(set(args.case)):
-        known = {c.id for c in cases}
-        print(f"published_fit: error: unknown case(s) {sorted(set(args.case) - known)}",
-              file=sys.stderr)
+    fitting = [c for c in cases if c.id in args.case
+               or any(c.id.startswith(p) for p in args.fit_prefix)]
+    known = {c.id for c in cases}
+    if set(args.case) - known or not fitting:
+        what = (f"unknown case(s) {sorted(set(args.case) - known)}" if set(args.case) - known
+                else f"no case matches --case / --fit-prefix {args.fit_prefix}")
+        print(f"published_fit: error: {what}", file=sys.stderr)
         return 2
     groups = {c.group for c in fitting}
-    held = [c for c in cases if c.id not in args.case and (
+    chosen = {c.id for c in fitting}
+    held = [c for c in cases if c.id not in chosen and (
         any(c.id.startswith(p) for p in args.heldout) if args.heldout else c.group in groups)]
-    per_layer = fit(fitting, terms)
-    print("fitted host costs per layer: " + ", ".join(
+    per_layer = fit(fitting, terms, flat=args.flat, throughput=args.throughput)
+    unit = "" if args.flat else " per layer"
+    print(f"fitted host costs{unit}: " + ", ".join(
         f"{t} = {v * 1e3:.4f} ms" for t, v in per_layer.items()))
-    print("\n".join(table(f"in sample ({len(fitting)} cases):", fitting, per_layer)))
-    print("\n".join(table(f"held out ({len(held)} cases):", held, per_layer)))
+    print("\n".join(table(f"in sample ({len(fitting)} cases):", fitting, per_layer,
+                          flat=args.flat)))
+    print("\n".join(table(f"held out ({len(held)} cases):", held, per_layer, flat=args.flat)))
     return 0
 
 

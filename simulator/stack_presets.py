@@ -56,11 +56,12 @@ class StackPreset:
 def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any],
             sources: tuple[str, ...], *, profiles: str | None = None,
             per_layer: dict[str, float] | None = None,
+            overhead: dict[str, float] | None = None,
             adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
             ) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
-                       MappingProxyType({}), MappingProxyType(per_layer or {}), profiles,
-                       sources, adapt)
+                       MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
+                       profiles, sources, adapt)
 
 
 GIB = 2**30
@@ -145,6 +146,41 @@ SGLANG_SOURCES = (
     "max_running_requests: derived from the KV pool (at least 2048); here 2048")
 VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 
+# TensorRT-LLM: the in-flight batching rules are the same in 0.10 (C++ batch manager,
+# TensorRT engines) and 1.0 (PyTorch backend); what 0.10 changes is its KV block and a
+# blocking host cost per output token (docs/stacks.md, "TensorRT-LLM 0.10").
+TRTLLM_POLICY = {"name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
+                 "chunked_prefill": False, "mixed_prefill": True, "admission": "no_evict"}
+TRTLLM_IFB_SOURCES = (
+    "in-flight batching: generation requests first, then whole context requests in the "
+    "same iteration within max_num_tokens (docs/source/performance/"
+    "tuning-max-batch-size-and-max-num-tokens.md @ 16d2467e, 'Understanding the "
+    "TensorRT-LLM scheduler')",
+    "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GUARANTEED_NO_EVICT "
+    "(the default capacity scheduler policy)")
+# 0.10's host cost per output token, s, the same for every model (the C++ batch manager
+# does it per request, not per layer): fitted by `python benchmarks/published_fit.py
+# --fit-prefix trtllm0.10-h100-sxm-llama-3-70b --fit-prefix trtllm0.10-h200-llama-3-70b
+# --fit-prefix trtllm0.10-a100-80gb-llama-3-70b --fit-prefix trtllm0.10-h100-sxm-llama-2-70b-fp8
+# --fit-prefix trtllm0.10-h200-llama-2-70b-fp8 --heldout trtllm0.10- --terms token_s --flat
+# --throughput`: the 24 rows of 0.10's perf-overview table whose kernels are TensorRT-LLM's
+# own measured tables at the model's true shapes (Llama-3-70B, and Llama-2-70B FP8 on
+# Llama-3.1-70B's), in sample (`fitted` in benchmarks/published_cases.toml); the other 55
+# are held out. What it stands for: those runs streamed every token (gptManagerBenchmark
+# --streaming) from up to 2048 running requests under max_utilization; 0.11 dropped both
+# and its decode-heavy figures rose on the same GPUs while KV-bound Llama-2-7B's (tens of
+# requests at once) did not move (docs/stacks.md, "TensorRT-LLM 0.10").
+TRTLLM_010_TOKEN_S = 24.2e-6
+TRTLLM_010_SOURCES = (
+    "0.10 TensorRT engines: tensorrt_llm/plugin/plugin.py PluginConfig (0.10/0.11): "
+    "tokens_per_block 64, use_fp8_context_fmha off; KV fraction 0.9 as 0.10's "
+    "perf-overview runs set it (--kv_cache_free_gpu_mem_fraction 0.9)",
+    "0.10 scheduler defaults (max_batch_size, max_num_tokens) are 1.0's, not re-read for "
+    "0.10; the 0.10 perf-overview runs give theirs (2048, 2048) as case knobs",
+    f"host: token_s {TRTLLM_010_TOKEN_S * 1e6:g} us per output token (blocking), fitted "
+    "by benchmarks/published_fit.py to the 24 Llama-3-70B and Llama-2-70B FP8 TP4 rows of "
+    "0.10's perf-overview table (benchmarks/published_cases.toml, fitted = ...)")
+
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
@@ -186,19 +222,15 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
                 profiles="sglang", adapt=_sglang),
     ),
     "trtllm": (
-        _preset("trtllm", "1.0", {
-            "name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
-            "chunked_prefill": False, "mixed_prefill": True, "admission": "no_evict"},
+        _preset("trtllm", "0.10", dict(TRTLLM_POLICY),
+                {"block_size": 64, "gpu_memory_utilization": 0.9},
+                (*TRTLLM_010_SOURCES, *TRTLLM_IFB_SOURCES),
+                overhead={"token_s": TRTLLM_010_TOKEN_S}, adapt=_context),
+        _preset("trtllm", "1.0", dict(TRTLLM_POLICY),
             {"block_size": 32, "gpu_memory_utilization": 0.9}, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
-            "free_gpu_memory_fraction 0.9",
-            "in-flight batching: generation requests first, then whole context requests in "
-            "the same iteration within max_num_tokens (docs/source/performance/"
-            "tuning-max-batch-size-and-max-num-tokens.md @ 16d2467e, 'Understanding the "
-            "TensorRT-LLM scheduler')",
-            "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp: GUARANTEED_NO_EVICT "
-            "(the default capacity scheduler policy)"),
+            "free_gpu_memory_fraction 0.9", *TRTLLM_IFB_SOURCES),
             adapt=_context),
     ),
 })

@@ -60,6 +60,20 @@ def test_scenario_point_of_a_burst_case(cases: list) -> None:
     assert notes == ["1000 of the source's 30000 prompts"]
 
 
+def test_a_0_10_case_runs_its_preset_and_its_stated_scheduler_policy(cases: list) -> None:
+    # gptManagerBenchmark --scheduler_policy max_utilization: greedy admission, the newest
+    # paused; the case's engine limits (max_batch_size / max_num_tokens 2048) as knobs
+    case = next(c for c in cases if c.id == "trtllm0.10-h200-llama-2-7b-fp8-tp1-128-128")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["policy"] == {"max_num_seqs": 2048, "max_num_batched_tokens": 2048,
+                               "chunked_prefill": True, "admission": "greedy",
+                               "preemption": "newest"}
+    assert not any("not modelled" in n for n in notes)
+    point, note = pc.stack_accepted(point, case)
+    assert point["stack"] == {"name": "trtllm", "version": "0.10"} and note is None
+
+
 def test_a_case_giving_latencies_runs_all_its_prompts(cases: list, tmp_path: Path) -> None:
     """A burst's TTFT grows with its queue: truncating it would read low."""
     case = next(c for c in cases if c.id == "sglang-issue1639-h100-llama3-8b-tp2-sharegpt2000")

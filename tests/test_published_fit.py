@@ -1,0 +1,49 @@
+"""benchmarks/published_fit.py: a host cost recovered from a synthetic published case.
+
+The case is made from the simulator itself: its "published" throughput is what the
+simulator gives with a known per-token host cost, so fitting that one term to the case's
+throughput must give the cost back (to the search's 1 us tolerance).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+pc = importlib.import_module("benchmarks.published_cases")
+pf = importlib.import_module("benchmarks.published_fit")
+
+TOKEN_S = 40e-6  # the cost hidden in the synthetic case
+
+
+def synthetic_case(published: float) -> object:
+    """A burst of 40 requests of 64 + 64 tokens of the tiny model on one H100, TensorRT-LLM
+    0.10, publishing ``published`` output tokens/s."""
+    return pc.Case(id="synthetic", source="test", stack="trtllm", stack_version="0.10",
+                   gpu="h100-sxm", model="tiny", weight_dtype="bf16", kv_dtype="bf16", tp=1,
+                   workload={"prompt_tokens": 64, "output_tokens": 64, "num_prompts": 40,
+                             "arrival": "burst"},
+                   metrics={"output_throughput": published})
+
+
+def test_a_flat_token_cost_is_recovered_from_throughput() -> None:
+    probe = synthetic_case(1.0)
+    # errors() is (sim - published) / published, so with published = 1 it is sim - 1
+    truth = pf.errors(probe, {"token_s": TOKEN_S}, flat=True)["output_throughput"] + 1.0
+    without = pf.errors(probe, {"token_s": 0.0}, flat=True)["output_throughput"] + 1.0
+    assert truth < without  # the cost slows the burst
+    fitted = pf.fit([synthetic_case(truth)], ("token_s",), flat=True, throughput=True)
+    assert fitted["token_s"] == pytest.approx(TOKEN_S, abs=1e-6)
+
+
+def test_throughput_is_left_out_unless_asked() -> None:
+    # a throughput-only case gives no latency residual to fit without --throughput
+    case = synthetic_case(1000.0)
+    assert pf.residuals([case], ("token_s",), pf.np.array([0.04]), flat=True).size == 0
+    assert pf.residuals([case], ("token_s",), pf.np.array([0.04]), flat=True,
+                        throughput=True).size == 1

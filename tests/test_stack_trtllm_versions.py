@@ -1,0 +1,73 @@
+"""TensorRT-LLM's versions: what the 0.10 preset changes against 1.0, on cases small enough
+to check by hand.
+
+0.10 (TensorRT engines, C++ batch manager) keeps 1.0's in-flight batching rules (no-evict
+admission, context requests beside the generation ones) and changes two things: the KV
+block holds 64 tokens (0.10's trtllm-build default; 1.0's PyTorch backend: 32), and every
+output token sampled in a step costs ``token_s`` of blocking host time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import TokenCost, table, timeline
+
+from simulator.cluster import ClusterSpec, simulate
+from simulator.deployment import resolve
+from simulator.shapes import StepShape
+from simulator.stack_presets import TRTLLM_010_TOKEN_S
+
+ROWS = [(0, 40, 40), (0, 40, 40), (0, 40, 40)]  # (arrival, prompt, output)
+
+
+def run(version: str):  # noqa: ANN201
+    """Three requests of 40 + 40 tokens against a 5-block cache in the preset's block size,
+    10 ms a step."""
+    dep = resolve({"stack": {"name": "trtllm", "version": version}, "kv": {"num_blocks": 5}})
+    spec = ClusterSpec(dep.policy, TokenCost(step_s=0.01), kv_blocks=5,
+                       block_size=dep.block_size, check_invariants=True)
+    return dep, simulate(table(ROWS), spec)
+
+
+def test_0_10_blocks_of_64_tokens_fit_two_whole_requests_where_1_0_fits_one() -> None:
+    # 0.10: a request's whole 80 tokens take ceil(80 / 64) = 2 blocks: r0 and r1 (4 of 5
+    # blocks) start at 0, prefill .00-.01 (first token), 39 decodes end them at .40; r2
+    # (2 more) waits for them: prefill .40-.41, ends .80. Never a preemption.
+    dep, res = run("0.10")
+    assert (dep.block_size, dep.policy.admission, dep.policy.mixed_prefill) == (
+        64, "no_evict", True)
+    assert timeline(res.requests) == [(0, 0.0, 0.01, 0.4), (1, 0.0, 0.01, 0.4),
+                                      (2, 0.4, 0.41, 0.8)]
+    assert res.requests["preemptions"].sum() == 0
+    # 1.0: ceil(80 / 32) = 3 blocks each, so one request at a time
+    dep, res = run("1.0")
+    assert dep.block_size == 32
+    assert [r[1] for r in timeline(res.requests)] == [0.0, 0.4, 0.8]
+
+
+@pytest.mark.parametrize(("shape", "tokens"), [
+    (StepShape(num_decode_seqs=100, decode_context_tokens=100 * 500), 100),
+    (StepShape(num_prefill_tokens=3 * 128, prefill_attn_work=3 * 128 * 64, num_admitted=3),
+     3),
+    (StepShape(num_prefill_tokens=128, prefill_attn_work=128 * 64, num_admitted=1,
+               num_decode_seqs=50, decode_context_tokens=50 * 300), 51),
+])
+def test_0_10_adds_its_host_cost_per_output_token_to_1_0s_kernels(shape: StepShape,
+                                                                  tokens: int) -> None:
+    # Same kernel tables for both versions; 0.10's step is longer by token_s for each token
+    # sampled: one per decode row plus one per request whose prompt completes (admitted).
+    point = {"model": {"name": "llama-2-7b", "weight_dtype": "fp16"},
+             "hardware": {"gpu": "h100-sxm"}}
+    old = resolve({**point, "stack": {"name": "trtllm", "version": "0.10"}})
+    new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
+    extra = old.cost.step_time(shape) - new.cost.step_time(shape)
+    assert extra == pytest.approx(tokens * TRTLLM_010_TOKEN_S, rel=1e-9)
+
+
+def test_a_scenario_host_cost_wins_over_0_10s() -> None:
+    point = {"model": {"name": "llama-2-7b", "weight_dtype": "fp16"},
+             "hardware": {"gpu": "h100-sxm"}, "stack": {"name": "trtllm", "version": "0.10"}}
+    own = resolve({**point, "cost": {"overhead": {"token_s": 0.0}}})
+    new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
+    shape = StepShape(num_decode_seqs=100, decode_context_tokens=100 * 500)
+    assert own.cost.step_time(shape) == pytest.approx(new.cost.step_time(shape), rel=1e-12)
