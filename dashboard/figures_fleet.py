@@ -48,7 +48,8 @@ def class_ttft_cdfs(samples: dict[str, np.ndarray],
 
 
 def ttft_split_cdfs(parts: dict[str, np.ndarray], target_ms: float | None = None) -> go.Figure:
-    """CDFs of the prefill side, the KV transfer and the whole TTFT (disaggregated)."""
+    """CDFs of the prefill side, the wait for decode KV (when any), the KV transfer and
+    the whole TTFT (disaggregated)."""
     return _cdfs(parts, "TTFT split: prefill pool and KV transfer", "time (ms, log scale)",
                  {"TTFT": target_ms})
 

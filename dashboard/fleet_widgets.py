@@ -83,7 +83,13 @@ def disagg_widgets(where: Any, d: DisaggKnobs) -> DisaggKnobs:
                                            or ()), d.link_scope, P + "link_scope",
                    help="replica: each prefill replica sends over its own link; pool: "
                         "every transfer shares one link")
-    return DisaggKnobs(True, pre, dec, str(link), str(scope))
+    reserve = choice(where, "Decode KV reserved", list(
+        field_rule("disaggregated.decode_reserve").choices or ()), d.decode_reserve,
+        P + "decode_reserve",
+        help="before_transfer (vLLM): the KV is sent once the decode replica has its "
+             "blocks; before_prefill (SGLang): the prompt waits for them before its "
+             "prefill; on_arrival: no reservation (docs/fleet.md)")
+    return DisaggKnobs(True, pre, dec, str(link), str(scope), str(reserve))
 
 
 def autoscale_widgets(where: Any, d: AutoscaleKnobs) -> AutoscaleKnobs:

@@ -64,8 +64,9 @@ def test_ttft_split_adds_up_and_an_ideal_link_costs_nothing():
     out = simulate(point)
     parts = ttft_parts(out.requests)
     assert len(parts["TTFT"]) == out.summary["kv_transfers"]
-    assert parts["to prefill done"] + parts["KV transfer"] == pytest.approx(parts["TTFT"],
-                                                                           abs=1e-6)
+    waited = parts.get("waiting for decode KV", 0.0)
+    assert parts["to prefill done"] + waited + parts["KV transfer"] == pytest.approx(
+        parts["TTFT"], abs=1e-6)
     tiles = dict((label, value) for label, value, _ in transfer_tiles(out.summary))
     assert tiles["Link busy"].endswith("%") and "Decode pool busy" in tiles
     point["disaggregated"]["link"] = "ideal"
@@ -85,7 +86,7 @@ def test_page_shows_the_pools_beside_the_aggregated_run_and_switches_off():
     assert not at.exception and not at.error
     assert at.dataframe[0].value["deployment"].tolist() == ["disaggregated", "aggregated"]
     assert trace_names(figures(at)["TTFT split: prefill pool and KV transfer"]) == [
-        "to prefill done", "KV transfer", "TTFT"]
+        "to prefill done", "waiting for decode KV", "KV transfer", "TTFT"]
     assert "Link busy" in metrics(at)
     at.selectbox(key="fl_link").set_value("ideal").run()
     assert metrics(at)["KV transfer mean / p99"][0] == "0.0 / 0.0 ms"

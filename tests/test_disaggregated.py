@@ -24,10 +24,11 @@ BYTES_PER_TOKEN = 10_000_000  # 100 prompt tokens = 1e9 bytes = 1 s on SLOW
 
 
 def _disagg(link: LinkSpec, prefill: int = 1, decode: int = 1, scope: str = "replica",
-            tp: int = 1, decode_blocks: int = 1000, router: str = "round_robin") -> ClusterSpec:
+            tp: int = 1, decode_blocks: int = 1000, router: str = "round_robin",
+            reserve: str = "before_transfer") -> ClusterSpec:
     pre = PoolSpec("h100-sxm", tp, prefill, POLICY, COST, 1000, router)
     dec = PoolSpec("h100-sxm", tp, decode, POLICY, COST, decode_blocks, router)
-    spec = DisaggSpec(pre, dec, link, scope, BYTES_PER_TOKEN)
+    spec = DisaggSpec(pre, dec, link, scope, BYTES_PER_TOKEN, reserve)
     return ClusterSpec(POLICY, COST, decode_blocks, num_replicas=prefill + decode,
                        disaggregated=spec, check_invariants=True)
 
@@ -107,12 +108,60 @@ def test_a_one_token_output_ends_at_its_prefill() -> None:
     assert math.isnan(rec.kv_transfer_s) and rec.kv_bytes == 0
 
 
-def test_an_arrival_waits_for_decode_blocks() -> None:
+def test_without_a_reservation_an_arrival_waits_for_decode_blocks() -> None:
     # Decode replica: 10 blocks of 16 tokens. Each request (prompt 100, output 40) needs
     # blocks_for(140) = 9 blocks at the end, so only one decodes at a time. Both prefill
-    # in one step (0-0.21) and cross the ideal link at once; B waits for A's blocks:
-    # A decodes 0.21-0.60 (39 steps), B 0.60-0.99.
-    dis = _run([(0.0, 100, 40), (0.0, 100, 40)], _disagg(LINKS["ideal"], decode_blocks=10))
+    # in one step (0-0.21) and cross the ideal link at once ("on_arrival": nothing is
+    # reserved); B waits at the decode queue for A's blocks: A decodes 0.21-0.60
+    # (39 steps), B 0.60-0.99, with its first token out at 0.21.
+    dis = _run([(0.0, 100, 40), (0.0, 100, 40)],
+               _disagg(LINKS["ideal"], decode_blocks=10, reserve="on_arrival"))
     req = dis.requests.sort_values("request_id")
     assert req["first_token_s"].tolist() == pytest.approx([0.21, 0.21])
     assert req["finish_s"].tolist() == pytest.approx([0.60, 0.99])
+    assert req["kv_reserve_wait_s"].tolist() == [0.0, 0.0]
+
+
+def test_the_kv_is_sent_once_decode_blocks_are_reserved() -> None:
+    # The same two requests, "before_transfer" (vLLM's P/D connectors): A reserves
+    # blocks_for(100) = 7 of the 10 at its prefill's end (0.21); B needs 7 more and only
+    # 3 are free, so its KV stays on the prefill replica until A leaves at 0.60, crosses
+    # then (ideal link): B's first token at 0.60, 39 steps to 0.99; it waited 0.39 s.
+    dis = _run([(0.0, 100, 40), (0.0, 100, 40)], _disagg(LINKS["ideal"], decode_blocks=10))
+    req = dis.requests.sort_values("request_id")
+    assert req["first_token_s"].tolist() == pytest.approx([0.21, 0.60])
+    assert req["finish_s"].tolist() == pytest.approx([0.60, 0.99])
+    assert req["kv_reserve_wait_s"].tolist() == pytest.approx([0.0, 0.39])
+    assert req["prefill_done_s"].tolist() == pytest.approx([0.21, 0.21])
+
+
+def test_sglang_reserves_decode_blocks_before_the_prefill() -> None:
+    # "before_prefill" (SGLang's DecodePreallocQueue): A reserves at 0 and prefills alone
+    # (0.01 + 0.1 = 0.11), decodes 39 steps to 0.50; B's reservation waits until A
+    # leaves (0.50), then B prefills 0.50-0.61 and decodes to 1.00. B's wait, from its
+    # arrival, is 0.50 s, and it is queueing time (scheduled at 0.50).
+    dis = _run([(0.0, 100, 40), (0.0, 100, 40)],
+               _disagg(LINKS["ideal"], decode_blocks=10, reserve="before_prefill"))
+    req = dis.requests.sort_values("request_id")
+    assert req["first_token_s"].tolist() == pytest.approx([0.11, 0.61])
+    assert req["finish_s"].tolist() == pytest.approx([0.50, 1.00])
+    assert req["kv_reserve_wait_s"].tolist() == pytest.approx([0.0, 0.50])
+    assert req["scheduled_s"].tolist() == pytest.approx([0.0, 0.50])
+
+
+def test_reservations_are_granted_in_order_and_never_overcommit() -> None:
+    # Eight requests on 2 decode replicas of 10 blocks through one prefill replica; with
+    # invariants checked every step (check_invariants), each of the three modes serves
+    # every request, and no decode replica holds more than one at a time (9 blocks each).
+    rows = [(0.01 * i, 100, 40) for i in range(8)]
+    for mode in ("before_transfer", "before_prefill", "on_arrival"):
+        dis = _run(rows, _disagg(LINKS["ideal"], decode=2, decode_blocks=10, reserve=mode))
+        req = dis.requests.sort_values("first_token_s")
+        assert (req["status"] == "finished").all(), mode
+        for _, one in req.groupby("replica"):
+            spans = one[["first_token_s", "finish_s"]].to_numpy()
+            # one at a time per decode replica: each starts decoding after the last ended
+            assert all(spans[i + 1][1] - spans[i][1] >= 0.39 - 1e-9
+                       for i in range(len(spans) - 1)), mode
+
+

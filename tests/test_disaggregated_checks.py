@@ -33,16 +33,19 @@ def _busy_table(n: int, seed: int) -> pd.DataFrame:
     })
 
 
+@pytest.mark.parametrize("reserve", ["before_transfer", "before_prefill", "on_arrival"])
 @pytest.mark.parametrize("chunked", [False, True])
-def test_every_request_finishes_and_both_sides_free_their_kv(chunked: bool) -> None:
+def test_every_request_finishes_and_both_sides_free_their_kv(chunked: bool,
+                                                             reserve: str) -> None:
     # Decode KV of 40 blocks (640 tokens) for prompts up to 300 + outputs up to 60: arrivals
     # queue for blocks and running requests are preempted; the link is slow enough to queue.
+    # Every decode-reservation rule ends with nothing held or lent on either side.
     policy = ContinuousPolicy(chunked_prefill=chunked, max_num_batched_tokens=512)
     pre = PoolSpec("h100-sxm", 1, 2, policy, COST, 60, "least_outstanding")
     dec = PoolSpec("h100-sxm", 1, 2, policy, COST, 40, "round_robin")
     link = LinkSpec("t", bandwidth_gbps=1.0, latency_s=0.001)
     spec = ClusterSpec(policy, COST, 40, num_replicas=4, check_invariants=True,
-                       disaggregated=DisaggSpec(pre, dec, link, "pool", 100_000))
+                       disaggregated=DisaggSpec(pre, dec, link, "pool", 100_000, reserve))
     table = _busy_table(300, seed=1)
     env = simpy.Environment()
     arrivals = read_arrivals(table)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from simulator.scenario_types import field_rule
 
-DISAGG_KEYS = ("prefill_replicas", "decode_replicas", "link", "link_scope")
+DISAGG_KEYS = ("prefill_replicas", "decode_replicas", "link", "link_scope", "decode_reserve")
 COMPARE_COLUMNS = {  # comparison table column -> summary key
     "GPUs": "num_gpus", "TTFT p50 ms": "p50_ttft_ms", "TTFT p99 ms": "p99_ttft_ms",
     "TPOT p99 ms": "p99_tpot_ms", "ITL p99 ms": "p99_itl_ms", "E2E p99 ms": "p99_e2el_ms",
@@ -37,6 +37,7 @@ class DisaggKnobs:
     decode_replicas: int
     link: str  # a key of simulator/specs/links.py
     link_scope: str  # replica: a link per prefill replica; pool: one shared link
+    decode_reserve: str = "before_transfer"  # when decode blocks are reserved
 
 
 def disagg_from_point(point: dict[str, Any]) -> DisaggKnobs:
@@ -92,16 +93,23 @@ def compare_table(split: dict[str, Any], together: dict[str, Any] | None) -> pd.
 
 
 def ttft_parts(requests: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Finished requests' TTFT (ms) split in two: to the end of the prefill (queue and
-    prefill on the prefill pool) and the KV transfer (link wait included), which add up to
-    the first token; requests that transferred nothing (one output token) are left out."""
+    """Finished requests' TTFT (ms) split into what adds up to the first token: to the end
+    of the prefill (queue and prefill on the prefill pool; with ``decode_reserve =
+    "before_prefill"`` the wait for decode KV is in it), the wait for decode KV after the
+    prefill (``"before_transfer"``; only when some request waited) and the KV transfer
+    (link wait included); requests that transferred nothing (one output token) are left
+    out."""
     if "kv_transfer_s" not in requests:
         return {}
     rows = requests[(requests["status"] == "finished") & np.isfinite(requests["kv_transfer_s"])]
     prefill = (rows["prefill_done_s"] - rows["arrival_s"]).to_numpy(dtype=float) * 1000
-    return {"to prefill done": prefill,
-            "KV transfer": rows["kv_transfer_s"].to_numpy(dtype=float) * 1000,
-            "TTFT": rows["ttft_ms"].to_numpy(dtype=float)}
+    transfer = rows["kv_transfer_s"].to_numpy(dtype=float) * 1000
+    ttft = rows["ttft_ms"].to_numpy(dtype=float)
+    parts = {"to prefill done": prefill}
+    held = ttft - prefill - transfer  # the KV held on the prefill side for decode blocks
+    if len(held) and np.max(held) > 1e-6:
+        parts["waiting for decode KV"] = np.maximum(held, 0.0)
+    return {**parts, "KV transfer": transfer, "TTFT": ttft}
 
 
 def transfer_tiles(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -120,4 +128,9 @@ def transfer_tiles(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
          f"{summary['kv_transfers']:,} transfers, {summary['kv_bytes_moved'] / 1e9:.1f} GB; "
          f"link wait p99 {summary['kv_link_wait_ms_p99']:.1f} ms"),
         ("Link busy", f"{summary['link_utilisation']:.1%}", f"{summary['link']}"),
+        ("Wait for decode KV mean / p99",
+         f"{summary.get('kv_reserve_wait_ms_mean', 0.0):.1f} / "
+         f"{summary.get('kv_reserve_wait_ms_p99', 0.0):.1f} ms",
+         "until the decode replica has reserved the prompt's KV blocks "
+         "(disaggregated.decode_reserve)"),
     ]

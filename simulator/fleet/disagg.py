@@ -16,6 +16,12 @@ disaggregation, where the decode server streams every token, the first one inclu
 therefore the transfer's end and TTFT includes the wait for the link and the transfer;
 the prefill's own end is in the record's ``prefill_done_s``. A request whose output is
 one token ends at its prefill (nothing to transfer).
+
+Decode KV is reserved before it is sent (``DisaggSpec.decode_reserve``,
+simulator/fleet/disagg_reserve.py): by default the transfer starts only once the decode
+replica has lent the prompt's blocks (the prompt's KV stays on the prefill replica
+meanwhile), or, as SGLang, before the prefill runs; the wait is the record's
+``kv_reserve_wait_s`` and is part of TTFT.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ import pandas as pd
 import simpy
 
 from simulator.fleet.disagg_kv import DecodeArrivals, LendingBlockManager
+from simulator.fleet.disagg_reserve import DecodeReservations
 from simulator.fleet.disagg_spec import DisaggSpec, PoolSpec
-from simulator.kvcache import BlockManager
 from simulator.policies import Policy, Sequence
 from simulator.replica import Replica
 from simulator.router import make_router
@@ -45,6 +51,7 @@ class Transfers:
     wait_s: list[float] = field(default_factory=list)  # waiting for the link
     transfer_s: list[float] = field(default_factory=list)  # on the link
     num_bytes: list[int] = field(default_factory=list)
+    reserve_wait_s: list[float] = field(default_factory=list)  # for decode-side blocks
     link_busy_s: list[float] = field(default_factory=list)  # per link: time carrying KV
 
 
@@ -82,14 +89,16 @@ class DisaggFleet:
                  block_size: int) -> None:
         self.env, self.spec, self.on_done = env, spec, on_done
         self._block_size = block_size  # tokens per KV block, both pools
+        self._reserved_blocks: dict[int, int] = {}  # request id -> blocks lent on its decode
         total = spec.prefill.replicas + spec.decode.replicas
         rows = None if options.max_step_rows is None else max(1, options.max_step_rows // total)
         self.prefill_pool = [self._replica(i, spec.prefill, self._prefilled, options, rows,
-                                           LendingBlockManager) for i in range(
-                                               spec.prefill.replicas)]
+                                           False) for i in range(spec.prefill.replicas)]
         p = spec.prefill.replicas
-        self.decode_pool = [self._replica(p + i, spec.decode, on_done, options, rows,
-                                          BlockManager) for i in range(spec.decode.replicas)]
+        self.decode_pool = [self._replica(p + i, spec.decode, self._decoded, options, rows,
+                                          True) for i in range(spec.decode.replicas)]
+        self._reservations = DecodeReservations(self.decode_pool, self._reserved_blocks)
+        self._reserved_s: dict[int, tuple[Replica, float]] = {}  # before_prefill: dest, when
         self.replicas = [*self.prefill_pool, *self.decode_pool]
         self._doors = [_PrefillDoor(self, r) for r in self.prefill_pool]
         self._prefill_router = make_router(spec.prefill.router)
@@ -100,25 +109,41 @@ class DisaggFleet:
         self.num_events = 0
 
     def _replica(self, index: int, pool: PoolSpec, on_done: Callable[[Sequence], None],
-                 options: ReplicaOptions, rows: int | None, kv: type[BlockManager]) -> Replica:
+                 options: ReplicaOptions, rows: int | None, decode: bool) -> Replica:
         policy: Policy = pool.policy
-        if kv is BlockManager:  # the decode pool: arrived KV joins the batch first
-            policy = DecodeArrivals(pool.policy, pool.policy.max_num_seqs)
-        return Replica(self.env, index, policy, pool.cost, kv(pool.kv_blocks, self._block_size),
-                       on_done=on_done, fast_forward=options.fast_forward,
-                       check_invariants=options.check_invariants, step_log=options.step_log,
-                       horizon_s=options.horizon_s, max_step_rows=rows)
+        holder: list[Replica] = []
+        if decode:  # reservations granted, then arrived KV joins the batch, first
+            policy = DecodeArrivals(pool.policy, pool.policy.max_num_seqs,
+                                    self._reserved_blocks,
+                                    lambda: self._reservations.grant(holder[0]))
+        kv = LendingBlockManager(pool.kv_blocks, self._block_size)
+        replica = Replica(self.env, index, policy, pool.cost, kv,
+                          on_done=on_done, fast_forward=options.fast_forward,
+                          check_invariants=options.check_invariants,
+                          step_log=options.step_log, horizon_s=options.horizon_s,
+                          max_step_rows=rows)
+        holder.append(replica)
+        return replica
 
     def route(self, seq: Sequence) -> _PrefillDoor:
         """The prefill replica ``seq`` goes to (there is no front door here)."""
         return self._doors[self._prefill_router.pick(self.prefill_pool, seq)]
 
     def prefill(self, seq: Sequence, replica: Replica) -> None:
-        """Send ``seq``'s prompt to ``replica`` as a copy that stops at its first token."""
+        """Send ``seq``'s prompt to ``replica`` as a copy that stops at its first token
+        (with ``decode_reserve = "before_prefill"``, once its decode blocks are reserved)."""
         copy = Sequence(seq.request_id, seq.arrival_s, seq.prompt_tokens, 1,
                         client_id=seq.client_id)
         self._real[seq.request_id] = seq
-        replica.submit(copy)
+        if self.spec.decode_reserve != "before_prefill" or seq.output_tokens == 1:
+            replica.submit(copy)
+            return
+        dest = self.decode_pool[self._decode_router.pick(self.decode_pool, seq)]
+
+        def go() -> None:
+            self._reserved_s[seq.request_id] = (dest, self.env.now)
+            replica.submit(copy)
+        self._reservations.ask(dest, seq, go)
 
     def _prefilled(self, copy: Sequence) -> None:
         """A prefill replica is done with ``copy``: refused, or its first token is out."""
@@ -126,6 +151,8 @@ class DisaggFleet:
         seq.replica = copy.replica
         if copy.reason:
             seq.reason = copy.reason
+            self._reserved_s.pop(seq.request_id, None)
+            self._reservations.release(seq)
             self.on_done(seq)
             return
         seq.scheduled_s, seq.preemptions = copy.scheduled_s, copy.preemptions
@@ -138,13 +165,29 @@ class DisaggFleet:
         self._send(seq, self.prefill_pool[copy.replica], now)
 
     def _send(self, seq: Sequence, source: Replica, now: float) -> None:
-        """Queue ``seq``'s KV on its link; it joins its decode replica when it is across."""
-        spec = self.spec
+        """Hold ``seq``'s KV on ``source`` and send it once its decode blocks are
+        reserved (``decode_reserve``; at once with "on_arrival")."""
         kv = source.state.kv
         assert isinstance(kv, LendingBlockManager)
         blocks = kv.blocks_for(seq.prompt_tokens)
         kv.lend(blocks)
+        mode = self.spec.decode_reserve
+        if mode == "before_prefill":
+            dest, reserved_s = self._reserved_s.pop(seq.request_id)
+            self._transfer(seq, source, kv, blocks, dest, now, reserved_s - seq.arrival_s)
+            return
         dest = self.decode_pool[self._decode_router.pick(self.decode_pool, seq)]
+        if mode == "on_arrival":
+            self._transfer(seq, source, kv, blocks, dest, now, 0.0)
+            return
+        self._reservations.ask(dest, seq, lambda: self._transfer(
+            seq, source, kv, blocks, dest, now, self.env.now - now))
+
+    def _transfer(self, seq: Sequence, source: Replica, kv: LendingBlockManager, blocks: int,
+                  dest: Replica, done_s: float, reserve_wait_s: float) -> None:
+        """Queue ``seq``'s KV on its link now; it joins ``dest`` when it is across."""
+        spec = self.spec
+        now = self.env.now
         link = source.index if spec.link_scope == "replica" else 0
         duration = spec.transfer_s(seq.prompt_tokens)
         start = max(now, self.link_free_s[link])
@@ -154,10 +197,11 @@ class DisaggFleet:
         t.link_busy_s[link] += duration
         t.request_id.append(seq.request_id)
         t.prefill_replica.append(source.index)
-        t.prefill_done_s.append(now)
+        t.prefill_done_s.append(done_s)
         t.wait_s.append(start - now)
         t.transfer_s.append(duration)
         t.num_bytes.append(spec.kv_bytes(seq.prompt_tokens))
+        t.reserve_wait_s.append(reserve_wait_s)
         self.num_events += 1
         self.env.timeout(end - now).callbacks.append(
             lambda _ev: self._arrive(seq, source, kv, blocks, dest, end))
@@ -171,6 +215,12 @@ class DisaggFleet:
         source._wake()
         seq.first_token_s = end_s
         dest.submit(seq)
+
+    def _decoded(self, seq: Sequence) -> None:
+        """A request left its decode replica (finished or refused): forget its
+        reservation (given back if it never used it)."""
+        self._reservations.release(seq)
+        self.on_done(seq)
 
     def done(self, seq: Sequence) -> None:
         """Nothing to do: no autoscaler follows a disaggregated fleet."""
@@ -196,6 +246,7 @@ class DisaggFleet:
 
         wait, on_link = pick(t.wait_s, np.nan), pick(t.transfer_s, np.nan)
         return records.assign(
+            kv_reserve_wait_s=pick(t.reserve_wait_s, np.nan),
             prefill_replica=pick(t.prefill_replica, -1).astype(np.int64),
             prefill_done_s=pick(t.prefill_done_s, np.nan),
             kv_link_wait_s=wait, kv_transfer_s=wait + on_link,

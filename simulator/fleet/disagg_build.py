@@ -53,7 +53,8 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, stack_profiles: str |
                                pool_cost, blocks, getattr(section, f"{pool}_router"),
                                source)
     return DisaggSpec(pools["prefill"], pools["decode"], get_link(section.link),
-                      section.link_scope, model.kv_bytes_per_token(kv_dtype))
+                      section.link_scope, model.kv_bytes_per_token(kv_dtype),
+                      section.decode_reserve)
 
 
 def _check_compatible(sc: Any, policy: Policy) -> None:

@@ -14,12 +14,15 @@ blocks are free and ``max_num_seqs`` allows (until then they wait at the queue's
 unseen by the inner policy), and decode from the next step on: nothing of the prompt
 is computed again (SGLang's decode server merges the received KV into the running batch
 without a forward pass, python/sglang/srt/disaggregation/decode.py). A request preempted
-there later is recomputed as any preempted request is (its KV is gone).
+there later is recomputed as any preempted request is (its KV is gone). A request whose
+blocks were reserved before its transfer (simulator/fleet/disagg_reserve.py) has them
+lent on the decode replica; joining turns them into its own (``reserved``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from simulator.kvcache import BlockManager
 from simulator.policies import Batch, Policy, ServerState, Wait
@@ -76,14 +79,21 @@ class DecodeArrivals:
 
     inner: Policy
     max_num_seqs: int  # the inner policy's limit on running requests
+    reserved: dict[int, int] = field(default_factory=dict)  # request id -> lent blocks
+    grant: Callable[[], None] | None = None  # grants this replica's waiting reservations
 
     def schedule(self, state: ServerState, now: float) -> Batch | Wait:
-        """Arrived KV joins first; arrivals that do not fit yet stay out of the inner
-        policy's sight (it would admit them as prompts to compute) and keep the queue's head."""
+        """Reservations are granted first, then arrived KV joins; arrivals that do not fit
+        yet stay out of the inner policy's sight (it would admit them as prompts to
+        compute) and keep the queue's head."""
         waiting = state.waiting
+        # preempted requests (recomputing: num_computed 0) go first, as at the front of
+        # vLLM's waiting queue; reservations are granted when none waits
+        if self.grant is not None and all(s.num_computed for s in waiting):
+            self.grant()
         if not waiting or state.group is not None:
             return self.inner.schedule(state, now)
-        join_arrivals(state, self.max_num_seqs)
+        join_arrivals(state, self.max_num_seqs, self.reserved)
         held = [s for s in waiting if s.num_computed > 0]
         if not held:
             return self.inner.schedule(state, now)
@@ -103,10 +113,12 @@ class DecodeArrivals:
         return getattr(self.inner, name)
 
 
-def join_arrivals(state: ServerState, max_num_seqs: int) -> int:
+def join_arrivals(state: ServerState, max_num_seqs: int,
+                  reserved: dict[int, int] | None = None) -> int:
     """Move arrived requests (``num_computed > 0``: their KV came over the link) from the
     queue into the running batch, in queue order, while blocks and ``max_num_seqs`` allow;
-    a request recomputing after a preemption is skipped (the policy admits it). Returns
+    a request recomputing after a preemption is skipped (the policy admits it); the blocks
+    ``reserved`` for a request (lent on ``state.kv``) become its own as it joins. Returns
     how many joined."""
     kv, running, clock = state.kv, state.running, state.clock
     joined = 0
@@ -117,9 +129,13 @@ def join_arrivals(state: ServerState, max_num_seqs: int) -> int:
         if seq.num_computed == 0:  # preempted here: recomputed through admission
             kept.append(waiting.popleft())
             continue
-        if len(running) >= max_num_seqs or not kv.can_allocate(seq.request_id,
-                                                                seq.num_computed):
+        if len(running) >= max_num_seqs:
             break
+        lent = reserved.pop(seq.request_id, 0) if reserved else 0
+        if lent:
+            kv.give_back(lent)  # type: ignore[attr-defined]  # a LendingBlockManager
+        if not kv.can_allocate(seq.request_id, seq.num_computed):
+            break  # (a reserved request always fits: its blocks were just given back)
         waiting.popleft()
         kv.allocate(seq.request_id, seq.num_computed)
         running.append(seq)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.fleet.disagg_spec import RESERVE_MODES
 from simulator.scenario_fields import check_fields, spec
 from simulator.specs.hardware import get_hardware
 from simulator.specs.links import LINKS, get_link
@@ -30,7 +31,12 @@ class DisaggSection:
     ``[policy]``'s for that pool. ``link`` names a link in simulator/specs/links.py;
     ``link_scope = "replica"``: each prefill replica sends over its own link (its GPUs'
     NICs), ``"pool"``: every transfer shares one link. A link carries one transfer at a
-    time, first come first served.
+    time, first come first served. ``decode_reserve``: when the decode replica reserves
+    the prompt's KV blocks: ``"before_transfer"`` (vLLM's P/D connectors: the KV is sent
+    once they are reserved, and stays on the prefill replica until then),
+    ``"before_prefill"`` (SGLang: the prompt is not computed until they are) or
+    ``"on_arrival"`` (no reservation: the KV is sent at once and waits at the decode
+    replica for free blocks).
     """
 
     enabled: bool = spec(True)  # the section's presence turns it on; false keeps it off
@@ -44,6 +50,7 @@ class DisaggSection:
     decode_router: str = spec("least_outstanding", choices=POOL_ROUTERS)
     link: str = spec("infiniband-ndr", choices=tuple(LINKS))
     link_scope: str = spec("replica", choices=LINK_SCOPES)
+    decode_reserve: str = spec("before_transfer", choices=RESERVE_MODES)
     # knob tables over [policy]'s, per pool (a tuple of (knob, value) pairs once built)
     prefill_policy: Any = spec(None)
     decode_policy: Any = spec(None)

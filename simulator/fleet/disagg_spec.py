@@ -12,6 +12,9 @@ from simulator.costs.base import CostModel
 from simulator.policies import ContinuousPolicy
 from simulator.specs.links import LinkSpec
 
+# when the decode side reserves a prompt's KV blocks (simulator/fleet/disagg_reserve.py)
+RESERVE_MODES = ("before_transfer", "before_prefill", "on_arrival")
+
 
 @dataclass(frozen=True, slots=True)
 class PoolSpec:
@@ -41,6 +44,7 @@ class DisaggSpec:
     link: LinkSpec
     link_scope: str  # "replica": one link per prefill replica; "pool": one for all
     kv_bytes_per_token: int  # K and V of every layer, in the KV dtype (ModelSpec)
+    decode_reserve: str = "before_transfer"  # one of RESERVE_MODES
 
     @property
     def lanes(self) -> int:

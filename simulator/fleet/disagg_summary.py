@@ -8,6 +8,9 @@ Keys, present only when ``[disaggregated]`` is on (docs/fleet.md):
 - ``kv_transfer_ms_mean`` / ``_p99``: from the end of a request's prefill to the end of
   its transfer (the link wait included): what the transfer adds to TTFT;
   ``kv_link_wait_ms_mean`` / ``_p99``: the wait for the link alone;
+  ``kv_reserve_wait_ms_mean`` / ``_p99``: the wait for the decode replica's blocks
+  (``decode_reserve``: after the prefill with "before_transfer", and then part of TTFT
+  beside the transfer; before it with "before_prefill"; 0 with "on_arrival");
 - ``link_utilisation``: time links carried a transfer / (links x the run's window);
 - ``prefill_utilisation``, ``decode_utilisation``: each pool's busy time / (its replicas x
   the window), as ``utilisation`` is for the whole fleet (NaN without a full step log);
@@ -36,6 +39,7 @@ def disagg_summary(transfers: Transfers, spec: DisaggSpec, requests: pd.DataFram
                    steps: pd.DataFrame) -> dict[str, Any]:
     """The summary keys of a disaggregated run (see the module docstring)."""
     wait = np.asarray(transfers.wait_s, dtype=float)
+    reserve = np.asarray(transfers.reserve_wait_s, dtype=float)
     total = wait + np.asarray(transfers.transfer_s, dtype=float)
     start_s, window_s = run_window(requests, None)
     ok = math.isfinite(window_s) and window_s > 0
@@ -55,6 +59,8 @@ def disagg_summary(transfers: Transfers, spec: DisaggSpec, requests: pd.DataFram
         "kv_bytes_moved": int(sum(transfers.num_bytes)),
         "kv_transfer_ms_mean": _ms(total, None), "kv_transfer_ms_p99": _ms(total, 99),
         "kv_link_wait_ms_mean": _ms(wait, None), "kv_link_wait_ms_p99": _ms(wait, 99),
+        "kv_reserve_wait_ms_mean": _ms(reserve, None),
+        "kv_reserve_wait_ms_p99": _ms(reserve, 99),
         "link_utilisation": busy / (spec.num_links * window_s) if ok else NAN,
         "prefill_utilisation": pools["prefill"], "decode_utilisation": pools["decode"],
     }
@@ -79,7 +85,9 @@ def disagg_lines(summary: dict[str, Any], where: str) -> list[str]:
         f"disagg: {where}: {s['kv_transfers']:,} KV transfers over {s['link']}, "
         f"{gb:,.2f} GB; transfer (wait included) mean {s['kv_transfer_ms_mean']:.3g} ms, "
         f"p99 {s['kv_transfer_ms_p99']:.3g} ms; link wait p99 "
-        f"{s['kv_link_wait_ms_p99']:.3g} ms; link busy {_pct(s['link_utilisation'])}",
+        f"{s['kv_link_wait_ms_p99']:.3g} ms; link busy {_pct(s['link_utilisation'])}; "
+        f"wait for decode KV mean {s['kv_reserve_wait_ms_mean']:.3g} ms, p99 "
+        f"{s['kv_reserve_wait_ms_p99']:.3g} ms",
     ]
 
 

@@ -61,7 +61,8 @@ def admit_fcfs(
         if fits and room is not None:
             fits = rule.admits(policy.admission, kv, seq, room)
         if not fits:
-            if kv.used == 0 and not prefill:  # the rule refuses it even on an empty replica
+            # the rule refuses it even on an empty replica (no block held, none lent out)
+            if kv.num_free == kv.num_blocks and not prefill:
                 state.waiting.popleft()
                 state.reject(seq, f"{REFUSED_KV}: {seq.prompt_tokens}+{seq.output_tokens} "
                              f"tokens do not fit {kv.num_blocks} KV blocks under admission "
