@@ -13,6 +13,9 @@ beside it; ``--repeat`` gives the median of several runs. ``--compare`` adds run
 point to its end) and checks the plan is the same. Target (issue 13): under 30 s on 2
 cores.
 
+``benchmarks/plan_schedule.py`` times the same command's points in CPU seconds and gives
+the wall time the dispatcher's order would take on idle cores (a loaded machine cannot).
+
 Without ``--capacity`` it plans a small chat-like workload over at least 200 candidates
 (GPU x TP x policy x max_num_seqs x chunk size) on the local process pool, then on a Dask
 LocalCluster with 1 and 2 worker processes, and checks every backend gives the same

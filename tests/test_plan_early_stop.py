@@ -27,6 +27,7 @@ from simulator.capacity.early_stop import (
     DECIDED,
     Decided,
     SLOWatch,
+    bounded_job,
     decided_summary,
     fail_threshold,
     verdict_job,
@@ -128,7 +129,7 @@ def _plan_with_log(monkeypatch: pytest.MonkeyPatch, slo_text: str, target: float
         return run
 
     for name, job in (("summary_job", summary_job), ("verdict_job", verdict_job),
-                      ("cluster_job", cluster_job)):
+                      ("bounded_job", bounded_job), ("cluster_job", cluster_job)):
         monkeypatch.setattr(DISPATCH, name, logged(job))
     result = plan(build_candidates(tomllib.loads(TINY)), target, parse_slo_string(slo_text),
                   settings=SearchSettings(min_requests=400, min_tail=4, **settings))

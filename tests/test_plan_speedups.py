@@ -84,6 +84,7 @@ def _fake_plan(world: ThresholdWorld, target: float, monkeypatch: pytest.MonkeyP
                router: str = "least_outstanding", **settings: Any) -> Any:
     monkeypatch.setattr(DISPATCH, "summary_job", world)  # serial: runs in this process
     monkeypatch.setattr(DISPATCH, "verdict_job", world)  # a world's verdicts are whole runs
+    monkeypatch.setattr(DISPATCH, "bounded_job", lambda item: world(item[0]))
     monkeypatch.setattr(DISPATCH, "cluster_job", world.cluster_job)
     raw = {"name": "fake", "model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm"},
            "cluster": {"router": router},

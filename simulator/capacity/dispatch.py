@@ -18,7 +18,10 @@ A cluster check that larger checks would replay (``Sizer.replays``) also brings 
 their summaries (``search.cluster_job``); they are kept (and cached) under those checks'
 own points, so when the sizer asks for one it is not simulated again. A point whose
 figures the plan never reads (``Sizer.verdict_only``) runs as ``early_stop.verdict_job``,
-stopped once its verdict is a fail, and is cached under its own kind (``verdict``).
+stopped once its verdict is a fail, and is cached under its own kind (``verdict``); a
+scan-up point after a miss (``Sizer.stop_bound``) runs as ``early_stop.bounded_job``,
+stopped once its miss is certainly further off than the closest so far, cached under
+``verdict>`` and that bound.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from simulator.capacity.early_stop import verdict_job
+from simulator.capacity.early_stop import bounded_job, verdict_job
 from simulator.capacity.search import cluster_job, summary_job
 from simulator.capacity.sizer import Sizer, estimate_work
 from simulator.executors import Executor
@@ -57,7 +60,7 @@ class Dispatch:
         if self.ex.workers <= 1:
             while (job := self._next_job()) is not None:
                 sizer = self.sizers[job[0]]
-                self._finish(*job, _run(job[2], sizer.replays(), sizer.verdict_only()))
+                self._finish(*job, _run(job[2], sizer.replays(), sizer.stop_bound()))
             return
         threads = ThreadPoolExecutor(max_workers=self.ex.workers,
                                      thread_name_prefix="plan-point")
@@ -67,7 +70,7 @@ class Dispatch:
                 while len(pending) < self.ex.workers and (job := self._next_job()):
                     sizer = self.sizers[job[0]]
                     pending[threads.submit(_one, self.ex, job[2], sizer.replays(),
-                                           sizer.verdict_only())] = job
+                                           sizer.stop_bound())] = job
                     self._busy.add(job[0])
                 if not pending:
                     return
@@ -96,7 +99,7 @@ class Dispatch:
             if point is None:
                 self.on_settled(i)
                 continue
-            kind = VERDICT if self.sizers[i].verdict_only() else "summary"
+            kind = _kind(self.sizers[i].stop_bound())
             key = point_key(point, kind, self._state, self._memo)
             replayed = self._replayed.pop(key, None)  # neither simulated nor read back
             hit = replayed if replayed is not None else self.cache.load(key)
@@ -126,16 +129,30 @@ class Dispatch:
             self.on_settled(i)
 
 
-def _run(point: Point, replays: list[int], verdict: bool) -> Outcome:
-    """One point here: its summary (stopped once it fails when only its ``verdict`` is
-    read), and those of the clusters that replay it."""
+def _kind(bound: float | None) -> str:
+    """The cache kind of a point run to its end (None), to its verdict (1) or to a miss
+    certainly over ``bound``."""
+    if bound is None:
+        return "summary"
+    return VERDICT if bound == 1.0 else f"{VERDICT}>{bound!r}"
+
+
+def _run(point: Point, replays: list[int], bound: float | None) -> Outcome:
+    """One point here: its summary (stopped early as ``Sizer.stop_bound`` says), and those
+    of the clusters that replay it."""
     if replays:
         return cluster_job((point, replays))
-    return (verdict_job if verdict else summary_job)(point), {}
+    if bound is None:
+        return summary_job(point), {}
+    return (verdict_job(point) if bound == 1.0 else bounded_job((point, bound))), {}
 
 
-def _one(ex: Executor, point: Point, replays: list[int], verdict: bool) -> Outcome:
+def _one(ex: Executor, point: Point, replays: list[int], bound: float | None) -> Outcome:
     """One point on ``ex`` (in a helper thread)."""
     if replays:
         return ex.map(cluster_job, [(point, replays)])[0]
-    return ex.map(verdict_job if verdict else summary_job, [point])[0], {}
+    if bound is None:
+        return ex.map(summary_job, [point])[0], {}
+    if bound == 1.0:
+        return ex.map(verdict_job, [point])[0], {}
+    return ex.map(bounded_job, [(point, bound)])[0], {}

@@ -21,6 +21,15 @@ are not watched: they only decide at the end, as before.
 :class:`Decided` when the verdict is a fail; the planner uses it only on points whose
 figures it never reports (``sizer.py``), and a decided point's summary says so
 (``decided_summary``).
+
+The scan up from the low rate (``search.RateSearch``) reports the closest miss among the
+rates it tried, so there a fail alone does not decide a point: it stops only once its
+miss is certainly larger than the closest one so far (``bound``, its factor: value over
+target). With every watched threshold at ``bound x target`` (``bound >= 1``), a count that
+decides the percentile over it makes the point's miss factor exceed ``bound``, so the
+point fails and is not the closest miss (the search keeps a later miss only when it is
+strictly smaller); a lost request's factor is infinite, never smaller. ``bound = inf``
+(the closest miss so far lost requests) watches lost requests alone.
 """
 
 from __future__ import annotations
@@ -85,15 +94,19 @@ class SLOWatch:
     """Counts, request by request, the values over each watched target; raises
     :class:`Decided` as soon as one count reaches :func:`fail_threshold`."""
 
-    def __init__(self, slo: SLO, table: pd.DataFrame) -> None:
+    def __init__(self, slo: SLO, table: pd.DataFrame, bound: float = 1.0) -> None:
         n = len(table)
         outputs = table["output_tokens"].to_numpy()
         sizes = {"ttft": n, "e2el": n, "tpot": int(np.count_nonzero(outputs > 1))}
         self.n = n
         self.left = 0
         self.slo = slo
+        watched = [] if math.isinf(bound) else WATCHED
         self.need = {m: fail_threshold(sizes[m], slo.percentile)
-                     for m in WATCHED if m in slo.targets_ms and sizes[m] > 0}
+                     for m in watched if m in slo.targets_ms and sizes[m] > 0}
+        # a value counts when over its threshold: the target, or bound x target
+        self.over_ms = {m: slo.targets_ms[m] if bound == 1.0 else slo.targets_ms[m] * bound
+                        for m in self.need}
         self.over: dict[str, list[float]] = {m: [] for m in self.need}
 
     def __call__(self, seq: Any, sent_s: float) -> None:
@@ -110,12 +123,12 @@ class SLOWatch:
             values["tpot"] = (e2el_ms - ttft_ms) / (float(seq.output_tokens) - 1.0)
         for metric, need in self.need.items():
             value = values.get(metric)
-            if value is None or not value > self.slo.targets_ms[metric]:
+            if value is None or not value > self.over_ms[metric]:
                 continue
             over = self.over[metric]
             over.append(value)
             if len(over) >= need:
-                target = self.slo.targets_ms[metric]
+                target = self.over_ms[metric]
                 key = f"p{percentile_word(self.slo.percentile)}_{metric}_ms"
                 raise Decided(f"{len(over)} requests over {metric} {target:g} ms, the "
                               f"{need} that decide {key} over {self.n:,} requests",
@@ -141,11 +154,18 @@ def verdict_job(point: dict[str, Any]) -> dict[str, Any]:
     """:func:`search.summary_job` of ``point``, stopped as soon as its verdict is a fail:
     then :func:`decided_summary`. A point with a horizon (not every request arrives) or
     without an SLO runs to the end."""
+    return bounded_job((point, 1.0))
+
+
+def bounded_job(item: tuple[dict[str, Any], float]) -> dict[str, Any]:
+    """:func:`verdict_job` of ``point``, stopped once its miss factor certainly exceeds
+    ``bound`` (>= 1; 1: once it fails; module docstring)."""
+    point, bound = item
     horizon = (point.get("run") or {}).get("horizon_s")
     if horizon is not None or not point.get("slo"):
         return figures(run_point({}, point))
     slo = SLO.from_dict(point["slo"])
     try:
-        return figures(run_point({}, point, watch=lambda table: SLOWatch(slo, table)))
+        return figures(run_point({}, point, watch=lambda table: SLOWatch(slo, table, bound)))
     except Decided as decided:
         return decided_summary(slo, decided)

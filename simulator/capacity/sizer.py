@@ -128,6 +128,22 @@ class Sizer:
         last = self.first + self.settings.max_extra_replicas
         return self.replicas < last and not self.replays()
 
+    def stop_bound(self) -> float | None:
+        """When the point handed out may stop early (early_stop.py): ``1.0``, once its
+        verdict is a fail (:meth:`verdict_only`); a factor ``b > 1``, once its miss
+        certainly exceeds ``b`` (a scan-up point after a miss: only the closest miss of
+        the scan is reported, and the search keeps a later one only when it is strictly
+        closer, so a point certainly further off is read for its fail alone; ``b`` is the
+        closest miss's factor, a hair over); None: it runs to the end."""
+        if self.verdict_only():
+            return 1.0
+        s = self.search
+        if (not self.settings.early_stop or self._pending is None or self.replicas is not None
+                or s.mu is None or s.lo > 0 or s.failure is None or not s.trace):
+            return None
+        factor = float(miss_of(s.failure)["factor"])
+        return factor * (1 + 1e-9) if factor > 1 else 1.0
+
     def cluster_point(self, k: int) -> dict[str, Any]:
         """The point of a cluster check of ``k`` replicas at the target rate."""
         return at_rate(self.point, self.target_rps, self._size(k), k,
