@@ -121,12 +121,14 @@ FORM = "piecewise"  # calibrate/fit.py's form with per-kind fixed costs and toke
 
 def deployments() -> Iterator[tuple[str, str, str, int]]:
     """(hardware, model, dtype, tp) of every composed profile: bf16 everywhere, fp8 on
-    GPUs with FP8 tensor cores (the tables have fp8 only there); 70B at the TP degrees
+    GPUs with FP8 tensor cores (the tables have fp8 only there); 8B at TP 1 and 2 (TP 2:
+    published 2-GPU 8B serving runs, e.g. SGLang issue 1639); 70B at the TP degrees
     whose weights fit (bf16: 2/4/8, fp8: 1/2/4/8)."""
     for hw in SYSTEMS:
         dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
         for dtype in dtypes:
             yield hw, "llama-3.1-8b", dtype, 1
+            yield hw, "llama-3.1-8b", dtype, 2
             for tp in (1, 2, 4, 8):
                 if _weights_fit(MODELS["llama-3.1-70b"], hw, dtype, tp):
                     yield hw, "llama-3.1-70b", dtype, tp

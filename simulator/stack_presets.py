@@ -31,7 +31,9 @@ class StackPreset:
     overhead: Mapping[str, float] = field(default_factory=dict)  # host costs, s
     # host costs that grow with the model's depth: s per layer (times num_layers)
     overhead_per_layer: Mapping[str, float] = field(default_factory=dict)
-    profiles: str | None = None  # kernel tables: simulator/profiles/stacks/<profiles>/
+    # kernel tables: simulator/profiles/stacks/<profiles>/, and generic profiles composed
+    # from that AIConfigurator backend (simulator/costs/lookup.py tables_of)
+    profiles: str | None = None
     sources: tuple[str, ...] = ()  # where each default was read
     # [policy] defaults that depend on the model and the GPU (context length, memory size)
     adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
@@ -224,13 +226,13 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "trtllm": (
         _preset("trtllm", "0.10", dict(TRTLLM_POLICY),
                 {"block_size": 64, "gpu_memory_utilization": 0.9},
-                (*TRTLLM_010_SOURCES, *TRTLLM_IFB_SOURCES),
+                (*TRTLLM_010_SOURCES, *TRTLLM_IFB_SOURCES), profiles="trtllm",
                 overhead={"token_s": TRTLLM_010_TOKEN_S}, adapt=_context),
         _preset("trtllm", "1.0", dict(TRTLLM_POLICY),
             {"block_size": 32, "gpu_memory_utilization": 0.9}, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
             "free_gpu_memory_fraction 0.9", *TRTLLM_IFB_SOURCES),
-            adapt=_context),
+            profiles="trtllm", adapt=_context),
     ),
 })

@@ -160,4 +160,4 @@ def test_matches_aiconfigurators_own_engine(backend, deployment) -> None:
 def test_check_finds_the_shipped_stack_set_current(backend) -> None:
     changes, fitted = aic.sync(ROOT, profiles_dir(backend), check=True, date="x",
                                backend=backend)
-    assert changes == [] and len(fitted) == 22
+    assert changes == [] and len(fitted) == 27

@@ -36,7 +36,7 @@ from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.host import Overhead, split_host, with_overhead
-from simulator.costs.lookup import STACKS_DIR, find_default_profile
+from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.profile import (
     FITTED,
@@ -251,7 +251,9 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
             else:
                 kernel = LogitsOffsetCost(kernel, delta)
             cost = with_overhead(kernel, host) if host.to_dict() else kernel
-            used = f"{stand_in_note(model, stand_in, delta)}: {used}"
+            tables = f", {stack}'s kernel tables" if stack and tables_of(path, profile) == stack \
+                else ""
+            used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
         return cost, with_allreduce_note(used, cost), measured_cv(profile)
     prior = RooflineCost(model, hw, tp, weight_dtype, kv_dtype)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0

@@ -5,11 +5,17 @@ Search order, first hit wins (each step a file ``<gpu>__<model>__<dtypes>__tp<n>
 weights with an fp8 KV cache, ``fp8-kvbf16`` for fp8 weights with a bf16 one):
 
 1. on a CPU, the profile measured on this machine (``servesim calibrate --here``);
-2. the model's own measured profile: ``simulator/profiles/stacks/<stack>/`` when a
+2. when a serving stack is named, a measured profile from that stack's own kernel tables
+   (:func:`tables_of`): the model's own, else a stand-in's (a catalogue model with the
+   same layer shapes, simulator/costs/shape_equivalent.py). A stack's kernels beat
+   another source's measurement of the model itself: Llama-2-70B FP16 under ``trtllm``
+   is priced by Llama-3.1-70B's TensorRT-LLM-composed table (same blocks; the 32k vs
+   128k vocabulary is corrected in the logits GEMM; neither the context limit, 4k vs
+   128k, nor the RoPE base changes a kernel's work), not by the Splitwise authors' table;
+3. the model's own measured profile: ``simulator/profiles/stacks/<stack>/`` when a
    serving stack is named, then ``simulator/profiles/``;
-3. a measured profile of a catalogue model with the same layer shapes (a stand-in,
-   simulator/costs/shape_equivalent.py), in the same two folders;
-4. the model's roofline-prior file (stack folder, then the generic one).
+4. a measured stand-in profile, in the same two folders;
+5. the model's roofline-prior file (stack folder, then the generic one).
 
 A profile counts only if its KV dtype costs what the deployment's does (fp16 = bf16).
 """
@@ -27,6 +33,17 @@ from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
 STACKS_DIR = Path(__file__).resolve().parent.parent / "profiles" / "stacks"
+
+
+def tables_of(path: Path, profile: CostProfile) -> str | None:
+    """The serving stack whose kernel tables measured ``profile``: its folder's name under
+    ``profiles/stacks/``, else the AIConfigurator backend it was composed from (the
+    generic folder's compositions are TensorRT-LLM's, ``trtllm``), else None (a prior, or
+    a measurement that names no stack, such as the Splitwise tables)."""
+    if path.parent.parent == STACKS_DIR:
+        return path.parent.name
+    backend = profile.provenance.get("aiconfigurator", {})
+    return backend.get("backend") if isinstance(backend, dict) else None
 
 
 def _labels(weight_dtype: str, kv_dtype: str) -> list[str]:
@@ -60,6 +77,12 @@ def find_default_profile(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dty
         if cached is not None:
             return cached, load_profile(cached), None
     folders = ([STACKS_DIR / stack] if stack else []) + [PROFILES_DIR]
+    for candidate in [model, *shape_equivalents(model)] if stack else []:
+        for folder in folders:
+            for path, profile in _candidates(folder, hw.name, candidate.name, weight_dtype,
+                                             kv_dtype, tp):
+                if profile.form != "roofline" and tables_of(path, profile) == stack:
+                    return path, profile, None if candidate is model else candidate
     priors: list[tuple[Path, CostProfile]] = []
     for candidate in [model, *shape_equivalents(model)]:
         for folder in folders:
