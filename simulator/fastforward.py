@@ -62,6 +62,17 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
 
 
+def steps_reaching(k: int, start_s: float, stop_s: float, first_s: float) -> int:
+    """Steps of a decode run to plan so that the one in progress at ``stop_s`` is among
+    them, when the first takes ``first_s`` and later ones (attending more tokens) no less:
+    planning all ``k`` and cutting most away cost more than the steps run. A cost model
+    whose later steps are cheaper only makes the replica plan again, further."""
+    if first_s <= 0.0:
+        return k
+    steps = (stop_s - start_s) / first_s  # inf when no request will come
+    return k if steps >= k else min(k, int(steps) + 2)
+
+
 def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[float]
                      ) -> list[Sequence]:
     """Advance ``batch``'s rows by ``len(ends)`` decode steps ending at ``ends``; return what

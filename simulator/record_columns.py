@@ -66,10 +66,11 @@ class RecordColumns:
             return
         cols = list(zip(*self._rows, strict=True))
         self._rows = []
-        part = {"order": np.array(cols[0], dtype=np.int64)}
+        n = len(cols[0])  # fromiter: the same numbers as np.array, ~2.5x faster
+        part = {"order": np.fromiter(cols[0], np.int64, n)}
         for name, values in zip(_NUMBERS, cols[1:10], strict=True):
-            part[name] = np.array(values, dtype=REQUEST_COLUMNS[name])
-        generated = np.array(cols[10], dtype=np.int64)
+            part[name] = np.fromiter(values, REQUEST_COLUMNS[name], n)
+        generated = np.fromiter(cols[10], np.int64, n)
         reason = np.empty(len(generated), dtype=object)
         reason[:] = cols[11]
         code = status_codes(reason, generated, part["output_tokens"])

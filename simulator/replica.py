@@ -20,7 +20,14 @@ import numpy as np
 import simpy
 
 from simulator.costs.base import CostModel, decode_pricer
-from simulator.fastforward import apply_decode_run, log_short_run, plan_decode_run, plan_short_run
+from simulator.fastforward import (
+    DecodeRun,
+    apply_decode_run,
+    log_short_run,
+    plan_decode_run,
+    plan_short_run,
+    steps_reaching,
+)
 from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
@@ -151,7 +158,8 @@ class Replica(OwnArrivalRuns):
         s = self.state
         self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used, finished)
-        self._check_log_size()
+        if self.max_step_rows is not None:
+            self._check_log_size()
         return finished
 
     def _accepted(self, batch: Batch) -> list[int]:
@@ -176,7 +184,8 @@ class Replica(OwnArrivalRuns):
         s = self.state
         self.log.add(start, end, batch.shape, len(batch.decode), len(s.running),
                      len(s.waiting), s.kv.used, finished)
-        self._check_log_size()
+        if self.max_step_rows is not None:
+            self._check_log_size()
         return finished
 
     def _check_log_size(self) -> None:
@@ -188,14 +197,18 @@ class Replica(OwnArrivalRuns):
         price = self._price_decode
         if self.own_arrivals_cut:
             return (yield from self._run_to_own_arrival(batch, k, _SHORT_RUN))
+        start = self._now
+        planned, stop_s = k, math.inf
         if price is not None and state.group is None and self.next_arrival_s is not None:
             stop_s = self.next_arrival_s()
-            if k <= _SHORT_RUN or self._now + _SHORT_RUN * price(
-                    batch.shape.num_decode_seqs, batch.shape.decode_context_tokens, 0) >= stop_s:
+            first_s = price(batch.shape.num_decode_seqs, batch.shape.decode_context_tokens, 0)
+            if k <= _SHORT_RUN or start + _SHORT_RUN * first_s >= stop_s:
                 return (yield from self._short_run(batch, k, stop_s))
-        run = plan_decode_run(state, batch, k)
-        start = self._now
-        ends = np.add.accumulate(np.concatenate(([start], self.cost.step_times(run.shapes))))[1:]
+            planned = steps_reaching(k, start, stop_s, first_s)
+        run, ends = self._plan_run(batch, planned)
+        while planned < k and ends[-1] < stop_s:  # the estimate fell short: plan further
+            planned = min(k, 2 * planned)
+            run, ends = self._plan_run(batch, planned)
         self._arrived_in_run = 0
         if self.next_arrival_s is not None:
             k, ends = yield from self._run_until_arrival(ends)
@@ -204,6 +217,13 @@ class Replica(OwnArrivalRuns):
             k, ends = yield from self._run_interruptible(ends)
         return self._finish_run(batch, run, start, ends[:k],
                                 len(state.waiting) - self._arrived_in_run)
+
+    def _plan_run(self, batch: Batch, k: int) -> tuple[DecodeRun, np.ndarray]:
+        """The first ``k`` steps of the decode run starting with ``batch``, and their ends
+        (the replica's clock plus the step times, summed in order)."""
+        run = plan_decode_run(self.state, batch, k)
+        step_s = self.cost.step_times(run.shapes)
+        return run, np.add.accumulate(np.concatenate(([self._now], step_s)))[1:]
 
     def _short_run(self, batch: Batch, k: int, stop_s: float
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:
@@ -219,5 +239,6 @@ class Replica(OwnArrivalRuns):
         self._now = end
         finished = apply_decode_run(state, batch, run.ends)
         log_short_run(self.log, run, batch, state, finished)
-        self._check_log_size()
+        if self.max_step_rows is not None:
+            self._check_log_size()
         return finished

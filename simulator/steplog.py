@@ -1,11 +1,14 @@
 """Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time.
 
-A single step (or a short run) is row tuples appended with their row numbers; a long
-fast-forwarded run is kept as the arrays it was planned with. Every ``_FLUSH_ROWS`` rows
-the tuples are packed into column arrays (a row tuple of ten boxed numbers costs about
-470 bytes, a packed row 88), so a long run's memory grows by the packed size.
-``table()`` puts the rows at their row numbers and the runs, concatenated in order,
-everywhere else.
+A single step or a short decode run is one "span" tuple (its start, its length, its
+first row's shape, what every later row adds, the last row's counts) plus each row's end
+and KV blocks in two flat lists, so logging a run of a few steps is a few list
+operations, not a tuple per row; a long fast-forwarded run is kept as the arrays it was
+planned with, and its place as (first row, length). Every ``_FLUSH_ROWS`` rows the spans
+are expanded into column arrays with numpy (a row of ten boxed numbers costs a few
+hundred bytes, a packed row 88), so a long run's memory grows by the packed size.
+``table()`` puts the runs, concatenated in order, at their places and the rows, in
+order, everywhere else.
 
 That is ``[run] step_log = "full"``; :func:`make_step_log` picks the log of a mode
 (``"summary"`` and ``"none"`` keep less: simulator/steplog_summary.py).
@@ -29,22 +32,32 @@ STEP_LOG_MODES = ("full", "summary", "none")
 # The columns in the order of a row tuple and of a run's arrays (``replica`` is added last).
 _COLUMNS = [c for c in STEP_COLUMNS if c != "replica"]
 _SHORT_RUN = 16  # runs up to this many steps are logged as rows
-_FLUSH_ROWS = 4096  # row tuples kept before they are packed into column arrays
+_FLUSH_ROWS = 4096  # rows kept as spans before they are packed into column arrays
+# a span's fields: start_s, rows in the span (n), the first row's num_prefill_tokens,
+# prefill_attn_work, num_decode_seqs and decode_context_tokens, rows (decode tokens per
+# row, and the context added per row after the first), num_running and queue_len of every
+# row but the last, and the last row's
+_SPAN_DTYPES = (np.float64, np.int64, np.int64, np.float64, np.int64, np.int64, np.int64,
+                np.int64, np.int64, np.int64, np.int64)
 _MERGE_RUNS = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
 
 
 class StepLog:
     """A replica's step log (contract 4) in parts; ``table()`` turns them into a DataFrame."""
 
-    __slots__ = ("replica", "_rows", "_row_at", "_packed", "_runs", "_merged", "_len")
+    __slots__ = ("replica", "_spans", "_ends", "_kv", "_packed", "_runs", "_run_at",
+                 "_merged", "_len")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
-        self._rows: list[tuple[float, ...]] = []  # single steps, in the column order
-        self._row_at: list[int] = []  # each single step's row number in the log
-        # rows packed so far: (their row numbers, their columns in the column order)
-        self._packed: list[tuple[np.ndarray, tuple[np.ndarray, ...]]] = []
+        # single steps and short decode runs not yet packed: one _Span tuple per step or
+        # run, and each row's end_s and kv_blocks_used (the columns that vary freely)
+        self._spans: list[tuple[float, int, int, float, int, int, int, int, int, int, int]] = []
+        self._ends: list[float] = []
+        self._kv: list[int] = []
+        self._packed: list[tuple[np.ndarray, ...]] = []  # rows packed so far, as columns
         self._runs: list[tuple[np.ndarray, ...]] = []  # runs' columns, in the column order
+        self._run_at: list[tuple[int, int]] = []  # each run's first row number and length
         self._merged = 0  # the first _merged entries of _runs are joined runs
         self._len = 0
 
@@ -57,14 +70,13 @@ class StepLog:
         finished: Iterable[object] = (),
     ) -> None:
         """Record one step (``finished``, the requests it finished, is for the other modes)."""
-        self._rows.append((
-            start_s, end_s, shape.num_prefill_tokens, shape.prefill_attn_work,
-            shape.num_decode_seqs, shape.decode_context_tokens, num_decode_tokens,
-            num_running, queue_len, kv_blocks_used,
-        ))
-        self._row_at.append(self._len)
+        self._spans.append((start_s, 1, shape.num_prefill_tokens, shape.prefill_attn_work,
+                            shape.num_decode_seqs, shape.decode_context_tokens,
+                            num_decode_tokens, num_running, queue_len, num_running, queue_len))
+        self._ends.append(end_s)
+        self._kv.append(kv_blocks_used)
         self._len += 1
-        if len(self._rows) >= _FLUSH_ROWS:
+        if len(self._ends) >= _FLUSH_ROWS:
             self._pack()
 
     def add_decode_rows(
@@ -78,18 +90,15 @@ class StepLog:
         ``num_running``, ``queue_len`` and ``kv_after[i]``, except the last, which logs
         ``last`` (running, waiting and KV blocks once the run was applied)."""
         n = len(ends)
-        c = shape.decode_context_tokens
-        out = self._rows
-        out.append((start_s, ends[0], shape.num_prefill_tokens, shape.prefill_attn_work,
-                    shape.num_decode_seqs, c, rows,
-                    *((num_running, queue_len, kv_after[0]) if n > 1 else last)))
-        for i in range(1, n):
-            c += rows
-            out.append((ends[i - 1], ends[i], 0, 0.0, rows, c, rows,
-                        *((num_running, queue_len, kv_after[i]) if i < n - 1 else last)))
-        self._row_at.extend(range(self._len, self._len + n))
+        self._spans.append((start_s, n, shape.num_prefill_tokens, shape.prefill_attn_work,
+                            shape.num_decode_seqs, shape.decode_context_tokens, rows,
+                            num_running, queue_len, last[0], last[1]))
+        self._ends += ends
+        kv = self._kv
+        kv += kv_after[:n - 1]
+        kv.append(last[2])
         self._len += n
-        if len(out) >= _FLUSH_ROWS:
+        if len(self._ends) >= _FLUSH_ROWS:
             self._pack()
 
     def extend(
@@ -103,15 +112,16 @@ class StepLog:
         """
         k = len(starts)
         if k <= _SHORT_RUN:
-            self._rows.extend(zip(
-                starts.tolist(), ends.tolist(), shapes.num_prefill_tokens.tolist(),
+            running, waiting = num_running.tolist(), queue_len.tolist()
+            self._spans.extend(zip(
+                starts.tolist(), [1] * k, shapes.num_prefill_tokens.tolist(),
                 shapes.prefill_attn_work.tolist(), shapes.num_decode_seqs.tolist(),
                 shapes.decode_context_tokens.tolist(), num_decode_tokens.tolist(),
-                num_running.tolist(), queue_len.tolist(), kv_blocks_used.tolist(), strict=True,
-            ))
-            self._row_at.extend(range(self._len, self._len + k))
+                running, waiting, running, waiting, strict=True))
+            self._ends += ends.tolist()
+            self._kv += kv_blocks_used.tolist()
             self._len += k
-            if len(self._rows) >= _FLUSH_ROWS:
+            if len(self._ends) >= _FLUSH_ROWS:
                 self._pack()
             return
         self._runs.append((
@@ -119,6 +129,7 @@ class StepLog:
             shapes.num_decode_seqs, shapes.decode_context_tokens, num_decode_tokens,
             num_running, queue_len, kv_blocks_used,
         ))
+        self._run_at.append((self._len, k))
         self._len += k
         if len(self._runs) - self._merged >= _MERGE_RUNS:
             self._merge_runs()
@@ -132,26 +143,52 @@ class StepLog:
         self._merged += 1
 
     def _pack(self) -> None:
-        """Move the row tuples into column arrays."""
-        if not self._rows:
+        """Expand the spans into rows, as column arrays (row ``j`` of a span of ``n`` from
+        ``start_s``: it starts where row ``j - 1`` ended; prefill tokens and work only in
+        row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context
+        ``C + j * rows``; every row emits ``rows`` tokens; the last row logs ``last``)."""
+        spans = self._spans
+        if not spans:
             return
-        cols = tuple(np.array(c, dtype=STEP_COLUMNS[name])
-                     for c, name in zip(zip(*self._rows, strict=True), _COLUMNS, strict=True))
-        self._packed.append((np.array(self._row_at, dtype=np.int64), cols))
-        self._rows, self._row_at = [], []
+        m, total = len(spans), len(self._ends)
+        fields: list[np.ndarray] = [np.fromiter(c, dtype, m) for c, dtype in
+                                    zip(zip(*spans, strict=True), _SPAN_DTYPES, strict=True)]
+        (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
+         last_waiting) = fields
+        owner = np.repeat(np.arange(m), n)  # each row's span
+        first = np.cumsum(n) - n  # each span's first row
+        j = np.arange(total) - first[owner]  # each row's place in its span
+        end = np.fromiter(self._ends, np.float64, total)
+        cols = dict.fromkeys(_COLUMNS, end)
+        cols["start_s"] = np.concatenate(([0.0], end[:-1]))
+        cols["start_s"][first] = start
+        cols["num_prefill_tokens"] = np.zeros(total, np.int64)
+        cols["num_prefill_tokens"][first] = prefill
+        cols["prefill_attn_work"] = np.zeros(total, np.float64)
+        cols["prefill_attn_work"][first] = work
+        cols["num_decode_tokens"] = rows[owner]
+        cols["num_decode_seqs"] = cols["num_decode_tokens"].copy()
+        cols["num_decode_seqs"][first] = seqs
+        cols["decode_context_tokens"] = context[owner] + j * cols["num_decode_tokens"]
+        last = j == (n - 1)[owner]
+        cols["num_running"] = np.where(last, last_running[owner], running[owner])
+        cols["queue_len"] = np.where(last, last_waiting[owner], waiting[owner])
+        cols["kv_blocks_used"] = np.fromiter(self._kv, np.int64, total)
+        self._packed.append(tuple(cols[name] for name in _COLUMNS))
+        self._spans, self._ends, self._kv = [], [], []
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
         if not len(self):
             return empty_table(STEP_COLUMNS)
         self._pack()
-        at = (np.concatenate([a for a, _ in self._packed]) if self._packed
-              else np.empty(0, dtype=np.int64))
-        in_runs = np.ones(len(self), dtype=bool)
-        in_runs[at] = False
+        in_runs = np.zeros(len(self), dtype=bool)
+        for first, k in self._run_at:
+            in_runs[first:first + k] = True
+        at = ~in_runs  # the rows', in order (runs and rows each arrive in row order)
         # by column, so each column's parts are let go once it is built (peak: the table
         # and one column's parts, not the table and all of them)
-        packed = [list(c) for c in zip(*(c for _, c in self._packed), strict=True)]
+        packed = [list(c) for c in zip(*self._packed, strict=True)]
         runs = [list(c) for c in zip(*self._runs, strict=True)]
         self._packed, self._runs, self._merged = [], [], 0
         cols = {}
@@ -165,14 +202,15 @@ class StepLog:
                 runs[i] = []
             cols[name] = col
         self._runs = [tuple(cols[name] for name in _COLUMNS)]  # the log is now one run
+        self._run_at = [(0, len(self))]
         self._merged = 1
         cols["replica"] = np.full(len(self), self.replica, dtype=np.int64)
         return steps_from_arrays(cols)
 
     def clear(self) -> None:
         """Drop every step (once ``table()`` holds them, so they are not kept twice)."""
-        self._rows, self._row_at, self._packed, self._runs, self._len = [], [], [], [], 0
-        self._merged = 0
+        self._spans, self._ends, self._kv = [], [], []
+        self._packed, self._runs, self._run_at, self._len, self._merged = [], [], [], 0, 0
 
     def stats(self) -> StepStats | None:
         """None: the full log's figures are read from ``table()``."""

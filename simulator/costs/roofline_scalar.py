@@ -21,7 +21,7 @@ _MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thous
 class ScalarRoofline:
     """One step's roofline time from floats ``P, A, D, C, n_req`` (roofline.py's symbols)."""
 
-    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens")
+    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
                  step_overhead_s: float, per_request_s: float) -> None:
@@ -30,6 +30,11 @@ class ScalarRoofline:
         self._step = step_overhead_s
         self._per_req = per_request_s
         self._by_tokens: dict[float, tuple[float, float, float]] = {}  # T -> _token_terms(T)
+        # the constants of every step, unpacked at once (a NamedTuple field read costs a
+        # descriptor call each): kv bytes per token, attention FLOPs per pair, 1 / attention
+        # peak, compute scale, memory bandwidth
+        self._consts = (k.kv_bytes_per_token, k.attn_flops_per_pair, k.inv_peak_attn,
+                        k.compute_scale, k.mem_bw)
 
     def _token_terms(self, t: float) -> tuple[float, float, float]:
         """(F_mm / peak(w), bytes of weights, t_ar) of a step of ``t`` tokens."""
@@ -57,13 +62,12 @@ class ScalarRoofline:
         t = p + d + s
         terms = self._by_tokens.get(t)
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        k = self._k
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
-        nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
-        compute_s = (mm_s + k.attn_flops_per_pair * (a + c + w) * k.inv_peak_attn
-                     ) * k.compute_scale
-        memory_s = nbytes / k.mem_bw
+        nbytes = weights + kv_bytes * (c + cache_read + t)
+        compute_s = (mm_s + attn_flops * (a + c + w) * inv_peak_attn) * compute_scale
+        memory_s = nbytes / mem_bw
         overhead_s = self._step + self._per_req * n_req
         return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s
 
@@ -73,10 +77,10 @@ class ScalarRoofline:
         t = 0.0 + d
         terms = self._by_tokens.get(t)
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        k = self._k
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
         ctx = float(c)
-        nbytes = weights + k.kv_bytes_per_token * (ctx + 0.0 + t)
-        compute_s = (mm_s + k.attn_flops_per_pair * (0.0 + ctx) * k.inv_peak_attn) * k.compute_scale
-        memory_s = nbytes / k.mem_bw
+        nbytes = weights + kv_bytes * (ctx + 0.0 + t)
+        compute_s = (mm_s + attn_flops * (0.0 + ctx) * inv_peak_attn) * compute_scale
+        memory_s = nbytes / mem_bw
         overhead_s = self._step + self._per_req * num_finished
         return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s

@@ -50,7 +50,11 @@ def admit_fcfs(
         # prefix caching: the cached leading blocks are not computed again (prefix_cache.py)
         hit = kv.match(seq.request_id, seq.num_tokens,
                        seq.prompt_tokens + seq.output_tokens) if kv.caches_prefixes else 0
-        pending = seq.pending - hit
+        # a waiting request is off the decode clock: its counters are the bases (the
+        # properties would say the same, slower)
+        generated = seq.generated_base if seq.clock is None else seq.num_generated
+        computed = seq.computed_base if seq.clock is None else seq.num_computed
+        pending = seq.prompt_tokens + generated - computed - hit
         n = pending if not policy.chunked_prefill else min(pending, budget)
         cost = n
         if policy.padded_prefill and not policy.chunked_prefill:  # rows x longest prompt
@@ -79,7 +83,7 @@ def admit_fcfs(
         prefill.append((seq, n))
         budget -= cost
         longest = max(longest, n)
-        if seq.preemptions == 0 and seq.num_generated == 0:
+        if seq.preemptions == 0 and generated == 0:
             admitted += 1
     if decode_all is None:
         return Batch(prefill, decode, unpadded_shape(prefill, decode, admitted))

@@ -30,8 +30,12 @@ def unpadded_shape(
     finishing = 0
     for seq, n in prefill:
         num_prefill += n
-        attn += n * (seq.num_computed + n / 2)
-        if seq.num_computed + n == seq.num_tokens and seq.remaining == 1:
+        if seq.clock is None:  # the counters themselves (a prefilling request is off the clock)
+            computed, generated = seq.computed_base, seq.generated_base
+        else:
+            computed, generated = seq.num_computed, seq.num_generated
+        attn += n * (computed + n / 2)
+        if computed + n == seq.prompt_tokens + generated and seq.output_tokens - generated == 1:
             finishing += 1
     context = 0
     if decode_shape is not None:
@@ -61,10 +65,11 @@ def decode_cohort(decode: list[Sequence], block_size: int) -> DecodeCohort:
 
 
 def _emit(seq: Sequence, end_s: float, finished: list[Sequence]) -> None:
-    seq.num_generated += 1
-    if seq.num_generated == 1:
+    """``seq`` (off the clock: eager counters) emits a token at ``end_s``."""
+    seq.generated_base += 1
+    if seq.generated_base == 1:
         seq.first_token_s = end_s
-    if seq.num_generated == seq.output_tokens:
+    if seq.generated_base == seq.output_tokens:
         seq.finish_s = end_s
         finished.append(seq)
 
@@ -82,8 +87,10 @@ def complete(state: ServerState, batch: Batch, start_s: float, end_s: float,
     for seq, n in batch.prefill:
         if math.isnan(seq.scheduled_s):
             seq.scheduled_s = start_s
-        seq.num_computed += n
-        if seq.num_computed == seq.num_tokens:
+        if seq.clock is not None:
+            seq._check_eager()  # raises: a prefilling request is never on the clock
+        seq.computed_base += n  # num_computed, read and written without the properties
+        if seq.computed_base == seq.prompt_tokens + seq.generated_base:
             _emit(seq, end_s, finished)
     if batch.spec_tokens:
         apply_accepted(state, batch, accepted, end_s, finished)
@@ -133,7 +140,10 @@ def join_decoders(state: ServerState, batch: Batch) -> None:
         clock.rejoin_all(state.running)
         return
     for seq, _ in batch.prefill:
-        if seq.clock is None and seq.decoding and seq.num_generated < seq.output_tokens:
+        # ``seq.decoding`` and ``num_generated < output_tokens`` of a request off the clock
+        generated = seq.generated_base
+        if (seq.clock is None and 0 < generated < seq.output_tokens
+                and seq.computed_base == seq.prompt_tokens + generated - 1):
             clock.join(seq)
 
 
