@@ -112,16 +112,20 @@ class Replica(OwnArrivalRuns):
     def _wake(self) -> None:
         if self._interruptible:
             self._interruptible = False
-            self.process.interrupt()
+            if self._cutting:  # a decode run of one of several replicas: cut, no interrupt
+                self._cut_run()
+            else:
+                self.process.interrupt()
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         state = self.state
         while True:
             decision = self.policy.schedule(state, self._now)
-            self.num_refused += len(state.rejected)
-            for seq in state.rejected:
-                self.on_done(seq)
-            state.rejected.clear()
+            if state.rejected:
+                self.num_refused += len(state.rejected)
+                for seq in state.rejected:
+                    self.on_done(seq)
+                state.rejected.clear()
             if isinstance(decision, Wait):
                 if self.check_invariants:
                     self._check()

@@ -44,6 +44,10 @@ class OwnArrivalRuns(ReplicaClock):
     cost: CostModel
     log: AnyStepLog
     _price_decode: Callable[[int, int, int], float] | None
+    _cutting = False  # waiting on a decode run that a request reaching here cuts (_cut_run)
+    _run_wait: simpy.Timeout  # that wait, while it lasts
+    _cut_ends: list[float]  # the run's step ends
+    _ran = 0  # steps of that run that will have run when the wait ends
 
     def _check_log_size(self) -> None:  # Replica's: stops a run whose step log grew too long
         raise NotImplementedError
@@ -97,18 +101,34 @@ class OwnArrivalRuns(ReplicaClock):
         """Run steps ending at ``ends`` up to the one in progress when a request reaches this
         replica (:meth:`_run_interruptible`'s cut, with exact times); how many ran.
 
-        Steps ending before the fleet's next arrival need no SimPy event."""
+        Steps ending before the fleet's next arrival need no SimPy event. Otherwise the run
+        waits on one event for its last step; a request reaching this replica meanwhile
+        moves that wait to the end of the step in progress (:meth:`_cut_run`, called by
+        ``Replica._wake``) rather than interrupting the process."""
         n = len(ends)
         if ends[-1] < self._inline_before():
             self._now = ends[-1]
             return n
-        self._interruptible = True
-        try:
-            yield self._until(ends[-1])
-        except simpy.Interrupt:  # a request arrived: finish the step in progress, then stop
-            self._interruptible = False
-            n = min(bisect_left(ends, self.env.now), n - 1) + 1
-            yield self._until(ends[n - 1])
-        self._interruptible = False
+        self._interruptible = self._cutting = True
+        self._run_wait, self._cut_ends, self._ran = self._until(ends[-1]), ends, n
+        yield self._run_wait
+        self._interruptible = self._cutting = False
+        n = self._ran
         self._now = ends[n - 1]
         return n
+
+    def _cut_run(self) -> None:
+        """A request reached this replica during a run's wait: the run ends with the step
+        in progress (one ending now has not ended: the arrival is handled first, as when
+        stepping), so the process waits for that step's end instead of the run's last.
+
+        What an interrupt did, without its event: the process's callback moves from the
+        run's wait to a wait ending at the cut (none when the cut is the last step)."""
+        self._cutting = False
+        ends = self._cut_ends
+        n = min(bisect_left(ends, self.env.now), len(ends) - 1) + 1
+        self._ran = n
+        if n < len(ends):
+            wait = self._run_wait
+            cut = self._until(ends[n - 1])
+            cut.callbacks, wait.callbacks = wait.callbacks, []
