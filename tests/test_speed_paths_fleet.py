@@ -21,7 +21,7 @@ import pytest
 from helpers import table
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_speed_paths_replica import COSTS, GRID_COST, _arrivals_unknown, policies
+from test_speed_paths_replica import COSTS, GRID_COST, _arrivals_unknown, ahead_and_exact, policies
 
 from simulator.cluster import ClusterSpec, SimResult, simulate
 from simulator.fleet.sections import AdmissionSection, AutoscaleSection
@@ -89,10 +89,7 @@ def test_fleet_replicas_stepping_ahead_match_one_event_per_step(  # type: ignore
 ) -> None:
     spec = _spec(policy, COSTS[cost], kv_blocks, replicas, router, admission, autoscale,
                  check_invariants=True, request_s=request_s)
-    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
-    with pytest.MonkeyPatch.context() as mp:
-        _arrivals_unknown(mp)
-        slow = simulate(table(sorted(rows)), spec, fast_forward=False)
+    fast, slow = ahead_and_exact(rows, spec, fast_forward)
     _same(fast, slow)
     assert fast.num_events <= slow.num_events
 
@@ -107,10 +104,7 @@ def test_fleet_ties_with_step_ends_resolve_the_same_way(  # type: ignore[no-unty
     """Steps of 0.25 s, arrivals on a 0.125 s grid, evaluations every 0.25 to 1 s: an
     arrival or evaluation at a step's end runs first, whichever path ran the step."""
     spec = _spec(policy, GRID_COST, kv_blocks, replicas, router, admission, autoscale)
-    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
-    with pytest.MonkeyPatch.context() as mp:
-        _arrivals_unknown(mp)
-        slow = simulate(table(sorted(rows)), spec, fast_forward=False)
+    fast, slow = ahead_and_exact(rows, spec, fast_forward)
     _same(fast, slow)
 
 

@@ -125,6 +125,19 @@ def test_arrivals_tied_with_step_ends_resolve_the_same_way(  # type: ignore[no-u
     _same(fast, slow)
 
 
+def ahead_and_exact(rows: list[tuple[float, int, int]], spec: ClusterSpec,
+                    fast_forward: bool) -> tuple[SimResult, SimResult]:
+    """``rows`` simulated with replicas told the next arrival (stepping ahead), and with
+    replicas told nothing, one exact SimPy event per step: the reference. (The old path's
+    fast-forward waited ``env.timeout(end - now)``, which can miss ``end`` by an ulp, so
+    the reference does not fast-forward.)"""
+    ahead = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
+    with pytest.MonkeyPatch.context() as mp:
+        _arrivals_unknown(mp)
+        exact = simulate(table(sorted(rows)), spec, fast_forward=False)
+    return ahead, exact
+
+
 def _arrivals_unknown(mp: pytest.MonkeyPatch) -> None:
     """Replicas not told the next arrival (the multi-replica path before issue 13's fleet
     slice; with fast-forward off, one exact SimPy event per step)."""
@@ -151,12 +164,7 @@ def test_replicas_stepping_to_the_next_arrival_match_one_event_per_step(  # type
     spec = ClusterSpec(policy, COSTS[cost], kv_blocks=kv_blocks, block_size=4,
                        num_replicas=replicas, router=router, check_invariants=True,
                        request_s=request_s)
-    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
-    with pytest.MonkeyPatch.context() as mp:
-        _arrivals_unknown(mp)
-        # the old path's fast-forward waited env.timeout(end - now): now + that delay can
-        # miss ``end`` by an ulp, so the reference is one exact event per step
-        slow = simulate(table(sorted(rows)), spec, fast_forward=False)
+    fast, slow = ahead_and_exact(rows, spec, fast_forward)
     _same(fast, slow)
     assert fast.num_events <= slow.num_events
 
@@ -170,11 +178,7 @@ def test_replicas_resolve_arrivals_tied_with_step_ends_the_same_way(  # type: ig
 ) -> None:
     spec = ClusterSpec(policy, GRID_COST, kv_blocks=kv_blocks, block_size=4, num_replicas=2,
                        router=router)
-    fast = simulate(table(sorted(rows)), spec, fast_forward=fast_forward)
-    with pytest.MonkeyPatch.context() as mp:
-        _arrivals_unknown(mp)
-        slow = simulate(table(sorted(rows)), spec, fast_forward=False)
-    _same(fast, slow)
+    _same(*ahead_and_exact(rows, spec, fast_forward))
 
 
 def test_a_quiet_stretch_runs_in_one_event() -> None:
