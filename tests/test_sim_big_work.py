@@ -100,7 +100,7 @@ def test_step_log_packs_rows_and_keeps_their_order() -> None:
     n2 = _FLUSH_ROWS
     for i in range(n1 + k, n1 + k + n2):
         log.add(float(i), i + 1.0, _shape(i), 1, 1, 0, i)
-    assert len(log._rows) < _FLUSH_ROWS  # packed as it went, not kept as tuples
+    assert len(log._ends) < _FLUSH_ROWS  # packed as it went, not kept as spans
     steps = log.table()
     total = n1 + k + n2
     assert len(steps) == total
