@@ -53,6 +53,12 @@ def _num(where: Any, label: str, key: str, value: Any, field: str, step: Any = N
     return number(where, label, field.rpartition(".")[2], value, P + key, step, limits(field))
 
 
+def _pick(where: Any, label: str, field: str, value: str, **kw: Any) -> str:
+    """A choice among the schema's values of ``field`` ("section.key"), keyed by the key."""
+    options = list(field_rule(field).choices or ())
+    return str(choice(where, label, options, value, P + field.rpartition(".")[2], **kw))
+
+
 def _checkbox(where: Any, label: str, value: bool, key: str, **kw: Any) -> bool:
     seed(P + key, bool(value))
     return bool(where.checkbox(label, key=P + key, **kw))
@@ -61,9 +67,9 @@ def _checkbox(where: Any, label: str, value: bool, key: str, **kw: Any) -> bool:
 def router_widgets(where: Any, replicas: int, router: str) -> tuple[int, str]:
     """Replicas (at t = 0 with the autoscaler) and the router."""
     n = int(_num(where, "Replicas (at t = 0)", "replicas", replicas, "cluster.replicas"))
-    chosen = choice(where, "Router", list(field_rule("cluster.router").choices or ()), router,
-                    P + "router", help="which serving replica gets each request (docs/fleet.md)")
-    return n, str(chosen)
+    chosen = _pick(where, "Router", "cluster.router", router,
+                   help="which serving replica gets each request (docs/fleet.md)")
+    return n, chosen
 
 
 def disagg_widgets(where: Any, d: DisaggKnobs) -> DisaggKnobs:
@@ -77,19 +83,16 @@ def disagg_widgets(where: Any, d: DisaggKnobs) -> DisaggKnobs:
                    "disaggregated.prefill_replicas"))
     dec = int(_num(where, "Decode replicas", "decode_replicas", d.decode_replicas,
                    "disaggregated.decode_replicas"))
-    link = choice(where, "KV link", list(field_rule("disaggregated.link").choices or ()),
-                  d.link, P + "link")
-    scope = choice(where, "Link per", list(field_rule("disaggregated.link_scope").choices
-                                           or ()), d.link_scope, P + "link_scope",
-                   help="replica: each prefill replica sends over its own link; pool: "
-                        "every transfer shares one link")
-    reserve = choice(where, "Decode KV reserved", list(
-        field_rule("disaggregated.decode_reserve").choices or ()), d.decode_reserve,
-        P + "decode_reserve",
-        help="before_transfer (vLLM): the KV is sent once the decode replica has its "
-             "blocks; before_prefill (SGLang): the prompt waits for them before its "
-             "prefill; on_arrival: no reservation (docs/fleet.md)")
-    return DisaggKnobs(True, pre, dec, str(link), str(scope), str(reserve))
+    link = _pick(where, "KV link", "disaggregated.link", d.link)
+    scope = _pick(where, "Link per", "disaggregated.link_scope", d.link_scope,
+                  help="replica: each prefill replica sends over its own link; pool: "
+                       "every transfer shares one link")
+    reserve = _pick(where, "Decode KV reserved", "disaggregated.decode_reserve",
+                    d.decode_reserve,
+                    help="before_transfer (vLLM): the KV is sent once the decode replica has "
+                         "its blocks; before_prefill (SGLang): the prompt waits for them "
+                         "before its prefill; on_arrival: no reservation (docs/fleet.md)")
+    return DisaggKnobs(True, pre, dec, link, scope, reserve)
 
 
 def autoscale_widgets(where: Any, d: AutoscaleKnobs) -> AutoscaleKnobs:
@@ -103,8 +106,8 @@ def autoscale_widgets(where: Any, d: AutoscaleKnobs) -> AutoscaleKnobs:
                    "autoscale.min_replicas"))
     high = int(_num(where, LABELS["max_replicas"], "max_replicas", d.max_replicas,
                     "autoscale.max_replicas"))
-    signal = str(choice(where, "Signal", list(field_rule("autoscale.signal").choices or ()),
-                        d.signal, P + "signal", format_func=lambda s: f"{s} ({SIGNAL_UNITS[s]})"))
+    signal = _pick(where, "Signal", "autoscale.signal", d.signal,
+                   format_func=lambda s: f"{s} ({SIGNAL_UNITS[s]})")
     up = float(_num(where, LABELS["scale_up_above"], "scale_up_above", d.scale_up_above,
                     "autoscale.scale_up_above", 0.05))
     down = float(_num(where, LABELS["scale_down_below"], "scale_down_below", d.scale_down_below,
@@ -130,8 +133,7 @@ def admission_widgets(where: Any, d: AdmissionKnobs) -> AdmissionKnobs:
         queue = int(_num(where, "Max waiting (requests)", "max_queue",
                          queue if queue is not None else FLEET_STARTS["max_queue"],
                          "admission.max_queue"))
-        scope = str(choice(where, "Counted on", list(field_rule("admission.queue_scope").choices
-                                                     or ()), d.queue_scope, P + "queue_scope"))
+        scope = _pick(where, "Counted on", "admission.queue_scope", d.queue_scope)
     else:
         queue, scope = None, d.queue_scope
     return AdmissionKnobs(rate, burst, queue, scope)

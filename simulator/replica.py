@@ -162,8 +162,7 @@ class Replica(OwnArrivalRuns):
         s = self.state
         self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used, finished)
-        if self.max_step_rows is not None:
-            self._check_log_size()
+        self._check_log_size()
         return finished
 
     def _accepted(self, batch: Batch) -> list[int]:
@@ -188,8 +187,7 @@ class Replica(OwnArrivalRuns):
         s = self.state
         self.log.add(start, end, batch.shape, len(batch.decode), len(s.running),
                      len(s.waiting), s.kv.used, finished)
-        if self.max_step_rows is not None:
-            self._check_log_size()
+        self._check_log_size()
         return finished
 
     def _check_log_size(self) -> None:
@@ -243,6 +241,5 @@ class Replica(OwnArrivalRuns):
         self._now = end
         finished = apply_decode_run(state, batch, run.ends)
         log_short_run(self.log, run, batch, state, finished)
-        if self.max_step_rows is not None:
-            self._check_log_size()
+        self._check_log_size()
         return finished

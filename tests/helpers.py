@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,3 +88,20 @@ step_s = 0.004
 decode_seq_s = 0.0002
 prefill_token_s = 0.00002
 """
+
+
+def assert_accounted(res: Any, num_requests: int, kv_blocks: int) -> None:
+    """The invariants every property test of a run checks (``res``: a SimResult): each
+    request finished or refused with a reason, none left in flight; a finished one's
+    times in order; KV never above capacity and all of it returned at the end."""
+    recs, steps = res.requests, res.steps
+    assert len(recs) == num_requests
+    assert set(recs["status"]) <= {"finished", "rejected"}
+    rejected = recs[recs["status"] == "rejected"]
+    assert (rejected["reason"].str.len() > 0).all()
+    done = recs[recs["status"] == "finished"]
+    assert (done["arrival_s"] <= done["scheduled_s"] + 1e-12).all()
+    assert (done["scheduled_s"] < done["first_token_s"]).all()
+    assert (done["first_token_s"] <= done["finish_s"]).all()
+    assert (steps["kv_blocks_used"] <= kv_blocks).all()
+    assert (steps.groupby("replica")["kv_blocks_used"].last() == 0).all()

@@ -165,3 +165,15 @@ def test_reservations_are_granted_in_order_and_never_overcommit() -> None:
                        for i in range(len(spans) - 1)), mode
 
 
+
+
+@pytest.mark.parametrize("reserve", ["before_transfer", "before_prefill", "on_arrival"])
+def test_a_request_the_decode_replica_cannot_hold_is_refused_there(reserve: str) -> None:
+    # blocks_for(100 + 200) = 19 > the decode replica's 10: nothing is reserved for it, it
+    # is prefilled (the prefill pool has 1000 blocks), sent, and refused on arrival, naming
+    # the KV cache; the request after it (100 + 40: 9 blocks) is served
+    dis = _run([(0.0, 100, 200), (0.0, 100, 40)],
+               _disagg(LINKS["ideal"], decode_blocks=10, reserve=reserve))
+    req = dis.requests.sort_values("request_id")
+    assert req["status"].tolist() == ["rejected", "finished"]
+    assert "KV" in req["reason"].iloc[0] and "10" in req["reason"].iloc[0]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from helpers import TokenCost
+from helpers import TokenCost, assert_accounted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,19 +48,8 @@ def test_invariants_with_mixed_classes(rows, policy, kv_blocks, replicas,  # typ
     spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, num_replicas=replicas,
                        router="least_outstanding")
     res = simulate(_table(rows), replace(spec, check_invariants=True), fast_forward=fast_forward)
-    recs, steps = res.requests, res.steps
-    # every request accounted for: finished or rejected with a reason, none left in flight
-    assert len(recs) == len(rows)
-    assert set(recs["status"]) <= {"finished", "rejected"}
-    rejected = recs[recs["status"] == "rejected"]
-    assert (rejected["reason"].str.len() > 0).all()
-    done = recs[recs["status"] == "finished"]
-    assert (done["arrival_s"] <= done["scheduled_s"] + 1e-12).all()
-    assert (done["scheduled_s"] < done["first_token_s"]).all()
-    assert (done["first_token_s"] <= done["finish_s"]).all()
-    # KV conserved: never above capacity, all returned at the end
-    assert (steps["kv_blocks_used"] <= kv_blocks).all()
-    assert (steps.groupby("replica")["kv_blocks_used"].last() == 0).all()
+    # every request accounted for, times ordered, KV conserved
+    assert_accounted(res, len(rows), kv_blocks)
 
 
 @settings(max_examples=200, deadline=None)

@@ -9,9 +9,8 @@ covers each row's ``1 + drafts``), over small KV caches that force preemption.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from helpers import TokenCost
+from helpers import TokenCost, assert_accounted, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,16 +35,6 @@ acceptances = st.one_of(
 )
 
 
-def _table(rows: list[tuple[float, int, int]]) -> pd.DataFrame:
-    rows = sorted(rows)
-    return pd.DataFrame({
-        "request_id": np.arange(len(rows)),
-        "arrival_s": [r[0] for r in rows],
-        "prompt_tokens": [r[1] for r in rows],
-        "output_tokens": [r[2] for r in rows],
-    })
-
-
 @settings(max_examples=150, deadline=None)
 @given(rows=requests, policy=policies, acceptance=acceptances, kv_blocks=st.integers(4, 40),
        replicas=st.integers(1, 3))
@@ -53,15 +42,10 @@ def test_invariants_with_speculative_steps(rows, policy, acceptance, kv_blocks, 
                                            replicas) -> None:
     spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, num_replicas=replicas,
                        router="least_outstanding", check_invariants=True, speculative=acceptance)
-    res = simulate(_table(rows), spec)
+    res = simulate(table(sorted(rows)), spec)
     recs, steps = res.requests, res.steps
-    assert len(recs) == len(rows)
-    assert set(recs["status"]) <= {"finished", "rejected"}
+    assert_accounted(res, len(rows), kv_blocks)
     done = recs[recs["status"] == "finished"]
-    assert (done["scheduled_s"] < done["first_token_s"]).all()
-    assert (done["first_token_s"] <= done["finish_s"]).all()
-    assert (steps["kv_blocks_used"] <= kv_blocks).all()
-    assert (steps.groupby("replica")["kv_blocks_used"].last() == 0).all()
     assert (steps["num_running"] <= policy.max_num_seqs).all()
     stats = res.spec_stats
     assert stats is not None
@@ -82,8 +66,9 @@ def test_alpha_zero_emits_what_plain_decoding_emits(rows, kv_blocks, chunked) ->
     plain = ContinuousPolicy(max_num_batched_tokens=4096, chunked_prefill=chunked)
     spec = ContinuousPolicy(max_num_batched_tokens=4096, chunked_prefill=chunked,
                             num_speculative_tokens=3)
-    a = simulate(_table(rows), ClusterSpec(plain, COST, kv_blocks=kv_blocks + 64, block_size=4))
-    b = simulate(_table(rows), ClusterSpec(spec, COST, kv_blocks=kv_blocks + 64, block_size=4,
-                                           speculative=Acceptance(alpha=0.0)))
+    reqs = table(sorted(rows))
+    a = simulate(reqs, ClusterSpec(plain, COST, kv_blocks=kv_blocks + 64, block_size=4))
+    b = simulate(reqs, ClusterSpec(spec, COST, kv_blocks=kv_blocks + 64, block_size=4,
+                                   speculative=Acceptance(alpha=0.0)))
     cols = ["status", "scheduled_s", "first_token_s", "finish_s"]
     pd.testing.assert_frame_equal(a.requests[cols], b.requests[cols])

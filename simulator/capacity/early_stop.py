@@ -105,8 +105,7 @@ class SLOWatch:
         self.need = {m: fail_threshold(sizes[m], slo.percentile)
                      for m in watched if m in slo.targets_ms and sizes[m] > 0}
         # a value counts when over its threshold: the target, or bound x target
-        self.over_ms = {m: slo.targets_ms[m] if bound == 1.0 else slo.targets_ms[m] * bound
-                        for m in self.need}
+        self.over_ms = {m: slo.targets_ms[m] * bound for m in self.need}
         self.over: dict[str, list[float]] = {m: [] for m in self.need}
 
     def __call__(self, seq: Any, sent_s: float) -> None:

@@ -98,7 +98,7 @@ class DisaggFleet:
         self.decode_pool = [self._replica(p + i, spec.decode, self._decoded, options, rows,
                                           True) for i in range(spec.decode.replicas)]
         self._reservations = DecodeReservations(self.decode_pool, self._reserved_blocks)
-        self._reserved_s: dict[int, tuple[Replica, float]] = {}  # before_prefill: dest, when
+        self._reserved_s: dict[int, float] = {}  # before_prefill: when the grant came
         self.replicas = [*self.prefill_pool, *self.decode_pool]
         self._doors = [_PrefillDoor(self, r) for r in self.prefill_pool]
         self._prefill_router = make_router(spec.prefill.router)
@@ -141,7 +141,7 @@ class DisaggFleet:
         dest = self.decode_pool[self._decode_router.pick(self.decode_pool, seq)]
 
         def go() -> None:
-            self._reserved_s[seq.request_id] = (dest, self.env.now)
+            self._reserved_s[seq.request_id] = self.env.now
             replica.submit(copy)
         self._reservations.ask(dest, seq, go)
 
@@ -173,7 +173,8 @@ class DisaggFleet:
         kv.lend(blocks)
         mode = self.spec.decode_reserve
         if mode == "before_prefill":
-            dest, reserved_s = self._reserved_s.pop(seq.request_id)
+            reserved_s = self._reserved_s.pop(seq.request_id)
+            dest = self._reservations.dest_of[seq.request_id]
             self._transfer(seq, source, kv, blocks, dest, now, reserved_s - seq.arrival_s)
             return
         dest = self.decode_pool[self._decode_router.pick(self.decode_pool, seq)]

@@ -51,6 +51,7 @@ class DecodeReservations:
         without a reservation: the decode replica refuses it on arrival, naming why."""
         kv = dest.state.kv
         if kv.blocks_for(seq.prompt_tokens + seq.output_tokens) > kv.num_blocks:
+            self.dest_of[seq.request_id] = dest  # nothing lent: the replica refuses it
             go()
             return
         self.queues[dest.index].append((seq, kv.blocks_for(seq.prompt_tokens), go))
