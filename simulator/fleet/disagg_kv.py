@@ -86,11 +86,9 @@ class DecodeArrivals:
         """Reservations are granted first, then arrived KV joins; arrivals that do not fit
         yet stay out of the inner policy's sight (it would admit them as prompts to
         compute) and keep the queue's head."""
-        waiting = state.waiting
-        # preempted requests (recomputing: num_computed 0) go first, as at the front of
-        # vLLM's waiting queue; reservations are granted when none waits
-        if self.grant is not None and all(s.num_computed for s in waiting):
+        if self.grant is not None:
             self.grant()
+        waiting = state.waiting
         if not waiting or state.group is not None:
             return self.inner.schedule(state, now)
         join_arrivals(state, self.max_num_seqs, self.reserved)

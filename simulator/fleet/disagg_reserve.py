@@ -61,6 +61,12 @@ class DecodeReservations:
         """Grant ``dest``'s waiting reservations in order while its free blocks allow
         (called by its decode policy as it schedules)."""
         queue = self.queues[dest.index]
+        if not queue:
+            return
+        # preempted requests (recomputing: num_computed 0) go first, as at the front of
+        # vLLM's waiting queue: nothing is granted while one waits
+        if not all(s.num_computed for s in dest.state.waiting):
+            return
         kv = dest.state.kv
         while queue and queue[0][1] <= kv.num_free:
             seq, blocks, go = queue.popleft()
