@@ -33,11 +33,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.published_cases import (  # noqa: E402
-    CASES_FILE,
+    CASES_GLOB,
     HEADLINE,
     UNITS,
     Case,
     burst_rate_accepted,
+    case_files,
     catalogue_status,
     load_cases,
     scenario_point,
@@ -223,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-prompts", type=int, default=1000,
                     help="simulate at most this many prompts of a throughput-only case "
                          "(default 1000)")
-    ap.add_argument("--cases-file", default=str(CASES_FILE))
+    ap.add_argument("--cases-file", action="append", default=None,
+                    help="a case file (repeatable; default: every "
+                         f"benchmarks/{CASES_GLOB})")
     args = ap.parse_args(argv)
     try:
         cases = select(load_cases(args.cases_file), args.case, args.group)
@@ -231,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"published: error: {exc}", file=sys.stderr)
         return 2
     rate, rate_note = burst_rate_accepted()
-    header = [f"{len(cases)} published cases from {args.cases_file}; at most "
+    files = args.cases_file or [str(p) for p in case_files()]
+    header = [f"{len(cases)} published cases from {', '.join(files)}; at most "
               f"{args.max_prompts} prompts simulated per throughput-only case"]
     header += [f"note: {rate_note}"] if rate_note else []
     rows = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,14 @@ from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import catalogue_name
 
 CASES_FILE = Path(__file__).with_name("published_cases.toml")
+# Every case file: published_cases.toml and published_cases_<source>.toml beside it; a case
+# id is unique across all of them.
+CASES_GLOB = "published_cases*.toml"
+
+
+def case_files() -> list[Path]:
+    """The case files beside this module, sorted by name."""
+    return sorted(CASES_FILE.parent.glob(CASES_GLOB))
 
 # Metric key -> unit. Keys are servesim summary keys (docs/metrics.md) except the two
 # derived ones, which ``simulated_value`` computes from the summary.
@@ -88,11 +96,25 @@ class Case:
         return f"{self.stack}-{self.stack_version}/{self.gpu}"
 
 
-def load_cases(path: str | Path = CASES_FILE) -> list[Case]:
-    """Every case of ``path``, checked; a ConfigError names the case and the field."""
+def load_cases(paths: str | Path | Sequence[str | Path] | None = None) -> list[Case]:
+    """Every case of ``paths`` (default: every case file), checked; a ConfigError names
+    the file, the case and the field."""
+    if paths is None:
+        paths = case_files()
+    elif isinstance(paths, str | Path):
+        paths = [paths]
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for path in paths:
+        cases += _load_file(Path(path), seen)
+    return cases
+
+
+def _load_file(path: Path, seen: set[str]) -> list[Case]:
+    """The cases of one file; ``seen`` holds the ids read so far (from every file)."""
     with open(path, "rb") as f:
         raw = tomllib.load(f).get("case", [])
-    cases, seen = [], set()
+    cases = []
     for i, c in enumerate(raw):
         where = f"{path}: case {i} ({c.get('id', '?')})"
         for key in ("id", "source", "stack", "stack_version", "gpu", "model", "weight_dtype",
