@@ -19,6 +19,11 @@ Written as ``<gpu>__<model>__fp8-kvbf16__tp<n>.json`` (simulator/specs/dtypes.py
 ``dtype_label``), the file an empty ``[cost]`` section finds for weight_dtype = "fp8",
 kv_dtype = "bf16" (simulator/costs/lookup.py). Deployments: llama-3.1-8b tp1 and
 llama-3.1-70b at every tp whose fp8 weights fit, on h100-sxm and h200 (A100 has no FP8).
+
+``--backend vllm`` (or ``sglang``) composes the same pairs from that engine's tables into
+``simulator/profiles/stacks/<backend>/``, where a ``[stack]`` scenario finds them first:
+vLLM's FP8 checkpoints run this pair by default, so without them a vLLM FP8 deployment was
+priced by TensorRT-LLM's kernels.
 """
 
 from __future__ import annotations
@@ -31,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from calibrate.aic_backends import BACKENDS, ENGINE_NAMES, profiles_dir, systems
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
     AIC_VERSION,
     EXTRA_HINT,
     FIT_FRACTION,
     FORM,
-    SYSTEMS,
     Composer,
     _close,
     _weights_fit,
@@ -48,7 +53,6 @@ from calibrate.aiconfigurator import (
 )
 from calibrate.fit import FitReport, fit_profile
 from simulator.costs.profile import (
-    PROFILES_DIR,
     CostProfile,
     load_profile,
     profile_file_name,
@@ -99,8 +103,8 @@ def pair_table(composer: PairComposer) -> ProfileTable:
     meta = validate_metadata({
         "device": composer.hardware_name, "model": composer.model.name,
         "dtype": composer.dtype, "kv_dtype": composer.kv_dtype, "tp": composer.tp,
-        "engine_version": f"TensorRT-LLM {t.data_version} (per-op tables)",
-        "source": f"composed from AIConfigurator {AIC_VERSION} {t.system} {BACKEND} "
+        "engine_version": f"{ENGINE_NAMES[t.backend]} {t.data_version} (per-op tables)",
+        "source": f"composed from AIConfigurator {AIC_VERSION} {t.system} {t.backend} "
                   f"{t.data_version}, {composer.dtype} GEMMs with {composer.kv_dtype} attention",
         "notes": "GPU kernel time only; see calibrate/aic_dtype_pairs.py",
     }, "composed table")
@@ -114,16 +118,21 @@ def pair_provenance(tables: SystemTables, date: str, weight_dtype: str,
                     f"{kv_dtype} KV cache: {weight_dtype} GEMM rows, {kv_dtype} context and "
                     "generation attention rows (otherwise as calibrate/aiconfigurator.py). "
                     + out["notes"].split("; ", 1)[1])
+    if "fmha" in out["aiconfigurator"]:  # a stack's tables: say what this pair reads
+        out["aiconfigurator"]["fmha"] = (f"context attention in {kv_dtype} over the "
+                                         f"{kv_dtype} KV cache")
     return out
 
 
-def compose_and_fit(root: Path, date: str) -> list[tuple[CostProfile, FitReport]]:
+def compose_and_fit(root: Path, date: str, backend: str = BACKEND
+                    ) -> list[tuple[CostProfile, FitReport]]:
+    """Compose and fit every pair deployment from ``backend``'s tables under ``root``."""
     out = []
     loaded: dict[str, SystemTables] = {}
     for hw, model, weight_dtype, kv_dtype, tp in deployments():
-        system, data_version = SYSTEMS[hw]
+        system, data_version = systems(backend)[hw]
         if hw not in loaded:
-            loaded[hw] = SystemTables(root, system, data_version)
+            loaded[hw] = SystemTables(root, system, data_version, backend)
         composer = PairComposer(loaded[hw], MODELS[model], weight_dtype, tp, kv_dtype)
         table = pair_table(composer)
         out.append(fit_profile(
@@ -134,11 +143,11 @@ def compose_and_fit(root: Path, date: str) -> list[tuple[CostProfile, FitReport]
     return out
 
 
-def sync(root: Path, out_dir: Path, check: bool, date: str
+def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKEND
          ) -> tuple[list[str], list[tuple[CostProfile, FitReport]]]:
     """Write (or with ``check`` only compare) the pair profiles; return what changed."""
     changes = []
-    fitted = compose_and_fit(root, date)
+    fitted = compose_and_fit(root, date, backend)
     for profile, _ in fitted:
         label = dtype_label(profile.weight_dtype, profile.kv_dtype)
         path = out_dir / profile_file_name(profile.hardware, profile.model, label, profile.tp)
@@ -153,7 +162,10 @@ def sync(root: Path, out_dir: Path, check: bool, date: str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
-    parser.add_argument("--out", type=Path, default=PROFILES_DIR, help="profiles folder")
+    parser.add_argument("--backend", choices=BACKENDS, default=BACKEND,
+                        help="whose kernel tables (default trtllm: simulator/profiles; "
+                             "vllm, sglang: simulator/profiles/stacks/<backend>/)")
+    parser.add_argument("--out", type=Path, default=None, help="profiles folder")
     parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
     parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
     args = parser.parse_args(argv)
@@ -162,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"calibrate.aic_dtype_pairs: error: tables not found; {EXTRA_HINT}",
               file=sys.stderr)
         return 2
-    changes, fitted = sync(root, args.out, args.check, args.date)
+    out = args.out or profiles_dir(args.backend)
+    changes, fitted = sync(root, out, args.check, args.date, args.backend)
     for profile, report in fitted:
         label = dtype_label(profile.weight_dtype, profile.kv_dtype)
         name = profile_file_name(profile.hardware, profile.model, label, profile.tp)
@@ -170,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
               f"max {report.max_ape:6.2%}")
     for line in changes:
         print(line)
-    print(f"{len(changes)} change(s); {len(fitted)} dtype-pair profiles in {args.out}")
+    print(f"{len(changes)} change(s); {len(fitted)} dtype-pair profiles in {out}")
     return 1 if args.check and changes else 0
 
 

@@ -87,3 +87,54 @@ def test_composer_takes_gemms_from_fp8_and_attention_from_bf16() -> None:
     for op in ("context_attention", "generation_attention", "add_norm_1", "act_gate"):
         assert pair[op] == bf16[op]
     assert pair["generation_attention"] > fp8["generation_attention"]
+
+
+@pytest.mark.parametrize("stack", ["vllm", "sglang"])
+def test_each_stack_has_its_own_pair_files(stack: str) -> None:
+    folder = PROFILES_DIR / "stacks" / stack
+    paths = sorted(folder.glob("*__fp8-kvbf16__*.json"))
+    assert len(paths) == 10  # as the TensorRT-LLM ones: 8B tp1, 70B tp1/2/4/8, H100 and H200
+    for path in paths:
+        p = load_profile(path)
+        assert (p.weight_dtype, p.kv_dtype) == ("fp8", "bf16")
+        assert p.provenance["aiconfigurator"]["backend"] == stack
+        assert p.provenance["aiconfigurator"]["fmha"] == (
+            "context attention in bf16 over the bf16 KV cache")
+
+
+def test_vllm_fp8_checkpoint_is_priced_by_vllms_tables() -> None:
+    # vLLM's FP8 default (fp8 weights, bf16 KV) under a vLLM stack: its own pair, not
+    # TensorRT-LLM's (the lookup before the vLLM pairs existed).
+    _, used = cost_model_from_config({}, LLAMA8B, H100, 1, "fp8", "bf16", stack="vllm")
+    assert used.startswith("stacks/vllm/h100-sxm__llama-3.1-8b__fp8-kvbf16__tp1.json "
+                           "(measured per operation by NVIDIA")
+    assert "backend vllm 0.24.0" in used
+    # Without a stack, TensorRT-LLM's pair as before.
+    _, used = cost_model_from_config({}, LLAMA8B, H100, 1, "fp8", "bf16")
+    assert used.startswith("h100-sxm__llama-3.1-8b__fp8-kvbf16__tp1.json")
+
+
+def test_stack_pair_composer_reads_that_stacks_tables() -> None:
+    aic = pytest.importorskip("calibrate.aiconfigurator")
+    pairs = pytest.importorskip("calibrate.aic_dtype_pairs")
+    backends = pytest.importorskip("calibrate.aic_backends")
+    root = aic.find_data_root()
+    if root is None:
+        pytest.skip("aiconfigurator-core 0.12.0 tables not installed")
+    system, version = backends.systems("vllm")["h100-sxm"]
+    tables = aic.SystemTables(root, system, version, "vllm")
+    chunks, contexts = [(512, 0)], [2048] * 8
+    pair = pairs.PairComposer(tables, LLAMA8B, "fp8", 1, "bf16").step_ops(chunks, contexts)
+    fp8 = aic.Composer(tables, LLAMA8B, "fp8", 1).step_ops(chunks, contexts)
+    bf16 = aic.Composer(tables, LLAMA8B, "bf16", 1).step_ops(chunks, contexts)
+    for op in ("qkv_gemm", "proj_gemm", "gate_ffn1_gemm", "ffn2_gemm"):
+        assert pair[op] == fp8[op]
+    for op in ("context_attention", "generation_attention"):
+        assert pair[op] == bf16[op]
+    # And the file written from these tables prices a step as the tables do: its fitted
+    # piecewise model within its held-out error of the composed sum.
+    path = PROFILES_DIR / "stacks" / "vllm" / "h100-sxm__llama-3.1-8b__fp8-kvbf16__tp1.json"
+    shape = StepShape(num_decode_seqs=8, decode_context_tokens=8 * 2048,
+                      num_prefill_tokens=512, prefill_attn_work=512 * 256.0)
+    fitted = load_profile(path).build(LLAMA8B, H100).step_time(shape)
+    assert fitted == pytest.approx(sum(pair.values()), rel=0.15)
