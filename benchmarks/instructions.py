@@ -1,16 +1,28 @@
 """Instructions per simulated request (valgrind callgrind): a speed figure noise cannot blur.
 
-    python benchmarks/instructions.py [--requests 1500] [--warm 200]
+    python benchmarks/instructions.py [--case peer|chat|chunked|long|plan]
+                                      [--requests N] [--warm 200]
 
 CPU time on a shared 2-vCPU machine varies up to 2x between identical runs, so issue 13's
 per-change figures are instruction counts: deterministic for one Python build and
-workload. The workload is the peer simulator's (``benchmarks/peer_speed.py``: Vidur's
-standard one on CodeLlama-34B TP2, A100). Two processes run under ``valgrind
---tool=callgrind`` with ``PYTHONHASHSEED=0``: one simulates ``--warm`` requests (imports,
-first-call costs), the other the same and then ``--requests`` more; the printed figure is
-(Ir(second) - Ir(first)) / requests. Needs valgrind (``apt-get install valgrind``); a
-1,500-request count takes a few minutes. Compare trees by running it from each (the
-figure moves with the interpreter and numpy build, so compare on one machine).
+workload. The cases:
+
+- ``peer`` (default, 1,500 requests): the peer simulator's workload
+  (``benchmarks/peer_speed.py``: Vidur's standard one on CodeLlama-34B TP2, A100);
+- ``chat`` / ``chunked`` (5,000): ``benchmarks/sim_speed.py``'s chat traffic at 14 req/s,
+  continuous batching or chunked prefill;
+- ``long`` (300): ``sim_speed.py --long-prompts --policy chunked --rate 1.6`` (~8k-token
+  prompts, a 2,048-token chunked budget);
+- ``plan`` (3,000): a chunked point of ``servesim plan scenarios/capacity.toml --rate 40``
+  (:func:`plan_point`: Llama-3.1-8B on three H100s behind ``least_outstanding``, chunked
+  prefill with a 2,048-token budget, 40 req/s, a summary step log).
+
+Two processes run under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``: one
+simulates ``--warm`` requests (imports, first-call costs), the other the same and then
+``--requests`` more; the printed figure is (Ir(second) - Ir(first)) / requests. Needs
+valgrind (``apt-get install valgrind``); a case takes a few minutes. Compare trees by
+running it from each (the figure moves with the interpreter and numpy build, so compare
+on one machine).
 """
 
 from __future__ import annotations
@@ -22,9 +34,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CHILD = """
+DEFAULT_REQUESTS = {"peer": 1500, "chat": 5000, "chunked": 5000, "long": 300, "plan": 3000}
+PEER_CHILD = """
 import sys
 sys.path.insert(0, {bench!r})
 from peer_speed import DEPLOYMENT, load_peer_workload, peer_table
@@ -37,11 +51,49 @@ simulate(peer_table(workload, {warm}), dep.cluster())
 if {n}:
     simulate(peer_table(workload, {n}), dep.cluster())
 """
+SIM_SPEED_CHILD = """
+import sys
+sys.path.insert(0, {bench!r})
+from instructions import case_point
+from sim_speed import request_table
+from simulator.cluster import simulate
+dep, table = request_table(case_point({case!r}, {warm} + {n}))
+spec = dep.cluster()
+simulate(table.head({warm}), spec, horizon_s=dep.horizon_s)
+if {n}:
+    simulate(table.head({n}), spec, horizon_s=dep.horizon_s)
+"""
 
 
-def instructions(n: int, warm: int, peer: Path) -> int:
+def plan_point(requests: int) -> dict[str, Any]:
+    """A chunked point of the capacity plan (scenarios/capacity.toml's chunked candidate on
+    H100, sized as its cluster check: three replicas at 40 req/s)."""
+    return {
+        "model": {"name": "llama-3.1-8b", "weight_dtype": "bf16"},
+        "hardware": {"gpu": "h100-sxm", "tp": 1},
+        "policy": {"name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048},
+        "workload": {"arrival": "poisson", "rate": 40.0, "num_requests": requests,
+                     "prompt": {"dist": "lognormal", "mean": 1100, "sigma": 1.0},
+                     "output": {"dist": "lognormal", "mean": 265, "sigma": 0.9}},
+        "cluster": {"replicas": 3, "router": "least_outstanding"},
+        "run": {"step_log": "summary"},
+    }
+
+
+def case_point(case: str, requests: int) -> dict[str, Any]:
+    """The scenario of a ``sim_speed``-shaped case (every case but ``peer``)."""
+    from sim_speed import point  # the benchmarks folder is on the path (the child puts it)
+    if case == "plan":
+        return plan_point(requests)
+    if case == "long":
+        return point(requests, 1.6, "chunked", True)
+    return point(requests, 14.0, "chunked" if case == "chunked" else "continuous", False)
+
+
+def instructions(case: str, n: int, warm: int, peer: Path) -> int:
     """Instructions valgrind counts for a process that simulates ``warm`` then ``n``."""
-    code = CHILD.format(bench=str(HERE), peer=str(peer), warm=warm, n=n)
+    template = PEER_CHILD if case == "peer" else SIM_SPEED_CHILD
+    code = template.format(bench=str(HERE), peer=str(peer), warm=warm, n=n, case=case)
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(HERE.parent)}
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                           sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -54,20 +106,24 @@ def instructions(n: int, warm: int, peer: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--requests", type=int, default=1500)
+    ap.add_argument("--case", choices=list(DEFAULT_REQUESTS), default="peer")
+    ap.add_argument("--requests", type=int, default=None,
+                    help="requests measured (default: 1,500 peer, 5,000 chat/chunked, "
+                         "300 long, 3,000 plan)")
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--peer-dir", type=Path, default=HERE.parents[1] / "shared" / "peers")
     args = ap.parse_args()
+    n = DEFAULT_REQUESTS[args.case] if args.requests is None else args.requests
     if shutil.which("valgrind") is None:
         print("skipped: valgrind is not installed (apt-get install valgrind)")
         return
-    if not (args.peer_dir / "vidur_workload.py").exists():
+    if args.case == "peer" and not (args.peer_dir / "vidur_workload.py").exists():
         print(f"skipped: {args.peer_dir / 'vidur_workload.py'} is absent (the peer's workload)")
         return
-    base = instructions(0, args.warm, args.peer_dir)
-    full = instructions(args.requests, args.warm, args.peer_dir)
-    print(f"peer workload, {args.requests:,} requests after {args.warm} warm-up: "
-          f"{(full - base) / args.requests / 1000:,.1f}k instructions per simulated request "
+    base = instructions(args.case, 0, args.warm, args.peer_dir)
+    full = instructions(args.case, n, args.warm, args.peer_dir)
+    print(f"{args.case}, {n:,} requests after {args.warm} warm-up: "
+          f"{(full - base) / n / 1000:,.1f}k instructions per simulated request "
           f"(valgrind callgrind, PYTHONHASHSEED=0, {sys.executable})")
 
 

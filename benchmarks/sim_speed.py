@@ -5,6 +5,8 @@ batching near saturation, one replica, one core. Prints the median of ``--repeat
 runs, per wall-clock second and per CPU-second (``time.process_time`` around ``simulate``:
 steadier than the wall clock on a shared machine). Usage:
 ``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]``.
+``benchmarks/instructions.py`` counts the instructions of the same workloads
+(:func:`point`, :func:`request_table`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from simulator.cluster import simulate
-from simulator.deployment import resolve
+from simulator.deployment import Deployment, resolve
 from simulator.workload.build import build_requests
 
 SCENARIO = {
@@ -25,6 +29,24 @@ SCENARIO = {
     "policy": {"name": "continuous"},
     "workload": {"arrival": "poisson", "num_requests": 100_000},
 }
+
+
+def point(requests: int, rate: float, policy_name: str, long_prompts: bool) -> dict[str, Any]:
+    """The benchmark's scenario: chat lengths, or ~8k-token prompts with a 2,048-token
+    budget (``long_prompts``: chunked prefill's slow case)."""
+    workload = {"arrival": "poisson", "num_requests": requests, "rate": rate}
+    policy: dict[str, Any] = {"name": policy_name}
+    if long_prompts:
+        workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
+                     "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
+        policy |= {"max_num_batched_tokens": 2048}
+    return {**SCENARIO, "policy": policy, "workload": workload}
+
+
+def request_table(scenario: dict[str, Any]) -> tuple[Deployment, pd.DataFrame]:
+    """The resolved deployment and its request table (seed 0)."""
+    dep = resolve(scenario)
+    return dep, build_requests(dep.workload, np.random.default_rng(0), None).table
 
 
 def main() -> None:
@@ -38,15 +60,7 @@ def main() -> None:
                     help="prompts ~8k tokens (lognormal, sigma 0.3), outputs ~256, a 2,048-token "
                          "budget: chunked prefill's slow case (try --rate 1.6 --policy chunked)")
     args = ap.parse_args()
-    workload = {"arrival": "poisson", "num_requests": args.requests, "rate": args.rate}
-    policy = {"name": args.policy}
-    if args.long_prompts:
-        workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
-                     "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
-        policy |= {"max_num_batched_tokens": 2048}
-    point = {**SCENARIO, "policy": policy, "workload": workload}
-    dep = resolve(point)
-    table = build_requests(dep.workload, np.random.default_rng(0), None).table
+    dep, table = request_table(point(args.requests, args.rate, args.policy, args.long_prompts))
     rates, cpu_rates, events, walls = [], [], [], []
     for _ in range(args.repeats):
         t0, c0 = time.perf_counter(), time.process_time()
