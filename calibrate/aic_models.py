@@ -1,0 +1,165 @@
+"""Profiles for the other dense catalogue models, composed from AIConfigurator's tables.
+
+    python -m calibrate.aic_models [--backend trtllm|vllm|sglang] [--check] [--data DIR]
+                                   [--out DIR]
+
+calibrate/aiconfigurator.py composes Llama-3.1-8B and -70B. Its composition reads nothing
+Llama-3.1-specific: a step is the sum of GEMMs at the model's own (m, n, k), context and
+generation attention at its own heads, KV heads and head width, norms, activation and TP
+all-reduce (AIConfigurator's LLAMAModel op list, which its Qwen and InternLM models share
+for dense layers). So the same tables price the dense models peer simulators ship, whose
+shapes the tables cover: a GEMM shape not collected is read from the utilisation of the
+nearest collected ones (as AIConfigurator's resolver does), an attention shape needs its
+KV-head count collected at that head width.
+
+    model           layers  hidden  heads/kv  MLP     vocab    deployments (weights fit)
+    llama-2-7b      32      4096    32/32     11008   32000    tp 1, 2
+    codellama-34b   48      8192    64/8      22016   32000    tp 1, 2, 4
+    qwen2.5-7b      28      3584    28/4      18944   152064   tp 1, 2
+    qwen-72b        80      8192    64/64     24576   152064   tp 2, 4, 8
+    internlm2-20b   48      6144    48/8      16384   92544    tp 1, 2
+
+in bf16 on A100-80GB, H100 SXM and H200, and in fp8 (weights and KV) on the last two.
+Phi-2 (GELU MLP of two matrices, head width 80) and Mixtral (MoE) are not LLAMAModel's
+dense op list and keep their priors or stand-ins. Deployments whose shapes a backend's
+tables lack are skipped and listed (vLLM's generation-attention tables hold 1-8 KV heads
+only, so its MHA deployments at low tp are skipped).
+
+The files are the ones an empty ``[cost]`` section finds for the model (they replace the
+roofline priors of the same name, which calibrate/roofline_profiles.py then leaves alone,
+as it does every measured profile); ``--backend vllm``/``sglang`` write into
+``simulator/profiles/stacks/<backend>/`` for the stack presets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from calibrate.aic_backends import BACKENDS, profiles_dir, systems
+from calibrate.aic_tables import BACKEND, SystemTables
+from calibrate.aiconfigurator import (
+    AIC_VERSION,
+    EXTRA_HINT,
+    FORM,
+    Composer,
+    _close,
+    _weights_fit,
+    _without_date,
+    find_data_root,
+    profile_table,
+    provenance,
+)
+from calibrate.fit import FitReport, fit_profile
+from simulator.costs.profile import CostProfile, load_profile, profile_file_name, save_profile
+from simulator.errors import ConfigError
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import MODELS
+
+# catalogue name -> (Hugging Face id, tensor-parallel degrees composed)
+MODELS_COMPOSED: dict[str, tuple[str, tuple[int, ...]]] = {
+    "llama-2-7b": ("meta-llama/Llama-2-7b-hf", (1, 2)),
+    "codellama-34b": ("codellama/CodeLlama-34b-hf", (1, 2, 4)),
+    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", (1, 2)),
+    "qwen-72b": ("Qwen/Qwen-72B", (2, 4, 8)),
+    "internlm2-20b": ("internlm/internlm2-20b", (1, 2)),
+}
+
+
+def deployments() -> Iterator[tuple[str, str, str, int]]:
+    """(hardware, model, dtype, tp): bf16 on every GPU with tables, fp8 where it has FP8
+    math, at each tp of ``MODELS_COMPOSED`` whose weights fit."""
+    for hw in systems(BACKEND):
+        dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
+        for dtype in dtypes:
+            for model, (_, tps) in MODELS_COMPOSED.items():
+                for tp in tps:
+                    if _weights_fit(MODELS[model], hw, dtype, tp):
+                        yield hw, model, dtype, tp
+
+
+def model_provenance(tables: SystemTables, date: str, model: str) -> dict[str, Any]:
+    """calibrate/aiconfigurator.py's provenance, naming this module and the model."""
+    out = provenance(tables, date)
+    out["notes"] = ("python -m calibrate.aic_models: " + model + " composed with "
+                    "calibrate/aiconfigurator.py's op list at its own shapes; "
+                    + out["notes"].split("; ", 1)[1])
+    out["aiconfigurator"]["model"] = {model: MODELS_COMPOSED[model][0]}
+    return out
+
+
+def compose_and_fit(root: Path, date: str, backend: str = BACKEND
+                    ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
+    """Every deployment ``backend``'s tables can price, fitted; and the ones skipped, why."""
+    out, skipped = [], []
+    loaded: dict[str, SystemTables] = {}
+    for hw, model, dtype, tp in deployments():
+        system, data_version = systems(backend)[hw]
+        if hw not in loaded:
+            loaded[hw] = SystemTables(root, system, data_version, backend)
+        composer = Composer(loaded[hw], MODELS[model], dtype, tp)
+        try:
+            table = profile_table(composer)
+        except ConfigError as exc:  # a shape this backend's tables do not hold
+            skipped.append(f"skip {profile_file_name(hw, model, dtype, tp)}: {exc}")
+            continue
+        out.append(fit_profile(table.steps, hardware=hw, model=model, weight_dtype=dtype,
+                               kv_dtype=dtype, tp=tp,
+                               provenance=model_provenance(loaded[hw], date, model),
+                               source=f"composed {hw} {model} {dtype} tp{tp}", form=FORM))
+    return out, skipped
+
+
+def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKEND
+         ) -> tuple[list[str], list[tuple[CostProfile, FitReport]], list[str]]:
+    """Write (or with ``check`` only compare) the profiles; return the changes, the fits
+    and the skipped deployments."""
+    changes = []
+    fitted, skipped = compose_and_fit(root, date, backend)
+    for profile, _ in fitted:
+        path = out_dir / profile_file_name(profile.hardware, profile.model,
+                                           profile.weight_dtype, profile.tp)
+        if path.is_file() and _close(_without_date(load_profile(path)), _without_date(profile)):
+            continue
+        changes.append(f"write {path.name}")
+        if not check:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            save_profile(profile, path)
+    return changes, fitted, skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
+    parser.add_argument("--backend", choices=BACKENDS, default=BACKEND,
+                        help="whose kernel tables (default trtllm: simulator/profiles; "
+                             "vllm, sglang: simulator/profiles/stacks/<backend>/)")
+    parser.add_argument("--out", type=Path, default=None, help="profiles folder")
+    parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
+    parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
+    args = parser.parse_args(argv)
+    root = args.data or find_data_root()
+    if root is None or not (root / "query_versions.yaml").is_file():
+        print(f"calibrate.aic_models: error: AIConfigurator {AIC_VERSION} tables not found; "
+              f"{EXTRA_HINT}, or pass --data", file=sys.stderr)
+        return 2
+    out = args.out or profiles_dir(args.backend)
+    changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend)
+    for profile, report in fitted:
+        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
+                                 profile.tp)
+        print(f"{name:46s} {report.n_points:4d} points  held-out MAPE {report.mape:6.2%}  "
+              f"max {report.max_ape:6.2%}")
+    for line in (*skipped, *changes):
+        print(line)
+    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}, "
+          f"{len(skipped)} skipped")
+    return 1 if args.check and changes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
