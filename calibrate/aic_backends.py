@@ -38,6 +38,12 @@ VERSIONS: dict[str, dict[str, tuple[str, str]]] = {
                "h200": ("h200_sxm", "0.5.14")},
 }
 BACKENDS = tuple(VERSIONS)
+# More GPUs whose TensorRT-LLM tables are complete (gemm, attention and custom all-reduce at
+# the "current" slot): calibrate/aic_models.py composes every model there, so the shipped
+# Llama-3.1 set above keeps its deployments.
+EXTRA_VERSIONS: dict[str, dict[str, tuple[str, str]]] = {
+    "trtllm": {"l40s": ("l40s", "1.3.0rc20"), "b200": ("b200_sxm", "1.3.0rc20")},
+}
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 # Attention lane (the tables' ``kernel_source``) per (backend, SM version): AIConfigurator's
 # framework-default map ``systems/attention_lane_defaults.yaml`` (sglang 0.5.14: sm90 fa3).
@@ -64,6 +70,15 @@ def check_backend(backend: str) -> str:
 def systems(backend: str) -> dict[str, tuple[str, str]]:
     """Our GPU name -> (AIConfigurator system, table version) for ``backend``."""
     return VERSIONS[check_backend(backend)]
+
+
+def gpu_of_system(system: str) -> str:
+    """Our GPU name of an AIConfigurator system (any backend, extra GPUs included)."""
+    for table in (*VERSIONS.values(), *EXTRA_VERSIONS.values()):
+        for hw, (name, _) in table.items():
+            if name == system:
+                return hw
+    raise ConfigError(f"AIConfigurator system {system!r}: no catalogue GPU maps to it")
 
 
 def fmha_dtype(backend: str, attn_dtype: str) -> str:

@@ -40,12 +40,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from calibrate.aic_backends import BACKENDS, profiles_dir, systems
+from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, profiles_dir, systems
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
     AIC_VERSION,
     EXTRA_HINT,
     FORM,
+    MODEL_IDS,
     Composer,
     _close,
     _weights_fit,
@@ -69,17 +70,36 @@ MODELS_COMPOSED: dict[str, tuple[str, tuple[int, ...]]] = {
     "internlm2-20b": ("internlm/internlm2-20b", (1, 2)),
 }
 
+MODELS_TPS = {model: tps for model, (_, tps) in MODELS_COMPOSED.items()}
+# On the extra GPUs, the Llama-3.1 pair calibrate/aiconfigurator.py composes elsewhere too
+ALL_MODELS = {"llama-3.1-8b": (1, 2), "llama-3.1-70b": (1, 2, 4, 8), **MODELS_TPS}
+# L40S at tp 1 only: AIConfigurator's L40S all-reduce tables (custom and NCCL) take 20 ms
+# for 8M elements over 8 GPUs (0.8 GB/s), which prices Llama-3.1-70B tp 8 ~10x slower per
+# step than the roofline prior, while TensorRT-LLM's own L40S max-throughput rows sit within
+# 1.7x of the prior: the two L40S machines' PCIe topologies evidently differ, and neither
+# source states its own.
+MAX_TP = {"l40s": 1}
+HF_IDS = {**{m: hf for m, (hf, _) in MODELS_COMPOSED.items()}, **MODEL_IDS}
 
-def deployments() -> Iterator[tuple[str, str, str, int]]:
+
+def deployments(backend: str = BACKEND) -> Iterator[tuple[str, str, str, int]]:
     """(hardware, model, dtype, tp): bf16 on every GPU with tables, fp8 where it has FP8
-    math, at each tp of ``MODELS_COMPOSED`` whose weights fit."""
-    for hw in systems(BACKEND):
+    math, at each tp whose weights fit: ``MODELS_COMPOSED`` on the GPUs
+    calibrate/aiconfigurator.py composes, and every model of ``ALL_MODELS`` on the extra
+    GPUs whose tables only this module reads (``EXTRA_VERSIONS``: L40S, B200)."""
+    for hw in gpus(backend):
+        extra = hw in EXTRA_VERSIONS.get(backend, {})
         dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
         for dtype in dtypes:
-            for model, (_, tps) in MODELS_COMPOSED.items():
+            for model, tps in (ALL_MODELS if extra else MODELS_TPS).items():
                 for tp in tps:
-                    if _weights_fit(MODELS[model], hw, dtype, tp):
+                    if tp <= MAX_TP.get(hw, 8) and _weights_fit(MODELS[model], hw, dtype, tp):
                         yield hw, model, dtype, tp
+
+
+def gpus(backend: str) -> dict[str, tuple[str, str]]:
+    """GPU -> (AIConfigurator system, table version): the shipped set plus the extra."""
+    return {**systems(backend), **EXTRA_VERSIONS.get(backend, {})}
 
 
 def model_provenance(tables: SystemTables, date: str, model: str) -> dict[str, Any]:
@@ -88,7 +108,7 @@ def model_provenance(tables: SystemTables, date: str, model: str) -> dict[str, A
     out["notes"] = ("python -m calibrate.aic_models: " + model + " composed with "
                     "calibrate/aiconfigurator.py's op list at its own shapes; "
                     + out["notes"].split("; ", 1)[1])
-    out["aiconfigurator"]["model"] = {model: MODELS_COMPOSED[model][0]}
+    out["aiconfigurator"]["model"] = {model: HF_IDS[model]}
     return out
 
 
@@ -97,8 +117,8 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
     """Every deployment ``backend``'s tables can price, fitted; and the ones skipped, why."""
     out, skipped = [], []
     loaded: dict[str, SystemTables] = {}
-    for hw, model, dtype, tp in deployments():
-        system, data_version = systems(backend)[hw]
+    for hw, model, dtype, tp in deployments(backend):
+        system, data_version = gpus(backend)[hw]
         if hw not in loaded:
             loaded[hw] = SystemTables(root, system, data_version, backend)
         composer = Composer(loaded[hw], MODELS[model], dtype, tp)

@@ -78,6 +78,7 @@ from calibrate.aic_backends import (
     BACKENDS,
     ENGINE_NAMES,
     fmha_dtype,
+    gpu_of_system,
     profiles_dir,
     provenance_extra,
     systems,
@@ -233,7 +234,7 @@ class Composer:
 
     @property
     def hardware_name(self) -> str:
-        return next(hw for hw, (sysname, _) in SYSTEMS.items() if sysname == self.tables.system)
+        return gpu_of_system(self.tables.system)
 
 
 def sweep(composer: Composer) -> pd.DataFrame:

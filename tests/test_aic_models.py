@@ -23,7 +23,10 @@ A100, H100 = get_hardware("a100-80gb"), get_hardware("h100-sxm")
 
 
 def test_the_composed_set() -> None:
-    assert len(DEPLOYMENTS) == 60  # 5 models x their tps, bf16 on 3 GPUs, fp8 on 2
+    # 5 models x their tps (bf16 on 3 GPUs, fp8 on 2); every model on B200, and at tp 1 on L40S
+    assert len(DEPLOYMENTS) == 105
+    assert ("l40s", "llama-3.1-8b", "fp8", 1) in DEPLOYMENTS
+    assert ("l40s", "llama-3.1-70b", "fp8", 2) not in DEPLOYMENTS  # its all-reduce: see the module
     assert ("a100-80gb", "codellama-34b", "bf16", 2) in DEPLOYMENTS  # the peer's deployment
     assert ("a100-80gb", "qwen-72b", "bf16", 1) not in DEPLOYMENTS  # not in its tps
     assert ("a100-80gb", "llama-2-7b", "fp8", 1) not in DEPLOYMENTS  # A100 has no FP8
@@ -39,8 +42,7 @@ def test_shipped_files_name_their_source(deployment: tuple[str, str, str, int]) 
     assert (p.model, p.weight_dtype, p.kv_dtype, p.tp, p.form) == (model, dtype, dtype, tp,
                                                                     aic.FORM)
     assert p.provenance["notes"].startswith(f"python -m calibrate.aic_models: {model} ")
-    assert p.provenance["aiconfigurator"]["model"] == {model: aic_models.MODELS_COMPOSED[
-        model][0]}
+    assert p.provenance["aiconfigurator"]["model"] == {model: aic_models.HF_IDS[model]}
     assert 0 < p.fit["mape"] < 0.05  # docs/gpu-profiles.md lists each
 
 

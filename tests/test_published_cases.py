@@ -36,17 +36,24 @@ def test_every_case_has_a_source_a_metric_and_known_units(cases: list) -> None:
         assert c.stack in pc.STACKS, c.id
 
 
+# Models published tables name that servesim does not model (published.py reports their cases
+# "skipped: model not in catalogue"); listed so that a misspelt catalogue name still fails.
+NOT_MODELLED = ("gpt-j-6b", "falcon-180b", "llama-3.1-405b", "mixtral-8x22b", "llama-4-maverick",
+                "deepseek-r1", "gpt-oss-120b", "gpt-oss-20b", "qwen3-235b-a22b")
+
+
 def test_catalogue_names_resolve_or_are_pending(cases: list) -> None:
     for c in cases:
         assert c.gpu in HARDWARE, c.id
-        assert catalogue_name(c.model) is not None or c.model in pc.PENDING_MODELS, c.id
+        assert (catalogue_name(c.model) is not None or c.model in pc.PENDING_MODELS
+                or c.model in NOT_MODELLED), c.id
 
 
 def test_quoted_row_holds_the_published_figure(cases: list) -> None:
     """Each table figure appears in its quoted row as published (thousands commas or not)."""
     for c in cases:
         for value in c.metrics.values():
-            forms = {f"{value:,.0f}", f"{value:g}", f"{value:.2f}", str(value)}
+            forms = {f"{value:,.0f}", f"{value:,.2f}", f"{value:g}", f"{value:.2f}", str(value)}
             assert any(f in c.quote for f in forms), (c.id, value)
 
 
@@ -57,7 +64,11 @@ def test_scenario_point_of_a_burst_case(cases: list) -> None:
     assert point["workload"]["num_requests"] == 1000
     assert point["workload"]["prompt"] == {"dist": "fixed", "tokens": 128}
     assert point["stack"] == {"name": "trtllm"}
-    assert notes == ["1000 of the source's 30000 prompts"]
+    # trtllm-bench's sizing for 128/128 (tests/test_trtllm_bench_settings.py): 4,409 requests
+    # fit, capped at 4,096; 8,192 tokens
+    assert point["policy"] == {"max_num_seqs": 4096, "max_num_batched_tokens": 8192,
+                               "chunked_prefill": True}
+    assert notes[0] == "1000 of the source's 30000 prompts" and len(notes) == 2
 
 
 def test_a_0_10_case_runs_its_preset_and_its_stated_scheduler_policy(cases: list) -> None:
