@@ -28,26 +28,24 @@ priced by TensorRT-LLM's kernels.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calibrate.aic_backends import BACKENDS, ENGINE_NAMES, profiles_dir, systems
+from calibrate.aic_backends import ENGINE_NAMES, profiles_dir, systems
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
     AIC_VERSION,
-    EXTRA_HINT,
     FIT_FRACTION,
     FORM,
     Composer,
     _close,
     _weights_fit,
     _without_date,
-    find_data_root,
+    cli_parser,
+    cli_root,
     provenance,
     sweep,
 )
@@ -160,19 +158,9 @@ def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
-    parser.add_argument("--backend", choices=BACKENDS, default=BACKEND,
-                        help="whose kernel tables (default trtllm: simulator/profiles; "
-                             "vllm, sglang: simulator/profiles/stacks/<backend>/)")
-    parser.add_argument("--out", type=Path, default=None, help="profiles folder")
-    parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
-    parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
-    args = parser.parse_args(argv)
-    root = args.data or find_data_root()
+    args = cli_parser(__doc__).parse_args(argv)
+    root = cli_root(args, "calibrate.aic_dtype_pairs")
     if root is None:
-        print(f"calibrate.aic_dtype_pairs: error: tables not found; {EXTRA_HINT}",
-              file=sys.stderr)
         return 2
     out = args.out or profiles_dir(args.backend)
     changes, fitted = sync(root, out, args.check, args.date, args.backend)

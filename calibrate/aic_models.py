@@ -33,25 +33,22 @@ as it does every measured profile); ``--backend vllm``/``sglang`` write into
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, profiles_dir, systems
+from calibrate.aic_backends import EXTRA_VERSIONS, profiles_dir, systems
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
-    AIC_VERSION,
-    EXTRA_HINT,
     FORM,
     MODEL_IDS,
     Composer,
     _close,
     _weights_fit,
     _without_date,
-    find_data_root,
+    cli_parser,
+    cli_root,
     profile_table,
     provenance,
 )
@@ -153,19 +150,9 @@ def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
-    parser.add_argument("--backend", choices=BACKENDS, default=BACKEND,
-                        help="whose kernel tables (default trtllm: simulator/profiles; "
-                             "vllm, sglang: simulator/profiles/stacks/<backend>/)")
-    parser.add_argument("--out", type=Path, default=None, help="profiles folder")
-    parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
-    parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
-    args = parser.parse_args(argv)
-    root = args.data or find_data_root()
-    if root is None or not (root / "query_versions.yaml").is_file():
-        print(f"calibrate.aic_models: error: AIConfigurator {AIC_VERSION} tables not found; "
-              f"{EXTRA_HINT}, or pass --data", file=sys.stderr)
+    args = cli_parser(__doc__).parse_args(argv)
+    root = cli_root(args, "calibrate.aic_models")
+    if root is None:
         return 2
     out = args.out or profiles_dir(args.backend)
     changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend)

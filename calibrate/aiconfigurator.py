@@ -375,8 +375,9 @@ def sync(root: Path, out_dir: Path, check: bool, date: str, table_out: Path | No
     return changes, fitted
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def cli_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every composing command shares (this one, aic_models, aic_dtype_pairs)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None,
                         help="aiconfigurator_core/systems folder (default: the installed "
                              f"{DISTRIBUTION} {AIC_VERSION})")
@@ -386,14 +387,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help=f"profiles folder (default {PROFILES_DIR} for trtllm)")
     parser.add_argument("--check", action="store_true", help="only report; exit 1 if stale")
-    parser.add_argument("--table-out", type=Path, default=None,
-                        help="also write each composed profile table (Parquet) here")
     parser.add_argument("--date", default=dt.date.today().isoformat(), help="provenance date")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def cli_root(args: argparse.Namespace, prog: str) -> Path | None:
+    """The tables' folder, or None after saying on stderr how to install them."""
     root = args.data or find_data_root()
     if root is None or not (root / "query_versions.yaml").is_file():
-        print(f"calibrate.aiconfigurator: error: AIConfigurator {AIC_VERSION} tables not found; "
+        print(f"{prog}: error: AIConfigurator {AIC_VERSION} tables not found; "
               f"{EXTRA_HINT}, or pass --data", file=sys.stderr)
+        return None
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli_parser(__doc__)
+    parser.add_argument("--table-out", type=Path, default=None,
+                        help="also write each composed profile table (Parquet) here")
+    args = parser.parse_args(argv)
+    root = cli_root(args, "calibrate.aiconfigurator")
+    if root is None:
         return 2
     out = args.out or profiles_dir(args.backend)
     changes, fitted = sync(root, out, args.check, args.date, args.table_out, args.backend)
