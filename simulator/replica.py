@@ -7,7 +7,8 @@ step boundary after the arrival, where a real engine would first see the request
 
 Several steps run per SimPy event when the next arrival is known ahead (open loop, one
 replica or several): the replica's clock runs ahead of SimPy's between waits
-(:mod:`simulator.replica_clock`).
+(:mod:`simulator.replica_clock`), and chunked prefill's mixed steps that follow one the
+policy decided run without a decision each (:class:`~simulator.replica_runs.ChunkRuns`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from simulator.fastforward import (
 from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
+from simulator.policies.chunk_runs import chunking_policy, prompt_goes_on
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
-from simulator.replica_runs import OwnArrivalRuns
+from simulator.replica_runs import ChunkRuns, OwnArrivalRuns
 from simulator.speculative_acceptance import AcceptanceSampler
 from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
@@ -42,7 +44,7 @@ from simulator.steplog import make_step_log
 _SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
 
 
-class Replica(OwnArrivalRuns):
+class Replica(OwnArrivalRuns, ChunkRuns):
     """A replica: a policy, a cost model, a KV cache, and the process that runs steps."""
 
     def __init__(
@@ -88,6 +90,10 @@ class Replica(OwnArrivalRuns):
         self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
         self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
         self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it
+        # chunked prefill's runs of mixed steps (replica_runs.ChunkRuns): the policy, when
+        # it schedules them; not under a subclass that counts each step (fleet/tokens.py)
+        own_steps = fast_forward and type(self)._step is Replica._step
+        self._chunking = chunking_policy(policy) if own_steps else None
         # Speculative decoding: who says how many tokens each verified row emitted, and
         # the counts (None when the policy does not speculate)
         self.acceptance = acceptance
@@ -138,6 +144,9 @@ class Replica(OwnArrivalRuns):
                 finished = yield from self._chunk(decision)
             elif k > 1:
                 finished = yield from self._decode_run(decision, k)
+            elif (self._chunking is not None and decision.cohort is not None
+                  and prompt_goes_on(decision)):
+                finished = yield from self._chunk_run(decision, self._chunking)
             else:
                 finished = yield from self._step(decision)
             self.num_finished += len(finished)
@@ -152,11 +161,15 @@ class Replica(OwnArrivalRuns):
 
     def _step(self, batch: Batch) -> Generator[simpy.Event, Any, list[Sequence]]:
         start = self._now
-        emitted = decode_emitters(batch)
         end = start + self.cost.step_time(batch.shape)
         if end >= self._inline_before():
             yield self._until(end)
+        return self._completed(batch, start, end)
+
+    def _completed(self, batch: Batch, start: float, end: float) -> list[Sequence]:
+        """Apply ``batch``, run from ``start`` to ``end``, and log it; what finished."""
         self._now = end
+        emitted = decode_emitters(batch)
         accepted = self._accepted(batch) if batch.spec_tokens else None
         finished = complete(self.state, batch, start, end, accepted)
         s = self.state

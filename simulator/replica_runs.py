@@ -32,7 +32,9 @@ from simulator.fastforward import (
     plan_decode_run,
     plan_short_run,
 )
-from simulator.policies import Batch, Sequence, ServerState
+from simulator.policies import Batch, ContinuousPolicy, Sequence, ServerState
+from simulator.policies.chunk_runs import chunk_run
+from simulator.policies.state import DecodeCohort
 from simulator.replica_clock import ReplicaClock
 from simulator.steplog import AnyStepLog
 
@@ -132,3 +134,64 @@ class OwnArrivalRuns(ReplicaClock):
             wait = self._run_wait
             cut = self._until(ends[n - 1])
             cut.callbacks, wait.callbacks = wait.callbacks, []
+
+
+class ChunkRuns(ReplicaClock):
+    """Chunked prefill's runs of mixed steps on the replica's own clock (a mixin of Replica).
+
+    After a mixed step the policy decided (one prompt's chunk beside the decode clock's
+    members), :func:`~simulator.policies.chunk_runs.chunk_run` lists the steps the policy
+    would decide next if nothing arrives. Those ending before the next arrival (and the
+    horizon) run here one after another without a ``schedule()`` each, exactly as
+    ``Replica._step`` would run them: each priced once, in order (``cost.step_time`` of
+    the same shape, so a model drawing a random factor per call draws the same), its KV
+    taken when it would be scheduled, logged with the counts ``complete`` leaves. The
+    run's last step, or the first that ends at or after the next arrival, is an ordinary
+    step (``complete``: the prompt's first token, members finishing, the wait). Only with
+    the next arrival known ahead (else every step ends "after" it) and fast-forward on.
+    """
+
+    state: ServerState
+    cost: CostModel
+    log: AnyStepLog
+
+    def _check_log_size(self) -> None:  # Replica's: stops a run whose step log grew too long
+        raise NotImplementedError
+
+    def _completed(self, batch: Batch, start: float, end: float) -> list[Sequence]:
+        raise NotImplementedError  # Replica's: apply and log a step that ran
+
+    def _chunk_run(self, batch: Batch, policy: ContinuousPolicy
+                   ) -> Generator[simpy.Event, Any, list[Sequence]]:
+        """Run ``batch`` (a mixed step the policy decided) and the steps that follow it
+        unchanged (:func:`chunk_run`) up to the next arrival; what finished."""
+        state, log = self.state, self.log
+        step_time = self.cost.step_time
+        stop = self._inline_before()
+        start = self._now
+        end = start + step_time(batch.shape)
+        if end < stop:
+            clock, kv, running, waiting = state.clock, state.kv, state.running, state.waiting
+            seq, n = batch.prefill[0]
+            shape, members, ran = batch.shape, len(batch.decode), 0
+            for n_next, shape_next in chunk_run(policy, state, batch):
+                # the step of ``n`` ran and is not the run's last
+                if not ran and math.isnan(seq.scheduled_s):
+                    seq.scheduled_s = start
+                ran += 1
+                seq.computed_base += n  # complete(): no first token, nobody finishes
+                clock.advance(1)
+                log.add(start, end, shape, members, len(running), len(waiting), kv.used)
+                self._check_log_size()
+                n, shape = n_next, shape_next  # schedule the next, as clock_and_chunks does
+                kv.take(clock.openings_now())
+                kv.allocate(seq.request_id, seq.computed_base + n)
+                start, end = end, end + step_time(shape)
+                if end >= stop:
+                    break
+            if ran:
+                cohort = DecodeCohort(*clock.soonest_finish(), clock.openings_after())
+                batch = Batch([(seq, n)], batch.decode, shape, cohort=cohort)
+        if end >= stop:
+            yield self._until(end)
+        return self._completed(batch, start, end)
