@@ -180,3 +180,5 @@ def test_headline_reads_each_case_in_the_first_form_it_gives() -> None:
     everything = table[("TTFT (mean, else median)", "all")]  # d is in sample: left out
     assert (everything["n"], everything["median_abs_error"]) == (3, 0.1)
     assert not any(f == "TPOT (median, else mean)" for f, _ in table)
+    # and per version, across its GPUs: vllm-v0-0.6 is a and b again
+    assert table[("TTFT (mean, else median)", "vllm-v0-0.6")]["n"] == 2
