@@ -10,7 +10,6 @@ takes, with the case's ``[stack]`` when the scenario schema has one.
 from __future__ import annotations
 
 import math
-import re
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -19,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.published_lengths import sharegpt_lengths
-from benchmarks.trtllm_bench_settings import engine_settings
+from benchmarks.trtllm_bench_settings import bench_limits
 from simulator.errors import ConfigError
 from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
-from simulator.specs.hardware import HARDWARE, get_hardware
-from simulator.specs.models import catalogue_name, get_model
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import catalogue_name
 
 CASES_FILE = Path(__file__).with_name("published_cases.toml")
 # Every case file: published_cases.toml and published_cases_<source>.toml beside it; a case
@@ -187,10 +186,6 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
                       f"and output_low/high, or dataset = 'sharegpt' with means and sigmas")
 
 
-TRTLLM_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
-TRTLLM_MAX_BATCH_SIZE = 2048  # and max_batch_size (llmapi BuildConfig)
-
-
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
                    burst_rate: float, trace_dir: Path | None = None
                    ) -> tuple[dict[str, Any], list[str]]:
@@ -228,56 +223,12 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         "hardware": {"gpu": case.gpu, "tp": case.tp},
         "workload": workload,
     }
-    if _bench_heuristic(case, prompt, output) and not {"max_num_seqs",
-                                                        "max_num_batched_tokens"} & set(policy):
-        # trtllm-bench throughput without --max_batch_size/--max_num_tokens: its own
-        # sizing from the dataset, with chunked context on (its --enable_chunked_context
-        # default; tensorrt_llm/bench/benchmark/throughput.py)
-        batch, tokens = engine_settings(get_model(str(catalogue_name(case.model))),
-                                        get_hardware(case.gpu),
-                                        case.tp, case.weight_dtype, case.kv_dtype,
-                                        int(prompt["tokens"]), int(output["tokens"]))
-        policy.update(max_num_seqs=batch, max_num_batched_tokens=tokens)
-        policy.setdefault("chunked_prefill", True)
-        notes.append(f"max_num_seqs {batch}, max_num_batched_tokens {tokens}, chunked "
-                     "context: trtllm-bench's sizing for the dataset "
-                     "(benchmarks/trtllm_bench_settings.py)")
-    elif ("trtllm-bench" in case.notes and "max_num_batched_tokens" not in policy
-            and prompt.get("dist") == "fixed" and prompt["tokens"] > TRTLLM_MAX_NUM_TOKENS):
-        # trtllm-bench sizes the engine for the dataset; a prompt over the 8192-token
-        # default could not have been served without chunking, which it does not enable.
-        # In-flight batching counts the running requests' decode tokens in the same budget
-        # (mixed_prefill), so the prompt must fit beside up to max_batch_size of them.
-        budget = prompt["tokens"] + TRTLLM_MAX_BATCH_SIZE
-        policy["max_num_batched_tokens"] = budget
-        notes.append(f"max_num_batched_tokens {budget} = prompt + max_batch_size "
-                     f"{TRTLLM_MAX_BATCH_SIZE} (trtllm-bench sizes its token budget for the "
-                     "dataset; assumed)")
+    notes += bench_limits(case, prompt, output, policy)
     if policy:
         point["policy"] = policy
     if use_stack:
         point["stack"] = {"name": case.stack}
     return point, notes
-
-
-# trtllm-bench's dataset-based sizing (calc_engine_setting) is read from its 0.15-era and
-# 1.x sources; the 0.12-0.14 tool read a per-model table not found (its cases keep the
-# rule above).
-BENCH_HEURISTIC_FROM = (0, 15)
-THROUGHPUT_TOOL = re.compile(r"trtllm-bench\b[^;]*\bthroughput\b")
-
-
-def _bench_heuristic(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any]
-                     ) -> bool:
-    """Whether ``case`` ran trtllm-bench throughput at a version whose sizing is known,
-    on fixed lengths (the heuristic reads the dataset's ISL and OSL)."""
-    version = re.match(r"(\d+)\.(\d+)", case.stack_version.replace(".2x", ".20").replace(
-        ".x", ".0"))
-    return (case.stack == "trtllm" and version is not None
-            and catalogue_name(case.model) is not None
-            and (int(version[1]), int(version[2])) >= BENCH_HEURISTIC_FROM
-            and THROUGHPUT_TOOL.search(case.notes) is not None
-            and prompt.get("dist") == "fixed" and output.get("dist") == "fixed")
 
 
 def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any]:

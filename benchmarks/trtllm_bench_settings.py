@@ -29,13 +29,67 @@ with pipeline parallelism 1 (the tables' rows are TP only). Memory is the GPU's 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from simulator.specs.hardware import HardwareSpec
+from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.model_spec import ModelSpec
+from simulator.specs.models import catalogue_name, get_model
+
+if TYPE_CHECKING:
+    from benchmarks.published_cases import Case
 
 GIB = 1024**3
 MAX_REQUESTS = 4096  # "cap total batch size to avoid decoder buffer size becoming too large"
 MAX_TOKENS = 32768  # "cap num tokens to avoid TRT activation buffer becoming too large"
+DEFAULT_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
+DEFAULT_MAX_BATCH_SIZE = 2048  # and max_batch_size (llmapi BuildConfig)
+# The sizing above is read from trtllm-bench's 0.15-era and 1.x sources; the 0.12-0.14 tool
+# read a per-model table not found (its rows keep the older rule in bench_limits).
+HEURISTIC_FROM = (0, 15)
+THROUGHPUT_TOOL = re.compile(r"trtllm-bench\b[^;]*\bthroughput\b")
+
+
+def bench_limits(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
+                 policy: dict[str, Any]) -> list[str]:
+    """Set in ``policy`` the limits trtllm-bench ran a published case with, where the case
+    states none; return notes saying so. Fixed lengths only (the tool reads the dataset)."""
+    if "trtllm-bench" not in case.notes or prompt.get("dist") != "fixed":
+        return []
+    if _sized_by_heuristic(case, output) and not {"max_num_seqs",
+                                                  "max_num_batched_tokens"} & set(policy):
+        # its own sizing from the dataset, with chunked context on (its
+        # --enable_chunked_context default; tensorrt_llm/bench/benchmark/throughput.py)
+        batch, tokens = engine_settings(get_model(str(catalogue_name(case.model))),
+                                        get_hardware(case.gpu), case.tp, case.weight_dtype,
+                                        case.kv_dtype, int(prompt["tokens"]),
+                                        int(output["tokens"]))
+        policy.update(max_num_seqs=batch, max_num_batched_tokens=tokens)
+        policy.setdefault("chunked_prefill", True)
+        return [f"max_num_seqs {batch}, max_num_batched_tokens {tokens}, chunked context: "
+                "trtllm-bench's sizing for the dataset (benchmarks/trtllm_bench_settings.py)"]
+    if "max_num_batched_tokens" not in policy and prompt["tokens"] > DEFAULT_MAX_NUM_TOKENS:
+        # A prompt over the 8192-token default could not have been served without
+        # chunking. In-flight batching counts the running requests' decode tokens in the
+        # same budget (mixed_prefill), so the prompt must fit beside up to max_batch_size.
+        budget = int(prompt["tokens"]) + DEFAULT_MAX_BATCH_SIZE
+        policy["max_num_batched_tokens"] = budget
+        return [f"max_num_batched_tokens {budget} = prompt + max_batch_size "
+                f"{DEFAULT_MAX_BATCH_SIZE} (trtllm-bench sizes its token budget for the "
+                "dataset; assumed)"]
+    return []
+
+
+def _sized_by_heuristic(case: Case, output: Mapping[str, Any]) -> bool:
+    """Whether ``case`` ran trtllm-bench throughput at a version whose sizing is known."""
+    version = re.match(r"(\d+)\.(\d+)", case.stack_version.replace(".2x", ".20").replace(
+        ".x", ".0"))
+    return (case.stack == "trtllm" and version is not None
+            and catalogue_name(case.model) is not None
+            and (int(version[1]), int(version[2])) >= HEURISTIC_FROM
+            and THROUGHPUT_TOOL.search(case.notes) is not None
+            and output.get("dist") == "fixed")
 
 
 def engine_settings(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
