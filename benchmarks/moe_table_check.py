@@ -2,10 +2,11 @@
 
     python benchmarks/moe_table_check.py [--backend trtllm|vllm|sglang]
 
-No Mixtral profile is composed (calibrate/aiconfigurator.py composes dense Llamas), so
-Mixtral runs on the roofline prior. This prints, for a few step shapes, the prior's step
-time beside a step composed from AIConfigurator 0.12.0's tables: the dense ops (QKV,
-attention, projection, logits, all-reduce) as calibrate/aiconfigurator.py composes them,
+Written when Mixtral ran on the roofline prior; calibrate/aic_moe.py now composes its
+profiles the same way (A100 keeps the prior: no Mixtral rows). This prints, for a few step
+shapes, the prior's step time beside a step composed from AIConfigurator 0.12.0's
+tables: the dense ops (QKV, attention, projection, logits, all-reduce) as
+calibrate/aiconfigurator.py composes them,
 with the dense MLP's three ops replaced by ``num_layers`` x the ``moe`` op of
 ``moe/<backend>/<version>/moe_perf.parquet`` (hidden 4,096, MLP 14,336, 8 experts, top 2,
 moe_tp 2, ep 1, balanced routing, at the step's token count). Needs the aiconfigurator

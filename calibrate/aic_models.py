@@ -20,10 +20,10 @@ KV-head count collected at that head width.
     internlm2-20b   48      6144    48/8      16384   92544    tp 1, 2
 
 in bf16 on A100-80GB, H100 SXM and H200, and in fp8 (weights and KV) on the last two.
-Phi-2 (GELU MLP of two matrices, head width 80) and Mixtral (MoE) are not LLAMAModel's
-dense op list and keep their priors or stand-ins. Deployments whose shapes a backend's
-tables lack are skipped and listed (vLLM's generation-attention tables hold 1-8 KV heads
-only, so its MHA deployments at low tp are skipped).
+Phi-2 (GELU MLP of two matrices, head width 80) is not LLAMAModel's dense op list and
+keeps its prior; Mixtral (MoE) is composed by calibrate/aic_moe.py. Deployments whose
+shapes a backend's tables lack are skipped and listed (vLLM's generation-attention tables
+hold 1-8 KV heads only, so its MHA deployments at low tp are skipped).
 
 The files are the ones an empty ``[cost]`` section finds for the model (they replace the
 roofline priors of the same name, which calibrate/roofline_profiles.py then leaves alone,
@@ -34,7 +34,7 @@ as it does every measured profile); ``--backend vllm``/``sglang`` write into
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +131,15 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
     return out, skipped
 
 
-def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKEND
+def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKEND,
+         compose: Callable[[Path, str, str], tuple[list[tuple[CostProfile, FitReport]],
+                                                   list[str]]] = compose_and_fit,
          ) -> tuple[list[str], list[tuple[CostProfile, FitReport]], list[str]]:
-    """Write (or with ``check`` only compare) the profiles; return the changes, the fits
-    and the skipped deployments."""
+    """Write (or with ``check`` only compare) the profiles ``compose`` fits (default this
+    module's; calibrate/aic_moe.py passes its own); return the changes, the fits and the
+    skipped deployments."""
     changes = []
-    fitted, skipped = compose_and_fit(root, date, backend)
+    fitted, skipped = compose(root, date, backend)
     for profile, _ in fitted:
         path = out_dir / profile_file_name(profile.hardware, profile.model,
                                            profile.weight_dtype, profile.tp)

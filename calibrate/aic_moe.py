@@ -1,0 +1,204 @@
+"""Mixtral-8x7B profiles composed from AIConfigurator's dense and MoE tables.
+
+    python -m calibrate.aic_moe [--backend trtllm|vllm|sglang] [--check] [--data DIR]
+                                [--out DIR]
+
+Mixtral's attention, norms, logits and TP all-reduce are Llama's, so
+calibrate/aiconfigurator.py's ``Composer`` prices them at Mixtral's shapes (32 layers, hidden
+4,096, 32 query / 8 KV heads). Its MLP is a mixture of 8 experts, 2 per token: the dense
+MLP's three ops (``gate_ffn1_gemm``, ``act_gate``, ``ffn2_gemm``) are replaced by one
+``moe`` op, ``num_layers`` x the latency of AIConfigurator 0.12.0's
+``data/<system>/moe/<backend>/<version>/moe_perf.parquet`` at the step's token count
+(hidden 4,096, inter 14,336, 8 experts, top 2, moe_tp = tp, ep 1, balanced routing; the
+same rows benchmarks/moe_table_check.py reads). Between collected token counts the
+latency is linear in tokens; outside the table's range (1-16,384 tokens in every table
+read) the composer refuses (ConfigError) rather than extrapolate: the sweep's largest
+step is 16,384 tokens, inside it. Where a table holds several kernels for one dtype
+(``kernel_source``), the first in sorted order is read, and named in the provenance.
+
+Deployments: bf16 on A100-80GB, H100 SXM and H200, fp8 (weights and KV; the table's
+per-tensor ``fp8`` rows, not ``fp8_block``) on the last two, at each tp in 1, 2, 4, 8
+whose weights fit. A deployment whose MoE rows the table lacks is skipped and listed,
+never invented (TensorRT-LLM's and vLLM's A100 tables hold no Mixtral shape; SGLang's
+hold no per-tensor fp8). The files replace the roofline priors of the same name, as
+calibrate/aic_models.py's do; ``--backend vllm``/``sglang`` write into
+``simulator/profiles/stacks/<backend>/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibrate.aic_backends import profiles_dir, systems
+from calibrate.aic_models import sync
+from calibrate.aic_tables import BACKEND, SystemTables
+from calibrate.aiconfigurator import (
+    FORM,
+    Composer,
+    _weights_fit,
+    cli_parser,
+    cli_root,
+    profile_table,
+    provenance,
+)
+from calibrate.fit import FitReport, fit_profile
+from simulator.costs.profile import CostProfile, profile_file_name
+from simulator.errors import ConfigError
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import MODELS
+
+MODEL = "mixtral-8x7b"
+HF_ID = "mistralai/Mixtral-8x7B-v0.1"
+TP_DEGREES = (1, 2, 4, 8)
+MLP_OPS = ("gate_ffn1_gemm", "act_gate", "ffn2_gemm")  # the dense MLP the MoE op replaces
+MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8"}  # moe_perf.parquet's moe_dtype
+
+
+@dataclass(frozen=True)
+class MoeCurve:
+    """Milliseconds per MoE layer by token count: one shape's rows of one MoE table."""
+
+    tokens: np.ndarray  # increasing token counts collected
+    latency_ms: np.ndarray
+    table: str  # the parquet file, relative to the systems folder
+    kernel_source: str
+
+    def query(self, tokens: int) -> float:
+        """Milliseconds at ``tokens``: linear between collected counts; refuses outside."""
+        lo, hi = int(self.tokens[0]), int(self.tokens[-1])
+        if not lo <= tokens <= hi:
+            raise ConfigError(f"{self.table}: {tokens} tokens is outside the MoE table's "
+                              f"{lo}-{hi} tokens")
+        return float(np.interp(tokens, self.tokens, self.latency_ms))
+
+
+def moe_table(root: Path, system: str, version: str, backend: str) -> Path:
+    """``data/<system>/moe/<backend>/<version>/moe_perf.parquet`` under ``root``."""
+    return root / "data" / system / "moe" / backend / version / "moe_perf.parquet"
+
+
+def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
+              tp: int) -> MoeCurve | None:
+    """Mixtral-8x7B's rows at ``tp`` (moe_tp = tp, ep 1, balanced), or None if absent."""
+    path = moe_table(root, system, version, backend)
+    if not path.is_file():
+        return None
+    m = MODELS[MODEL]
+    d = pd.read_parquet(path)
+    rows = d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
+             & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
+             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
+             & (d.moe_dtype == MOE_DTYPE[dtype]) & (d.distribution == "balanced")]
+    if rows.empty:
+        return None
+    kernel = sorted(rows.kernel_source.unique())[0]
+    rows = rows[rows.kernel_source == kernel].groupby("num_tokens").latency.median()
+    return MoeCurve(tokens=rows.index.to_numpy(dtype=float),
+                    latency_ms=rows.to_numpy(dtype=float),
+                    table=str(path.relative_to(root)), kernel_source=kernel)
+
+
+@dataclass
+class MoeComposer(Composer):
+    """calibrate/aiconfigurator.py's Composer with the dense MLP replaced by a MoE table."""
+
+    moe: MoeCurve | None = field(default=None)
+
+    def step_ops(self, chunks: Sequence[tuple[int, int]] = (),
+                 decode_contexts: Sequence[int] = ()) -> dict[str, float]:
+        """The Llama ops less ``MLP_OPS``, plus ``moe``: layers x the table's latency at the
+        step's token count (prompt tokens plus decode rows)."""
+        if self.moe is None:
+            raise ConfigError("MoeComposer needs a MoE curve")
+        ops = super().step_ops(chunks, decode_contexts)
+        for name in MLP_OPS:
+            del ops[name]
+        tokens = sum(n for n, _ in chunks) + len(decode_contexts)
+        ops["moe"] = self.model.num_layers * self.moe.query(tokens) / 1e3
+        return ops
+
+
+def deployments(backend: str = BACKEND) -> Iterator[tuple[str, str, int]]:
+    """(hardware, dtype, tp): bf16 on every GPU of ``backend``'s shipped set, fp8 where it
+    has FP8 math, at each tp of ``TP_DEGREES`` whose weights fit."""
+    for hw in systems(backend):
+        dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
+        for dtype in dtypes:
+            for tp in TP_DEGREES:
+                if _weights_fit(MODELS[MODEL], hw, dtype, tp):
+                    yield hw, dtype, tp
+
+
+def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve) -> dict[str, Any]:
+    """calibrate/aiconfigurator.py's provenance, naming this module and the MoE table."""
+    out = provenance(tables, date)
+    out["notes"] = (f"python -m calibrate.aic_moe: {MODEL} composed with "
+                    "calibrate/aiconfigurator.py's op list at its own shapes, the dense MLP "
+                    f"replaced by num_layers x {curve.table} ({curve.kernel_source}, "
+                    "8 experts top 2, moe_tp = tp, ep 1, balanced routing, linear in "
+                    "tokens); " + out["notes"].split("; ", 1)[1])
+    out["aiconfigurator"]["model"] = {MODEL: HF_ID}
+    out["aiconfigurator"]["moe_table"] = curve.table
+    out["aiconfigurator"]["moe_kernel_source"] = curve.kernel_source
+    return out
+
+
+def compose_and_fit(root: Path, date: str, backend: str = BACKEND
+                    ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
+    """Every deployment whose dense and MoE rows ``backend``'s tables hold, fitted; and
+    the ones skipped, why."""
+    out, skipped = [], []
+    loaded: dict[str, SystemTables] = {}
+    for hw, dtype, tp in deployments(backend):
+        system, version = systems(backend)[hw]
+        name = profile_file_name(hw, MODEL, dtype, tp)
+        curve = moe_curve(root, system, version, backend, dtype, tp)
+        if curve is None:
+            where = moe_table(root, system, version, backend).relative_to(root)
+            skipped.append(f"skip {name}: no {MOE_DTYPE[dtype]} moe_tp {tp} rows for "
+                           f"{MODEL} in {where}")
+            continue
+        if hw not in loaded:
+            loaded[hw] = SystemTables(root, system, version, backend)
+        composer = MoeComposer(loaded[hw], MODELS[MODEL], dtype, tp, moe=curve)
+        try:
+            table = profile_table(composer)
+        except ConfigError as exc:  # a dense shape this backend's tables do not hold
+            skipped.append(f"skip {name}: {exc}")
+            continue
+        out.append(fit_profile(table.steps, hardware=hw, model=MODEL, weight_dtype=dtype,
+                               kv_dtype=dtype, tp=tp,
+                               provenance=moe_provenance(loaded[hw], date, curve),
+                               source=f"composed {hw} {MODEL} {dtype} tp{tp}", form=FORM))
+    return out, skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli_parser(__doc__).parse_args(argv)
+    root = cli_root(args, "calibrate.aic_moe")
+    if root is None:
+        return 2
+    out = args.out or profiles_dir(args.backend)
+    changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend,
+                                    compose=compose_and_fit)
+    for profile, report in fitted:
+        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
+                                 profile.tp)
+        print(f"{name:46s} {report.n_points:4d} points  held-out MAPE {report.mape:6.2%}  "
+              f"max {report.max_ape:6.2%}")
+    for line in (*skipped, *changes):
+        print(line)
+    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}, "
+          f"{len(skipped)} skipped")
+    return 1 if args.check and changes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Mixtral-8x7B composed from AIConfigurator's dense and MoE tables (calibrate/aic_moe.py):
+which deployments, what the shipped files say, a step op by op by hand, and which file a
+scenario finds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from calibrate import aic_moe
+from calibrate import aiconfigurator as aic
+from calibrate.aic_backends import systems
+from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.profile import PROFILES_DIR, load_profile, profile_file_name
+from simulator.errors import ConfigError
+from simulator.shapes import StepShape
+from simulator.specs.hardware import get_hardware
+from simulator.specs.models import MODELS
+
+ROOT = aic.find_data_root()
+needs_tables = pytest.mark.skipif(ROOT is None, reason=f"needs the aiconfigurator extra: "
+                                                       f"{aic.EXTRA_HINT}")
+MIXTRAL = MODELS["mixtral-8x7b"]
+H100 = get_hardware("h100-sxm")
+# (backend, hardware, dtype, tp) of the shipped files: the deployments whose MoE rows each
+# backend's tables hold (A100: only SGLang's; per-tensor fp8: TensorRT-LLM's and vLLM's)
+SHIPPED = [(b, hw, dtype, tp) for b in ("trtllm", "vllm", "sglang")
+           for hw, dtype, tp in aic_moe.deployments(b)
+           if not (hw == "a100-80gb" and b != "sglang") and not (dtype == "fp8" and b == "sglang")]
+MAPE_BOUND = {"trtllm": 0.10, "vllm": 0.15, "sglang": 0.10}  # docs/gpu-profiles.md lists each
+
+
+def test_the_deployments() -> None:
+    d = list(aic_moe.deployments("trtllm"))
+    # 93.4 GB of bf16 weights: tp >= 2 on 80 GB GPUs, tp 1 on the H200 (141 GB x 0.9)
+    assert MIXTRAL.weight_bytes("bf16") == pytest.approx(2 * 46.7e9, rel=0.01)
+    assert ("a100-80gb", "bf16", 1) not in d and ("a100-80gb", "bf16", 2) in d
+    assert ("h100-sxm", "bf16", 1) not in d and ("h200", "bf16", 1) in d
+    assert ("h100-sxm", "fp8", 1) in d and ("a100-80gb", "fp8", 2) not in d  # A100: no FP8
+    assert len(d) == 3 + 3 + 4 + 4 + 4  # a100 bf16, h100 bf16, h100 fp8, h200 bf16, fp8
+    assert len(SHIPPED) == 15 + 15 + 10
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=lambda d: "-".join(map(str, d)))
+def test_shipped_files_name_their_source(shipped: tuple[str, str, str, int]) -> None:
+    backend, hw, dtype, tp = shipped
+    folder = PROFILES_DIR if backend == "trtllm" else PROFILES_DIR / "stacks" / backend
+    p = load_profile(folder / profile_file_name(hw, "mixtral-8x7b", dtype, tp))
+    assert (p.model, p.weight_dtype, p.kv_dtype, p.tp, p.form) == ("mixtral-8x7b", dtype,
+                                                                    dtype, tp, aic.FORM)
+    assert p.provenance["notes"].startswith("python -m calibrate.aic_moe: mixtral-8x7b ")
+    system, version = systems(backend)[hw]
+    table = f"data/{system}/moe/{backend}/{version}/moe_perf.parquet"
+    assert p.provenance["aiconfigurator"]["moe_table"] == table
+    assert table in p.provenance["notes"]
+    assert 0 < p.fit["mape"] < MAPE_BOUND[backend]
+
+
+def test_a_scenario_finds_them() -> None:
+    _, used = cost_model_from_config({}, MIXTRAL, H100, 2, "bf16", "bf16")
+    assert used.startswith("h100-sxm__mixtral-8x7b__bf16__tp2.json (measured per operation")
+    _, used = cost_model_from_config({}, MIXTRAL, H100, 2, "fp8", "fp8", stack="vllm")
+    assert used.startswith("stacks/vllm/h100-sxm__mixtral-8x7b__fp8__tp2.json")
+
+
+@needs_tables
+def test_a_step_by_hand() -> None:
+    assert ROOT is not None
+    system, version = systems("trtllm")["h100-sxm"]
+    tables = aic.SystemTables(ROOT, system, version)
+    curve = aic_moe.moe_curve(ROOT, system, version, "trtllm", "bf16", 2)
+    assert curve is not None
+    moe = aic_moe.MoeComposer(tables, MIXTRAL, "bf16", 2, moe=curve)
+    dense = aic.Composer(tables, MIXTRAL, "bf16", 2)
+    # 3 decode rows: 3 tokens, between the table's collected 2 and 4
+    ops, llama = moe.step_ops([], [1024] * 3), dense.step_ops([], [1024] * 3)
+    d = pd.read_parquet(ROOT / curve.table)
+    rows = d[(d.hidden_size == 4096) & (d.inter_size == 14336) & (d.num_experts == 8)
+             & (d.topk == 2) & (d.moe_tp_size == 2) & (d.moe_ep_size == 1)
+             & (d.moe_dtype == "bfloat16") & (d.distribution == "balanced")]
+    ms = rows.set_index("num_tokens").latency
+    assert 3 not in ms.index
+    assert ops["moe"] == pytest.approx(32 * (ms[2] + ms[4]) / 2 / 1e3, rel=1e-12)
+    # every other op is the Llama composer's at Mixtral's shapes; the dense MLP is gone
+    assert set(llama) - set(ops) == set(aic_moe.MLP_OPS)
+    for name, seconds in ops.items():
+        if name != "moe":
+            assert seconds == llama[name], name
+    # a prefill past the table's 16,384 tokens is refused, not extrapolated
+    with pytest.raises(ConfigError, match="16385 tokens is outside"):
+        curve.query(16385)
+    # the shipped fit prices a 3-row decode within 15% of the composed sum
+    p = load_profile(PROFILES_DIR / "h100-sxm__mixtral-8x7b__bf16__tp2.json")
+    shape = StepShape(num_decode_seqs=3, decode_context_tokens=3 * 1024)
+    assert p.build(MIXTRAL, H100).step_time(shape) == pytest.approx(sum(ops.values()),
+                                                                    rel=0.15)
+
+
+@needs_tables
+def test_missing_moe_rows_are_refused_not_invented() -> None:
+    assert ROOT is not None
+    for backend, hw, dtype in [("trtllm", "a100-80gb", "bf16"), ("vllm", "a100-80gb", "bf16"),
+                               ("sglang", "h100-sxm", "fp8")]:  # SGLang: fp8_block rows only
+        system, version = systems(backend)[hw]
+        assert aic_moe.moe_curve(ROOT, system, version, backend, dtype, 2) is None
+    # so A100 Mixtral keeps its roofline prior, and the stacks have no file of their own
+    prior = load_profile(PROFILES_DIR / "a100-80gb__mixtral-8x7b__bf16__tp2.json")
+    assert prior.provenance["source"] == "roofline prior, not measured"
+    assert not (PROFILES_DIR / "stacks/vllm/a100-80gb__mixtral-8x7b__bf16__tp2.json").exists()
+    assert not (PROFILES_DIR / "stacks/sglang/h100-sxm__mixtral-8x7b__fp8__tp2.json").exists()
+    system, version = systems("sglang")["a100-80gb"]
+    assert aic_moe.moe_curve(ROOT, system, version, "sglang", "bf16", 2) is not None
