@@ -153,12 +153,20 @@ def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKE
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = cli_parser(__doc__).parse_args(argv)
-    root = cli_root(args, "calibrate.aic_models")
+    return run_cli(argv, __doc__ or "", "calibrate.aic_models")
+
+
+def run_cli(argv: list[str] | None, doc: str, prog: str,
+            compose: Callable[[Path, str, str], tuple[list[tuple[CostProfile, FitReport]],
+                                                      list[str]]] = compose_and_fit) -> int:
+    """A composing command (this module's, calibrate/aic_moe.py's): compose, fit, write or
+    check, print each fit and what was skipped or written."""
+    args = cli_parser(doc).parse_args(argv)
+    root = cli_root(args, prog)
     if root is None:
         return 2
     out = args.out or profiles_dir(args.backend)
-    changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend)
+    changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend, compose)
     for profile, report in fitted:
         name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
                                  profile.tp)

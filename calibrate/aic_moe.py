@@ -36,15 +36,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.aic_backends import profiles_dir, systems
-from calibrate.aic_models import sync
+from calibrate.aic_backends import systems
+from calibrate.aic_models import run_cli
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
     FORM,
     Composer,
     _weights_fit,
-    cli_parser,
-    cli_root,
     profile_table,
     provenance,
 )
@@ -181,23 +179,7 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = cli_parser(__doc__).parse_args(argv)
-    root = cli_root(args, "calibrate.aic_moe")
-    if root is None:
-        return 2
-    out = args.out or profiles_dir(args.backend)
-    changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend,
-                                    compose=compose_and_fit)
-    for profile, report in fitted:
-        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
-                                 profile.tp)
-        print(f"{name:46s} {report.n_points:4d} points  held-out MAPE {report.mape:6.2%}  "
-              f"max {report.max_ape:6.2%}")
-    for line in (*skipped, *changes):
-        print(line)
-    print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}, "
-          f"{len(skipped)} skipped")
-    return 1 if args.check and changes else 0
+    return run_cli(argv, __doc__ or "", "calibrate.aic_moe", compose_and_fit)
 
 
 if __name__ == "__main__":
