@@ -73,10 +73,13 @@ def steps_reaching(k: int, start_s: float, stop_s: float, first_s: float) -> int
     return k if steps >= k else min(k, int(steps) + 2)
 
 
-def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[float]
-                     ) -> list[Sequence]:
+def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[float],
+                     opened: int | None = None) -> list[Sequence]:
     """Advance ``batch``'s rows by ``len(ends)`` decode steps ending at ``ends``; return what
-    finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`."""
+    finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`.
+
+    ``opened``: the KV blocks steps 2..k open, when the caller counted them (a
+    :class:`ShortRun`'s ``kv_after[-1] - kv.used``); read only for a clock batch."""
     k = len(ends)
     seqs = batch.decode
     finished: list[Sequence] = []
@@ -100,7 +103,9 @@ def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[f
         return finished
     if batch.cohort is not None:  # every running request decodes on the clock: O(1)
         clock = state.clock
-        kv.take(blocks_opened(clock.openings_after(), k - 1))  # the first step's are taken
+        if opened is None:  # the first step's are taken
+            opened = blocks_opened(clock.openings_after(), k - 1)
+        kv.take(opened)
         finish_members(state, clock.advance(k), float(ends[-1]), finished)
         return finished
     block_size = kv.block_size
@@ -139,24 +144,38 @@ class ShortRun:
 
 
 def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, stop_s: float,
-                   price: Callable[[int, int, int], float]) -> ShortRun:
+                   price: Callable[[int, int, int], float], first_s: float | None = None
+                   ) -> ShortRun:
     """The decode run of up to ``k`` steps starting with ``batch`` (every running request
     decodes, no padded group), cut after the step in progress at ``stop_s``: the same
-    steps, ends and log values as :func:`plan_decode_run` and the replica's cut give."""
+    steps, ends and log values as :func:`plan_decode_run` and the replica's cut give.
+
+    ``first_s``: ``price(D, C, 0)`` of the first step, when the caller has it (the replica
+    priced it to choose this path); used only when the first step is not the last."""
     cohort = batch.cohort or decode_cohort(batch.decode, state.kv.block_size)
     d = len(batch.decode)
     c = c0 = batch.shape.decode_context_tokens
     ends: list[float] = []
+    append = ends.append
     t = start_s
-    for _ in range(k - 1):
-        t += price(d, c, 0)
-        ends.append(t)
-        if t >= stop_s:
-            break
+    plain = k - 1  # steps before the last: nobody finishes at them
+    cut = False
+    if plain and first_s is not None:
+        t += first_s
+        append(t)
+        cut = t >= stop_s
+        plain -= 1
         c += d
-    else:
-        t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
-        ends.append(t)
+    if not cut:
+        for _ in range(plain):
+            t += price(d, c, 0)
+            append(t)
+            if t >= stop_s:
+                break
+            c += d
+        else:
+            t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
+            append(t)
     n = len(ends)
     kv_after = list(accumulate(islice(cycle(cohort.block_openings), n - 1),
                                initial=state.kv.used))

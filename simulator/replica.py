@@ -218,7 +218,7 @@ class Replica(OwnArrivalRuns, ChunkRuns):
             stop_s = self.next_arrival_s()
             first_s = price(batch.shape.num_decode_seqs, batch.shape.decode_context_tokens, 0)
             if k <= _SHORT_RUN or start + _SHORT_RUN * first_s >= stop_s:
-                return (yield from self._short_run(batch, k, stop_s))
+                return (yield from self._short_run(batch, k, stop_s, first_s))
             planned = steps_reaching(k, start, stop_s, first_s)
         run, ends = self._plan_run(batch, planned)
         while planned < k and ends[-1] < stop_s:  # the estimate fell short: plan further
@@ -240,19 +240,21 @@ class Replica(OwnArrivalRuns, ChunkRuns):
         step_s = self.cost.step_times(run.shapes)
         return run, np.add.accumulate(np.concatenate(([self._now], step_s)))[1:]
 
-    def _short_run(self, batch: Batch, k: int, stop_s: float
+    def _short_run(self, batch: Batch, k: int, stop_s: float, first_s: float | None = None
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:
         """A decode run priced step by step in plain Python, up to the step in progress at
         ``stop_s`` (the next arrival): what :meth:`_decode_run` gives, without numpy's
         per-call overhead, which dominates a run of a few steps."""
         assert self._price_decode is not None
         state = self.state
-        run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode)
+        run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
+        opened = run.kv_after[-1] - state.kv.used  # blocks steps 2..k open
         end = run.ends[-1]
-        if end >= self._inline_before():
+        # _inline_before(): stop_s is the next arrival, read just now
+        if end >= (stop_s if stop_s < self.horizon_s else self.horizon_s):
             yield self._until(end)
         self._now = end
-        finished = apply_decode_run(state, batch, run.ends)
+        finished = apply_decode_run(state, batch, run.ends, opened)
         log_short_run(self.log, run, batch, state, finished)
         self._check_log_size()
         return finished

@@ -105,11 +105,26 @@ class PiecewiseCost:
         )
 
     def decode_pricer(self) -> DecodePricer:
-        """:meth:`step_time` of a pure-decode step, without building its shape."""
-        return self._decode_time
+        """:meth:`step_time` of a pure-decode step, without building its shape.
 
-    def _decode_time(self, d: int, c: int, num_finished: int) -> float:
-        # _price with P = A = admitted = 0, written out: the same terms in the same order.
+        The sum's first six terms depend on the row count alone, so each row count's
+        left-associated partial sum is kept (a decode run prices many steps of one D);
+        the rest are added in the same order, so every float is :meth:`_decode_time`'s."""
+        bases: dict[int, float] = {}
+        base_of = self._decode_base
+        context_s, finish_s = self.decode_context_s, self.finish_s
+        admitted = self.admit_s * 0.0
+
+        def price(d: int, c: int, num_finished: int) -> float:
+            base = bases.get(d)
+            if base is None:
+                base = bases[d] = base_of(d)
+            return base + context_s * float(c) + admitted + finish_s * float(num_finished)
+
+        return price
+
+    def _decode_base(self, d: int) -> float:
+        """:meth:`_decode_time`'s partial sum up to and including the decode-row term."""
         tokens = float(d)
         h1 = tokens - self.knee1_tokens
         h2 = tokens - self.knee2_tokens
@@ -120,6 +135,12 @@ class PiecewiseCost:
             + self.knee2_token_s * (h2 if h2 >= 0.0 else 0.0)
             + self.prefill_attn_s * 0.0
             + self.decode_seq_s * tokens
+        )
+
+    def _decode_time(self, d: int, c: int, num_finished: int) -> float:
+        # _price with P = A = admitted = 0, written out: the same terms in the same order.
+        return (
+            self._decode_base(d)
             + self.decode_context_s * float(c)
             + self.admit_s * 0.0
             + self.finish_s * float(num_finished)

@@ -212,15 +212,15 @@ class ContinuousPolicy:
         """
         running = state.running
         clock = state.clock
-        if not running or clock.size != len(running) or len(running) > self.max_num_batched_tokens:
+        n = len(running)
+        if not n or clock.size != n or n > self.max_num_batched_tokens:
             return None
-        opening_now = clock.openings_now()
-        if opening_now > state.kv.num_free:
+        opening_now, context, min_left, at_min = clock.next_step()
+        kv = state.kv
+        if opening_now > kv.num_free:
             return None
-        state.kv.take(opening_now)
-        min_left, at_min = clock.soonest_finish()
-        shape = StepShape(num_decode_seqs=len(running),
-                          decode_context_tokens=clock.context_tokens(),
+        kv.take(opening_now)
+        shape = StepShape(num_decode_seqs=n, decode_context_tokens=context,
                           num_finished=at_min if min_left == 1 else 0)
         cohort = DecodeCohort(min_left, at_min, clock.openings_after())
         return Batch([], list(running), shape, cohort=cohort)

@@ -133,6 +133,19 @@ class DecodeClock:
             heapq.heappop(heap)
         return heap[0] - self.steps, len(finishing[heap[0]])
 
+    def next_step(self) -> tuple[int, int, int, int]:
+        """The next decode step over every member (there is one): :meth:`openings_now`,
+        :meth:`context_tokens` and :meth:`soonest_finish` in one call, for the policy's
+        per-decision path."""
+        steps = self.steps
+        heap, finishing = self.finish_heap, self.finishing
+        while heap[0] not in finishing:
+            heapq.heappop(heap)
+        soonest = heap[0]
+        return (self.by_residue[steps % self.block_size],
+                self.base_sum + self.size * (steps + 1), soonest - steps,
+                len(finishing[soonest]))
+
     def advance(self, num_steps: int) -> list[Sequence]:
         """Take ``num_steps`` decode steps (no member finishes before the last); return the
         members that finish at the last one, still members, in join order."""
