@@ -240,7 +240,7 @@ class Replica(OwnArrivalRuns, ChunkRuns):
         step_s = self.cost.step_times(run.shapes)
         return run, np.add.accumulate(np.concatenate(([self._now], step_s)))[1:]
 
-    def _short_run(self, batch: Batch, k: int, stop_s: float, first_s: float | None = None
+    def _short_run(self, batch: Batch, k: int, stop_s: float, first_s: float
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:
         """A decode run priced step by step in plain Python, up to the step in progress at
         ``stop_s`` (the next arrival): what :meth:`_decode_run` gives, without numpy's
@@ -250,8 +250,7 @@ class Replica(OwnArrivalRuns, ChunkRuns):
         run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
         opened = run.kv_after[-1] - state.kv.used  # blocks steps 2..k open
         end = run.ends[-1]
-        # _inline_before(): stop_s is the next arrival, read just now
-        if end >= (stop_s if stop_s < self.horizon_s else self.horizon_s):
+        if end >= self._inline_limit(stop_s):  # stop_s: the next arrival, read just now
             yield self._until(end)
         self._now = end
         finished = apply_decode_run(state, batch, run.ends, opened)

@@ -42,8 +42,11 @@ class ReplicaClock:
         """Steps ending before this time may run without a SimPy event (-inf: none may)."""
         if self.next_arrival_s is None:
             return -math.inf
-        arrival = self.next_arrival_s()
-        return arrival if arrival < self.horizon_s else self.horizon_s
+        return self._inline_limit(self.next_arrival_s())
+
+    def _inline_limit(self, arrival_s: float) -> float:
+        """:meth:`_inline_before` for a next arrival the caller has just read."""
+        return arrival_s if arrival_s < self.horizon_s else self.horizon_s
 
     def _until(self, at_s: float) -> simpy.Timeout:
         """A timeout that puts the SimPy clock at exactly ``at_s`` (SimPy adds the delay to

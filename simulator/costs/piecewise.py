@@ -107,9 +107,11 @@ class PiecewiseCost:
     def decode_pricer(self) -> DecodePricer:
         """:meth:`step_time` of a pure-decode step, without building its shape.
 
-        The sum's first six terms depend on the row count alone, so each row count's
+        ``_price`` with P = A = admitted = 0, written out term by term in the same order.
+        Its first six terms depend on the row count alone, so each row count's
         left-associated partial sum is kept (a decode run prices many steps of one D);
-        the rest are added in the same order, so every float is :meth:`_decode_time`'s."""
+        the rest are added in the same order, so every float is :meth:`step_time`'s
+        (tests/test_decision_costs.py)."""
         bases: dict[int, float] = {}
         base_of = self._decode_base
         context_s, finish_s = self.decode_context_s, self.finish_s
@@ -124,7 +126,7 @@ class PiecewiseCost:
         return price
 
     def _decode_base(self, d: int) -> float:
-        """:meth:`_decode_time`'s partial sum up to and including the decode-row term."""
+        """The decode price's partial sum up to and including the decode-row term."""
         tokens = float(d)
         h1 = tokens - self.knee1_tokens
         h2 = tokens - self.knee2_tokens
@@ -135,15 +137,6 @@ class PiecewiseCost:
             + self.knee2_token_s * (h2 if h2 >= 0.0 else 0.0)
             + self.prefill_attn_s * 0.0
             + self.decode_seq_s * tokens
-        )
-
-    def _decode_time(self, d: int, c: int, num_finished: int) -> float:
-        # _price with P = A = admitted = 0, written out: the same terms in the same order.
-        return (
-            self._decode_base(d)
-            + self.decode_context_s * float(c)
-            + self.admit_s * 0.0
-            + self.finish_s * float(num_finished)
         )
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
