@@ -1,0 +1,72 @@
+"""Two runs of benchmarks/published.py side by side: what a change did to the published cases.
+
+    python benchmarks/published.py --json before.json     # on the tree before the change
+    python benchmarks/published.py --json after.json      # and after
+    python benchmarks/published_compare.py before.json after.json [--metric output_throughput]
+
+For the held-out cases both runs simulated, it prints per group (stack-version/GPU) and
+overall: n, share within 15% and median |error| before and after, over every case and
+over the cases whose simulated value changed. The before/after figures docs/gpu-profiles.md
+quotes for a change were printed this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+WITHIN = 0.15
+
+
+def errors(path: Path, metric: str) -> dict[str, tuple[str, float, float]]:
+    """Case id -> (group, simulated value, relative error) of ``metric``, held out only."""
+    out = {}
+    for row in json.loads(path.read_text())["rows"]:
+        m = (row.get("metrics") or {}).get(metric)
+        if row.get("fitted") or not m or m.get("error") is None:
+            continue
+        out[row["id"]] = (row["group"], m["simulated"], m["error"])
+    return out
+
+
+def figures(errs: list[float]) -> str:
+    """n, share within 15%, median |error| of ``errs``."""
+    within = sum(abs(e) <= WITHIN for e in errs) / len(errs)
+    return f"{len(errs):5d} {within:7.1%} {statistics.median(abs(e) for e in errs):7.1%}"
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The report's lines: per group and overall, all cases and the changed ones."""
+    common = sorted(set(before) & set(after))
+    changed = {i for i in common if before[i][1] != after[i][1]}
+    lines = [f"{'group':<26} {'cases':>5} {'within':>7} {'median':>7}  ->  "
+             f"{'within':>7} {'median':>7}   changed: {'n':>5} {'within':>7}  ->  {'within':>7}"]
+    groups = sorted({before[i][0] for i in common}) + ["all"]
+    for group in groups:
+        ids = [i for i in common if group == "all" or before[i][0] == group]
+        moved = [i for i in ids if i in changed]
+        line = (f"{group:<26} {figures([before[i][2] for i in ids])}  ->  "
+                f"{figures([after[i][2] for i in ids])[6:]}")
+        if moved:
+            b = sum(abs(before[i][2]) <= WITHIN for i in moved) / len(moved)
+            a = sum(abs(after[i][2]) <= WITHIN for i in moved) / len(moved)
+            line += f"   changed: {len(moved):5d} {b:7.1%}  ->  {a:7.1%}"
+        lines.append(line)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("before", type=Path)
+    ap.add_argument("after", type=Path)
+    ap.add_argument("--metric", default="output_throughput")
+    args = ap.parse_args(argv)
+    print("\n".join(compare(errors(args.before, args.metric), errors(args.after, args.metric))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

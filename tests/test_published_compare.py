@@ -1,0 +1,36 @@
+"""benchmarks/published_compare.py: before/after figures of two published.py runs."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+cmp = importlib.import_module("benchmarks.published_compare")
+
+
+def _run(path: Path, rows: list[tuple[str, str, float, float, str]]) -> Path:
+    path.write_text(json.dumps({"rows": [
+        {"id": i, "group": g, "fitted": f,
+         "metrics": {"output_throughput": {"simulated": s, "error": e}}}
+        for i, g, s, e, f in rows]}))
+    return path
+
+
+def test_changed_rows_and_shares_by_hand(tmp_path: Path) -> None:
+    before = _run(tmp_path / "b.json", [("a", "g1", 100.0, 0.10, ""), ("b", "g1", 50.0, 0.40, ""),
+                                        ("c", "g2", 10.0, -0.20, ""), ("d", "g2", 1.0, 0.0, "x")])
+    after = _run(tmp_path / "a.json", [("a", "g1", 100.0, 0.10, ""), ("b", "g1", 40.0, 0.12, ""),
+                                       ("c", "g2", 11.0, -0.12, ""), ("d", "g2", 2.0, 0.5, "x")])
+    lines = cmp.compare(cmp.errors(before, "output_throughput"),
+                        cmp.errors(after, "output_throughput"))
+    rows = {line.split()[0]: line for line in lines[1:]}
+    # d is in sample: left out. g1: a within both times, b 40% -> 12%: 50% -> 100%;
+    # medians |0.10, 0.40| = 25% -> |0.10, 0.12| = 11%; one changed row, 0% -> 100%
+    assert rows["g1"].split() == ["g1", "2", "50.0%", "25.0%", "->", "100.0%", "11.0%",
+                                  "changed:", "1", "0.0%", "->", "100.0%"]
+    # all: a, b, c; within 1/3 -> 3/3; changed b and c: 0/2 -> 2/2
+    assert rows["all"].split()[1:4] == ["3", "33.3%", "20.0%"]
+    assert rows["all"].endswith("changed:     2    0.0%  ->   100.0%")
