@@ -112,23 +112,34 @@ def model_provenance(tables: SystemTables, date: str, model: str) -> dict[str, A
 def compose_and_fit(root: Path, date: str, backend: str = BACKEND
                     ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
     """Every deployment ``backend``'s tables can price, fitted; and the ones skipped, why."""
-    out, skipped = [], []
+    out: list[tuple[CostProfile, FitReport]] = []
+    skipped: list[str] = []
     loaded: dict[str, SystemTables] = {}
     for hw, model, dtype, tp in deployments(backend):
         system, data_version = gpus(backend)[hw]
         if hw not in loaded:
             loaded[hw] = SystemTables(root, system, data_version, backend)
-        composer = Composer(loaded[hw], MODELS[model], dtype, tp)
-        try:
-            table = profile_table(composer)
-        except ConfigError as exc:  # a shape this backend's tables do not hold
-            skipped.append(f"skip {profile_file_name(hw, model, dtype, tp)}: {exc}")
-            continue
-        out.append(fit_profile(table.steps, hardware=hw, model=model, weight_dtype=dtype,
-                               kv_dtype=dtype, tp=tp,
-                               provenance=model_provenance(loaded[hw], date, model),
-                               source=f"composed {hw} {model} {dtype} tp{tp}", form=FORM))
+        fitted = fit_composition(Composer(loaded[hw], MODELS[model], dtype, tp),
+                                 model_provenance(loaded[hw], date, model), skipped)
+        if fitted is not None:
+            out.append(fitted)
     return out, skipped
+
+
+def fit_composition(composer: Composer, provenance: dict[str, Any], skipped: list[str]
+                    ) -> tuple[CostProfile, FitReport] | None:
+    """``composer``'s steps fitted as a profile; None, with a line in ``skipped``, when the
+    tables lack one of its shapes (a ConfigError from the composition)."""
+    hw, model = composer.hardware_name, composer.model.name
+    dtype, tp = composer.dtype, composer.tp
+    try:
+        table = profile_table(composer)
+    except ConfigError as exc:  # a shape this backend's tables do not hold
+        skipped.append(f"skip {profile_file_name(hw, model, dtype, tp)}: {exc}")
+        return None
+    return fit_profile(table.steps, hardware=hw, model=model, weight_dtype=dtype,
+                       kv_dtype=dtype, tp=tp, provenance=provenance,
+                       source=f"composed {hw} {model} {dtype} tp{tp}", form=FORM)
 
 
 def sync(root: Path, out_dir: Path, check: bool, date: str, backend: str = BACKEND,

@@ -37,16 +37,14 @@ import numpy as np
 import pandas as pd
 
 from calibrate.aic_backends import systems
-from calibrate.aic_models import run_cli
+from calibrate.aic_models import fit_composition, run_cli
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
-    FORM,
     Composer,
     _weights_fit,
-    profile_table,
     provenance,
 )
-from calibrate.fit import FitReport, fit_profile
+from calibrate.fit import FitReport
 from simulator.costs.profile import CostProfile, profile_file_name
 from simulator.errors import ConfigError
 from simulator.specs.hardware import HARDWARE
@@ -152,7 +150,8 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
                     ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
     """Every deployment whose dense and MoE rows ``backend``'s tables hold, fitted; and
     the ones skipped, why."""
-    out, skipped = [], []
+    out: list[tuple[CostProfile, FitReport]] = []
+    skipped: list[str] = []
     loaded: dict[str, SystemTables] = {}
     for hw, dtype, tp in deployments(backend):
         system, version = systems(backend)[hw]
@@ -165,16 +164,10 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
             continue
         if hw not in loaded:
             loaded[hw] = SystemTables(root, system, version, backend)
-        composer = MoeComposer(loaded[hw], MODELS[MODEL], dtype, tp, moe=curve)
-        try:
-            table = profile_table(composer)
-        except ConfigError as exc:  # a dense shape this backend's tables do not hold
-            skipped.append(f"skip {name}: {exc}")
-            continue
-        out.append(fit_profile(table.steps, hardware=hw, model=MODEL, weight_dtype=dtype,
-                               kv_dtype=dtype, tp=tp,
-                               provenance=moe_provenance(loaded[hw], date, curve),
-                               source=f"composed {hw} {MODEL} {dtype} tp{tp}", form=FORM))
+        fitted = fit_composition(MoeComposer(loaded[hw], MODELS[MODEL], dtype, tp, moe=curve),
+                                 moe_provenance(loaded[hw], date, curve), skipped)
+        if fitted is not None:
+            out.append(fitted)
     return out, skipped
 
 
