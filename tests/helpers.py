@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from hypothesis import strategies as st
 
 from simulator.shapes import StepShape, StepShapes
 
@@ -105,3 +106,18 @@ def assert_accounted(res: Any, num_requests: int, kv_blocks: int) -> None:
     assert (done["first_token_s"] <= done["finish_s"]).all()
     assert (steps["kv_blocks_used"] <= kv_blocks).all()
     assert (steps.groupby("replica")["kv_blocks_used"].last() == 0).all()
+
+
+def request_rows(max_prompt: int = 40, max_output: int = 30, max_size: int = 25
+                 ) -> st.SearchStrategy[list[tuple[float, int, int]]]:
+    """(arrival_s in [0, 2], prompt tokens, output tokens) rows for :func:`table`."""
+    return st.lists(st.tuples(st.floats(0, 2), st.integers(1, max_prompt),
+                              st.integers(1, max_output)), min_size=1, max_size=max_size)
+
+
+def grid_rows(max_prompt: int = 40, max_output: int = 30
+              ) -> st.SearchStrategy[list[tuple[float, int, int]]]:
+    """Rows whose arrivals sit on a 0.125 s grid, where 0.25 s steps end: ties galore."""
+    return st.lists(st.tuples(st.integers(0, 40).map(lambda i: i * 0.125),
+                              st.integers(1, max_prompt), st.integers(1, max_output)),
+                    min_size=1, max_size=25)

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from helpers import TokenCost, assert_accounted
+from helpers import TokenCost, assert_accounted, grid_rows, request_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,9 +15,7 @@ from simulator.policies import ContinuousPolicy, DynamicPolicy, StaticPolicy
 
 COST = TokenCost(step_s=0.003, prefill_token_s=1e-4, decode_seq_s=2e-4)
 
-requests = st.lists(
-    st.tuples(st.floats(0, 2), st.integers(1, 40), st.integers(1, 30)), min_size=1, max_size=25
-)
+requests = request_rows()
 policies = st.one_of(
     st.builds(StaticPolicy, batch_size=st.integers(1, 5)),
     st.builds(DynamicPolicy, max_batch_size=st.integers(1, 5), max_wait_s=st.floats(0, 0.5)),
@@ -91,9 +89,7 @@ def test_same_seed_same_result_and_no_interference() -> None:
     pd.testing.assert_frame_equal(a1.steps, a2.steps)
 
 
-grid_requests = st.lists(
-    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 40),
-              st.integers(1, 30)), min_size=1, max_size=25)
+grid_requests = grid_rows()
 
 
 @settings(max_examples=100, deadline=None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pytest
-from helpers import TokenCost, table
+from helpers import TokenCost, grid_rows, request_rows, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,14 +24,8 @@ from simulator.replica import Replica
 COST = TokenCost(step_s=0.003, prefill_token_s=1e-4, decode_seq_s=2e-4)
 GRID_COST = TokenCost(step_s=0.25)  # every step 0.25 s: arrivals on the grid tie with step ends
 
-requests = st.lists(
-    st.tuples(st.floats(0, 2), st.integers(1, 40), st.integers(1, 30)), min_size=1, max_size=25
-)
-grid_requests = st.lists(
-    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 40),
-              st.integers(1, 30)),
-    min_size=1, max_size=25,
-)
+requests = request_rows()
+grid_requests = grid_rows()
 continuous = st.builds(ContinuousPolicy, max_num_seqs=st.integers(1, 6),
                        max_num_batched_tokens=st.integers(8, 64), chunked_prefill=st.booleans())
 policies = st.one_of(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import TokenCost, table
+from helpers import TokenCost, grid_rows, request_rows, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_speed_paths_replica import ahead_and_exact
@@ -35,9 +35,7 @@ COSTS = {
     "no-pricer": TokenCost(step_s=0.003, prefill_token_s=1e-4, decode_seq_s=2e-4),
 }
 
-requests = st.lists(  # prompts up to ~10 chunks of the smallest budgets
-    st.tuples(st.floats(0, 2), st.integers(1, 240), st.integers(1, 40)), min_size=1, max_size=25
-)
+requests = request_rows(240, 40)  # prompts up to ~10 chunks of the smallest budgets
 chunked = st.builds(ContinuousPolicy, max_num_seqs=st.integers(1, 8),
                     max_num_batched_tokens=st.integers(4, 64), chunked_prefill=st.just(True),
                     preemption=st.sampled_from(["newest", "fewest_outputs"]),
@@ -86,11 +84,7 @@ def test_chunk_runs_match_one_exact_event_per_step(  # type: ignore[no-untyped-d
     _same(*ahead_and_exact(rows, spec, fast_forward=True))
 
 
-grid_requests = st.lists(  # arrivals on a grid where 0.25-second steps end
-    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 240),
-              st.integers(1, 30)),
-    min_size=1, max_size=25,
-)
+grid_requests = grid_rows(240)
 
 
 @settings(max_examples=150, deadline=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import table
+from helpers import grid_rows, request_rows, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_speed_paths_replica import COSTS, GRID_COST, _arrivals_unknown, ahead_and_exact, policies
@@ -29,14 +29,8 @@ from simulator.policies import ContinuousPolicy, StaticPolicy
 
 ROUTERS = ["round_robin", "least_outstanding", "shortest_queue", "least_outstanding_tokens"]
 
-requests = st.lists(
-    st.tuples(st.floats(0, 2), st.integers(1, 40), st.integers(1, 60)), min_size=1, max_size=30
-)
-grid_requests = st.lists(
-    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 40),
-              st.integers(1, 30)),
-    min_size=1, max_size=25,
-)
+requests = request_rows(max_output=60, max_size=30)
+grid_requests = grid_rows()
 admissions = st.one_of(
     st.none(),
     st.builds(AdmissionSection, rate_limit=st.sampled_from([None, 4.0, 12.0]),

@@ -18,7 +18,7 @@ import math
 
 import pandas as pd
 import pytest
-from helpers import TokenCost, table
+from helpers import TokenCost, grid_rows, request_rows, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,14 +39,8 @@ COSTS = {
 }
 GRID_COST = LinearCost(step_s=0.25)  # every step 0.25 s: arrivals on the grid tie with step ends
 
-requests = st.lists(
-    st.tuples(st.floats(0, 2), st.integers(1, 40), st.integers(1, 60)), min_size=1, max_size=25
-)
-grid_requests = st.lists(
-    st.tuples(st.integers(0, 40).map(lambda i: i * 0.125), st.integers(1, 40),
-              st.integers(1, 30)),
-    min_size=1, max_size=25,
-)
+requests = request_rows(max_output=60)
+grid_requests = grid_rows()
 policies = st.one_of(
     st.builds(StaticPolicy, batch_size=st.integers(1, 5)),
     st.builds(DynamicPolicy, max_batch_size=st.integers(1, 5), max_wait_s=st.floats(0, 0.5)),
