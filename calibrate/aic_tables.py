@@ -305,11 +305,18 @@ class SystemTables:
 
     def allreduce(self, elements: float, gpus: int) -> float:
         """The engine's custom all-reduce of ``elements`` bf16 values over ``gpus``, ms."""
-        t = self._ar[(self._ar.num_gpus == gpus) & (self._ar.allreduce_dtype == "bfloat16")]
-        t = t.sort_values("message_size")
-        sizes, lat = t["message_size"].to_numpy(np.float64), t["latency"].to_numpy(np.float64)
-        if len(sizes) == 0:
-            raise ConfigError(f"{self.system}: no all-reduce over {gpus} GPUs")
-        if elements > sizes[-1]:  # hold the last point's bandwidth
-            return float(lat[-1] * elements / sizes[-1])
-        return float(np.interp(elements, sizes, lat))
+        return allreduce_curve_ms(self._ar[self._ar.allreduce_dtype == "bfloat16"], gpus,
+                                  elements, self.system)
+
+
+def allreduce_curve_ms(table: pd.DataFrame, gpus: int, elements: float, where: str) -> float:
+    """An all-reduce table's latency (ms) of ``elements`` values over ``gpus``: linear in
+    message size between its rows (``message_size`` in elements), past the last one at that
+    row's bandwidth. ``table`` holds one dtype (and lane); ``where`` names it in errors."""
+    t = table[table.num_gpus == gpus].sort_values("message_size")
+    sizes, lat = t["message_size"].to_numpy(np.float64), t["latency"].to_numpy(np.float64)
+    if len(sizes) == 0:
+        raise ConfigError(f"{where}: no all-reduce over {gpus} GPUs")
+    if elements > sizes[-1]:  # hold the last point's bandwidth
+        return float(lat[-1] * elements / sizes[-1])
+    return float(np.interp(elements, sizes, lat))
