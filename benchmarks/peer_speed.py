@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.accel import active as accel_active
 from simulator.cluster import SimResult, simulate
 from simulator.deployment import Deployment, resolve
 from simulator.metrics import request_metrics, summarize
@@ -130,7 +131,7 @@ def main() -> None:
         load = f.read().split()[:3]
     print(f"peer workload on {dep.model.name} {dep.weight_dtype} {dep.hardware.name} tp{dep.tp}, "
           f"{dep.kv_blocks} KV blocks, fast_forward={not args.no_fast_forward}, "
-          f"load {' '.join(load)}")
+          f"load {' '.join(load)}, {'compiled' if accel_active() else 'Python'} core")
     for n in (int(s) for s in args.sizes.split(",")):
         table = peer_table(workload, n)
         cpu_s, res = timed_runs(table, dep, args.repeats, not args.no_fast_forward)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.accel import active as accel_active
 from simulator.cluster import simulate
 from simulator.deployment import Deployment, resolve
 from simulator.workload.build import build_requests
@@ -73,7 +74,8 @@ def main() -> None:
         events.append(res.num_events / len(res.requests))
     util = float((res.steps.end_s - res.steps.start_s).sum() / res.requests.finish_s.max())
     print(f"policy {args.policy}, {args.requests} requests at {args.rate} req/s "
-          f"(replica busy {util:.0%} of the time), {len(res.steps)} steps")
+          f"(replica busy {util:.0%} of the time), {len(res.steps)} steps, "
+          f"{'compiled' if accel_active() else 'Python'} core (simulator/accel.py)")
     print(f"wall s per run: {', '.join(f'{w:.2f}' for w in walls)}")
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])

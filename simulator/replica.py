@@ -36,7 +36,7 @@ from simulator.policies.chunk_runs import chunking_policy, prompt_goes_on
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
-from simulator.replica_runs import ChunkRuns, OwnArrivalRuns
+from simulator.replica_runs import ChunkRuns
 from simulator.speculative_acceptance import AcceptanceSampler
 from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
@@ -44,7 +44,7 @@ from simulator.steplog import make_step_log
 _SHORT_RUN = 32  # decode runs expected to end within this many steps are priced one by one
 
 
-class Replica(OwnArrivalRuns, ChunkRuns):
+class Replica(ChunkRuns):
     """A replica: a policy, a cost model, a KV cache, and the process that runs steps."""
 
     def __init__(

@@ -136,8 +136,9 @@ class OwnArrivalRuns(ReplicaClock):
             cut.callbacks, wait.callbacks = wait.callbacks, []
 
 
-class ChunkRuns(ReplicaClock):
-    """Chunked prefill's runs of mixed steps on the replica's own clock (a mixin of Replica).
+class ChunkRuns(OwnArrivalRuns):
+    """Chunked prefill's runs of mixed steps on the replica's own clock (a base of Replica;
+    the bases form one line, not a diamond, so mypyc can compile them: simulator/accel.py).
 
     After a mixed step the policy decided (one prompt's chunk beside the decode clock's
     members), :func:`~simulator.policies.chunk_runs.chunk_run` lists the steps the policy
@@ -150,13 +151,6 @@ class ChunkRuns(ReplicaClock):
     step (``complete``: the prompt's first token, members finishing, the wait). Only with
     the next arrival known ahead (else every step ends "after" it) and fast-forward on.
     """
-
-    state: ServerState
-    cost: CostModel
-    log: AnyStepLog
-
-    def _check_log_size(self) -> None:  # Replica's: stops a run whose step log grew too long
-        raise NotImplementedError
 
     def _completed(self, batch: Batch, start: float, end: float) -> list[Sequence]:
         raise NotImplementedError  # Replica's: apply and log a step that ran

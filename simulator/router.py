@@ -61,7 +61,7 @@ class LeastOutstanding:
             state = r.state
             load = len(state.waiting) + len(state.running)
             if load < least:  # strictly fewer: the first of the least loaded
-                best, least = i, load
+                best, least = i, float(load)
         return best
 
 
@@ -73,7 +73,7 @@ class ShortestQueue:
         for i, r in enumerate(replicas):
             queued = len(r.state.waiting)
             if queued < least:  # strictly fewer: the first of the shortest
-                best, least = i, queued
+                best, least = i, float(queued)
         return best
 
 
@@ -94,7 +94,7 @@ class LeastOutstandingTokens:
         for i, r in enumerate(cast(Seq[TokenView], replicas)):
             tokens = r.tokens_now()
             if tokens < fewest:  # strictly fewer: the first of the fewest
-                best, fewest = i, tokens
+                best, fewest = i, float(tokens)
         return best
 
 

@@ -18,9 +18,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_configure(config: object) -> None:
-    """An empty profile cache for this test session (removed with the temp folder)."""
+    """An empty profile cache for this test session (removed with the temp folder), and the
+    simulator as Python unless ``SERVESIM_ACCEL=1`` is set: tests patch its classes, which
+    the compiled core does not allow; tests/test_accel.py runs the compiled core beside
+    the Python one in subprocesses and compares their answers."""
     folder = tempfile.mkdtemp(prefix="servesim-profile-cache-")
     os.environ["SERVESIM_PROFILE_CACHE"] = folder
+    os.environ.setdefault("SERVESIM_ACCEL", "0")
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from simulator.costs.base import CostModel
 from simulator.kvcache import BlockManager
 from simulator.policies import Batch, Policy, Sequence
 from simulator.replica import Replica
+from simulator.speculative_acceptance import AcceptanceSampler
 
 
 def streamed(seq: Sequence) -> int:
@@ -47,7 +48,13 @@ class TokenReplica(Replica):
     def __init__(self, env: simpy.Environment, index: int, policy: Policy, cost: CostModel,
                  kv: BlockManager, on_done: Callable[[Sequence], None], *,
                  track_kv: bool = False, step_uneven_runs: bool = False,
-                 **kwargs: Any) -> None:
+                 fast_forward: bool = True, check_invariants: bool = False,
+                 next_arrival_s: Callable[[], float] | None = None,
+                 max_step_rows: int | None = None, step_log: str = "full",
+                 horizon_s: float | None = None, acceptance: AcceptanceSampler | None = None,
+                 own_arrivals_cut: bool = False) -> None:
+        # Replica's keywords by name, not **kwargs: mypyc (simulator/accel.py) mis-passes
+        # **kwargs forwarded to a compiled __init__ with keyword-only parameters
         self.track_kv = track_kv  # keep each decode run's KV blocks per step
         self.step_uneven_runs = step_uneven_runs  # decode runs off the clock: step by step
         self.tokens_left = 0  # prompt + output tokens not yet emitted, as of the last step end
@@ -59,7 +66,10 @@ class TokenReplica(Replica):
         self._run_min = 0  # the fewest of those: up to that many steps, every row emits
         self._run_kv: list[int] | None = None  # KV blocks used during each step of the run
         self._forward = on_done
-        super().__init__(env, index, policy, cost, kv, self._leave, **kwargs)
+        super().__init__(env, index, policy, cost, kv, self._leave, fast_forward=fast_forward,
+                         check_invariants=check_invariants, next_arrival_s=next_arrival_s,
+                         max_step_rows=max_step_rows, step_log=step_log, horizon_s=horizon_s,
+                         acceptance=acceptance, own_arrivals_cut=own_arrivals_cut)
 
     def _steps_done(self) -> int:
         """Steps of the decode run in flight that ended before now (a step ending now has
