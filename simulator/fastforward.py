@@ -142,6 +142,17 @@ class ShortRun:
     queue_len: int  # likewise: nobody arrives before the last step ends
     kv_after: list[int]  # kv_blocks_used after each step but the last
 
+    def __init__(self, start_s: float, ends: list[float], rows: int, context_tokens: int,
+                 num_running: int, queue_len: int, kv_after: list[int]) -> None:
+        # written out (the dataclass keeps it): native when compiled (simulator/accel.py)
+        self.start_s = start_s
+        self.ends = ends
+        self.rows = rows
+        self.context_tokens = context_tokens
+        self.num_running = num_running
+        self.queue_len = queue_len
+        self.kv_after = kv_after
+
 
 def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, stop_s: float,
                    price: Callable[[int, int, int], float], first_s: float | None = None

@@ -1,57 +1,14 @@
-"""The paged KV cache: how many blocks a replica has, and who holds them.
+"""The paged KV cache: which of a replica's blocks each request holds.
 
-Capacity follows vLLM: the GPU memory we may use (``memory x utilisation``, per GPU
-times tensor-parallel degree) minus the weights and a fixed reserve for activations and
-the CUDA context, divided into blocks of ``block_size`` tokens for every layer.
+How many blocks there are is ``[kv]``'s (:mod:`simulator.kv_config`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import accumulate, cycle, islice
 
 import numpy as np
-
-from simulator.errors import CapacityError
-from simulator.scenario_fields import check_fields, spec
-
-
-@dataclass(slots=True, frozen=True)
-class KVCacheConfig:
-    """How a replica carves its memory into KV blocks."""
-
-    block_size: int = spec(16, unit="tokens per block", low=1)  # vLLM's default
-    # fraction of each GPU's memory the engine may use
-    gpu_memory_utilization: float = spec(0.9, low=0, low_open=True, high=1)
-    # per GPU: activations, CUDA graphs, context (not for KV)
-    reserve_gb: float = spec(2.0, unit="GB", low=0)
-    num_blocks: int | None = spec(None, unit="blocks", low=1)  # overrides the derived capacity
-    # reuse the KV of cached prompt prefixes (vLLM enable_prefix_caching; prefix_cache.py)
-    prefix_caching: bool = spec(False)
-
-    def __post_init__(self) -> None:
-        check_fields(self, "kv")
-
-    def capacity_blocks(
-        self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float
-    ) -> int:
-        """Blocks that fit; raises :class:`CapacityError` with the numbers when none do."""
-        if self.num_blocks is not None:
-            return self.num_blocks
-        usable = memory_bytes * tp * self.gpu_memory_utilization
-        reserve = self.reserve_gb * 1e9 * tp
-        left = usable - weight_bytes - reserve
-        block_bytes = kv_bytes_per_token * self.block_size
-        blocks = int(left // block_bytes) if left > 0 else 0
-        if blocks < 1:
-            raise CapacityError(
-                f"model does not fit: weights {weight_bytes / 1e9:.1f} GB + reserve "
-                f"{reserve / 1e9:.1f} GB > usable {usable / 1e9:.1f} GB "
-                f"({tp} GPU(s) x {memory_bytes / 1e9:.0f} GB x {self.gpu_memory_utilization}); "
-                "use more tensor parallelism, a smaller dtype or a bigger GPU"
-            )
-        return blocks
 
 
 class BlockManager:

@@ -24,7 +24,7 @@ from simulator.fleet.sections import (
     AdmissionSection,
     AutoscaleSection,
 )
-from simulator.kvcache import KVCacheConfig
+from simulator.kv_config import KVCacheConfig
 from simulator.policies import POLICIES, knob_rules, make_policy, policy_knobs
 from simulator.router import ROUTERS
 from simulator.scenario_fields import (

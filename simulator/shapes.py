@@ -33,6 +33,22 @@ class StepShape:
     # row's context plus the drafts before it), tokens^2
     num_draft_passes: int = 0  # draft-model decode passes before the verify, each over D rows
 
+    def __init__(self, num_prefill_tokens: int = 0, prefill_attn_work: float = 0.0,
+                 num_decode_seqs: int = 0, decode_context_tokens: int = 0,
+                 num_admitted: int = 0, num_finished: int = 0, num_spec_tokens: int = 0,
+                 spec_attn_work: float = 0.0, num_draft_passes: int = 0) -> None:
+        # written out (the dataclass keeps it): compiled (simulator/accel.py) it is native,
+        # where the one dataclasses generates stays interpreted
+        self.num_prefill_tokens = num_prefill_tokens
+        self.prefill_attn_work = prefill_attn_work
+        self.num_decode_seqs = num_decode_seqs
+        self.decode_context_tokens = decode_context_tokens
+        self.num_admitted = num_admitted
+        self.num_finished = num_finished
+        self.num_spec_tokens = num_spec_tokens
+        self.spec_attn_work = spec_attn_work
+        self.num_draft_passes = num_draft_passes
+
     @property
     def num_tokens(self) -> int:
         """Tokens through the model this step (prefill tokens, one per decode row, and the

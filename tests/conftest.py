@@ -27,6 +27,21 @@ def pytest_configure(config: object) -> None:
     os.environ.setdefault("SERVESIM_ACCEL", "0")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With the compiled core loaded (``SERVESIM_ACCEL=1`` and a build of these sources),
+    skip the tests that patch or subclass its classes: a compiled class refuses both.
+    They run in the default (Python) suite."""
+    from simulator.accel import active
+
+    if not active():
+        return
+    skip = pytest.mark.skip(reason="patches, subclasses or fakes a compiled class: runs with the "
+                                   "Python core, the suite's default (SERVESIM_ACCEL=0)")
+    for item in items:
+        if "pure_python" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="module")
 def tiny():  # noqa: ANN201 (a ServedModel; engine imported only when a test asks for it)
     """The served tiny model (random weights, byte text) on one CPU thread, for the server

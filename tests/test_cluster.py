@@ -9,7 +9,8 @@ from helpers import TokenCost, table, timeline
 
 from simulator.cluster import ClusterSpec, simulate
 from simulator.errors import CapacityError, ConfigError
-from simulator.kvcache import BlockManager, KVCacheConfig
+from simulator.kv_config import KVCacheConfig
+from simulator.kvcache import BlockManager
 from simulator.policies import ContinuousPolicy, StaticPolicy
 from simulator.router import make_router
 

@@ -33,6 +33,7 @@ def _view(seq: Sequence) -> tuple[int, int, int, bool, float, float, int]:
 @settings(max_examples=150, deadline=None)
 @given(rows=workloads, seqs_cap=st.integers(1, 6), budget=st.integers(8, 64),
        chunked=st.booleans(), kv_blocks=st.integers(4, 40), block_size=st.integers(1, 6))
+@pytest.mark.pure_python
 def test_engine_loop_reads_exact_counters_after_every_step(  # type: ignore[no-untyped-def]
     rows, seqs_cap, budget, chunked, kv_blocks, block_size
 ) -> None:
@@ -102,6 +103,7 @@ def test_writing_a_member_counter_is_refused() -> None:
                      min_size=1, max_size=25),
        seqs_cap=st.integers(1, 8), chunked=st.booleans(), kv_blocks=st.integers(4, 30),
        block_size=st.integers(1, 6), fast_forward=st.booleans())
+@pytest.mark.pure_python
 def test_lazy_and_eager_simulations_agree_under_kv_pressure(  # type: ignore[no-untyped-def]
     rows, seqs_cap, chunked, kv_blocks, block_size, fast_forward
 ) -> None:

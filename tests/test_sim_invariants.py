@@ -44,6 +44,7 @@ def test_correct_policies_pass_every_check() -> None:
         assert (res.requests["status"] == "finished").all()
 
 
+@pytest.mark.pure_python
 def test_a_lost_request_is_named() -> None:
     spec = ClusterSpec(LosesARequest(), UNIT, kv_blocks=100, check_invariants=True)
     with pytest.raises(AssertionError,
@@ -52,6 +53,7 @@ def test_a_lost_request_is_named() -> None:
     simulate(table(ROWS), ClusterSpec(LosesARequest(), UNIT, kv_blocks=100))  # off: silent
 
 
+@pytest.mark.pure_python
 def test_running_over_max_num_seqs_is_named() -> None:
     spec = ClusterSpec(OverAdmits(max_num_seqs=2), UNIT, kv_blocks=100, check_invariants=True)
     with pytest.raises(AssertionError, match=r"running <= max_num_seqs \(3 running"):

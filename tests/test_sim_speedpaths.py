@@ -50,6 +50,7 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 @settings(max_examples=150, deadline=None)
 @given(rows=requests, policy=continuous, kv_blocks=st.integers(4, 40),
        block_size=st.integers(1, 6), replicas=st.integers(1, 2))
+@pytest.mark.pure_python
 def test_all_decode_fast_path_matches_the_per_request_loop(  # type: ignore[no-untyped-def]
     rows, policy, kv_blocks, block_size, replicas
 ) -> None:

@@ -111,6 +111,7 @@ def _counted(schedule: Any, calls: list[bool], tag: bool) -> Any:
     return counted
 
 
+@pytest.mark.pure_python
 def test_a_long_prompt_runs_its_chunks_without_a_decision_each() -> None:
     """One request decoding (prompt 4, 30 tokens out) and, 0.015 s later, a 100-token
     prompt under a 17-token budget: each step decodes the first request and gives the

@@ -77,6 +77,7 @@ def _spec(policy, cost, kv_blocks, replicas, router, admission, autoscale,  # ty
        cost=st.sampled_from(["linear", "roofline", "host"]), fast_forward=st.booleans(),
        request_s=st.sampled_from([0.0, 0.01]), admission=admissions,
        autoscale=autoscalers(st.sampled_from([0.1, 0.25, 0.4])))
+@pytest.mark.pure_python
 def test_fleet_replicas_stepping_ahead_match_one_event_per_step(  # type: ignore[no-untyped-def]
     rows, policy, kv_blocks, replicas, router, cost, fast_forward, request_s, admission,
     autoscale
@@ -102,6 +103,7 @@ def test_fleet_ties_with_step_ends_resolve_the_same_way(  # type: ignore[no-unty
     _same(fast, slow)
 
 
+@pytest.mark.pure_python
 def test_the_fleet_path_waits_on_fewer_events() -> None:
     """Behind least_outstanding_tokens with an autoscaler on KV, the replicas run most
     steps ahead: far fewer SimPy events than one per step, the same results."""

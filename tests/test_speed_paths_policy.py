@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+import pytest
 from helpers import TokenCost, table
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,6 +43,7 @@ class GeneralLoop(ContinuousPolicy):
 @settings(max_examples=200, deadline=None)
 @given(rows=requests, policy=chunked, kv_blocks=st.integers(4, 60),
        block_size=st.integers(1, 6), fast_forward=st.booleans())
+@pytest.mark.pure_python
 def test_clock_keeping_mixed_step_matches_the_general_loop(  # type: ignore[no-untyped-def]
     rows, policy, kv_blocks, block_size, fast_forward
 ) -> None:

@@ -150,6 +150,7 @@ def _arrivals_unknown(mp: pytest.MonkeyPatch) -> None:
        router=st.sampled_from(["round_robin", "least_outstanding", "shortest_queue"]),
        cost=st.sampled_from(["linear", "roofline", "host"]), fast_forward=st.booleans(),
        request_s=st.sampled_from([0.0, 0.01]))
+@pytest.mark.pure_python
 def test_replicas_stepping_to_the_next_arrival_match_one_event_per_step(  # type: ignore[no-untyped-def]
     rows, policy, kv_blocks, replicas, router, cost, fast_forward, request_s
 ) -> None:
@@ -175,6 +176,7 @@ def test_replicas_resolve_arrivals_tied_with_step_ends_the_same_way(  # type: ig
     _same(*ahead_and_exact(rows, spec, fast_forward))
 
 
+@pytest.mark.pure_python
 def test_a_quiet_stretch_runs_in_one_event() -> None:
     """Two requests far apart: each one's steps (prefill, then decodes) take one SimPy event
     for the arrival and one for the replica's catch-up, however many steps run."""

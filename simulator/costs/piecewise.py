@@ -29,11 +29,13 @@ slope is 0 is inert and stored as 0.
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass, fields
+from typing import Any
 
 import numpy as np
 
 from simulator.costs.base import DecodePricer, Num, check_number
 from simulator.errors import ConfigError
+from simulator.frozen_pickle import reduce_frozen
 from simulator.shapes import StepShape, StepShapes
 
 
@@ -55,6 +57,9 @@ class PiecewiseCost:
     decode_context_s: float = 0.0  # per decode context token attended (C)
     admit_s: float = 0.0  # per request admitted this step (its first step)
     finish_s: float = 0.0  # per request finished this step (its last token)
+
+    def __reduce__(self) -> tuple[Any, tuple[type, dict[str, Any]]]:
+        return reduce_frozen(self)  # compiled, it could not be unpickled otherwise
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -27,16 +27,17 @@ The general per-request loop first writes the clock's members back (``flush``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from simulator.errors import ConfigError
+from simulator.frozen_pickle import reduce_frozen
 from simulator.kvcache import blocks_opened, decode_steps_fitting
 from simulator.policies import admission as rule
 from simulator.policies.admit_fcfs import admit_fcfs
 from simulator.policies.clock_chunks import clock_and_chunks
 from simulator.policies.multistep import decode_chunk
 from simulator.policies.preemption import PREEMPTIONS, requeues_at_tail, unschedule, victim
-from simulator.policies.priority import check_scheduling, priority_first
+from simulator.policies.priority import SCHEDULINGS, check_scheduling, priority_first
 from simulator.policies.speculative import MAX_SPECULATIVE_TOKENS, spec_step
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState, Wait
 from simulator.policies.step import decode_cohort, unpadded_shape
@@ -54,11 +55,14 @@ class ContinuousPolicy:
     # tokens computed per step at most
     max_num_batched_tokens: int = spec(8192, unit="tokens", low=1)
     chunked_prefill: bool = spec(False)
+    # (the string fields name their choices in spec too: compiled by mypyc (simulator/
+    # accel.py), the class's annotations no longer say Literal)
     # which waiting request may start: greedy (vLLM), no_evict (TensorRT-LLM
     # GUARANTEED_NO_EVICT), conservative (SGLang's new_token_ratio estimate)
-    admission: Literal["greedy", "no_evict", "conservative"] = spec("greedy")
+    admission: Literal["greedy", "no_evict", "conservative"] = spec(
+        "greedy", choices=rule.ADMISSIONS)
     # whom a full KV cache evicts: newest (vLLM, TensorRT-LLM), fewest_outputs (SGLang)
-    preemption: Literal["newest", "fewest_outputs"] = spec("newest")
+    preemption: Literal["newest", "fewest_outputs"] = spec("newest", choices=PREEMPTIONS)
     # share of the KV blocks admission leaves free (vLLM v0: 0.01)
     kv_watermark: float = spec(0.0, low=0, high=0.99)
     # decode steps per scheduling decision (vLLM v0 --num-scheduler-steps)
@@ -77,7 +81,10 @@ class ContinuousPolicy:
     mixed_prefill: bool = spec(False)
     # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
     # urgent running request makes way: policies/priority.py)
-    scheduling: Literal["fcfs", "priority"] = spec("fcfs")
+    scheduling: Literal["fcfs", "priority"] = spec("fcfs", choices=SCHEDULINGS)
+
+    def __reduce__(self) -> tuple[Any, tuple[type, dict[str, Any]]]:
+        return reduce_frozen(self)  # compiled, it could not be unpickled otherwise
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "num_scheduler_steps"):

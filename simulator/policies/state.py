@@ -53,6 +53,29 @@ class Sequence:
     clock: DecodeClock | None = None  # the decode clock advancing it, if any
     priority: int = 0  # priority class, lower = more urgent (read by scheduling "priority")
 
+    def __init__(self, request_id: int, arrival_s: float, prompt_tokens: int,
+                 output_tokens: int, client_id: int = -1, scheduled_s: float = NAN,
+                 first_token_s: float = NAN, finish_s: float = NAN, preemptions: int = 0,
+                 reason: str = "", replica: int = -1, computed_base: int = 0,
+                 generated_base: int = 0, clock: DecodeClock | None = None,
+                 priority: int = 0) -> None:
+        # written out (the dataclass keeps it): native when compiled (simulator/accel.py)
+        self.request_id = request_id
+        self.arrival_s = arrival_s
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.client_id = client_id
+        self.scheduled_s = scheduled_s
+        self.first_token_s = first_token_s
+        self.finish_s = finish_s
+        self.preemptions = preemptions
+        self.reason = reason
+        self.replica = replica
+        self.computed_base = computed_base
+        self.generated_base = generated_base
+        self.clock = clock
+        self.priority = priority
+
     @property
     def num_computed(self) -> int:
         """Tokens whose KV is in the cache."""
@@ -193,6 +216,12 @@ class DecodeCohort:
     num_at_min: int  # how many have exactly ``min_remaining`` left
     block_openings: list[int]  # kvcache.new_block_counts of their tokens cached after the step
 
+    def __init__(self, min_remaining: int, num_at_min: int, block_openings: list[int]
+                 ) -> None:  # written out: native when compiled (simulator/accel.py)
+        self.min_remaining = min_remaining
+        self.num_at_min = num_at_min
+        self.block_openings = block_openings
+
 
 @dataclass(slots=True)
 class Batch:
@@ -212,6 +241,20 @@ class Batch:
     # (``complete`` then needs each row's emitted tokens), else 0.
     spec_tokens: int = 0
     spec_drafts: list[int] = field(default_factory=list)  # drafts verified per decode row
+
+    def __init__(self, prefill: list[tuple[Sequence, int]], decode: list[Sequence],
+                 shape: StepShape, preempted: list[Sequence] | None = None,
+                 cohort: DecodeCohort | None = None, num_steps: int = 1,
+                 spec_tokens: int = 0, spec_drafts: list[int] | None = None) -> None:
+        # written out (the dataclass keeps it): native when compiled (simulator/accel.py)
+        self.prefill = prefill
+        self.decode = decode
+        self.shape = shape
+        self.preempted = [] if preempted is None else preempted
+        self.cohort = cohort
+        self.num_steps = num_steps
+        self.spec_tokens = spec_tokens
+        self.spec_drafts = [] if spec_drafts is None else spec_drafts
 
 
 @dataclass(slots=True, frozen=True)
