@@ -16,6 +16,12 @@ the tables do not. A curve is::
 so t_0 is the small-message latency and the last segment's slope is the large-message
 bus cost per byte. Sizes are the bytes of the reduced tensor (tokens x hidden x bytes per
 activation), the tables' message size (elements, bf16) x 2.
+
+``collectives_published.json`` holds curves of the same form read from published
+nccl-tests runs, for GPUs whose AIConfigurator tables are not used: L40S at tp 4 and 8
+(PCIe, no NVLink; its AIConfigurator tables reach 0.8 GB/s at tp 8, evidently a box
+without peer-to-peer across sockets; docs/gpu-profiles.md, "L40S all-reduce"). A curve
+in ``collectives.json`` comes first; ``calibrate.collectives_fit`` rewrites only that file.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from simulator.costs.base import Num
 from simulator.errors import ConfigError
 
 COLLECTIVES_FILE = Path(__file__).resolve().parent / "collectives.json"
+PUBLISHED_FILE = Path(__file__).resolve().parent / "collectives_published.json"
 DEFAULT_KIND = "nccl"  # the library every stack falls back to; the roofline prior's choice
 
 
@@ -99,7 +106,8 @@ class AllReduceCurve:
         return (self._slopes[j] * (nbytes - s[j]) + t[j]) * 1e-6
 
     def describe(self) -> str:
-        return (f"{self.kind} all-reduce fitted to {self.source} "
+        how = "fitted to" if self.source.startswith("AIConfigurator") else "measured by"
+        return (f"{self.kind} all-reduce {how} {self.source} "
                 f"({self.latency_us[0]:.1f} us + {self.bandwidth_bytes_per_s / 1e9:.0f} GB/s)")
 
 
@@ -115,9 +123,12 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
-                    path: Path = COLLECTIVES_FILE) -> AllReduceCurve | None:
-    """The fitted curve for this GPU, implementation and TP degree, else None."""
-    for row in _load(path)["curves"]:
+                    path: Path = COLLECTIVES_FILE,
+                    published: Path | None = PUBLISHED_FILE) -> AllReduceCurve | None:
+    """The curve for this GPU, implementation and TP degree (``path``'s fitted curves
+    first, then ``published``'s), else None."""
+    rows = _load(path)["curves"] + (_load(published)["curves"] if published else [])
+    for row in rows:
         if (row["hardware"], row["kind"], row["tp"]) == (hardware, kind, tp):
             return AllReduceCurve(row["hardware"], row["kind"], int(row["tp"]),
                                   tuple(map(float, row["knots_bytes"])),
@@ -125,6 +136,8 @@ def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
     return None
 
 
-def allreduce_kinds(path: Path = COLLECTIVES_FILE) -> tuple[str, ...]:
+def allreduce_kinds(path: Path = COLLECTIVES_FILE,
+                    published: Path | None = PUBLISHED_FILE) -> tuple[str, ...]:
     """The implementations some GPU has a curve for."""
-    return tuple(dict.fromkeys(row["kind"] for row in _load(path)["curves"]))
+    rows = _load(path)["curves"] + (_load(published)["curves"] if published else [])
+    return tuple(dict.fromkeys(row["kind"] for row in rows))
