@@ -51,7 +51,8 @@ MANIFEST = "manifest.json"
 COMPILED: tuple[str, ...] = (
     "simulator.replica", "simulator.replica_runs", "simulator.replica_clock",
     "simulator.fastforward", "simulator.kvcache", "simulator.driver",
-    "simulator.steplog", "simulator.record_columns", "simulator.served_requests",
+    "simulator.steplog", "simulator.steplog_summary", "simulator.record_columns",
+    "simulator.served_requests",
     "simulator.shapes", "simulator.router", "simulator.fleet.urgent",
     "simulator.fleet.tokens", "simulator.costs.piecewise", "simulator.prefix_cache",
     "simulator.fleet.disagg_kv",
