@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,11 @@ from simulator.speculative_acceptance import AcceptanceSampler
 from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
 
-# decode runs expected to end within this many steps are priced one by one (32 until the
-# compiled core: docs/architecture.md, "The compiled core"; the answers are the same)
-_SHORT_RUN = 512
+# Decode runs expected to end within this many steps are priced one by one, longer ones
+# planned with numpy (the answers are the same). Compiled (simulator/accel.py), a step
+# costs far less than numpy's per-call overhead, so runs up to 128 steps go one by one;
+# as Python, 32 (docs/architecture.md, "The compiled core": instructions per request).
+_SHORT_RUN = 128 if __file__.endswith(tuple(EXTENSION_SUFFIXES)) else 32
 
 
 class Replica(ChunkRuns):
