@@ -15,7 +15,9 @@ workload. The cases:
   prompts, a 2,048-token chunked budget);
 - ``plan`` (3,000): a chunked point of ``servesim plan scenarios/capacity.toml --rate 40``
   (:func:`plan_point`: Llama-3.1-8B on three H100s behind ``least_outstanding``, chunked
-  prefill with a 2,048-token budget, 40 req/s, a summary step log).
+  prefill with a 2,048-token budget, 40 req/s, a summary step log);
+- ``cluster`` (3,000): that plan's costliest point, the A100 continuous candidate checked as
+  a 173-replica cluster (:func:`cluster_point`), nearly every replica idle.
 
 Two processes run under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``: one
 simulates ``--warm`` requests (imports, first-call costs), the other the same and then
@@ -37,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_REQUESTS = {"peer": 1500, "chat": 5000, "chunked": 5000, "long": 300, "plan": 3000}
+DEFAULT_REQUESTS = {"peer": 1500, "chat": 5000, "chunked": 5000, "long": 300, "plan": 3000,
+                    "cluster": 3000}
 PEER_CHILD = """
 import sys
 sys.path.insert(0, {bench!r})
@@ -80,11 +83,25 @@ def plan_point(requests: int) -> dict[str, Any]:
     }
 
 
+def cluster_point(requests: int) -> dict[str, Any]:
+    """The plan's costliest point: scenarios/capacity.toml's A100 continuous candidate
+    checked as a cluster of 173 nearly idle replicas at 40 req/s (the sizer's answer for a
+    GPU that barely meets the P99 TTFT target; ``benchmarks/plan_schedule.py``)."""
+    point = plan_point(requests)
+    point["hardware"]["gpu"] = "a100-80gb"
+    point["policy"] = {"name": "continuous", "max_num_seqs": 256,
+                       "max_num_batched_tokens": 65536}
+    point["cluster"]["replicas"] = 173
+    return point
+
+
 def case_point(case: str, requests: int) -> dict[str, Any]:
     """The scenario of a ``sim_speed``-shaped case (every case but ``peer``)."""
     from sim_speed import point  # the benchmarks folder is on the path (the child puts it)
     if case == "plan":
         return plan_point(requests)
+    if case == "cluster":
+        return cluster_point(requests)
     if case == "long":
         return point(requests, 1.6, "chunked", True)
     return point(requests, 14.0, "chunked" if case == "chunked" else "continuous", False)
@@ -109,7 +126,7 @@ def main() -> None:
     ap.add_argument("--case", choices=list(DEFAULT_REQUESTS), default="peer")
     ap.add_argument("--requests", type=int, default=None,
                     help="requests measured (default: 1,500 peer, 5,000 chat/chunked, "
-                         "300 long, 3,000 plan)")
+                         "300 long, 3,000 plan and cluster)")
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--peer-dir", type=Path, default=HERE.parents[1] / "shared" / "peers")
     args = ap.parse_args()
@@ -124,7 +141,8 @@ def main() -> None:
     full = instructions(args.case, n, args.warm, args.peer_dir)
     print(f"{args.case}, {n:,} requests after {args.warm} warm-up: "
           f"{(full - base) / n / 1000:,.1f}k instructions per simulated request "
-          f"(valgrind callgrind, PYTHONHASHSEED=0, {sys.executable})")
+          f"(valgrind callgrind, PYTHONHASHSEED=0, {sys.executable}, "
+          f"SERVESIM_ACCEL={os.environ.get('SERVESIM_ACCEL', '1')})")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ core"). Compiled classes cannot be patched at run time: a test that monkeypatche
 these modules runs them as Python (``SERVESIM_ACCEL=0``, tests/conftest.py).
 
 Build directory: ``$SERVESIM_ACCEL_DIR`` or ``~/.cache/servesim/accel``, one subdirectory
-per source hash (a build removes the others).
+per source hash (a build keeps the three newest others).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from types import ModuleType
 ENV_SWITCH = "SERVESIM_ACCEL"  # "0": always pure Python
 ENV_DIR = "SERVESIM_ACCEL_DIR"
 MANIFEST = "manifest.json"
+KEEP_BUILDS = 3  # builds of other sources kept beside the new one
 
 # The per-step code of the replica loop (cProfile of the peer, chat and chunked workloads:
 # ~80% of a simulation's time is in these), and every subclass of their classes (an
@@ -205,11 +206,17 @@ def _ensure(path: Path) -> Path:
     return path
 
 
-def _remove_others(root: Path, keep: str) -> None:
-    """Drop the builds of other sources (and scratch left by builds cut short)."""
-    for child in root.iterdir():
-        if child.is_dir() and child.name != keep:
+def _remove_others(root: Path, keep: str, newest: int = KEEP_BUILDS) -> None:
+    """Drop all but the ``newest`` builds of other sources, and scratch left by builds cut
+    short: a process still running another checkout (a before/after comparison) imports
+    its compiled modules lazily, from a build that must still be there."""
+    builds = sorted((c for c in root.iterdir() if c.is_dir() and c.name != keep),
+                    key=lambda c: c.stat().st_mtime, reverse=True)
+    for child in builds:
+        if child.name.startswith(".") or newest <= 0:
             shutil.rmtree(child, ignore_errors=True)
+        else:
+            newest -= 1
 
 
 def _mypy_version() -> str:

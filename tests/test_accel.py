@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from simulator.accel import COMPILED, MANIFEST, build_dir, package_dir, read_manifest, source_key
+from simulator.accel import (
+    COMPILED,
+    _remove_others,
+    build_dir,
+    package_dir,
+    read_manifest,
+    source_key,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT = read_manifest(build_dir()) is not None
@@ -63,7 +70,6 @@ def test_a_build_cut_short_is_not_used(tmp_path: Path) -> None:
 def test_the_build_is_used_and_can_be_switched_off() -> None:
     manifest = read_manifest(build_dir())
     assert manifest is not None and set(COMPILED) <= set(manifest["files"])  # type: ignore[operator]
-    assert (build_dir() / MANIFEST).is_file()
     assert _python(PROBE, SERVESIM_ACCEL="1") == "True False"
     assert _python(PROBE, SERVESIM_ACCEL="0") == "False True"
 
@@ -83,3 +89,13 @@ def test_compiled_core_gives_the_python_answers_on_every_shipped_scenario() -> N
     assert len(runs["0"]["runs"]) == len(scenarios) >= 19
     for name, points in runs["0"]["runs"].items():
         assert runs["1"]["runs"][name] == points, f"{name}: compiled and Python differ"
+
+
+def test_a_build_keeps_the_three_newest_of_other_sources(tmp_path: Path) -> None:
+    """Another checkout's running process may still import from its build: the three most
+    recent stay, older ones and a build cut short (its scratch, ``.``-named) go."""
+    for age, name in enumerate(["a", "b", "c", "d", "e", ".scratch", "mine"]):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000 - age, 1000 - age))  # "a" is the newest
+    _remove_others(tmp_path, keep="mine")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c", "mine"]

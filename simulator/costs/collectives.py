@@ -122,13 +122,17 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+def _curves(path: Path, published: Path | None) -> list[dict[str, Any]]:
+    """``path``'s fitted curves, then ``published``'s measured ones."""
+    return _load(path)["curves"] + (_load(published)["curves"] if published else [])
+
+
 def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
                     path: Path = COLLECTIVES_FILE,
                     published: Path | None = PUBLISHED_FILE) -> AllReduceCurve | None:
     """The curve for this GPU, implementation and TP degree (``path``'s fitted curves
     first, then ``published``'s), else None."""
-    rows = _load(path)["curves"] + (_load(published)["curves"] if published else [])
-    for row in rows:
+    for row in _curves(path, published):
         if (row["hardware"], row["kind"], row["tp"]) == (hardware, kind, tp):
             return AllReduceCurve(row["hardware"], row["kind"], int(row["tp"]),
                                   tuple(map(float, row["knots_bytes"])),
@@ -139,5 +143,4 @@ def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
 def allreduce_kinds(path: Path = COLLECTIVES_FILE,
                     published: Path | None = PUBLISHED_FILE) -> tuple[str, ...]:
     """The implementations some GPU has a curve for."""
-    rows = _load(path)["curves"] + (_load(published)["curves"] if published else [])
-    return tuple(dict.fromkeys(row["kind"] for row in rows))
+    return tuple(dict.fromkeys(row["kind"] for row in _curves(path, published)))
