@@ -96,8 +96,6 @@ def rules(cls: type) -> list[FieldRule]:
         kind, optional, literal = _kind(hints[f.name])
         meta = f.metadata
         choices = meta.get("choices") or literal
-        if kind == "other" and choices and all(isinstance(c, str) for c in choices):
-            kind = "str"  # a compiled class's Literal field (its spec names the choices)
         out.append(FieldRule(f.name, kind, optional, meta.get("low"), meta.get("high"),
                              bool(meta.get("low_open")), meta.get("unit", ""), choices,
                              bool(meta.get("allow_inf"))))

@@ -27,7 +27,7 @@ The general per-request loop first writes the clock's members back (``flush``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.frozen_pickle import reduce_frozen
@@ -55,14 +55,13 @@ class ContinuousPolicy:
     # tokens computed per step at most
     max_num_batched_tokens: int = spec(8192, unit="tokens", low=1)
     chunked_prefill: bool = spec(False)
-    # (the string fields name their choices in spec too: compiled by mypyc (simulator/
-    # accel.py), the class's annotations no longer say Literal)
+    # (the string fields' choices are in spec, not a Literal annotation: compiled by mypyc
+    # (simulator/accel.py), a class's annotations no longer read as Literal)
     # which waiting request may start: greedy (vLLM), no_evict (TensorRT-LLM
     # GUARANTEED_NO_EVICT), conservative (SGLang's new_token_ratio estimate)
-    admission: Literal["greedy", "no_evict", "conservative"] = spec(
-        "greedy", choices=rule.ADMISSIONS)
+    admission: str = spec("greedy", choices=rule.ADMISSIONS)
     # whom a full KV cache evicts: newest (vLLM, TensorRT-LLM), fewest_outputs (SGLang)
-    preemption: Literal["newest", "fewest_outputs"] = spec("newest", choices=PREEMPTIONS)
+    preemption: str = spec("newest", choices=PREEMPTIONS)
     # share of the KV blocks admission leaves free (vLLM v0: 0.01)
     kv_watermark: float = spec(0.0, low=0, high=0.99)
     # decode steps per scheduling decision (vLLM v0 --num-scheduler-steps)
@@ -81,7 +80,7 @@ class ContinuousPolicy:
     mixed_prefill: bool = spec(False)
     # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
     # urgent running request makes way: policies/priority.py)
-    scheduling: Literal["fcfs", "priority"] = spec("fcfs", choices=SCHEDULINGS)
+    scheduling: str = spec("fcfs", choices=SCHEDULINGS)
 
     def __reduce__(self) -> tuple[Any, tuple[type, dict[str, Any]]]:
         return reduce_frozen(self)  # compiled, it could not be unpickled otherwise
