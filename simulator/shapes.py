@@ -60,7 +60,9 @@ class StepShape:
 class StepShapes:
     """Many steps' shapes as parallel numpy arrays (same meanings as :class:`StepShape`).
 
-    No speculative fields: speculative steps are priced one at a time (``step_time``)."""
+    No speculative fields: speculative steps are priced one at a time (``step_time``).
+    ``decode_rows`` >= 0 says every step is a pure decode of that many rows, nobody
+    admitted (:meth:`decode_run`): a cost model may price the terms of D once."""
 
     num_prefill_tokens: np.ndarray
     prefill_attn_work: np.ndarray
@@ -68,6 +70,7 @@ class StepShapes:
     decode_context_tokens: np.ndarray
     num_admitted: np.ndarray
     num_finished: np.ndarray
+    decode_rows: int = -1  # -1: steps of any kind
 
     def __len__(self) -> int:
         return len(self.num_decode_seqs)
@@ -81,6 +84,7 @@ class StepShapes:
             decode_context_tokens=self.decode_context_tokens[:k],
             num_admitted=self.num_admitted[:k],
             num_finished=self.num_finished[:k],
+            decode_rows=self.decode_rows,
         )
 
     @classmethod
@@ -134,4 +138,5 @@ class StepShapes:
             decode_context_tokens=np.asarray(context_tokens, dtype=np.int64),
             num_admitted=zeros,
             num_finished=zeros if num_finished is None else np.asarray(num_finished, np.int64),
+            decode_rows=num_seqs,
         )

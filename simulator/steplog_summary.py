@@ -4,12 +4,12 @@ Both take the calls :class:`simulator.steplog.StepLog` takes (the replica does n
 which it has) and give an empty ``table()``; ``stats()`` gives what was kept
 (:class:`simulator.metrics_steps.StepStats`).
 
-``SummaryStepLog`` holds a step as a 4-tuple ``(start_s, end_s, num_decode_tokens,
-kv_blocks_used)`` (a fast-forwarded run: its arrays) until ``_FOLD_ROWS`` rows wait, then
-folds them into the ITL histogram, the busy time and the KV tallies and drops them. Its
-memory is the histogram (``NUM_BINS`` x 24 bytes, allocated at the first ITL sample),
-at most ``_FOLD_ROWS`` waiting rows plus one run, and the (start, end) of the steps after
-the replica's latest finish (none once every request has finished; a run stopped at a
+``SummaryStepLog`` holds a step as its ``start_s``, ``end_s``, ``num_decode_tokens`` and
+``kv_blocks_used``, one list each (a fast-forwarded run: its arrays) until ``_FOLD_ROWS``
+rows wait, then folds them into the ITL histogram, the busy time and the KV tallies and
+drops them. Its memory is the histogram (``NUM_BINS`` x 24 bytes, allocated at the first
+ITL sample), at most ``_FOLD_ROWS`` waiting rows plus one run, and the (start, end) of the
+steps after the replica's latest finish (none once every request has finished; a run stopped at a
 horizon keeps those since the last finish, 16 bytes each). ``len()`` is the rows held,
 so the step-row budget of :mod:`simulator.memory_guard` applies to what is kept.
 """
@@ -80,13 +80,19 @@ class NoStepLog:
 class SummaryStepLog:
     """``step_log = "summary"``: the step log folded into :class:`StepStats` as it grows."""
 
-    __slots__ = ("replica", "_rows", "_runs", "_waiting", "_last_finish", "_stats")
+    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_kv", "_runs", "_waiting",
+                 "_last_finish", "_stats")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
-        self._rows: list[tuple[float, float, int, int]] = []  # single steps, waiting
+        # steps logged one by one, waiting: a list a column (a list of 4-tuples took
+        # ~3 ms to unzip into arrays per 8,192 rows; four lists ~0.6 ms)
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._tokens: list[int] = []
+        self._kv: list[int] = []
         self._runs: list[tuple[np.ndarray, ...]] = []  # runs (start, end, tokens, kv), waiting
-        self._waiting = 0  # rows in _rows and _runs
+        self._waiting = 0  # rows in the four lists and _runs
         self._last_finish = -np.inf  # end of the latest step that finished a request here
         self._stats = StepStats("summary")
 
@@ -97,7 +103,10 @@ class SummaryStepLog:
             num_running: int, queue_len: int, kv_blocks_used: int,
             finished: Iterable[object] = ()) -> None:
         """Record one step (``finished``: the requests it finished)."""
-        self._rows.append((start_s, end_s, num_decode_tokens, kv_blocks_used))
+        self._starts.append(start_s)
+        self._ends.append(end_s)
+        self._tokens.append(num_decode_tokens)
+        self._kv.append(kv_blocks_used)
         if finished:
             self._last_finish = end_s
         self._waiting += 1
@@ -115,10 +124,12 @@ class SummaryStepLog:
                 self.add(ends[i - 1] if i else start_s, ends[i], shape, rows, 0, 0,
                          kv_after[i] if i < n - 1 else last[2], finished if i == n - 1 else ())
             return
-        out = self._rows
-        for i in range(n - 1):
-            out.append((ends[i - 1] if i else start_s, ends[i], rows, kv_after[i]))
-        out.append((ends[n - 2] if n > 1 else start_s, ends[n - 1], rows, last[2]))
+        self._starts.append(start_s)
+        self._starts.extend(ends[:n - 1])
+        self._ends.extend(ends)
+        self._tokens.extend([rows] * n)
+        self._kv.extend(kv_after[:n - 1])
+        self._kv.append(last[2])
         if finished:
             self._last_finish = ends[n - 1]
         self._waiting += n
@@ -140,11 +151,11 @@ class SummaryStepLog:
     def _fold(self) -> None:
         """Fold the waiting rows into the figures and drop them."""
         parts = list(self._runs)
-        if self._rows:
-            s0, e0, t0, k0 = zip(*self._rows, strict=True)
-            parts.append((np.array(s0), np.array(e0), np.array(t0, np.int64),
-                          np.array(k0, np.int64)))
-        self._rows, self._runs, self._waiting = [], [], 0
+        if self._starts:  # after the runs, as before (the moments' sums keep their order)
+            parts.append((np.array(self._starts), np.array(self._ends),
+                          np.array(self._tokens, np.int64), np.array(self._kv, np.int64)))
+            self._starts, self._ends, self._tokens, self._kv = [], [], [], []
+        self._runs, self._waiting = [], 0
         if not parts:
             return
         start, end, tokens, kv = (np.concatenate(list(c)) for c in zip(*parts, strict=True))
