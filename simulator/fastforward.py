@@ -18,7 +18,7 @@ import numpy as np
 from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
-from simulator.shapes import StepShapes
+from simulator.shapes import StepShapes, filled
 
 
 @dataclass(slots=True)
@@ -48,8 +48,8 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
         finishing = np.bincount(np.minimum(remaining, k + 1) - 1, minlength=k + 1)[:k]
         live = len(seqs) - np.concatenate(([0], np.cumsum(finishing)[:-1]))
         shapes = StepShapes.decode_run(n, ctx, finishing)
-        kv_after = np.full(k, kv.used, dtype=np.int64)
-        return DecodeRun(seqs, shapes, live, np.full(k, len(state.running)), kv_after)
+        kv_after = filled(k, kv.used)
+        return DecodeRun(seqs, shapes, live, filled(k, len(state.running)), kv_after)
     d = len(seqs)
     cohort = batch.cohort or decode_cohort(seqs, kv.block_size)
     # KV already holds the first step's token; steps 2..k each write one more per sequence.
@@ -59,7 +59,7 @@ def plan_decode_run(state: ServerState, batch: Batch, k: int) -> DecodeRun:
     context = np.arange(batch.shape.decode_context_tokens, batch.shape.decode_context_tokens
                         + d * k, d, dtype=np.int64) if d else np.zeros(k, dtype=np.int64)
     shapes = StepShapes.decode_run(d, context, finished)
-    return DecodeRun(seqs, shapes, np.full(k, d), np.full(k, len(state.running)), kv_after)
+    return DecodeRun(seqs, shapes, filled(k, d), filled(k, len(state.running)), kv_after)
 
 
 def steps_reaching(k: int, start_s: float, stop_s: float, first_s: float) -> int:

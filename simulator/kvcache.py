@@ -10,7 +10,7 @@ from itertools import accumulate, cycle, islice
 
 import numpy as np
 
-_CYCLE_STEPS = 64  # from here blocks_used_after_steps sums in numpy (fewer: in Python)
+_CYCLE_STEPS = 128  # from here blocks_used_after_steps counts in numpy (fewer: in Python)
 
 
 class BlockManager:
@@ -153,8 +153,11 @@ def blocks_used_after_steps(counts: list[int], num_steps: int, used: int) -> np.
     if num_steps < _CYCLE_STEPS or not counts:  # a few steps: numpy's calls cost more
         opened = accumulate(islice(cycle(counts), num_steps), initial=used)
         return np.fromiter(opened, np.int64, num_steps + 1)
-    out = np.empty(num_steps + 1, np.int64)  # the same integers, summed in C
-    out[0] = used
-    np.cumsum(np.resize(np.asarray(counts, np.int64), num_steps), out=out[1:])
-    out[1:] += used
+    # the same integers in a few array operations: after t steps, t // L whole cycles of
+    # L = len(counts) steps (each opens sum(counts)) and the first t % L of one more
+    within = np.fromiter(accumulate(counts, initial=used), np.int64, len(counts) + 1)
+    cycles, offset = np.divmod(np.arange(num_steps + 1), len(counts))
+    out = within[offset]
+    cycles *= within[-1] - used
+    out += cycles
     return out

@@ -36,6 +36,7 @@ from simulator.policies import Batch, ContinuousPolicy, Sequence, ServerState
 from simulator.policies.chunk_runs import chunk_run
 from simulator.policies.state import DecodeCohort
 from simulator.replica_clock import ReplicaClock
+from simulator.shapes import filled
 from simulator.steplog import AnyStepLog
 
 
@@ -89,7 +90,7 @@ class OwnArrivalRuns(ReplicaClock):
         state = self.state
         k = len(ends)
         finished = apply_decode_run(state, batch, ends)
-        queue = np.full(k, queue_len)
+        queue = filled(k, queue_len)
         queue[-1] = len(state.waiting)
         running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with
         running[-1], kv_used[-1] = len(state.running), state.kv.used

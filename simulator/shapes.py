@@ -56,6 +56,14 @@ class StepShape:
         return self.num_prefill_tokens + self.num_decode_seqs + self.num_spec_tokens
 
 
+def filled(k: int, value: int) -> np.ndarray:
+    """``np.full(k, value)`` of an int (int64), in two C calls: ``np.full`` is written in
+    Python, and a decode run builds four such arrays."""
+    out = np.empty(k, np.int64)
+    out.fill(value)
+    return out
+
+
 @dataclass(slots=True)
 class StepShapes:
     """Many steps' shapes as parallel numpy arrays (same meanings as :class:`StepShape`).
@@ -134,7 +142,7 @@ class StepShapes:
         return cls(
             num_prefill_tokens=zeros,
             prefill_attn_work=np.zeros(k, dtype=np.float64),
-            num_decode_seqs=np.full(k, num_seqs, dtype=np.int64),
+            num_decode_seqs=filled(k, num_seqs),
             decode_context_tokens=np.asarray(context_tokens, dtype=np.int64),
             num_admitted=zeros,
             num_finished=zeros if num_finished is None else np.asarray(num_finished, np.int64),
