@@ -61,7 +61,7 @@ COMPILED: tuple[str, ...] = (
     "simulator.policies.admit_fcfs", "simulator.policies.state",
     "simulator.policies.admission", "simulator.policies.chunk_runs",
     "simulator.policies.clock_chunks", "simulator.policies.padded",
-    "simulator.policies.preemption",
+    "simulator.policies.preemption", "simulator.policies.identity",
 )
 
 

@@ -13,6 +13,7 @@ import heapq
 from typing import TYPE_CHECKING
 
 from simulator.kvcache import BlockManager
+from simulator.policies.identity import remove_same
 
 if TYPE_CHECKING:
     from simulator.policies.state import Sequence
@@ -82,7 +83,7 @@ class DecodeClock:
         self.by_residue[-base % self.block_size] -= 1
         finish = seq.output_tokens - seq.generated_base
         bucket = self.finishing[finish]
-        bucket.remove(seq)
+        remove_same(bucket, seq)
         if not bucket:
             del self.finishing[finish]
         self._write_back(seq, kv)

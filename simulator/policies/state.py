@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from simulator.kvcache import BlockManager
+from simulator.policies.identity import remove_same
 from simulator.policies.lazy import DecodeClock
 from simulator.policies.token_ratio import TokenRatio
 from simulator.shapes import StepShape
@@ -198,7 +199,7 @@ class ServerState:
         (vLLM, TensorRT-LLM) or, with ``to_tail``, to its tail (SGLang's retraction)."""
         if seq.clock is not None:
             seq.clock.leave(seq, self.kv)
-        self.running.remove(seq)
+        remove_same(self.running, seq)
         self.kv.free(seq.request_id)
         seq.num_computed = 0
         seq.preemptions += 1

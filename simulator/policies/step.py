@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from simulator.kvcache import new_block_counts
+from simulator.policies.identity import index_same, remove_same
 from simulator.policies.spec_accept import apply_accepted
 from simulator.policies.state import Batch, DecodeCohort, Sequence, ServerState
 from simulator.shapes import StepShape
@@ -111,7 +112,7 @@ def complete(state: ServerState, batch: Batch, start_s: float, end_s: float,
         return finished
     for seq in finished:
         state.kv.free(seq.request_id)
-        state.running.remove(seq)
+        remove_same(state.running, seq)
     if batch.cohort is not None:
         finish_members(state, state.clock.advance(1), end_s, finished)
     join_decoders(state, batch)
@@ -125,11 +126,18 @@ def finish_members(
     back, free their KV, and append them to ``finished`` in running order."""
     if not done:
         return
-    done = sorted(done, key=state.running.index) if len(done) > 1 else list(done)
+    running = state.running
+    if len(done) > 1:  # in running order, each found by identity (simulator/policies/identity.py)
+        at = sorted([index_same(running, s) for s in done])
+        done = [running[i] for i in at]
+        for i in reversed(at):
+            del running[i]
+    else:
+        done = list(done)
+        remove_same(running, done[0])
     state.clock.release(done, state.kv)
     for seq in done:
         seq.finish_s = end_s
-        state.running.remove(seq)
     finished.extend(done)
 
 
