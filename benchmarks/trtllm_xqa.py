@@ -1,0 +1,64 @@
+"""Which decode-attention kernel a 2023-24 TensorRT-LLM release ran for a grouped-query
+model, for annotating its static-batch performance rows.
+
+TensorRT-LLM's generation-phase attention has two kernels. The masked MHA kernel
+(``decoderMaskedMultiheadAttentionLaunch.h``: ``dim3 grid{num_heads, batch_size}``) runs
+one thread block per *query* head, and each block reads the whole K/V cache of its KV
+head (``hi_kv = hi / qhead_per_kv`` in ``decoderMaskedMultiheadAttentionTemplate.h``): a
+model with G query heads per KV head has its KV cache read G times a step. The XQA kernel
+reads it once per KV head. Up to 0.9.0 XQA was precompiled only (``DecoderXQAImpl::create``
+with ``kPrecompiled``; no JIT), and a kernel existed only for the group sizes listed in
+``cubin/xqa_kernel_cubin.h`` (``sXqaKernelMetaInfo``, the ``num_q_heads_over_kv`` column).
+
+Read in github:WhiteD2125/TensorRT-LLM, a fork that carries upstream's history, at the
+release tags (commits in docs/gpu-profiles.md):
+
+- v0.5.0 and v0.6.1: no XQA kernel at all.
+- v0.8.0 and v0.9.0: contiguous-KV kernels (the static runs built ``--paged_kv_cache
+  disable``) for 8 query heads per KV head only (the 0 entries are Medusa's multi-token
+  kernels); paged kernels add 1. So Llama-2-70B (64/8) ran XQA, and Mistral-7B and
+  Mixtral-8x7B (32/8 = 4) ran the masked MHA kernel.
+
+servesim's kernel tables (TensorRT-LLM 1.x) read each KV head once, so those rows run
+faster in the simulator than they did. This module only names the cases; the cost is not
+modelled (that would be a simulator change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from simulator.specs.models import catalogue_name, get_model
+
+if TYPE_CHECKING:
+    from benchmarks.published_cases import Case
+
+# release -> query heads per KV head that had a contiguous-KV XQA kernel
+XQA_GROUPS: Mapping[str, frozenset[int]] = {
+    "0.5": frozenset(), "0.6.1": frozenset(),
+    "0.8.0": frozenset({8}), "0.9.0": frozenset({8}),
+}
+
+
+def group_size(model: str) -> int | None:
+    """Query heads per KV head of a catalogue model (None when not in the catalogue)."""
+    name = catalogue_name(model)
+    if name is None:
+        return None
+    spec = get_model(name)
+    return spec.num_heads // spec.num_kv_heads
+
+
+def xqa_note(case: Case) -> list[str]:
+    """A note when ``case``'s release ran its decode attention on the masked MHA kernel
+    for a grouped-query model (KV read once per query head); else none."""
+    kernels = XQA_GROUPS.get(case.stack_version)
+    group = group_size(case.model)
+    if (case.stack != "trtllm" or "gptSessionBenchmark" not in case.notes
+            or kernels is None or group is None or group == 1 or group in kernels):
+        return []
+    return [f"decode attention: TensorRT-LLM {case.stack_version} has no XQA kernel for "
+            f"{group} query heads per KV head, so it ran the masked MHA kernel, which reads "
+            f"the KV cache {group}x a step; the kernel tables read it once (not modelled; "
+            "benchmarks/trtllm_xqa.py)"]

@@ -1,0 +1,68 @@
+"""The decode-attention kernel note on TensorRT-LLM's pre-0.10 static-batch rows
+(benchmarks/trtllm_xqa.py) as benchmarks/published_cases.py replays them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+pc = importlib.import_module("benchmarks.published_cases")
+xqa = importlib.import_module("benchmarks.trtllm_xqa")
+
+CASES = {c.id: c for c in pc.load_cases()}
+
+
+def _kernel_notes(case: object) -> list[str]:
+    _, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
+    return [n for n in notes if n.startswith("decode attention:")]
+
+
+@pytest.mark.parametrize("model, group", [
+    ("mistral-7b", 4),  # 32 query heads / 8 KV heads
+    ("mixtral-8x7b", 4),  # 32 / 8
+    ("llama-2-70b", 8),  # 64 / 8
+    ("llama-2-7b", 1),  # 32 / 32: MHA
+])
+def test_group_size_is_query_heads_over_kv_heads(model: str, group: int) -> None:
+    assert xqa.group_size(model) == group
+
+
+@pytest.mark.parametrize("case_id, group", [
+    # 0.9.0 had contiguous-KV XQA kernels for 8 query heads per KV head only
+    ("trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4),
+    ("trtllm0.8.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4),
+    # 0.6.1 had no XQA kernel: the 70B's 8:1 groups ran the masked MHA kernel too
+    ("trtllm0.6.1static-h100-sxm-llama-2-70b-fp8-tp2-bs1024-128-128", 8),
+])
+def test_a_group_without_a_kernel_is_named(case_id: str, group: int) -> None:
+    notes = _kernel_notes(CASES[case_id])
+    assert len(notes) == 1
+    assert f"no XQA kernel for {group} query heads per KV head" in notes[0]
+    assert f"reads the KV cache {group}x a step" in notes[0]
+
+
+@pytest.mark.parametrize("case_id", [
+    "trtllm0.9.0static-h200-llama-2-70b-fp8-tp2-bs512-128-2048",  # 8:1 has its kernel
+    "trtllm0.9.0static-h200-llama-2-7b-fp8-tp1-bs120-128-2048",  # MHA: read once anyway
+    "trtllm0.10-h200-mixtral-8x7b-fp8-tp2-128-2048",  # 0.10's kernel list was not read
+])
+def test_no_note_where_the_kernel_existed_or_is_unknown(case_id: str) -> None:
+    assert _kernel_notes(CASES[case_id]) == []
+
+
+def test_the_note_changes_no_setting() -> None:
+    case = CASES["trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048"]
+    unknown = dataclasses.replace(case, id="probe", stack_version="0.7.1")
+    with_note, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    without, notes = pc.scenario_point(unknown, max_prompts=1000, use_stack=True,
+                                       burst_rate=math.inf)
+    assert not [n for n in notes if n.startswith("decode attention:")]
+    assert {**with_note, "name": "probe"} == without
