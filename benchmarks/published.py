@@ -44,6 +44,7 @@ from benchmarks.published_cases import (  # noqa: E402
     scenario_point,
     stack_accepted,
 )
+from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 
@@ -73,6 +74,8 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float) -> dict[str, An
                                   burst_rate=burst_rate)
     point, stack_note = stack_accepted(point, case)
     notes += [stack_note] if stack_note else []
+    point, reads_note = priced_reads(point)
+    notes += [reads_note] if reads_note else []
     start = time.perf_counter()
     try:
         summary = run_point({}, point).summary

@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.published_lengths import sharegpt_lengths
 from benchmarks.trtllm_bench_settings import bench_limits
 from benchmarks.trtllm_bench_table import table_limits
-from benchmarks.trtllm_xqa import xqa_note
+from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
 from simulator.errors import ConfigError
 from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
@@ -228,6 +228,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     notes += table_limits(case, prompt, output, policy)
     notes += bench_limits(case, prompt, output, policy)
     notes += xqa_note(case)
+    group = masked_mha_group(case)
+    if group is not None:
+        point["cost"] = {"decode_kv_reads": group}
     if policy:
         point["policy"] = policy
     if use_stack:

@@ -19,16 +19,20 @@ release tags (commits in docs/gpu-profiles.md):
   kernels); paged kernels add 1. So Llama-2-70B (64/8) ran XQA, and Mistral-7B and
   Mixtral-8x7B (32/8 = 4) ran the masked MHA kernel.
 
-servesim's kernel tables (TensorRT-LLM 1.x) read each KV head once, so those rows run
-faster in the simulator than they did. This module only names the cases; the cost is not
-modelled (that would be a simulator change).
+servesim's kernel tables (TensorRT-LLM 1.x) read each KV head once, so those rows ran
+faster in the simulator than they did. Their replay now prices the repeated reads with
+``[cost] decode_kv_reads = G`` (simulator/costs/kv_reads.py: the fitted profile's
+decode-context term times G, nothing fitted); a deployment priced by a roofline prior keeps
+one read and says so (:func:`priced_reads`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from simulator.deployment import resolve
+from simulator.errors import ConfigError
 from simulator.specs.models import catalogue_name, get_model
 
 if TYPE_CHECKING:
@@ -50,15 +54,39 @@ def group_size(model: str) -> int | None:
     return spec.num_heads // spec.num_kv_heads
 
 
-def xqa_note(case: Case) -> list[str]:
-    """A note when ``case``'s release ran its decode attention on the masked MHA kernel
-    for a grouped-query model (KV read once per query head); else none."""
+def masked_mha_group(case: Case) -> int | None:
+    """G when ``case``'s release ran its decode attention on the masked MHA kernel for a
+    grouped-query model (the KV cache read G times a step); else None."""
     kernels = XQA_GROUPS.get(case.stack_version)
     group = group_size(case.model)
     if (case.stack != "trtllm" or "gptSessionBenchmark" not in case.notes
             or kernels is None or group is None or group == 1 or group in kernels):
+        return None
+    return group
+
+
+def xqa_note(case: Case) -> list[str]:
+    """A note when ``case``'s release ran the masked MHA kernel (see
+    :func:`masked_mha_group`); else none."""
+    group = masked_mha_group(case)
+    if group is None:
         return []
     return [f"decode attention: TensorRT-LLM {case.stack_version} has no XQA kernel for "
             f"{group} query heads per KV head, so it ran the masked MHA kernel, which reads "
-            f"the KV cache {group}x a step; the kernel tables read it once (not modelled; "
-            "benchmarks/trtllm_xqa.py)"]
+            f"the KV cache {group}x a step: cost.decode_kv_reads = {group} "
+            "(benchmarks/trtllm_xqa.py)"]
+
+
+def priced_reads(point: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``point`` as it is when its deployment prices ``cost.decode_kv_reads`` (a fitted
+    profile); else without it, and a note saying why (a roofline prior)."""
+    cost = point.get("cost") or {}
+    if "decode_kv_reads" not in cost:
+        return point, None
+    try:
+        resolve(point, "published")
+        return point, None
+    except ConfigError as exc:
+        rest = {k: v for k, v in cost.items() if k != "decode_kv_reads"}
+        bare = {k: v for k, v in point.items() if k != "cost"} | ({"cost": rest} if rest else {})
+        return bare, f"repeated KV reads not modelled: {exc}"

@@ -45,7 +45,7 @@ def test_a_group_without_a_kernel_is_named(case_id: str, group: int) -> None:
     notes = _kernel_notes(CASES[case_id])
     assert len(notes) == 1
     assert f"no XQA kernel for {group} query heads per KV head" in notes[0]
-    assert f"reads the KV cache {group}x a step" in notes[0]
+    assert f"reads the KV cache {group}x a step: cost.decode_kv_reads = {group}" in notes[0]
 
 
 @pytest.mark.parametrize("case_id", [
@@ -57,7 +57,7 @@ def test_no_note_where_the_kernel_existed_or_is_unknown(case_id: str) -> None:
     assert _kernel_notes(CASES[case_id]) == []
 
 
-def test_the_note_changes_no_setting() -> None:
+def test_the_repeated_reads_are_the_only_setting_changed() -> None:
     case = CASES["trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048"]
     unknown = dataclasses.replace(case, id="probe", stack_version="0.7.1")
     with_note, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True,
@@ -65,4 +65,5 @@ def test_the_note_changes_no_setting() -> None:
     without, notes = pc.scenario_point(unknown, max_prompts=1000, use_stack=True,
                                        burst_rate=math.inf)
     assert not [n for n in notes if n.startswith("decode attention:")]
+    assert with_note.pop("cost") == {"decode_kv_reads": 4}  # 32 query heads / 8 KV heads
     assert {**with_note, "name": "probe"} == without

@@ -27,6 +27,10 @@ Any form may add host costs (simulator/costs/host.py), in seconds::
 They are added after ``jitter_cv`` and ``time_scale``, which scale the kernel-level steps
 only. A profile that already has an ``overhead`` (a black-box calibration) keeps its terms
 except those the section names: the section's keys replace the profile's, one by one.
+
+``decode_kv_reads = 4`` prices a decode kernel that reads each KV head's cache 4 times a
+step (an older TensorRT-LLM's masked MHA on a grouped-query model:
+simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term only.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.host import Overhead, split_host, with_overhead
+from simulator.costs.kv_reads import with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.profile import (
@@ -59,8 +64,9 @@ from simulator.specs.models import ModelSpec
 ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
-                *COEFFICIENT_KEYS)
-NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead")
+                "decode_kv_reads", *COEFFICIENT_KEYS)
+NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
+                    "decode_kv_reads")
 
 
 def cost_model_from_config(
@@ -106,6 +112,11 @@ def cost_model_from_config(
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
+        if "decode_kv_reads" in section:  # kernel-level, before jitter and time_scale
+            reads = check_number(f"{where}.decode_kv_reads", section["decode_kv_reads"],
+                                 low=1.0, high=64.0)
+            cost = with_decode_kv_reads(cost, reads, f"{where}.decode_kv_reads")
+            used = f"{used}, decode KV cache read {reads:g}x a step"
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}

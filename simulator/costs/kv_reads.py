@@ -1,0 +1,38 @@
+"""``[cost] decode_kv_reads``: a decode kernel that reads each KV head's cache more than once.
+
+A fitted profile prices decode attention by the context it attends (``decode_context_s``
+per token of C), measured on kernels that read a KV head's cache once per step however
+many query heads share it (TensorRT-LLM's XQA, FlashDecoding, FlashInfer). Older
+TensorRT-LLM releases ran a grouped-query model's decode attention with the masked-MHA
+kernel for group sizes XQA did not cover: one thread block per *query* head, each reading
+its KV head's whole cache, so the cache is read G = query heads / KV heads times a step
+(benchmarks/trtllm_xqa.py has which release covered which G, with sources).
+
+``decode_kv_reads = G`` multiplies that term by G; nothing else changes (weights, the
+MLP, the other attention terms). Only the fitted forms keep the term apart (linear,
+piecewise, alone or behind a fitted ``time_scale`` or a stand-in's vocabulary offset);
+a roofline prior is refused with a message saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from simulator.costs.base import CostModel, ScaledCost
+from simulator.costs.linear import LinearCost
+from simulator.costs.piecewise import PiecewiseCost
+from simulator.costs.shape_equivalent import LogitsOffsetCost
+from simulator.errors import ConfigError
+
+
+def with_decode_kv_reads(cost: CostModel, reads: float, field: str) -> CostModel:
+    """``cost`` with its decode-context term multiplied by ``reads`` (see the module)."""
+    if isinstance(cost, PiecewiseCost | LinearCost):
+        return dataclasses.replace(cost, decode_context_s=cost.decode_context_s * reads)
+    if isinstance(cost, ScaledCost):
+        return ScaledCost(with_decode_kv_reads(cost.inner, reads, field), cost.time_scale)
+    if isinstance(cost, LogitsOffsetCost):
+        return LogitsOffsetCost(with_decode_kv_reads(cost.inner, reads, field), cost.offset_s)
+    raise ConfigError(f"{field}={reads:g}: applies to a fitted profile (linear or piecewise), "
+                      f"whose decode-context term it scales; these steps are priced by "
+                      f"{type(cost).__name__}")
