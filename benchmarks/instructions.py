@@ -17,7 +17,10 @@ workload. The cases:
   (:func:`plan_point`: Llama-3.1-8B on three H100s behind ``least_outstanding``, chunked
   prefill with a 2,048-token budget, 40 req/s, a summary step log);
 - ``cluster`` (3,000): that plan's costliest point, the A100 continuous candidate checked as
-  a 173-replica cluster (:func:`cluster_point`), nearly every replica idle.
+  a 173-replica cluster (:func:`cluster_point`), nearly every replica idle;
+- ``fleet`` (10,000): the shape of ``sim_memory.py --case fleet`` (:func:`fleet_point`:
+  Llama-3.1-8B on 16 busy H100 replicas behind ``least_outstanding`` at the fleet-hour's
+  277.8 req/s, a summary step log; ``sim_speed``'s request lengths).
 
 Two processes run under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``: one
 simulates ``--warm`` requests (imports, first-call costs), the other the same and then
@@ -40,7 +43,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_REQUESTS = {"peer": 1500, "chat": 5000, "chunked": 5000, "long": 300, "plan": 3000,
-                    "cluster": 3000}
+                    "cluster": 3000, "fleet": 10000}
+FLEET_RATE = 1_000_000 / 3600.0  # sim_memory.py's fleet: a million requests in an hour
 PEER_CHILD = """
 import sys
 sys.path.insert(0, {bench!r})
@@ -95,6 +99,15 @@ def cluster_point(requests: int) -> dict[str, Any]:
     return point
 
 
+def fleet_point(requests: int) -> dict[str, Any]:
+    """The shape of ``sim_memory.py --case fleet --step-log summary`` at ``requests``: 16
+    replicas behind ``least_outstanding`` at the fleet-hour's rate, ``sim_speed``'s point."""
+    from sim_speed import point  # the benchmarks folder is on the path (the child puts it)
+    return {**point(requests, FLEET_RATE, "continuous", False),
+            "cluster": {"replicas": 16, "router": "least_outstanding"},
+            "run": {"step_log": "summary"}}
+
+
 def case_point(case: str, requests: int) -> dict[str, Any]:
     """The scenario of a ``sim_speed``-shaped case (every case but ``peer``)."""
     from sim_speed import point  # the benchmarks folder is on the path (the child puts it)
@@ -102,6 +115,8 @@ def case_point(case: str, requests: int) -> dict[str, Any]:
         return plan_point(requests)
     if case == "cluster":
         return cluster_point(requests)
+    if case == "fleet":
+        return fleet_point(requests)
     if case == "long":
         return point(requests, 1.6, "chunked", True)
     return point(requests, 14.0, "chunked" if case == "chunked" else "continuous", False)
@@ -126,7 +141,7 @@ def main() -> None:
     ap.add_argument("--case", choices=list(DEFAULT_REQUESTS), default="peer")
     ap.add_argument("--requests", type=int, default=None,
                     help="requests measured (default: 1,500 peer, 5,000 chat/chunked, "
-                         "300 long, 3,000 plan and cluster)")
+                         "300 long, 3,000 plan and cluster, 10,000 fleet)")
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--peer-dir", type=Path, default=HERE.parents[1] / "shared" / "peers")
     args = ap.parse_args()

@@ -143,6 +143,12 @@ def install() -> bool:
     return True
 
 
+def compiled_module(file: str) -> bool:
+    """Whether the module whose ``__file__`` is ``file`` was loaded from a compiled build
+    (a module that chooses between two equal-answer paths by which is cheaper there)."""
+    return file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
 def active() -> bool:
     """Whether this process loads the compiled modules."""
     return any(isinstance(f, CompiledFinder) for f in sys.meta_path)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
-from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
 import numpy as np
 import simpy
 
+from simulator.accel import compiled_module
 from simulator.costs.base import CostModel, decode_pricer
 from simulator.fastforward import (
     DecodeRun,
@@ -46,7 +46,7 @@ from simulator.steplog import make_step_log
 # planned with numpy (the answers are the same). Compiled (simulator/accel.py), a step
 # costs far less than numpy's per-call overhead, so runs up to 128 steps go one by one;
 # as Python, 32 (docs/architecture.md, "The compiled core": instructions per request).
-_SHORT_RUN = 128 if __file__.endswith(tuple(EXTENSION_SUFFIXES)) else 32
+_SHORT_RUN = 128 if compiled_module(__file__) else 32
 
 
 class Replica(ChunkRuns):
