@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate, cycle, islice
 from typing import Any
 
 import numpy as np
 
+from simulator.costs.decode_terms import DecodeTerms
 from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
@@ -178,19 +178,56 @@ def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, sto
         plain -= 1
         c += d
     if not cut:
-        for _ in range(plain):
-            t += price(d, c, 0)
-            append(t)
-            if t >= stop_s:
-                break
-            c += d
+        if isinstance(price, DecodeTerms):  # the terms read once, each step summed inline
+            t, c, cut = _terms_steps(price, ends, plain, d, c, t, stop_s)
         else:
+            for _ in range(plain):
+                t += price(d, c, 0)
+                append(t)
+                if t >= stop_s:
+                    cut = True
+                    break
+                c += d
+        if not cut:
             t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
             append(t)
-    n = len(ends)
-    kv_after = list(accumulate(islice(cycle(cohort.block_openings), n - 1),
-                               initial=state.kv.used))
-    return ShortRun(start_s, ends, d, c0, len(state.running), len(state.waiting), kv_after)
+    return ShortRun(start_s, ends, d, c0, len(state.running), len(state.waiting),
+                    _kv_after(cohort.block_openings, len(ends) - 1, state.kv.used))
+
+
+def _terms_steps(price: DecodeTerms, ends: list[float], steps: int, d: int, c: int,
+                 t: float, stop_s: float) -> tuple[float, int, bool]:
+    """Up to ``steps`` decode steps of ``d`` rows (nobody finishing) from ``t`` with
+    context ``c``, each priced as ``price(d, c, 0)`` is, term by term in its order; their
+    ends appended to ``ends``. Stops after the step in progress at ``stop_s``. Returns
+    the clock, the next step's context and whether it stopped there."""
+    base, context_s, admitted = price.base(d), price.context_s, price.admitted
+    finishing = price.finish_s * 0.0  # price(d, c, 0)'s last term
+    append = ends.append
+    for _ in range(steps):
+        t += base + context_s * float(c) + admitted + finishing
+        append(t)
+        if t >= stop_s:
+            return t, c, True
+        c += d
+    return t, c, False
+
+
+def _kv_after(openings: list[int], steps: int, used: int) -> list[int]:
+    """KV blocks in use after each step: ``used``, then ``openings`` added in a cycle,
+    ``steps`` of them (a plain loop: compiled, cheaper than itertools' chain)."""
+    out = [used]
+    m = len(openings)
+    if m == 0:  # nothing to cycle through: the used count alone, as itertools gave
+        return out
+    i = 0
+    for _ in range(steps):
+        used += openings[i]
+        out.append(used)
+        i += 1
+        if i == m:
+            i = 0
+    return out
 
 
 def log_short_run(log: Any, run: ShortRun, batch: Batch, state: ServerState,

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from simulator.costs.base import DecodePricer, Num, check_number
+from simulator.costs.base import Num, check_number
+from simulator.costs.decode_terms import DecodeTerms
 from simulator.errors import ConfigError
 from simulator.frozen_pickle import reduce_frozen
 from simulator.shapes import StepShape, StepShapes
@@ -109,7 +110,7 @@ class PiecewiseCost:
             )
         )
 
-    def decode_pricer(self) -> DecodePricer:
+    def decode_pricer(self) -> DecodeTerms:
         """:meth:`step_time` of a pure-decode step, without building its shape.
 
         ``_price`` with P = A = admitted = 0, written out term by term in the same order.
@@ -117,18 +118,8 @@ class PiecewiseCost:
         left-associated partial sum is kept (a decode run prices many steps of one D);
         the rest are added in the same order, so every float is :meth:`step_time`'s
         (tests/test_decision_costs.py)."""
-        bases: dict[int, float] = {}
-        base_of = self._decode_base
-        context_s, finish_s = self.decode_context_s, self.finish_s
-        admitted = self.admit_s * 0.0
-
-        def price(d: int, c: int, num_finished: int) -> float:
-            base = bases.get(d)
-            if base is None:
-                base = bases[d] = base_of(d)
-            return base + context_s * float(c) + admitted + finish_s * float(num_finished)
-
-        return price
+        return DecodeTerms(self._decode_base, self.decode_context_s, self.admit_s * 0.0,
+                           self.finish_s)
 
     def _decode_base(self, d: int) -> float:
         """The decode price's partial sum up to and including the decode-row term."""
