@@ -20,7 +20,7 @@ from simulator.policies import Sequence
 from simulator.prefix_cache_run import block_manager
 from simulator.record_columns import RecordColumns
 from simulator.replica import Replica
-from simulator.router import needs_tokens
+from simulator.router import Router, needs_tokens
 from simulator.workload.prefixes import PrefixIdentity
 
 
@@ -160,6 +160,13 @@ class Driver:
                                spec.autoscale, lambda: self.num_done < self.num_total,
                                self.request_s)
         self.replicas = self.fleet.replicas  # grows as an autoscaler starts replicas
+        # no front door: a request goes where the router says, read here (compiled) rather
+        # than through Fleet.route, an interpreted call per request
+        plain = isinstance(self.fleet, Fleet) and self.fleet.door is None
+        self._router: Router | None = self.fleet.router if isinstance(self.fleet, Fleet) \
+            and plain else None
+        self._serving: list[Replica] = self.fleet.serving if isinstance(self.fleet, Fleet) \
+            else []
         self._scaling = self.fleet.scaler is not None
         if isinstance(self.fleet, Fleet) and self.fleet.scaler is not None:
             self._tick = self.fleet.scaler  # read by _next_event_s (replicas start later)
@@ -216,7 +223,9 @@ class Driver:
         self.records.arrive(seq, sent_s)
         if self.request_s > 0:
             seq.arrival_s = self.env.now
-        replica = self.fleet.route(seq)
+        router = self._router
+        replica = (self._serving[router.pick(self._serving, seq)] if router is not None
+                   else self.fleet.route(seq))
         if replica is None:  # refused at the front door (seq.reason says why)
             self._done(seq)
         else:
