@@ -46,8 +46,8 @@ MAX_TOKENS = 32768  # "cap num tokens to avoid TRT activation buffer becoming to
 DEFAULT_MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
 DEFAULT_MAX_BATCH_SIZE = 2048  # and max_batch_size (llmapi BuildConfig)
 # The sizing above is read from trtllm-bench's 0.15-era and 1.x sources; the 0.12-0.14 tool
-# read a per-model table: 0.12's is benchmarks/trtllm_bench_table.py, 0.13-0.14's was not
-# found (their rows keep the older rule in bench_limits).
+# read a per-model table (benchmarks/trtllm_bench_table.py: 0.12's, carried forward to 0.13
+# and 0.14); rows it has no entry for keep the older rule in bench_limits.
 HEURISTIC_FROM = (0, 15)
 THROUGHPUT_TOOL = re.compile(r"trtllm-bench\b[^;]*\bthroughput\b")
 
