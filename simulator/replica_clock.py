@@ -37,6 +37,10 @@ class ReplicaClock:
     num_events: int  # SimPy events this replica waited on
     _now: float  # the replica's clock: ahead of env.now after steps run inline
     _interruptible: bool  # in an idle wait or a fast-forward the next arrival cuts
+    # the latest timeout _until made: scheduled again once SimPy has processed it (one
+    # cut off a decode run (replica_runs._cut_run) or by an interrupt keeps callbacks, [],
+    # until SimPy pops it, and is not reused: _until then makes a new one)
+    _spare_wait: simpy.Timeout | None = None
 
     def _inline_before(self) -> float:
         """Steps ending before this time may run without a SimPy event (-inf: none may)."""
@@ -58,7 +62,16 @@ class ReplicaClock:
         while now + delay > at_s:
             delay = math.nextafter(delay, -math.inf)
         self.num_events += 1
-        return self.env.timeout(delay)
+        wait = self._spare_wait
+        if wait is not None and wait.callbacks is None and delay >= 0:
+            # SimPy has processed it (and cleared its callbacks): scheduled again, as a new
+            # Timeout would be (one schedule call, the same event id), without building one
+            wait.callbacks = []
+            wait._delay = delay
+            self.env.schedule(wait, simpy.events.NORMAL, delay)
+            return wait
+        wait = self._spare_wait = self.env.timeout(delay)
+        return wait
 
     def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:
         self._interruptible = True
