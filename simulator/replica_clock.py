@@ -62,7 +62,8 @@ class ReplicaClock:
         while now + delay > at_s:
             delay = math.nextafter(delay, -math.inf)
         self.num_events += 1
-        wait = self._spare_wait
+        wait: Any = self._spare_wait  # Any: SimPy types callbacks as a list, and None is
+        # what says it was processed (compiled, a list-typed read would refuse None)
         if wait is not None and wait.callbacks is None and delay >= 0:
             # SimPy has processed it (and cleared its callbacks): scheduled again, as a new
             # Timeout would be (one schedule call, the same event id), without building one
