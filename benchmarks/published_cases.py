@@ -20,6 +20,7 @@ from typing import Any
 from benchmarks.published_lengths import sharegpt_lengths
 from benchmarks.trtllm_bench_settings import bench_limits
 from benchmarks.trtllm_bench_table import table_limits
+from benchmarks.trtllm_kv_memory import trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
 from simulator.errors import ConfigError
 from simulator.scenario_policy import knob_rules
@@ -227,6 +228,10 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     }
     notes += table_limits(case, prompt, output, policy)
     notes += bench_limits(case, prompt, output, policy)
+    kv, kv_notes = trtllm_kv(case, prompt, output, policy)
+    notes += kv_notes
+    if kv:
+        point["kv"] = kv
     notes += xqa_note(case)
     group = masked_mha_group(case)
     if group is not None:

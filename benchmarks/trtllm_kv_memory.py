@@ -1,0 +1,182 @@
+"""TensorRT-LLM's KV-cache size for an engine of the 2024 releases (0.11-0.17), from sourced
+figures for the memory an engine holds besides its KV cache.
+
+TensorRT-LLM sizes its paged KV cache from the memory still *free* once the engine and its
+runtime buffers are loaded: ``KVCacheManager::calculateMaxNumBlocks``
+(``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp``, search-index file id 36927720914)
+takes ``fraction x (free + pool free) / KV bytes per token`` per rank. servesim's ``[kv]``
+rule is vLLM's (a fraction of the *whole* memory less the weights and a reserve), so the
+replay passes the engine's count as ``[kv] num_blocks``.
+
+Per GPU, in bytes (every term below has a source; docs/gpu-profiles.md, "TensorRT-LLM's KV
+rule from sourced non-KV memory"):
+
+    free = total                      what CUDA reports (CUDA_TOTAL_GIB)
+         - weights / tp               servesim's weight bytes
+         - activations                TensorRT's execution context, sized for max_num_tokens
+         - slot buffers               runtime and decoder buffers, max_batch_size x vocab
+         - context                    CUDA context, cuBLAS and what no counter logs
+         - nccl                       communicators, tp > 1
+    KV tokens per GPU = floor(fraction x free / KV bytes per token per GPU)
+
+- ``activations = 2 bytes x max_num_tokens x hidden x c(tp)``, at least 70 MiB, with c =
+  11 / 6.5 / 5 / 5 at TP 1 / 2 / 4 / 8 for Llama-family models and 22 / 13 / 10 / 10 for
+  mixture-of-experts ones: AIConfigurator's memory model, "measured ... based on trt
+  workflow" (github:ai-dynamo/aiconfigurator ``src/aiconfigurator/sdk/backends/
+  trtllm_backend.py`` ``_get_memory_usage``, commit 00ae653b, search-index file id
+  57006961489).
+- ``nccl``: the same model's ``misc.nccl_mem`` (342 MiB at TP 2, 392 MiB at TP 4 and 8; 0 at
+  TP 1), as its ``a100_sxm.yaml`` gives it (search-index file id 66583092604).
+- ``slot buffers`` and ``context``: two logs TensorRT-LLM publishes, both Llama-2-7B FP8 on
+  one H100 (``total: 79.10 GiB``):
+  * ``docs/source/performance/perf-benchmarking.md`` (commit ac643b66, file id
+    6161481015), ``trtllm-bench`` of 0.12.0.dev2024073000 with max_batch_size 4096 and
+    max_num_tokens 8192: "Allocated 1.14 GB GPU memory for runtime buffers", "Allocated
+    4.35 GB GPU memory for decoder" (``MemoryCounters::bytesToString`` divides by 1024, so
+    GB are GiB: ``cpp/tensorrt_llm/runtime/memoryCounters.cpp``, commit 027cd518, file id
+    5462651739). The decoder's largest buffers are [max_batch_size, vocab]: the top-p
+    sampling workspace (``getTopPWorkspaceSizes``: sorted log-probs and ids, B x V each),
+    the penalty workspace (``PenaltyLayer::allocateWorkspace``: B x V int32) and the
+    logits. So the two are read as bytes per batch slot and vocabulary entry:
+    5.49 GiB / (4096 x 32000) = 44.97 B (SLOT_VOCAB_BYTES).
+  * ``docs/source/reference/memory.md``'s FAQ log (file id 5516360): engine 6695 MiB,
+    execution context 1134.01 MiB, runtime buffers 43.29 MiB, decoder 180.30 MiB,
+    available 70.48 of 79.10 GiB. What no line accounts for, 0.756 GiB, is the context
+    term (CONTEXT_GIB).
+  The model does not reproduce the first log whole. Of the 15.48 GiB that engine used,
+  its own engine (6.07), activations (0.91), buffers (5.49) and the context term (0.76)
+  leave 2.26 GiB unexplained; with servesim's weights and AIConfigurator's activations the
+  model leaves 65.89 GiB free where the log has 63.62 GiB available (+3.6%). No source
+  here splits that remainder (part may grow with max_seq_len: github:NVIDIA/TensorRT-LLM
+  issue 2317 says the runtime and decoder buffers do).
+- ``total``: CUDA's total memory per GPU (CUDA_TOTAL_GIB, sources there).
+
+The fraction is each release's (``--kv_cache_free_gpu_mem_fraction`` or the "KV Memory
+Percentage" trtllm-bench prints), read from the case's notes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.trtllm_bench_settings import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS
+from simulator.specs.hardware import HardwareSpec, get_hardware
+from simulator.specs.model_spec import ModelSpec
+from simulator.specs.models import catalogue_name, get_model
+from simulator.stack_presets import STACKS
+
+if TYPE_CHECKING:
+    from benchmarks.published_cases import Case
+
+GIB = 2**30
+MIB = 2**20
+# What cudaMemGetInfo reports as total, GiB per GPU (less than the datasheet's memory):
+# - h100-sxm: "total: 79.10 GiB" in both TensorRT-LLM logs above;
+# - h200: "device total memory 139.81 GiB" (a TensorRT-LLM log, search-index file id
+#   14031891033);
+# - a100-80gb: "79.35 GiB total capacity", PyTorch on an A100 80GB (file id 39596015918)
+#   and on an A800 80G, the same memory (github:ModelTC/LightLLM issue 13);
+# - l40s: "a total capacity of 44.42 GiB", PyTorch on an L40S
+#   (github:stepfun-ai/Step-Video-T2V issue 8).
+CUDA_TOTAL_GIB: Mapping[str, float] = {"a100-80gb": 79.35, "h100-sxm": 79.10, "h200": 139.81,
+                                       "l40s": 44.42}
+# AIConfigurator's activation factor c(tp) (module docstring), Llama family and MoE
+ACTIVATION_FACTOR: Mapping[int, float] = {1: 11, 2: 6.5, 4: 5, 8: 5}
+ACTIVATION_FACTOR_MOE: Mapping[int, float] = {1: 22, 2: 13, 4: 10, 8: 10}
+ACTIVATION_MIN = 70 * MIB
+NCCL_BYTES: Mapping[int, int] = {1: 0, 2: 358612992, 4: 411041792, 8: 411041792}
+# perf-benchmarking.md's 0.12 trtllm-bench log: runtime buffers + decoder, GiB, at
+# max_batch_size 4096 and Llama-2's vocabulary of 32000
+BENCH_LOG_BUFFERS_GIB = 1.14 + 4.35
+BENCH_LOG_BATCH, BENCH_LOG_VOCAB = 4096, 32000
+SLOT_VOCAB_BYTES = BENCH_LOG_BUFFERS_GIB * GIB / (BENCH_LOG_BATCH * BENCH_LOG_VOCAB)
+# memory.md's log: total - available - engine - context memory - runtime - decoder
+CONTEXT_GIB = 79.10 - 70.48 - (6695 + 1134.01 + 43.29 + 180.30) / 1024
+# The replayed releases (the performance overviews of benchmarks/published_cases_*.toml)
+VERSIONS = ("0.11", "0.12", "0.13", "0.14", "0.15", "0.17")
+TOOLS = ("trtllm-bench", "gptManagerBenchmark")
+FRACTION = re.compile(r"kv_cache_free_gpu_mem_fraction (0\.\d+)|KV Memory Percentage: "
+                      r"(\d+(?:\.\d+)?)%")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineMemory:
+    """One GPU of a TensorRT-LLM engine: where its memory goes, bytes."""
+
+    total: float
+    weights: float
+    activations: float
+    slot_buffers: float
+    context: float
+    nccl: float
+    fraction: float
+    kv_bytes_per_token: float  # on this GPU
+
+    @property
+    def free(self) -> float:
+        """What is left for the KV cache before the fraction."""
+        return (self.total - self.weights - self.activations - self.slot_buffers
+                - self.context - self.nccl)
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens the paged KV cache holds (0 when nothing is free)."""
+        return max(0, math.floor(self.fraction * self.free / self.kv_bytes_per_token))
+
+
+def engine_memory(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
+                  kv_dtype: str, max_batch_size: int, max_num_tokens: int,
+                  fraction: float) -> EngineMemory:
+    """Per-GPU memory of ``model`` built for ``max_batch_size`` and ``max_num_tokens``."""
+    factors = ACTIVATION_FACTOR_MOE if model.num_experts > 1 else ACTIVATION_FACTOR
+    activations = max(2.0 * max_num_tokens * model.hidden_size * factors[min(tp, 8)],
+                      ACTIVATION_MIN)
+    vocab_padded = math.ceil(model.vocab_size / tp) * tp
+    kv_heads_per_gpu = max(model.num_kv_heads / tp, 1.0)
+    kv_per_token = model.kv_bytes_per_token(kv_dtype) / model.num_kv_heads * kv_heads_per_gpu
+    return EngineMemory(
+        total=CUDA_TOTAL_GIB[hw.name] * GIB, weights=model.weight_bytes(weight_dtype) / tp,
+        activations=activations, slot_buffers=SLOT_VOCAB_BYTES * max_batch_size * vocab_padded,
+        context=CONTEXT_GIB * GIB, nccl=NCCL_BYTES[min(tp, 8)], fraction=fraction,
+        kv_bytes_per_token=kv_per_token)
+
+
+def kv_fraction(notes: str) -> float | None:
+    """The KV fraction a case's notes state (the first one given), else None."""
+    m = FRACTION.search(notes)
+    if m is None:
+        return None
+    return float(m[1]) if m[1] is not None else float(m[2]) / 100
+
+
+def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
+              policy: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The ``[kv]`` section replaying ``case``'s engine by TensorRT-LLM's rule and a note;
+    ``({}, [])`` for a case this does not cover (another stack or release, lengths not
+    fixed, a GPU without a CUDA total, no stated fraction)."""
+    name = catalogue_name(case.model)
+    fraction = kv_fraction(case.notes)
+    if (case.stack != "trtllm" or case.stack_version not in VERSIONS or name is None
+            or not any(tool in case.notes for tool in TOOLS) or fraction is None
+            or case.gpu not in CUDA_TOTAL_GIB or prompt.get("dist") != "fixed"
+            or output.get("dist") != "fixed"):
+        return {}, []
+    batch = int(policy.get("max_num_seqs", DEFAULT_MAX_BATCH_SIZE))
+    tokens = int(policy.get("max_num_batched_tokens", DEFAULT_MAX_NUM_TOKENS))
+    mem = engine_memory(get_model(name), get_hardware(case.gpu), case.tp, case.weight_dtype,
+                        case.kv_dtype, batch, tokens, fraction)
+    block = int(STACKS["trtllm"][-1].kv["block_size"])
+    blocks = mem.kv_tokens // block
+    if blocks < 1:
+        return {}, [f"TensorRT-LLM's KV rule leaves no KV cache ({mem.free / GIB:.2f} GiB free "
+                    "per GPU): the [kv] rule kept (benchmarks/trtllm_kv_memory.py)"]
+    return {"num_blocks": blocks, "block_size": block}, [
+        f"[kv] num_blocks {blocks}: TensorRT-LLM's rule, {fraction:g} x {mem.free / GIB:.2f} "
+        f"GiB free per GPU after weights {mem.weights / GIB:.2f}, activations "
+        f"{mem.activations / GIB:.2f}, runtime+decoder buffers {mem.slot_buffers / GIB:.2f} "
+        f"(max_batch_size {batch}), context {mem.context / GIB:.2f}, NCCL "
+        f"{mem.nccl / GIB:.2f} of {mem.total / GIB:.2f} GiB (benchmarks/trtllm_kv_memory.py)"]

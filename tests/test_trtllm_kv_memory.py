@@ -1,0 +1,104 @@
+"""TensorRT-LLM's KV rule for the 2024 engines (benchmarks/trtllm_kv_memory.py), checked by
+hand on one engine, and its use in replaying the 0.11-0.17 performance-overview rows
+(benchmarks/published_cases.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+pc = importlib.import_module("benchmarks.published_cases")
+km = importlib.import_module("benchmarks.trtllm_kv_memory")
+models = importlib.import_module("simulator.specs.models")
+hardware = importlib.import_module("simulator.specs.hardware")
+
+GIB = 2**30
+CASES = {c.id: c for c in pc.load_cases()}
+
+
+def test_constants_read_from_the_two_logs() -> None:
+    # perf-benchmarking.md (0.12 trtllm-bench, max_batch_size 4096, vocab 32000): runtime
+    # buffers 1.14 GiB + decoder 4.35 GiB = 5.49 GiB over 4096 x 32000 slot-vocab entries
+    assert km.SLOT_VOCAB_BYTES == pytest.approx(5.49 * GIB / 131_072_000)
+    assert km.SLOT_VOCAB_BYTES == pytest.approx(44.974, abs=1e-3)
+    # memory.md's log: 79.10 - 70.48 = 8.62 GiB used, of which the engine 6695 MiB,
+    # execution context 1134.01 MiB, runtime buffers 43.29 MiB, decoder 180.30 MiB
+    # (8053.60 MiB = 7.8648 GiB): 0.7561 GiB is the context term
+    assert km.CONTEXT_GIB == pytest.approx(0.7561, abs=1e-4)
+
+
+def test_llama_3_70b_tp2_on_a100_by_hand() -> None:
+    """0.12's Llama-3-70B FP16 TP 2 engine (max_batch_size 256, max_num_tokens 1024) on
+    two A100 80GB, fraction 0.99, per GPU:
+
+    total        79.35 GiB                                  = 85,201,413,734 B
+    weights      141,107,412,992 / 2                         = 70,553,706,496 B
+    activations  2 x 1024 x 8192 x 6.5                       =    109,051,904 B
+    buffers      44.974 x 256 x 128,256                      =  1,476,658,075 B
+    context      0.75613 GiB                                 =    811,891,425 B
+    NCCL         (AIConfigurator, TP 2)                      =    358,612,992 B
+    free                                                     = 11,891,492,842 B (11.07 GiB)
+    KV per token per GPU: 2 x 80 layers x 4 heads x 128 x 2 B = 163,840 B
+    tokens = floor(0.99 x 11,891,492,842 / 163,840) = 71,854
+    """
+    mem = km.engine_memory(models.get_model("llama-3-70b"), hardware.get_hardware("a100-80gb"),
+                           2, "fp16", "fp16", 256, 1024, 0.99)
+    assert mem.total == pytest.approx(85_201_413_734, abs=1)
+    assert mem.weights == 70_553_706_496
+    assert mem.activations == 109_051_904
+    assert mem.slot_buffers == pytest.approx(1_476_658_075, abs=1)
+    assert mem.nccl == 358_612_992
+    assert mem.kv_bytes_per_token == 163_840
+    assert mem.free == pytest.approx(11_891_492_842, abs=2)
+    assert mem.kv_tokens == 71_854
+    # servesim's [kv] rule gave 0.9 x 2 x 80 GiB - 141.1 GB - 2 x 2 GB: 29,026 tokens
+    assert mem.kv_tokens / 29_026 == pytest.approx(2.48, abs=0.01)
+
+
+def test_the_bench_log_engine_is_reproduced_but_for_its_remainder() -> None:
+    # The log's own engine (Llama-2-7B FP8, one H100, 4096 x 8192): the buffers are the
+    # logged 5.49 GiB by construction; the model leaves 65.89 GiB free, where the log
+    # has 63.62 GiB available (it also logs a 6.07 GiB engine and 0.91 GiB activations
+    # where servesim counts 6.28 and AIConfigurator 0.69)
+    mem = km.engine_memory(models.get_model("llama-2-7b"), hardware.get_hardware("h100-sxm"),
+                           1, "fp8", "fp8", 4096, 8192, 0.99)
+    assert mem.slot_buffers / GIB == pytest.approx(5.49)
+    assert mem.free / GIB == pytest.approx(65.89, abs=0.01)
+    assert mem.free / GIB / 63.62 - 1 == pytest.approx(0.036, abs=0.001)
+
+
+@pytest.mark.parametrize("notes, fraction", [
+    ("--kv_cache_free_gpu_mem_fraction 0.99 --enable_chunked_context", 0.99),
+    ("reports 'KV Memory Percentage: 99.0%'", 0.99),
+    ("--kv_cache_free_gpu_mem_fraction 0.95 'in majority of cases', else 0.90", 0.95),
+    ("no fraction stated", None),
+])
+def test_the_fraction_read_from_notes(notes: str, fraction: float | None) -> None:
+    assert km.kv_fraction(notes) == fraction
+
+
+def test_a_012_row_replays_the_engines_kv() -> None:
+    point, notes = pc.scenario_point(
+        CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"], max_prompts=1000,
+        use_stack=True, burst_rate=math.inf)
+    # the engine above (0.12's general entry: 256 sequences, 1024 tokens): 71,854 tokens
+    # in blocks of 32, the trtllm preset's
+    assert point["kv"] == {"num_blocks": 71_854 // 32, "block_size": 32}
+    assert any("TensorRT-LLM's rule" in n for n in notes)
+
+
+def test_other_releases_and_stacks_keep_the_kv_rule() -> None:
+    row = CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"]
+    for other in (dataclasses.replace(row, id="p1", stack_version="0.10"),
+                  dataclasses.replace(row, id="p2", stack_version="1.0"),
+                  dataclasses.replace(row, id="p3", notes=row.notes.replace("99.0%", ""))):
+        point, _ = pc.scenario_point(other, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+        assert "kv" not in point
