@@ -17,6 +17,7 @@ That is ``[run] step_log = "full"``; :func:`make_step_log` picks the log of a mo
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,50 @@ _SPAN_DTYPES = (np.float64, np.int64, np.int64, np.float64, np.int64, np.int64, 
 _MERGE_RUNS = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
 
 
+class _Spans:
+    """Spans not yet packed, a list a field (a tuple a span, transposed when packed, cost
+    ~4% of a chat run: the tuples, their GC tracking and the transposition)."""
+
+    __slots__ = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
+                 "waiting", "last_running", "last_waiting")
+
+    def __init__(self) -> None:
+        self.start: list[float] = []
+        self.n: list[int] = []
+        self.prefill: list[int] = []
+        self.work: list[float] = []
+        self.seqs: list[int] = []
+        self.context: list[int] = []
+        self.rows: list[int] = []
+        self.running: list[int] = []
+        self.waiting: list[int] = []
+        self.last_running: list[int] = []
+        self.last_waiting: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def add(self, start_s: float, n: int, shape: StepShape, rows: int, running: int,
+            waiting: int, last_running: int, last_waiting: int) -> None:
+        """One span: ``n`` rows from ``start_s``, the first of ``shape``."""
+        self.start.append(start_s)
+        self.n.append(n)
+        self.prefill.append(shape.num_prefill_tokens)
+        self.work.append(shape.prefill_attn_work)
+        self.seqs.append(shape.num_decode_seqs)
+        self.context.append(shape.decode_context_tokens)
+        self.rows.append(rows)
+        self.running.append(running)
+        self.waiting.append(waiting)
+        self.last_running.append(last_running)
+        self.last_waiting.append(last_waiting)
+
+    def columns(self) -> list[list[Any]]:
+        """The fields, in the order of ``_SPAN_DTYPES``."""
+        return [self.start, self.n, self.prefill, self.work, self.seqs, self.context,
+                self.rows, self.running, self.waiting, self.last_running, self.last_waiting]
+
+
 class StepLog:
     """A replica's step log (contract 4) in parts; ``table()`` turns them into a DataFrame."""
 
@@ -50,9 +95,9 @@ class StepLog:
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
-        # single steps and short decode runs not yet packed: one _Span tuple per step or
-        # run, and each row's end_s and kv_blocks_used (the columns that vary freely)
-        self._spans: list[tuple[float, int, int, float, int, int, int, int, int, int, int]] = []
+        # single steps and short decode runs not yet packed: a span per step or run, and
+        # each row's end_s and kv_blocks_used (the columns that vary freely)
+        self._spans = _Spans()
         self._ends: list[float] = []
         self._kv: list[int] = []
         self._packed: list[tuple[np.ndarray, ...]] = []  # rows packed so far, as columns
@@ -70,9 +115,8 @@ class StepLog:
         finished: Iterable[object] = (),
     ) -> None:
         """Record one step (``finished``, the requests it finished, is for the other modes)."""
-        self._spans.append((start_s, 1, shape.num_prefill_tokens, shape.prefill_attn_work,
-                            shape.num_decode_seqs, shape.decode_context_tokens,
-                            num_decode_tokens, num_running, queue_len, num_running, queue_len))
+        self._spans.add(start_s, 1, shape, num_decode_tokens, num_running, queue_len,
+                        num_running, queue_len)
         self._ends.append(end_s)
         self._kv.append(kv_blocks_used)
         self._len += 1
@@ -90,9 +134,7 @@ class StepLog:
         ``num_running``, ``queue_len`` and ``kv_after[i]``, except the last, which logs
         ``last`` (running, waiting and KV blocks once the run was applied)."""
         n = len(ends)
-        self._spans.append((start_s, n, shape.num_prefill_tokens, shape.prefill_attn_work,
-                            shape.num_decode_seqs, shape.decode_context_tokens, rows,
-                            num_running, queue_len, last[0], last[1]))
+        self._spans.add(start_s, n, shape, rows, num_running, queue_len, last[0], last[1])
         self._ends += ends
         kv = self._kv
         kv += kv_after[:n - 1]
@@ -113,11 +155,18 @@ class StepLog:
         k = len(starts)
         if k <= _SHORT_RUN:
             running, waiting = num_running.tolist(), queue_len.tolist()
-            self._spans.extend(zip(
-                starts.tolist(), [1] * k, shapes.num_prefill_tokens.tolist(),
-                shapes.prefill_attn_work.tolist(), shapes.num_decode_seqs.tolist(),
-                shapes.decode_context_tokens.tolist(), num_decode_tokens.tolist(),
-                running, waiting, running, waiting, strict=True))
+            spans = self._spans
+            spans.start += starts.tolist()
+            spans.n += [1] * k
+            spans.prefill += shapes.num_prefill_tokens.tolist()
+            spans.work += shapes.prefill_attn_work.tolist()
+            spans.seqs += shapes.num_decode_seqs.tolist()
+            spans.context += shapes.decode_context_tokens.tolist()
+            spans.rows += num_decode_tokens.tolist()
+            spans.running += running
+            spans.waiting += waiting
+            spans.last_running += running
+            spans.last_waiting += waiting
             self._ends += ends.tolist()
             self._kv += kv_blocks_used.tolist()
             self._len += k
@@ -148,11 +197,11 @@ class StepLog:
         row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context
         ``C + j * rows``; every row emits ``rows`` tokens; the last row logs ``last``)."""
         spans = self._spans
-        if not spans:
+        if not len(spans):
             return
         m, total = len(spans), len(self._ends)
         fields: list[np.ndarray] = [np.fromiter(c, dtype, m) for c, dtype in
-                                    zip(zip(*spans, strict=True), _SPAN_DTYPES, strict=True)]
+                                    zip(spans.columns(), _SPAN_DTYPES, strict=True)]
         (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
          last_waiting) = fields
         owner = np.repeat(np.arange(m), n)  # each row's span
@@ -175,7 +224,7 @@ class StepLog:
         cols["queue_len"] = np.where(last, last_waiting[owner], waiting[owner])
         cols["kv_blocks_used"] = np.fromiter(self._kv, np.int64, total)
         self._packed.append(tuple(cols[name] for name in _COLUMNS))
-        self._spans, self._ends, self._kv = [], [], []
+        self._spans, self._ends, self._kv = _Spans(), [], []
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
@@ -209,7 +258,7 @@ class StepLog:
 
     def clear(self) -> None:
         """Drop every step (once ``table()`` holds them, so they are not kept twice)."""
-        self._spans, self._ends, self._kv = [], [], []
+        self._spans, self._ends, self._kv = _Spans(), [], []
         self._packed, self._runs, self._run_at, self._len, self._merged = [], [], [], 0, 0
 
     def stats(self) -> StepStats | None:
