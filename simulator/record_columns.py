@@ -5,9 +5,10 @@ numbers it holds) until the end and build the records from them. :class:`RecordC
 takes a request when it arrives (``arrive``: its place in arrival order and the time its
 client sent it), writes its record when it finishes or is refused (``leave``) and lets
 it go, so what a run keeps per finished request is one record row: 9 numbers of 8 bytes,
-a status code and a reason reference, 82 bytes once packed. Rows wait as tuples until
-``_PACK_ROWS`` of them are packed into arrays. ``table()`` writes the requests still in
-flight too and puts every row at its place in arrival order, so the table is exactly
+a status code and a reason reference, 82 bytes once packed. Rows wait as Python numbers,
+a list a column, until ``_PACK_ROWS`` of them are packed into arrays. ``table()``
+writes the requests still in flight too and puts every row at its place in arrival
+order, so the table is exactly
 ``served_requests.request_records`` of the arrived sequences (tests/test_record_columns.py).
 """
 
@@ -22,17 +23,58 @@ from simulator.policies import Sequence
 from simulator.records import REQUEST_COLUMNS, empty_table
 from simulator.served_requests import STATUS, status_codes
 
-_PACK_ROWS = 4096  # row tuples kept before they are packed into arrays
-# a row tuple: arrival order, then these columns (status is derived when packing)
+_PACK_ROWS = 4096  # rows kept as Python numbers before they are packed into arrays
+# the numeric columns a row holds, in the order of _Waiting's lists (status is derived
+# when packing, from the reason and the tokens generated)
 _NUMBERS = ("request_id", "arrival_s", "scheduled_s", "first_token_s", "finish_s",
             "prompt_tokens", "output_tokens", "preemptions", "replica")
 
 
-def _row(seq: Sequence, order: int, sent_s: float) -> tuple[Any, ...]:
-    # typed: compiled, each field is a native read (as Any, a generic getattr each)
-    return (order, seq.request_id, sent_s, seq.scheduled_s, seq.first_token_s, seq.finish_s,
-            seq.prompt_tokens, seq.output_tokens, seq.preemptions, seq.replica,
-            seq.num_generated, seq.reason)
+class _Waiting:
+    """Rows written and not yet packed, a list a column (a tuple a row, transposed when
+    packed, cost more: the tuples, their GC tracking and the transposition)."""
+
+    __slots__ = ("order", "request_id", "sent_s", "scheduled_s", "first_token_s", "finish_s",
+                 "prompt_tokens", "output_tokens", "preemptions", "replica", "generated",
+                 "reason")
+
+    def __init__(self) -> None:
+        self.order: list[int] = []
+        self.request_id: list[int] = []
+        self.sent_s: list[float] = []
+        self.scheduled_s: list[float] = []
+        self.first_token_s: list[float] = []
+        self.finish_s: list[float] = []
+        self.prompt_tokens: list[int] = []
+        self.output_tokens: list[int] = []
+        self.preemptions: list[int] = []
+        self.replica: list[int] = []
+        self.generated: list[int] = []
+        self.reason: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def add(self, seq: Sequence, order: int, sent_s: float) -> None:
+        """``seq``'s record (typed: compiled, each field is a native read)."""
+        self.order.append(order)
+        self.request_id.append(seq.request_id)
+        self.sent_s.append(sent_s)
+        self.scheduled_s.append(seq.scheduled_s)
+        self.first_token_s.append(seq.first_token_s)
+        self.finish_s.append(seq.finish_s)
+        self.prompt_tokens.append(seq.prompt_tokens)
+        self.output_tokens.append(seq.output_tokens)
+        self.preemptions.append(seq.preemptions)
+        self.replica.append(seq.replica)
+        self.generated.append(seq.num_generated)
+        self.reason.append(seq.reason)
+
+    def numbers(self) -> list[list[Any]]:
+        """The numeric columns, in the order of ``_NUMBERS``."""
+        return [self.request_id, self.sent_s, self.scheduled_s, self.first_token_s,
+                self.finish_s, self.prompt_tokens, self.output_tokens, self.preemptions,
+                self.replica]
 
 
 class RecordColumns:
@@ -42,7 +84,7 @@ class RecordColumns:
 
     def __init__(self) -> None:
         self._live: dict[Sequence, tuple[int, float]] = {}  # in the system: (order, sent_s)
-        self._rows: list[tuple[Any, ...]] = []  # left, waiting to be packed
+        self._rows = _Waiting()  # left, waiting to be packed
         self._parts: list[dict[str, np.ndarray]] = []  # packed rows, by column
         self._arrived = 0
 
@@ -58,23 +100,25 @@ class RecordColumns:
         """``seq`` finished or was refused: write its record and let it go; returns the
         time its client sent it (its record's ``arrival_s``)."""
         order, sent_s = self._live.pop(seq)
-        self._rows.append(_row(seq, order, sent_s))
-        if len(self._rows) >= _PACK_ROWS:
+        rows = self._rows
+        rows.add(seq, order, sent_s)
+        if len(rows) >= _PACK_ROWS:
             self._pack()
         return sent_s
 
     def _pack(self) -> None:
-        if not self._rows:
+        rows = self._rows
+        n = len(rows)
+        if not n:
             return
-        cols = list(zip(*self._rows, strict=True))
-        self._rows = []
-        n = len(cols[0])  # fromiter: the same numbers as np.array, ~2.5x faster
-        part = {"order": np.fromiter(cols[0], np.int64, n)}
-        for name, values in zip(_NUMBERS, cols[1:10], strict=True):
+        self._rows = _Waiting()
+        # fromiter: the same numbers as np.array, ~2.5x faster
+        part = {"order": np.fromiter(rows.order, np.int64, n)}
+        for name, values in zip(_NUMBERS, rows.numbers(), strict=True):
             part[name] = np.fromiter(values, REQUEST_COLUMNS[name], n)
-        generated = np.fromiter(cols[10], np.int64, n)
-        reason = np.empty(len(generated), dtype=object)
-        reason[:] = cols[11]
+        generated = np.fromiter(rows.generated, np.int64, n)
+        reason = np.empty(n, dtype=object)
+        reason[:] = rows.reason
         code = status_codes(reason, generated, part["output_tokens"])
         part["status"], part["reason"] = STATUS[code], reason
         self._parts.append(part)
@@ -85,7 +129,8 @@ class RecordColumns:
         Called once, at the end: it hands its rows to the table."""
         if not self._arrived:
             return empty_table(REQUEST_COLUMNS)
-        self._rows.extend(_row(seq, order, sent) for seq, (order, sent) in self._live.items())
+        for seq, (place, sent) in self._live.items():
+            self._rows.add(seq, place, sent)
         self._live = {}
         self._pack()
         parts, self._parts = self._parts, []
