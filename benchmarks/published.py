@@ -15,8 +15,10 @@ case whose model or GPU is not in servesim's catalogues is listed as skipped.
 Bursts ("all requests at once") use ``workload.rate = inf``. A case that gives only
 throughput runs at most ``--max-prompts`` of its prompts (said per case): a burst's
 throughput is set by the steady state, which a sample of several hundred requests
-reaches. A case that gives latencies (TTFT, TPOT, E2E) runs all of its prompts: in a
-burst they grow with the queue, so a smaller sample would read low.
+reaches. ShareGPT cases run every prompt: their longest outputs' small-batch tail is a
+fixed time, so a sample's share of it is larger than the source's. A case that gives
+latencies (TTFT, TPOT, E2E) runs all of its prompts: in a burst they grow with the queue,
+so a smaller sample would read low.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""ShareGPT request lengths as the serving benchmarks keep them (benchmarks/published.py).
+"""Request lengths as the serving benchmarks draw them (benchmarks/published.py).
 
 vLLM's and SGLang's ``sample_sharegpt_requests`` drop conversations whose prompt or output
 is under 4 tokens, whose prompt is over 1024, or whose prompt + output is over 2048. A case
 gives the kept sample's mean lengths; :func:`sharegpt_lengths` draws log-normal pairs, keeps
 them by the same filter, and scales the log-normals until the kept means are the case's.
+
+``sglang.bench_serving``'s random dataset draws each output length with
+``np.random.randint(int(output_len * range_ratio), output_len + 1)``: from 0 when the range
+ratio is 0. :func:`random_lengths` draws the same, and serves a 0 as one token.
 """
 
 from __future__ import annotations
@@ -56,3 +60,27 @@ def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
         kept_p += p[ok].tolist()
         kept_o += o[ok].tolist()
     return np.array(kept_p[:n]), np.array(kept_o[:n])
+
+
+def random_lengths(prompt_low: int, prompt_high: int, output_high: int, n: int,
+                   folder: Path) -> tuple[Path, str]:
+    """``n`` (prompt, output) pairs as ``sglang.bench_serving``'s random dataset draws them
+    at range ratio 0: prompts uniform in [prompt_low, prompt_high], outputs uniform in [0,
+    output_high], written as a request table in ``folder``; also a note for the case.
+
+    A request asking for 0 new tokens still gets the token its prefill samples (the server
+    finishes a request once it holds ``max_new_tokens`` outputs, checked after each token),
+    so a 0 is served as 1. The benchmark's "Total generated tokens" counts the 0s as 0.
+    Seeded: the same pairs every run."""
+    rng = np.random.default_rng(0)
+    p = rng.integers(prompt_low, prompt_high + 1, size=n)
+    asked = rng.integers(0, output_high + 1, size=n)
+    served = np.maximum(asked, 1)
+    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
+                          "prompt_tokens": p, "output_tokens": served})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"random_{n}_{prompt_low}_{prompt_high}_0_{output_high}.csv"
+    table.to_csv(path, index=False)
+    return path, (f"outputs uniform in [0, {output_high}] (bench_serving's random dataset): "
+                  f"{int((asked == 0).sum())} of {n} ask for 0 and are served 1; means "
+                  f"{p.mean():.0f} / {asked.mean():.2f} asked, {served.mean():.2f} served")

@@ -104,6 +104,17 @@ def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     return {**_context(model, hw), "max_num_batched_tokens": size}
 
 
+def _sglang_04(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.4: chunked_prefill_size 2048 under 25,000 MB of GPU memory, else 8192."""
+    size = 2048 if hw.memory_bytes / 2**20 < 25_000 else 8192
+    return {**_context(model, hw), "max_num_batched_tokens": size}
+
+
+def _sglang_03(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.3: chunked_prefill_size 8192 on every GPU."""
+    return {**_context(model, hw), "max_num_batched_tokens": 8192}
+
+
 # vLLM's per-request CPU dispatch before its first token, which kernel timings miss: 0.8 ms
 # per layer, as NVIDIA recalibrated it "against the full silicon corpus" (AIConfigurator
 # 0.12.0 aiconfigurator_core/sdk/backends/vllm_backend.py, _prefill_dispatch_overhead_ms;
@@ -146,6 +157,28 @@ SGLANG_SOURCES = (
     "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
     "(enable_mixed_chunk false)",
     "max_running_requests: derived from the KV pool (at least 2048); here 2048")
+# SGLang 0.3 and 0.4's server defaults, re-read (sources below). What differs from 0.5 is
+# chunked_prefill_size's rule; the rest is as 0.5's preset models it. mem_fraction_static
+# falls with TP (0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 (0.3: 0.83) at 8); [kv] takes
+# one fraction per preset, so TP 1's is kept (SGLang 0.3's TP 4 offline run sets 0.88
+# itself; its TP 2 and TP 4 online runs are not KV-bound).
+SGLANG_03_SOURCES = (
+    "sglang v0.3.x python/sglang/srt/server_args.py (search-index file id 455044790, the "
+    "release that deprecates --disable-flashinfer for --attention-backend): "
+    "chunked_prefill_size 8192 on every GPU, max_prefill_tokens 16384, schedule_policy "
+    "lpm, schedule_conservativeness 1.0, enable_mixed_chunk false; mem_fraction_static "
+    "0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4 (not per TP here: TP 1's)",
+    "sglang v0.3.x python/sglang/global_config.py (search-index file id 170582854): "
+    "new_token_ratio 0.7 falling by 0.001 a decode step to 0.1 (here by 0.001003 to "
+    "0.098, 0.5's), retract_decode_steps 20",
+    "max_running_requests: KV tokens / context x 512, at least 2048 (model_runner.py "
+    "init_memory_pool); here 2048")
+SGLANG_04_SOURCES = (
+    "sglang v0.4.x python/sglang/srt/server_args.py (search-index file ids 26596591 and "
+    "483039325, the 0.4.4-0.4.6 line): chunked_prefill_size 2048 under 25,000 MB of GPU "
+    "memory, else 8192; cuda_graph_max_bs 160 (8 under 25,000 MB; not modelled); "
+    "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4 (not per TP here: TP 1's)",
+    *SGLANG_SOURCES[1:])
 VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 
 # TensorRT-LLM: the in-flight batching rules are the same in 0.10 (C++ batch manager,
@@ -216,10 +249,10 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     ),
     "sglang": (
         _preset("sglang", "0.3", dict(SGLANG_POLICY), dict(SGLANG_KV), (
-            *SGLANG_SOURCES,
-            "0.3: the scheduler defaults above are 0.5's, not re-read for 0.3.0",
-            SGLANG_03_HOST_SOURCE), profiles="sglang", per_layer=SGLANG_03_HOST,
-            adapt=_sglang),
+            *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE),
+            profiles="sglang", per_layer=SGLANG_03_HOST, adapt=_sglang_03),
+        _preset("sglang", "0.4", dict(SGLANG_POLICY), dict(SGLANG_KV), SGLANG_04_SOURCES,
+                profiles="sglang", adapt=_sglang_04),
         _preset("sglang", "0.5", dict(SGLANG_POLICY), dict(SGLANG_KV), SGLANG_SOURCES,
                 profiles="sglang", adapt=_sglang),
     ),

@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
@@ -94,6 +95,41 @@ def test_a_case_giving_latencies_runs_all_its_prompts(cases: list, tmp_path: Pat
     assert [n for n in notes if not n.startswith("ShareGPT lengths")] == []
 
 
+def test_a_sharegpt_burst_giving_only_throughput_runs_all_its_prompts(
+        cases: list, tmp_path: Path) -> None:
+    """ShareGPT's longest outputs end a burst at small batches for a fixed time: a 1000-prompt
+    sample of SGLang 0.3's 5000-prompt burst would hold five times the source's share of it."""
+    case = next(c for c in cases
+                if c.id == "sglang0.3.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-inf")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["workload"]["num_requests"] == 5000
+    assert not any(n.startswith("1000 of") for n in notes)
+
+
+def test_random_outputs_from_zero_are_served_one_token(tmp_path: Path) -> None:
+    """bench_serving's random dataset at range ratio 0 asks for 0..L new tokens; a 0 gets the
+    prefill's token. Uniform [0, 8] over 9000 draws: about 1000 zeros, asked mean about 4.0,
+    served mean about 4.0 + 1/9 = 4.11."""
+    path, note = pc.random_lengths(1, 8192, 8, 9000, tmp_path)
+    t = pd.read_csv(path)
+    assert len(t) == 9000 and t.output_tokens.min() == 1 and t.output_tokens.max() == 8
+    assert t.prompt_tokens.min() >= 1 and t.prompt_tokens.max() <= 8192
+    zeros = int(note.split(": ")[1].split(" of ")[0])
+    assert 900 < zeros < 1100  # 9000 / 9 = 1000, sd 30
+    assert 1800 < (t.output_tokens == 1).sum() < 2200  # asked 0 or 1: 2 / 9 of 9000
+    assert t.output_tokens.mean() == pytest.approx(4.0 + 1 / 9, abs=0.08)
+
+
+def test_the_pr1060_case_replays_outputs_from_zero(cases: list, tmp_path: Path) -> None:
+    case = next(c for c in cases if c.id == "sglang-pr1060-h100-llama3.1-8b-random8192-8")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    t = pd.read_csv(point["workload"]["trace"])
+    assert len(t) == 1000 and t.output_tokens.min() == 1 and t.output_tokens.max() == 8
+    assert notes[0].startswith("outputs uniform in [0, 8]")
+
+
 def test_a_bad_case_is_refused_with_its_id(tmp_path: Path) -> None:
     bad = tmp_path / "cases.toml"
     bad.write_text('[[case]]\nid = "x"\nsource = "s"\nstack = "vllm-v1"\nstack_version = "0.8"\n'
@@ -115,8 +151,6 @@ def test_group_table_median_and_share_within_15() -> None:
 
 
 def test_sharegpt_lengths_keep_the_tools_filter_and_the_stated_means(tmp_path: Path) -> None:
-    import pandas as pd
-
     prompt = {"dist": "lognormal", "mean": 215, "sigma": 1.0}
     output = {"dist": "lognormal", "mean": 199, "sigma": 0.9}
     path, note = pc.sharegpt_lengths(prompt, output, 200, tmp_path)
