@@ -22,7 +22,8 @@ workload. The cases:
   Llama-3.1-8B on 16 busy H100 replicas behind ``least_outstanding`` at the fleet-hour's
   277.8 req/s, a summary step log; ``sim_speed``'s request lengths).
 
-Two processes run under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``: one
+Two processes run under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0`` and
+``OPENBLAS_NUM_THREADS=1`` (idle BLAS threads spin for a time that varies): one
 simulates ``--warm`` requests (imports, first-call costs), the other the same and then
 ``--requests`` more; the printed figure is (Ir(second) - Ir(first)) / requests. Needs
 valgrind (``apt-get install valgrind``); a case takes a few minutes. Compare trees by
@@ -126,7 +127,11 @@ def instructions(case: str, n: int, warm: int, peer: Path) -> int:
     """Instructions valgrind counts for a process that simulates ``warm`` then ``n``."""
     template = PEER_CHILD if case == "peer" else SIM_SPEED_CHILD
     code = template.format(bench=str(HERE), peer=str(peer), warm=warm, n=n, case=case)
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(HERE.parent)}
+    # one BLAS thread: OpenBLAS's idle workers spin for a time that depends on scheduling,
+    # and valgrind counts their instructions (two runs of one build differed by up to 10%;
+    # with one thread they agree to 0.1k)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(HERE.parent),
+           "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                           sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
