@@ -38,11 +38,7 @@ def sharegpt_lengths(prompt: Mapping[str, Any], output: Mapping[str, Any], n: in
         p, o = _kept_pairs(pre, sigmas, n)
         pre *= target / np.array([p.mean(), o.mean()])
     p, o = _kept_pairs(pre, sigmas, n)
-    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
-                          "prompt_tokens": p, "output_tokens": o})
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}.csv"
-    table.to_csv(path, index=False)
+    path = _burst_table(folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}.csv", p, o)
     return path, (f"kept means {p.mean():.0f} / {o.mean():.0f} (log-normal means "
                   f"{pre[0]:.0f} / {pre[1]:.0f} before the filter), longest output {o.max()}")
 
@@ -76,11 +72,18 @@ def random_lengths(prompt_low: int, prompt_high: int, output_high: int, n: int,
     p = rng.integers(prompt_low, prompt_high + 1, size=n)
     asked = rng.integers(0, output_high + 1, size=n)
     served = np.maximum(asked, 1)
-    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
-                          "prompt_tokens": p, "output_tokens": served})
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"random_{n}_{prompt_low}_{prompt_high}_0_{output_high}.csv"
-    table.to_csv(path, index=False)
+    path = _burst_table(folder / f"random_{n}_{prompt_low}_{prompt_high}_0_{output_high}.csv",
+                        p, served)
     return path, (f"outputs uniform in [0, {output_high}] (bench_serving's random dataset): "
                   f"{int((asked == 0).sum())} of {n} ask for 0 and are served 1; means "
                   f"{p.mean():.0f} / {asked.mean():.2f} asked, {served.mean():.2f} served")
+
+
+def _burst_table(path: Path, prompts: np.ndarray, outputs: np.ndarray) -> Path:
+    """Write a request table of these lengths, every request at t = 0, to ``path``."""
+    n = len(prompts)
+    table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
+                          "prompt_tokens": prompts, "output_tokens": outputs})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False)
+    return path
