@@ -33,7 +33,7 @@ from simulator.fastforward import (
     plan_short_run,
 )
 from simulator.policies import Batch, ContinuousPolicy, Sequence, ServerState
-from simulator.policies.chunk_runs import chunk_run
+from simulator.policies.chunk_runs import ChunkRun, chunk_run
 from simulator.policies.state import DecodeCohort
 from simulator.replica_clock import ReplicaClock
 from simulator.shapes import filled
@@ -160,33 +160,47 @@ class ChunkRuns(OwnArrivalRuns):
                    ) -> Generator[simpy.Event, Any, list[Sequence]]:
         """Run ``batch`` (a mixed step the policy decided) and the steps that follow it
         unchanged (:func:`chunk_run`) up to the next arrival; what finished."""
-        state, log = self.state, self.log
-        step_time = self.cost.step_time
         stop = self._inline_before()
         start = self._now
-        end = start + step_time(batch.shape)
+        end = start + self.cost.step_time(batch.shape)
         if end < stop:
-            clock, kv, running, waiting = state.clock, state.kv, state.running, state.waiting
-            seq, n = batch.prefill[0]
-            shape, members, ran = batch.shape, len(batch.decode), 0
-            for n_next, shape_next in chunk_run(policy, state, batch):
-                # the step of ``n`` ran and is not the run's last
-                if not ran and math.isnan(seq.scheduled_s):
-                    seq.scheduled_s = start
-                ran += 1
-                seq.computed_base += n  # complete(): no first token, nobody finishes
-                clock.advance(1)
-                log.add(start, end, shape, members, len(running), len(waiting), kv.used)
-                self._check_log_size()
-                n, shape = n_next, shape_next  # schedule the next, as clock_and_chunks does
-                kv.take(clock.openings_now())
-                kv.allocate(seq.request_id, seq.computed_base + n)
-                start, end = end, end + step_time(shape)
-                if end >= stop:
-                    break
-            if ran:
-                cohort = DecodeCohort(*clock.soonest_finish(), clock.openings_after())
-                batch = Batch([(seq, n)], batch.decode, shape, cohort=cohort)
+            run = chunk_run(policy, self.state, batch)
+            if run is not None:
+                batch, start, end = self._chunk_steps(batch, run, start, end, stop)
         if end >= stop:
             yield self._until(end)
         return self._completed(batch, start, end)
+
+    def _chunk_steps(self, batch: Batch, run: ChunkRun, start: float, end: float,
+                     stop: float) -> tuple[Batch, float, float]:
+        """Run ``batch`` (from ``start`` to ``end``, before ``stop``) and the steps of
+        ``run`` that follow it while each ends before ``stop``, all but the last; (the
+        last: its batch, start and end). Not a generator, so compiled its locals are C's."""
+        state, log = self.state, self.log
+        step_time = self.cost.step_time
+        clock, kv, running, waiting = state.clock, state.kv, state.running, state.waiting
+        seq, n = batch.prefill[0]
+        shape, members, ran = batch.shape, len(batch.decode), 0
+        while True:
+            shape_next = run.next_shape()
+            if shape_next is None:
+                break
+            # the step of ``n`` ran and is not the run's last
+            if not ran and math.isnan(seq.scheduled_s):
+                seq.scheduled_s = start
+            ran += 1
+            seq.computed_base += n  # complete(): no first token, nobody finishes
+            clock.tick()
+            log.add(start, end, shape, members, len(running), len(waiting), kv.used)
+            self._check_log_size()
+            n, shape = shape_next.num_prefill_tokens, shape_next  # schedule the next,
+            kv.take(clock.openings_now())  # as clock_and_chunks does
+            kv.allocate(seq.request_id, seq.computed_base + n)
+            start, end = end, end + step_time(shape)
+            if end >= stop:
+                break
+        if ran:
+            min_left, at_min = clock.soonest_finish()  # (no star call: compiled, that is
+            cohort = DecodeCohort(min_left, at_min, clock.openings_after())  # a generic one)
+            batch = Batch([(seq, n)], batch.decode, shape, cohort=cohort)
+        return batch, start, end

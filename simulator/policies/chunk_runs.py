@@ -19,10 +19,8 @@ run follows a pure-decode step (:meth:`ContinuousPolicy.repeats`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from simulator.policies.continuous import ContinuousPolicy
-from simulator.policies.state import Batch, ServerState
+from simulator.policies.state import Batch, DecodeCohort, ServerState
 from simulator.shapes import StepShape
 
 
@@ -50,19 +48,12 @@ def prompt_goes_on(batch: Batch) -> bool:
     return seq.clock is None and left > (1 if generated > 0 else 0)
 
 
-def chunk_run(policy: ContinuousPolicy, state: ServerState, batch: Batch
-              ) -> Iterator[tuple[int, StepShape]]:
-    """(chunk, step shape) of each step the policy would decide after ``batch`` (scheduled,
-    its KV allocated, not yet run) if nothing arrives: ``batch``'s one prompt going on
-    beside the same decoders; none when the next step is not such a step. Lazily, one
-    step at a time (a replica stops at the next arrival), every figure derived from the
-    state as it was at the first ``next()`` (running the steps between does not move it).
-
-    The checks are :func:`~simulator.policies.clock_chunks.clock_and_chunks`'s and
-    :func:`~simulator.policies.admit_fcfs.admit_fcfs`'s loop condition, on the state
-    each earlier step leaves; the shapes are ``unpadded_shape``'s (the same floats)."""
+def chunk_run(policy: ContinuousPolicy, state: ServerState, batch: Batch) -> ChunkRun | None:
+    """The steps the policy would decide after ``batch`` (scheduled, its KV allocated, not
+    yet run) if nothing arrives, ``batch``'s one prompt going on beside the same decoders
+    (:class:`ChunkRun`); None when the next step is not such a step."""
     if not prompt_goes_on(batch):
-        return  # the prompt ends with ``batch`` (it then joins the clock)
+        return None  # the prompt ends with ``batch`` (it then joins the clock)
     seq, n = batch.prefill[0]
     clock, kv, running = state.clock, state.kv, state.running
     cohort = batch.cohort
@@ -70,43 +61,78 @@ def chunk_run(policy: ContinuousPolicy, state: ServerState, batch: Batch
     if (cohort is None or batch.preempted or state.group is not None or clock.rejoin
             or kv.caches_prefixes or len(running) != members + 1 or running[-1] is not seq
             or not members or not runs_chunks(policy)):
-        return
+        return None
     per_step = policy.max_num_batched_tokens - members  # the budget each chunk gets
     if per_step <= 0:
-        return
-    may_admit = bool(state.waiting) and len(running) < policy.max_num_seqs
-    block_size, by_residue, steps = kv.block_size, clock.by_residue, clock.steps
-    computed = seq.computed_base + n  # after ``batch``; off the clock: the counters themselves
-    generated = seq.generated_base
-    pending = seq.prompt_tokens + generated - computed
-    held, free = kv.held(seq.request_id), kv.num_free
-    context = batch.shape.decode_context_tokens
-    min_left, at_min = cohort.min_remaining, cohort.num_at_min
-    last_token = seq.output_tokens - generated == 1  # its next token is its last
-    # a recompute (tokens emitted before its preemption) with one token left decodes it:
-    # it joins the clock (step.join_decoders), so its run ends a token early
-    joins_at = 1 if generated > 0 else 0
-    j = 1  # the step after ``batch``: no member has finished before it while j < min_left
-    while pending > joins_at and j < min_left:
+        return None
+    return ChunkRun(policy, state, batch, cohort, per_step)
+
+
+class ChunkRun:
+    """(chunk, step shape) of each step that follows a mixed step: :meth:`next_shape` one
+    step at a time (a replica stops at the next arrival), every figure derived from the
+    state as it was when made (running the steps between does not move it).
+
+    The checks are :func:`~simulator.policies.clock_chunks.clock_and_chunks`'s and
+    :func:`~simulator.policies.admit_fcfs.admit_fcfs`'s loop condition, on the state
+    each earlier step leaves; the shapes are ``unpadded_shape``'s (the same floats). A
+    plain class, not a generator: compiled, its figures are native fields that each step
+    reads and writes in place (simulator/accel.py)."""
+
+    def __init__(self, policy: ContinuousPolicy, state: ServerState, batch: Batch,
+                 cohort: DecodeCohort, per_step: int) -> None:
+        seq, n = batch.prefill[0]
+        clock, kv = state.clock, state.kv
+        self.members = clock.size
+        self.per_step = per_step
+        self.may_admit = bool(state.waiting) and len(state.running) < policy.max_num_seqs
+        self.block_size = kv.block_size
+        self.by_residue = clock.by_residue
+        self.steps = clock.steps
+        # after ``batch``; off the clock: the counters themselves
+        self.computed = seq.computed_base + n
+        generated = seq.generated_base
+        self.pending = seq.prompt_tokens + generated - self.computed
+        self.held = kv.held(seq.request_id)
+        self.free = kv.num_free
+        self.context = batch.shape.decode_context_tokens
+        self.min_left = cohort.min_remaining
+        self.at_min = cohort.num_at_min
+        self.last_token = seq.output_tokens - generated == 1  # its next token is its last
+        # a recompute (tokens emitted before its preemption) with one token left decodes
+        # it: it joins the clock (step.join_decoders), so its run ends a token early
+        self.joins_at = 1 if generated > 0 else 0
+        self.j = 1  # the step after ``batch``: no member has finished before it (j < min_left)
+
+    def next_shape(self) -> StepShape | None:
+        """The next step's shape (its chunk is ``num_prefill_tokens``), or None: the run is
+        over (the prompt's last chunk, a member finishing, admission or a preemption
+        decides the next step)."""
+        pending, j = self.pending, self.j
+        if pending <= self.joins_at or j >= self.min_left:
+            return None
+        per_step = self.per_step
         n = pending if pending < per_step else per_step
-        if n < per_step and may_admit:
-            break  # budget left over and someone waiting: admission decides this step
-        opening = by_residue[(steps + j) % block_size]
-        extra = -(-(computed + n) // block_size) - held
+        if n < per_step and self.may_admit:
+            return None  # budget left over and someone waiting: admission decides this step
+        opening = self.by_residue[(self.steps + j) % self.block_size]
+        computed = self.computed
+        extra = -(-(computed + n) // self.block_size) - self.held
         extra = extra if extra > 0 else 0
-        if opening + extra > free:
-            break  # the general loop would preempt
-        free -= opening + extra
-        held += extra
-        context += members
+        if opening + extra > self.free:
+            return None  # the general loop would preempt
+        self.free -= opening + extra
+        self.held += extra
+        members = self.members
+        self.context += members
         attn = 0.0
         attn += n * (computed + n / 2)
-        finishing = 1 if n == pending and last_token else 0
-        if min_left - j == 1:
-            finishing += at_min
-        yield n, StepShape(num_prefill_tokens=n, prefill_attn_work=attn,
-                           num_decode_seqs=members, decode_context_tokens=context,
-                           num_admitted=0, num_finished=finishing)
-        computed += n
-        pending -= n
-        j += 1
+        finishing = 1 if n == pending and self.last_token else 0
+        if self.min_left - j == 1:
+            finishing += self.at_min
+        self.computed = computed + n
+        self.pending = pending - n
+        self.j = j + 1
+        return StepShape(num_prefill_tokens=n, prefill_attn_work=attn,
+                         num_decode_seqs=members, decode_context_tokens=self.context,
+                         num_admitted=0, num_finished=finishing)

@@ -123,11 +123,12 @@ class ContinuousPolicy:
         if (batch is None or not batch.prefill) and self.num_scheduler_steps > 1:
             batch = decode_chunk(self, state) or batch
         if batch is None or not (batch.prefill or batch.num_steps > 1):
-            evicted = batch.preempted if batch is not None else []
+            evicted = batch.preempted if batch is not None else None
             # chunked, or nothing admissible: decode what runs
             batch = spec_step(self, state) if self.num_speculative_tokens else \
                 self._mixed_step(state)
-            batch.preempted[:0] = evicted
+            if evicted:  # (a slice assignment of nothing still builds a slice)
+                batch.preempted[:0] = evicted
         if made_way:
             batch.preempted[:0] = made_way
         if batch.preempted and self.admission == "conservative":

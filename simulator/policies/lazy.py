@@ -33,7 +33,9 @@ class DecodeClock:
 
     - ``size`` members; ``base_sum`` is the sum of their ``computed_base``, so the next
       decode step attends ``C = base_sum + size * (steps + 1)`` tokens.
-    - ``by_residue[q]`` members have ``-computed_base % block_size == q``. The step from
+    - ``by_residue[q]`` members have ``-computed_base % block_size == q``, and
+      ``by_residue[q + block_size]`` too (the list holds the counts twice over, so the
+      rotation :meth:`openings_after` returns is one slice). The step from
       ``steps`` to ``steps + 1`` writes each member's token at position
       ``computed_base + steps``, which opens a KV block exactly for the members with
       ``q == steps % block_size``.
@@ -53,7 +55,7 @@ class DecodeClock:
         self.steps = 0  # decode steps the members took together
         self.size = 0
         self.base_sum = 0
-        self.by_residue = [0] * block_size
+        self.by_residue = [0] * (2 * block_size)
         self.finishing: dict[int, list[Sequence]] = {}
         self.finish_heap: list[int] = []
         self.rejoin = False  # an eager step is in flight: every decoder rejoins after it
@@ -66,7 +68,9 @@ class DecodeClock:
         seq.clock = self
         self.size += 1
         self.base_sum += base
-        self.by_residue[-base % self.block_size] += 1
+        q = -base % self.block_size
+        self.by_residue[q] += 1
+        self.by_residue[q + self.block_size] += 1
         finish = seq.output_tokens - seq.generated_base
         bucket = self.finishing.get(finish)
         if bucket is None:
@@ -80,7 +84,9 @@ class DecodeClock:
         base = seq.computed_base
         self.size -= 1
         self.base_sum -= base
-        self.by_residue[-base % self.block_size] -= 1
+        q = -base % self.block_size
+        self.by_residue[q] -= 1
+        self.by_residue[q + self.block_size] -= 1
         finish = seq.output_tokens - seq.generated_base
         bucket = self.finishing[finish]
         remove_same(bucket, seq)
@@ -101,7 +107,7 @@ class DecodeClock:
                 if seq.clock is self:
                     self._write_back(seq, kv)
         self.steps = self.size = self.base_sum = 0
-        self.by_residue = [0] * self.block_size
+        self.by_residue = [0] * (2 * self.block_size)
         self.finishing.clear()
         self.finish_heap.clear()
         self.rejoin = True
@@ -125,7 +131,7 @@ class DecodeClock:
         """``[t]``: members opening a block at their ``t``-th token after the next one
         (``kvcache.new_block_counts`` of their tokens cached after the next step)."""
         s = (self.steps + 1) % self.block_size
-        return self.by_residue[s:] + self.by_residue[:s]
+        return self.by_residue[s:s + self.block_size]
 
     def soonest_finish(self) -> tuple[int, int]:
         """(fewest tokens any member has left, this step's included; how many have that)."""
@@ -153,6 +159,11 @@ class DecodeClock:
         self.steps += num_steps
         return self.finishing.get(self.steps, [])
 
+    def tick(self) -> None:
+        """Take one decode step that no member finishes at (:meth:`advance` without its
+        list: a chunked run's step, policies/chunk_runs.py)."""
+        self.steps += 1
+
     def release(self, done: list[Sequence], kv: BlockManager) -> None:
         """Take the members in ``done`` (all finishing now) off the clock and free their KV."""
         for seq in list(done):
@@ -170,5 +181,5 @@ class DecodeClock:
             residues[-seq.computed_base % self.block_size] += 1
             assert seq in self.finishing[seq.output_tokens - seq.generated_base]
             kv.settle(seq.request_id, seq.num_computed)
-        assert residues == self.by_residue
+        assert residues + residues == self.by_residue
         assert sum(map(len, self.finishing.values())) == self.size
