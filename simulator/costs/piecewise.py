@@ -71,7 +71,8 @@ class PiecewiseCost:
 
     def _price(self, fixed: Num, p: Num, h1: Num, h2: Num, a: Num, d: Num, c: Num,
                admitted: Num, finished: Num) -> Num:
-        # Written once over floats or arrays, so step_time and step_times agree exactly.
+        # Over arrays (step_times); step_time writes the same sum over floats, term by
+        # term in this order, so the two agree exactly (tests/test_decision_costs.py).
         return (
             fixed
             + self.prefill_token_s * p
@@ -96,18 +97,20 @@ class PiecewiseCost:
             fixed = self.mixed_step_s if d > 0 else self.prefill_step_s
         else:
             fixed = self.decode_step_s
-        return float(
-            self._price(
-                fixed,
-                float(p),
-                max(tokens - self.knee1_tokens, 0.0),
-                max(tokens - self.knee2_tokens, 0.0),
-                float(shape.prefill_attn_work + shape.spec_attn_work),
-                float(d),
-                float(shape.decode_context_tokens),
-                float(shape.num_admitted),
-                float(shape.num_finished),
-            )
+        h1 = tokens - self.knee1_tokens
+        h2 = tokens - self.knee2_tokens
+        # _price's sum term by term, over floats (typed: compiled, native arithmetic;
+        # through _price's float | array operands each term was a boxed generic call)
+        return (
+            fixed
+            + self.prefill_token_s * float(p)
+            + self.knee1_token_s * (h1 if h1 >= 0.0 else 0.0)
+            + self.knee2_token_s * (h2 if h2 >= 0.0 else 0.0)
+            + self.prefill_attn_s * float(shape.prefill_attn_work + shape.spec_attn_work)
+            + self.decode_seq_s * float(d)
+            + self.decode_context_s * float(shape.decode_context_tokens)
+            + self.admit_s * float(shape.num_admitted)
+            + self.finish_s * float(shape.num_finished)
         )
 
     def decode_pricer(self) -> DecodeTerms:
