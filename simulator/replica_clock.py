@@ -37,12 +37,10 @@ class ReplicaClock:
     num_events: int  # SimPy events this replica waited on
     _now: float  # the replica's clock: ahead of env.now after steps run inline
     _interruptible: bool  # in an idle wait or a fast-forward the next arrival cuts
-    # the two latest timeouts _until made: one is scheduled again once SimPy has processed
-    # it (one cut off a decode run (replica_runs._cut_run) or by an interrupt keeps
-    # callbacks, [], until SimPy pops it, and is not reused until then; with both pending
-    # _until makes a new one)
+    # the latest timeout _until made: scheduled again once SimPy has processed it (one
+    # cut off a decode run (replica_runs._cut_run) or by an interrupt keeps callbacks, [],
+    # until SimPy pops it, and is not reused: _until then makes a new one)
     _spare_wait: simpy.Timeout | None = None
-    _other_wait: simpy.Timeout | None = None
 
     def _inline_before(self) -> float:
         """Steps ending before this time may run without a SimPy event (-inf: none may)."""
@@ -66,22 +64,14 @@ class ReplicaClock:
         self.num_events += 1
         wait: Any = self._spare_wait  # Any: SimPy types callbacks as a list, and None is
         # what says it was processed (compiled, a list-typed read would refuse None)
-        if wait is None or wait.callbacks is not None:  # pending (or none yet): the other?
-            other: Any = self._other_wait
-            if other is not None and other.callbacks is None:
-                self._spare_wait, self._other_wait = other, wait
-                wait = other
-            else:  # both pending: a new one, and the pending one kept as the other
-                self._other_wait = wait
-                wait = self._spare_wait = self.env.timeout(delay)
-                return wait
-        if delay < 0:  # as Timeout refuses it
-            raise ValueError(f"Negative delay {delay}")
-        # SimPy has processed it (and cleared its callbacks): scheduled again, as a new
-        # Timeout would be (one schedule call, the same event id), without building one
-        wait.callbacks = []
-        wait._delay = delay
-        self.env.schedule(wait, simpy.events.NORMAL, delay)
+        if wait is not None and wait.callbacks is None and delay >= 0:
+            # SimPy has processed it (and cleared its callbacks): scheduled again, as a new
+            # Timeout would be (one schedule call, the same event id), without building one
+            wait.callbacks = []
+            wait._delay = delay
+            self.env.schedule(wait, simpy.events.NORMAL, delay)
+            return wait
+        wait = self._spare_wait = self.env.timeout(delay)
         return wait
 
     def _wait(self, wait: Wait) -> Generator[simpy.Event, Any, None]:

@@ -3,10 +3,9 @@ processed them, and only then.
 
 Worked by hand on one stand-in clock: a wait to 1.0 s is processed, and the next wait (to
 2.5 s) is the same event, scheduled again; a wait that a decode run's cut left pending with
-no callbacks (``replica_runs._cut_run``) is not reused while it is in SimPy's queue, and is
-once SimPy has popped it (the two latest are kept); and the order of two waits ending at
-one instant is the order they were made in, as new events would have it (the same event
-ids).
+no callbacks (``replica_runs._cut_run``) is not reused while it is in SimPy's queue; and
+the order of two waits ending at one instant is the order they were made in, as new
+events would have it (the same event ids).
 """
 
 from __future__ import annotations
@@ -69,21 +68,3 @@ def test_simultaneous_waits_keep_the_order_they_were_made_in() -> None:
     reused.callbacks.append(lambda _e: order.append("a"))
     env.run()
     assert order == ["b", "a"]
-
-
-def test_the_other_wait_is_reused_once_processed() -> None:
-    env = simpy.Environment()
-    clock = _Clock(env)
-    cut_off = clock._until(1.0)
-    cut_off.callbacks = []  # cut off: pending, no callbacks
-    cut = clock._until(0.5)  # a new one; the cut-off one is kept as the other
-    env.run()  # both processed (0.5, then 1.0)
-    assert clock._until(2.0) is cut  # the latest first
-    assert clock._until(3.0) is cut_off  # the latest is pending: the other, processed
-    third = clock._until(4.0)  # both pending: a new one
-    assert third is not cut and third is not cut_off
-    seen: list[float] = []
-    for wait in (cut, cut_off, third):
-        wait.callbacks.append(lambda _e: seen.append(env.now))
-    env.run()
-    assert seen == [2.0, 3.0, 4.0] and clock.num_events == 5
