@@ -39,7 +39,9 @@ class OpenLoopArrivals(simpy.Event):
     process's start (URGENT, at once), and each later one is made where the process made
     its timeout, so every SimPy event id, and with it the order of simultaneous events,
     is unchanged. What it saves per arrival is a new event and SimPy's interpreted
-    process step (``Process._resume``, a generator send): ~5% of a busy fleet's cost.
+    process step (``Process._resume``, a generator send): the new event alone was 7.3k of
+    the fleet's ~141k instructions a request in a callgrind profile (docs/architecture.md,
+    "Fewer instructions per request").
     One difference, unobservable: the process's own end was an event with no callbacks.
     """
 
@@ -162,11 +164,10 @@ class Driver:
         self.replicas = self.fleet.replicas  # grows as an autoscaler starts replicas
         # no front door: a request goes where the router says, read here (compiled) rather
         # than through Fleet.route, an interpreted call per request
-        plain = isinstance(self.fleet, Fleet) and self.fleet.door is None
-        self._router: Router | None = self.fleet.router if isinstance(self.fleet, Fleet) \
-            and plain else None
-        self._serving: list[Replica] = self.fleet.serving if isinstance(self.fleet, Fleet) \
-            else []
+        fleet = self.fleet if isinstance(self.fleet, Fleet) else None
+        self._router: Router | None = fleet.router if fleet is not None \
+            and fleet.door is None else None
+        self._serving: list[Replica] = fleet.serving if fleet is not None else []
         self._scaling = self.fleet.scaler is not None
         if isinstance(self.fleet, Fleet) and self.fleet.scaler is not None:
             self._tick = self.fleet.scaler  # read by _next_event_s (replicas start later)

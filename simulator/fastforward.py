@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from simulator.costs.decode_terms import DecodeTerms
-from simulator.kvcache import blocks_opened, blocks_used_after_steps
+from simulator.kvcache import blocks_opened, blocks_used_after_steps, used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes, filled
@@ -192,7 +192,7 @@ def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, sto
             t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
             append(t)
     return ShortRun(start_s, ends, d, c0, len(state.running), len(state.waiting),
-                    _kv_after(cohort.block_openings, len(ends) - 1, state.kv.used))
+                    used_after_steps(cohort.block_openings, len(ends) - 1, state.kv.used))
 
 
 def _terms_steps(price: DecodeTerms, ends: list[float], steps: int, d: int, c: int,
@@ -211,23 +211,6 @@ def _terms_steps(price: DecodeTerms, ends: list[float], steps: int, d: int, c: i
             return t, c, True
         c += d
     return t, c, False
-
-
-def _kv_after(openings: list[int], steps: int, used: int) -> list[int]:
-    """KV blocks in use after each step: ``used``, then ``openings`` added in a cycle,
-    ``steps`` of them (a plain loop: compiled, cheaper than itertools' chain)."""
-    out = [used]
-    m = len(openings)
-    if m == 0:  # nothing to cycle through: the used count alone, as itertools gave
-        return out
-    i = 0
-    for _ in range(steps):
-        used += openings[i]
-        out.append(used)
-        i += 1
-        if i == m:
-            i = 0
-    return out
 
 
 def log_short_run(log: Any, run: ShortRun, batch: Batch, state: ServerState,

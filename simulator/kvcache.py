@@ -6,7 +6,7 @@ How many blocks there are is ``[kv]``'s (:mod:`simulator.kv_config`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import accumulate, cycle, islice
+from itertools import accumulate
 
 import numpy as np
 
@@ -147,12 +147,30 @@ def blocks_opened(counts: list[int], num_steps: int) -> int:
     return cycles * sum(counts) + sum(counts[:rest])
 
 
-def blocks_used_after_steps(counts: list[int], num_steps: int, used: int) -> np.ndarray:
+def used_after_steps(counts: list[int], num_steps: int, used: int) -> list[int]:
     """Blocks in use now (``used``) and after each of ``num_steps`` one-token decode steps
-    of the sequences behind ``counts`` (``num_steps + 1`` values)."""
+    of the sequences behind ``counts`` (step ``t`` opens ``counts[t % len(counts)]``), as a
+    list: ``num_steps + 1`` values (only ``used`` when ``counts`` is empty). A plain loop:
+    compiled, cheaper than an ``itertools`` chain (a short decode run's log values)."""
+    out = [used]
+    m = len(counts)
+    if m == 0:
+        return out
+    i = 0
+    for _ in range(num_steps):
+        used += counts[i]
+        out.append(used)
+        i += 1
+        if i == m:
+            i = 0
+    return out
+
+
+def blocks_used_after_steps(counts: list[int], num_steps: int, used: int) -> np.ndarray:
+    """:func:`used_after_steps` as an array (``num_steps + 1`` values)."""
     if num_steps < _CYCLE_STEPS or not counts:  # a few steps: numpy's calls cost more
-        opened = accumulate(islice(cycle(counts), num_steps), initial=used)
-        return np.fromiter(opened, np.int64, num_steps + 1)
+        opened = used_after_steps(counts, num_steps, used)
+        return np.fromiter(opened, np.int64, len(opened))
     # the same integers in a few array operations: after t steps, t // L whole cycles of
     # L = len(counts) steps (each opens sum(counts)) and the first t % L of one more
     within = np.fromiter(accumulate(counts, initial=used), np.int64, len(counts) + 1)

@@ -38,14 +38,18 @@ _FLUSH_ROWS = 4096  # rows kept as spans before they are packed into column arra
 # prefill_attn_work, num_decode_seqs and decode_context_tokens, rows (decode tokens per
 # row, and the context added per row after the first), num_running and queue_len of every
 # row but the last, and the last row's
-_SPAN_DTYPES = (np.float64, np.int64, np.int64, np.float64, np.int64, np.int64, np.int64,
-                np.int64, np.int64, np.int64, np.int64)
+_SPAN_DTYPES = {"start": np.float64, "n": np.int64, "prefill": np.int64, "work": np.float64,
+                "seqs": np.int64, "context": np.int64, "rows": np.int64,
+                "running": np.int64, "waiting": np.int64, "last_running": np.int64,
+                "last_waiting": np.int64}  # _Spans' fields, in this order
 _MERGE_RUNS = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
 
 
 class _Spans:
-    """Spans not yet packed, a list a field (a tuple a span, transposed when packed, cost
-    ~4% of a chat run: the tuples, their GC tracking and the transposition)."""
+    """Spans not yet packed, a list a field (``_SPAN_DTYPES``'s). A tuple a span, transposed
+    when packed, cost more: the tuples, their GC tracking and the transposition (with this
+    change ``python benchmarks/instructions.py --case chat`` went from 96.0k to 83.3k,
+    counted before it ran with one BLAS thread: docs/architecture.md)."""
 
     __slots__ = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
                  "waiting", "last_running", "last_waiting")
@@ -83,8 +87,7 @@ class _Spans:
 
     def columns(self) -> list[list[Any]]:
         """The fields, in the order of ``_SPAN_DTYPES``."""
-        return [self.start, self.n, self.prefill, self.work, self.seqs, self.context,
-                self.rows, self.running, self.waiting, self.last_running, self.last_waiting]
+        return [getattr(self, name) for name in _SPAN_DTYPES]
 
 
 class StepLog:
@@ -201,7 +204,7 @@ class StepLog:
             return
         m, total = len(spans), len(self._ends)
         fields: list[np.ndarray] = [np.fromiter(c, dtype, m) for c, dtype in
-                                    zip(spans.columns(), _SPAN_DTYPES, strict=True)]
+                                    zip(spans.columns(), _SPAN_DTYPES.values(), strict=True)]
         (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
          last_waiting) = fields
         owner = np.repeat(np.arange(m), n)  # each row's span

@@ -3,8 +3,9 @@
 ``plan_short_run`` reads a piecewise profile's decode terms once and sums each step's
 price inline; any other pricer is called per step. Both must give the same floats:
 checked by hand on a three-step run, and bit for bit against the same prices behind a
-plain function on runs of many lengths and cuts. The KV counts of a run (``_kv_after``,
-a loop over the block openings in a cycle) are counted by hand.
+plain function on runs of many lengths and cuts. The KV counts of a run
+(``kvcache.used_after_steps``, a loop over the block openings in a cycle) are counted by
+hand.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import pytest
 
 from simulator.costs.decode_terms import DecodeTerms
 from simulator.costs.piecewise import PiecewiseCost
-from simulator.fastforward import _kv_after, plan_short_run
-from simulator.kvcache import BlockManager
+from simulator.fastforward import plan_short_run
+from simulator.kvcache import BlockManager, used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.shapes import StepShape
 
@@ -77,7 +78,7 @@ def test_terms_give_the_calls_floats(rows: int, k: int, stop: float, cut: bool) 
     assert cut == (len(fast.ends) < k)  # the stops inside the run did cut it
 
 
-def test_kv_after_by_hand() -> None:
-    assert _kv_after([1, 0, 2], 4, 10) == [10, 11, 11, 13, 14]
-    assert _kv_after([1, 0, 2], 0, 10) == [10]
-    assert _kv_after([], 3, 7) == [7]  # nothing to cycle through
+def test_used_after_steps_by_hand() -> None:
+    assert used_after_steps([1, 0, 2], 4, 10) == [10, 11, 11, 13, 14]
+    assert used_after_steps([1, 0, 2], 0, 10) == [10]
+    assert used_after_steps([], 3, 7) == [7]  # nothing to cycle through
