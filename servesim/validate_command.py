@@ -37,6 +37,7 @@ from calibrate.validate import (
     rows_table,
     worst_request,
 )
+from calibrate.validate_steps import inherited_note
 from servesim.validate_folders import (
     Side,
     check_measured,
@@ -51,8 +52,10 @@ from servesim.validate_profiles import (
     measured_fingerprint,
     overload_notes,
 )
+from servesim.validate_steps_drift import measured_steps, priced_rows, steps_drift_corrected
 from simulator.atomic import atomic_write
 from simulator.deployment import resolve
+from simulator.errors import ConfigError
 from simulator.fingerprint import this_machine
 from simulator.results_folder import default_out
 from simulator.results_manifest import (
@@ -86,10 +89,13 @@ def add_validate_parser(sub: Any) -> None:
                    help="take the simulated side from this results folder")
     p.add_argument("--threads", type=int, default=1,
                    help="engine intra-op threads on CPU (default 1)")
-    p.add_argument("--drift", action="store_true",
-                   help="scale each point's profile by the engine's speed probe (the "
-                        "machine's speed while it served the point, on three fixed steps; "
-                        "docs/calibration.md: it helped in one run here and hurt in another)")
+    p.add_argument("--drift", nargs="?", const="probe", choices=("probe", "steps"),
+                   default=None,
+                   help="scale each point's profile by the machine's speed while the engine "
+                        "served it: 'probe' (the default of a bare --drift; three fixed steps "
+                        "timed before and after the point: it helped in one run here and hurt "
+                        "in another, docs/calibration.md) or 'steps' (the engine's own served "
+                        "steps priced by the profile: what is left is the simulator's error)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any figure is outside its tolerance")
     p.add_argument("--overwrite", action="store_true",
@@ -122,7 +128,7 @@ class Validation:
 
 def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
                     threads: int = 1, measured_dir: str | None = None,
-                    simulated_dir: str | None = None, drift: bool = False) -> Validation:
+                    simulated_dir: str | None = None, drift: str | None = None) -> Validation:
     """Serve (or read) and simulate (or read) every point, compare, write the report files."""
     first = [resolve(p) for _, p in points]  # a bad point fails before anything runs
     device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
@@ -150,16 +156,30 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
         measured = _measured(points, out, threads)
     for warning in overload_notes(points, [s for s, _ in measured]):
         print(f"servesim: warning: {warning}", file=sys.stderr)
-    if drift and not simulated_dir:
+    steps = None if simulated_dir else measured_steps(
+        out / "measured" if measured_dir is None else Path(measured_dir), len(points))
+    names = [(resolve(p).policy_name, load_label(labels, p)) for labels, p in points]
+    priced = [None] * len(points) if steps is None else \
+        priced_rows(points, steps, [r for _, r in measured], names)  # the profile as chosen
+    if drift == "probe" and not simulated_dir:
         points, drift_notes = drift_corrected(points, [s for s, _ in measured])
+        notes += drift_notes
+    elif drift == "steps" and not simulated_dir:
+        if steps is None:
+            raise ConfigError("--drift steps needs the engine's step log (steps.parquet "
+                              "on the measured side); a client's file has none")
+        points, drift_notes = steps_drift_corrected(points, steps, [r for _, r in measured],
+                                                    names)
         notes += drift_notes
     deps = [resolve(p) for _, p in points]
     simulated = _simulated(simulated_dir, points, out)
     rows, worst, pairs = [], [], []
-    for (labels, point), dep, (m_sum, m_req), (s_sum, s_req) in zip(
-            points, deps, measured, simulated, strict=True):
-        policy, load = dep.policy_name, load_label(labels, point)
+    for (policy, load), (m_sum, m_req), (s_sum, s_req), row in zip(
+            names, measured, simulated, priced, strict=True):
         rows += compare_summaries(m_sum, s_sum, policy=policy, load=load)
+        if row is not None:
+            rows.append(row)
+            notes.append(inherited_note(row))
         w = worst_request(m_req, s_req, policy=policy, load=load) \
             if m_req["arrival_s"].notna().any() else None  # no send times: no pairs
         if w is not None:
@@ -193,6 +213,8 @@ def validate_command(args: argparse.Namespace) -> int:
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2
     if args.json:
+        for note in v.notes:  # stdout holds only the rows
+            print(f"servesim: note: {note}", file=sys.stderr)
         print(json.dumps(v.rows, indent=2))
     else:
         print(f"simulated with: {v.cost_source}")

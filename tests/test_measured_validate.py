@@ -164,4 +164,9 @@ def test_a_served_folder_is_replayed_like_a_clients_file(tmp_path: Path, capsys)
     # the "measured" side was simulated from the same 3 requests and the same scenario:
     # replaying them gives exactly its figures (without the replay: 50 other requests)
     rows = json.loads(capsys.readouterr().out)
-    assert rows and all(r["relative_error"] == pytest.approx(0.0, abs=1e-9) for r in rows)
+    *figures, priced = rows
+    assert figures and all(r["relative_error"] == pytest.approx(0.0, abs=1e-9) for r in figures)
+    # the folder's step log priced by the same profile: its steps were drawn with the
+    # profile's jitter (mean 1, CV ~6%), so the totals agree to a few percent, not exactly
+    assert (priced["metric"], priced["statistic"]) == ("steps", "priced_total")
+    assert priced["relative_error"] != 0.0 and abs(priced["relative_error"]) < 0.05

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("torch")
@@ -67,7 +68,11 @@ def test_validate_a_smollm2_engine_run(tmp_path, monkeypatch, capsys):
     rows = {
         (r["metric"], r["statistic"]): r for r in json.loads((out / "comparison.json").read_text())
     }
-    assert {m for m, _ in rows} == {"queue", "ttft", "tpot", "itl", "e2el", "throughput"}
+    assert {m for m, _ in rows} == {"queue", "ttft", "tpot", "itl", "e2el", "throughput",
+                                    "steps"}
+    # the engine's own steps priced by the profile: STEP_S each, whatever their shape
+    n_steps = len(pd.read_parquet(measured / "steps.parquet"))
+    assert rows["steps", "priced_total"]["simulated"] == pytest.approx(1000 * STEP_S * n_steps)
     for stat in ("mean", "p50", "p90", "p99"):  # one step of STEP_S between two tokens
         assert rows["itl", stat]["simulated"] == pytest.approx(1000 * STEP_S, rel=1e-9)
         assert rows["itl", stat]["measured"] > 0

@@ -1,9 +1,16 @@
 """``servesim validate`` end to end on this CPU: the real engine against the simulator.
 
-A small version of benchmarks/fidelity.py (one policy, one light load, 30 requests), with
-tolerances a real regression breaks (a cost profile 25% off, a scheduling divergence, a
-lost request) but machine noise on a shared 2-core box does not. The full table with
-issue 4's 5%/10% targets is the benchmark's job, not a timed test's.
+A small version of benchmarks/fidelity.py (one policy, one light load, 60 requests). Its
+tolerances are set so that a real regression breaks them and a shared machine's drift does
+not. A real regression here means a profile measured for other steps or another CPU (2-4x
+off), a scheduling divergence, or a lost request.
+
+The machine's speed is measured where it matters. The engine's own served steps are priced
+by the profile (the ``steps priced_total`` row: calibrate/validate_steps.py), and the
+simulation runs at that speed (``--drift steps``). A 2-vCPU VM's speed moves between the
+minute it calibrates and the minute it serves: this test read TPOT -21% once in CI without
+the correction, where every run here read within 10%. Heavily loaded here (three processes
+on two cores), the priced row read -22% and raw TPOT -34%; corrected, TPOT read -8%.
 
 It starts from an empty profile cache, so validate first calibrates whatever machine runs
 the test (``servesim calibrate --here``, about a minute): nothing here depends on the
@@ -13,6 +20,7 @@ machine the shipped profiles were measured on.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -25,19 +33,23 @@ from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.profile_cache import cached_profile_path  # noqa: E402
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "validate-cpu.toml"
-TOLERANCE = {"mean": 0.20, "p50": 0.20}  # relative error of TPOT and E2E latency
-# TTFT of 30 light-load requests is ~30 prefills, most right after an idle gap: one run here
-# read -25% where every other read within 10%. 40% still fails a profile from another CPU
-# (2-4x off) or a lost host cost, and does not fail on this VM's minutes of drift.
+TOLERANCE = {"mean": 0.15, "p50": 0.15}  # TPOT and E2E latency, at the served speed
+# TTFT of 60 light-load requests is 60 prefills, most right after an idle gap: one run here
+# read -25% where every other read within 10%. 40% still fails a divergent schedule.
 TTFT_TOLERANCE = 0.40
+# The profile's price of the served steps over their measured time: calibrated minutes
+# before on this machine, it read 0.78 to 1.26 here (calibrating or serving while other
+# work shared the two cores); another CPU's profile is 2-4x off, a broken profiler more.
+PRICED_RATIO = (0.6, 1.6)
 
 
 def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SERVESIM_PROFILE_CACHE", str(tmp_path / "cache"))
+    load_before = os.getloadavg()[0]
     out = tmp_path / "v"
     code = main(["validate", str(SCENARIO), "--out", str(out), "--json",
                  "--set", "policy.name='continuous'", "--set", "workload.rate=3.0",
-                 "--set", "workload.num_requests=30"])
+                 "--set", "workload.num_requests=60", "--drift", "steps"])
     assert code == 0
     printed = capsys.readouterr()
     assert "calibrating it now" in printed.err  # the cache was empty: this machine first
@@ -45,16 +57,29 @@ def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
     cached = cached_profile_path(here, "cpu", "tiny", "fp32", 1)
     profile = json.loads(cached.read_text())
     assert profile["provenance"]["fingerprint"]["id"] == here["id"]
-    assert profile["fit"]["mape"] < 0.15  # held-out, on the profiler's own grid
-    host = profile["overhead"]  # the serving loop's own work, measured on its own run
-    assert 0 < host["finish_s"] < 0.02 and 0 <= host["admit_s"] < 0.02
     assert cached.with_suffix(".parquet").is_file()
-    # served steps / profiled on the same synthetic run: recorded as a check, not applied
-    check = profile["fit"]["served_time_scale"]
-    assert 0.5 < check["value"] < 1.5 and check["applied"] is False
     assert "time_scale" not in profile
     rows = json.loads(printed.out)
     by = {(r["metric"], r["statistic"]): r for r in rows}
+    measured = json.loads((out / "measured" / "summary.json").read_text())[0]
+    assert measured["completed"] == 60 and measured["backend"] == "engine"
+    assert measured["fingerprint"]["id"] == here["id"]  # where the engine ran
+    assert (out / "cdf.png").is_file()
+    load = max(load_before, os.getloadavg()[0], measured["engine"]["load_avg"])
+    if load > (os.cpu_count() or 1):  # this test is one busy process; more is other work
+        pytest.skip(f"load average {load:.1f} on {os.cpu_count()} CPUs while calibrating and "
+                    "serving: other work shared the machine, so neither side measured its "
+                    "speed (a calibration here under load 3.2 read a step CV of 48%); "
+                    "run this test on a quiet machine")
+    assert profile["fit"]["mape"] < 0.15  # held-out, on the profiler's own grid
+    host = profile["overhead"]  # the serving loop's own work, measured on its own run
+    assert 0 < host["finish_s"] < 0.02 and 0 <= host["admit_s"] < 0.02
+    # served steps / profiled on the same synthetic run: recorded as a check, not applied
+    check = profile["fit"]["served_time_scale"]
+    assert 0.5 < check["value"] < 1.5 and check["applied"] is False
+    priced = by["steps", "priced_total"]
+    assert PRICED_RATIO[0] <= priced["simulated"] / priced["measured"] <= PRICED_RATIO[1], priced
+    assert "the engine's own steps ran at" in printed.err  # --drift steps applied, and said
     for metric in ("tpot", "e2el"):
         for stat, tol in TOLERANCE.items():
             err = by[metric, stat]["relative_error"]
@@ -62,7 +87,3 @@ def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
     ttft = by["ttft", "mean"]["relative_error"]
     assert abs(ttft) <= TTFT_TOLERANCE, f"ttft mean: {ttft:+.1%}"
     assert abs(by["throughput", "output_throughput"]["relative_error"]) <= 0.10
-    measured = json.loads((out / "measured" / "summary.json").read_text())[0]
-    assert measured["completed"] == 30 and measured["backend"] == "engine"
-    assert measured["fingerprint"]["id"] == here["id"]  # where the engine ran
-    assert (out / "cdf.png").is_file()
