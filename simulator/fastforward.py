@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from simulator.kvcache import blocks_opened, blocks_used_after_steps, used_after
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes, filled
+from simulator.steplog import AnyStepLog
 
 
 @dataclass(slots=True)
@@ -213,7 +213,7 @@ def _terms_steps(price: DecodeTerms, ends: list[float], steps: int, d: int, c: i
     return t, c, False
 
 
-def log_short_run(log: Any, run: ShortRun, batch: Batch, state: ServerState,
+def log_short_run(log: AnyStepLog, run: ShortRun, batch: Batch, state: ServerState,
                   finished: list[Sequence]) -> None:
     """Write ``run``'s steps to the step log once they are applied (``finished`` ended it)."""
     log.add_decode_rows(run.start_s, run.ends, batch.shape, run.rows, run.num_running,

@@ -142,9 +142,18 @@ def decode_steps_fitting(counts: list[int], num_free: int) -> int:
 
 
 def blocks_opened(counts: list[int], num_steps: int) -> int:
-    """New blocks the sequences behind ``counts`` need in all over ``num_steps`` steps."""
+    """New blocks the sequences behind ``counts`` need in all over ``num_steps`` steps.
+
+    A plain loop: compiled, it adds native ints (``sum`` is a generic call, and the slice
+    a new list)."""
     cycles, rest = divmod(num_steps, len(counts))
-    return cycles * sum(counts) + sum(counts[:rest])
+    total = head = 0
+    for i in range(len(counts)):
+        c = counts[i]
+        total += c
+        if i < rest:
+            head += c
+    return cycles * total + head
 
 
 def used_after_steps(counts: list[int], num_steps: int, used: int) -> list[int]:

@@ -34,6 +34,7 @@ from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.chunk_runs import chunking_policy, prompt_goes_on
+from simulator.policies.continuous import ContinuousPolicy
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
@@ -73,6 +74,9 @@ class Replica(ChunkRuns):
         self.env = env
         self.index = index
         self.policy = policy
+        # the common policy, held typed: the compiled core calls it directly instead of
+        # looking ``schedule`` up on a Protocol at every decision (docs/architecture.md)
+        self._continuous = policy if isinstance(policy, ContinuousPolicy) else None
         self.cost = cost
         self.state = ServerState(kv=kv)
         self.log = make_step_log(index, step_log)  # [run] step_log: what is kept
@@ -130,8 +134,12 @@ class Replica(ChunkRuns):
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         state = self.state
+        continuous = self._continuous
         while True:
-            decision = self.policy.schedule(state, self._now)
+            if continuous is not None:
+                decision = continuous.schedule(state, self._now)
+            else:
+                decision = self.policy.schedule(state, self._now)
             if state.rejected:
                 self.num_refused += len(state.rejected)
                 for seq in state.rejected:
@@ -144,7 +152,12 @@ class Replica(ChunkRuns):
                 continue
             if self.check_invariants:
                 check_batch(self.policy, state, decision)
-            k = self.policy.repeats(state, decision) if self.fast_forward else 1
+            if not self.fast_forward:
+                k = 1
+            elif continuous is not None:
+                k = continuous.repeats(state, decision)
+            else:
+                k = self.policy.repeats(state, decision)
             if decision.num_steps > 1:
                 finished = yield from self._chunk(decision)
             elif k > 1:
