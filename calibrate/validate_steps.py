@@ -54,7 +54,11 @@ def step_counts(steps: pd.DataFrame, requests: pd.DataFrame) -> tuple[np.ndarray
 def measured_and_priced(steps: pd.DataFrame, requests: pd.DataFrame, cost: CostModel
                         ) -> tuple[float, float]:
     """(measured seconds, ``cost``'s seconds) of the steps, each step priced with the
-    requests it admitted and finished."""
+    requests it admitted and finished (per replica, where the tables name several)."""
+    if "replica" in steps and "replica" in requests and steps["replica"].nunique() > 1:
+        parts = [measured_and_priced(part, requests[requests["replica"] == r], cost)
+                 for r, part in steps.groupby("replica", sort=True)]
+        return sum(m for m, _ in parts), sum(p for _, p in parts)
     steps = steps.sort_values("start_s", kind="stable")
     admitted, finished = step_counts(steps, requests)
     shapes = StepShapes.from_table(steps.assign(num_admitted=admitted, num_finished=finished))

@@ -83,3 +83,16 @@ def test_steps_drift_refuses_an_absurd_factor():
     [(_, same)], notes = steps_drift_corrected([({}, LINEAR_POINT)], slow, [REQUESTS],
                                                [("continuous", "rate=3")])
     assert same is LINEAR_POINT and "not applied" in notes[0]
+
+
+def test_two_replicas_are_priced_apart():
+    # the same three steps on replica 0, and on replica 1 shifted by 1 ms, each with its
+    # own admission and finish: both replicas' steps are priced, 15 ms each (by hand above)
+    other = STEPS.assign(start_s=STEPS["start_s"] + 0.001, end_s=STEPS["end_s"] + 0.001,
+                         replica=1)
+    steps = pd.concat([STEPS.assign(replica=0), other], ignore_index=True)
+    requests = pd.concat([REQUESTS.assign(replica=0), pd.DataFrame({
+        "request_id": [2, 3], "scheduled_s": [0.001, -1.0], "finish_s": [0.018, math.nan],
+        "status": ["finished", "running"], "replica": [1, 1]})], ignore_index=True)
+    measured, priced = measured_and_priced(steps, requests, COST)
+    assert measured == pytest.approx(0.034) and priced == pytest.approx(0.030)
