@@ -1,12 +1,14 @@
 """Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time.
 
-A single step or a short decode run is one "span" tuple (its start, its length, its
-first row's shape, what every later row adds, the last row's counts) plus each row's end
-and KV blocks in two flat lists, so logging a run of a few steps is a few list
-operations, not a tuple per row; a long fast-forwarded run is kept as the arrays it was
-planned with, and its place as (first row, length). Every ``_FLUSH_ROWS`` rows the spans
-are expanded into column arrays with numpy (a row of ten boxed numbers costs a few
-hundred bytes, a packed row 88), so a long run's memory grows by the packed size.
+A single step or a short decode run is one "span" (its start, its length, its first
+row's shape, what every later row adds, the last row's counts), packed by ``struct`` into
+an 88-byte record, plus each row's end and KV blocks in two flat lists, so logging a run
+of a few steps is one ``pack`` and a few list operations, not a tuple per row; a long
+fast-forwarded run is kept as the arrays it was planned with, and its place as (first
+row, length). Every ``_FLUSH_ROWS`` rows the spans are expanded into column arrays with
+numpy (the records read with ``np.frombuffer``, the lists converted by ``struct``: no
+boxed number goes through ``np.fromiter``; a row of ten boxed numbers costs a few hundred
+bytes, a packed row 88), so a long run's memory grows by the packed size.
 ``table()`` puts the runs, concatenated in order, at their places and the rows, in
 order, everywhere else.
 
@@ -16,8 +18,9 @@ That is ``[run] step_log = "full"``; :func:`make_step_log` picks the log of a mo
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
-from typing import Any
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -32,62 +35,36 @@ STEP_LOG_MODES = ("full", "summary", "none")
 
 # The columns in the order of a row tuple and of a run's arrays (``replica`` is added last).
 _COLUMNS = [c for c in STEP_COLUMNS if c != "replica"]
-_SHORT_RUN = 16  # runs up to this many steps are logged as rows
-_FLUSH_ROWS = 4096  # rows kept as spans before they are packed into column arrays
+_SHORT_RUN: Final = 16  # runs up to this many steps are logged as rows
+_FLUSH_ROWS: Final = 4096  # rows kept as spans before they are packed into column arrays
 # a span's fields: start_s, rows in the span (n), the first row's num_prefill_tokens,
 # prefill_attn_work, num_decode_seqs and decode_context_tokens, rows (decode tokens per
 # row, and the context added per row after the first), num_running and queue_len of every
 # row but the last, and the last row's
-_SPAN_DTYPES = {"start": np.float64, "n": np.int64, "prefill": np.int64, "work": np.float64,
-                "seqs": np.int64, "context": np.int64, "rows": np.int64,
-                "running": np.int64, "waiting": np.int64, "last_running": np.int64,
-                "last_waiting": np.int64}  # _Spans' fields, in this order
-_MERGE_RUNS = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
+_SPAN_FIELDS = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
+                "waiting", "last_running", "last_waiting")
+# A span is one record of these (native doubles and 64-bit ints, every field 8 bytes, so
+# no padding): ``_PACK_SPAN`` makes its bytes, kept in a list and joined when packed, and
+# ``np.frombuffer`` reads them back as columns with no per-value conversion. A list a
+# field, ``np.fromiter``-ed when packed, cost ~200 instructions a value (numpy discovers
+# each value's type); appending the records to a bytearray cost more than the list
+# (``python benchmarks/instructions.py --case long``: docs/architecture.md).
+_SPAN: Final = struct.Struct("@dqqdqqqqqqq")
+_PACK_SPAN: Final = _SPAN.pack  # bound once: a call, not a method look-up, a span
+_SPAN_DTYPE = np.dtype([(name, np.float64 if name in ("start", "work") else np.int64)
+                        for name in _SPAN_FIELDS])
+_MERGE_RUNS: Final = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
 
 
-class _Spans:
-    """Spans not yet packed, a list a field (``_SPAN_DTYPES``'s). A tuple a span, transposed
-    when packed, cost more: the tuples, their GC tracking and the transposition (with this
-    change ``python benchmarks/instructions.py --case chat`` went from 96.0k to 83.3k,
-    counted before it ran with one BLAS thread: docs/architecture.md)."""
+def _floats(values: list[float]) -> np.ndarray:
+    """``values`` as a float64 array: ``struct`` converts a Python float in tens of
+    instructions, ``np.fromiter`` in ~200 (it discovers each value's type)."""
+    return np.frombuffer(struct.pack(f"@{len(values)}d", *values), np.float64)
 
-    __slots__ = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
-                 "waiting", "last_running", "last_waiting")
 
-    def __init__(self) -> None:
-        self.start: list[float] = []
-        self.n: list[int] = []
-        self.prefill: list[int] = []
-        self.work: list[float] = []
-        self.seqs: list[int] = []
-        self.context: list[int] = []
-        self.rows: list[int] = []
-        self.running: list[int] = []
-        self.waiting: list[int] = []
-        self.last_running: list[int] = []
-        self.last_waiting: list[int] = []
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    def add(self, start_s: float, n: int, shape: StepShape, rows: int, running: int,
-            waiting: int, last_running: int, last_waiting: int) -> None:
-        """One span: ``n`` rows from ``start_s``, the first of ``shape``."""
-        self.start.append(start_s)
-        self.n.append(n)
-        self.prefill.append(shape.num_prefill_tokens)
-        self.work.append(shape.prefill_attn_work)
-        self.seqs.append(shape.num_decode_seqs)
-        self.context.append(shape.decode_context_tokens)
-        self.rows.append(rows)
-        self.running.append(running)
-        self.waiting.append(waiting)
-        self.last_running.append(last_running)
-        self.last_waiting.append(last_waiting)
-
-    def columns(self) -> list[list[Any]]:
-        """The fields, in the order of ``_SPAN_DTYPES``."""
-        return [getattr(self, name) for name in _SPAN_DTYPES]
+def _ints(values: list[int]) -> np.ndarray:
+    """``values`` as an int64 array (as :func:`_floats`)."""
+    return np.frombuffer(struct.pack(f"@{len(values)}q", *values), np.int64)
 
 
 class StepLog:
@@ -98,9 +75,9 @@ class StepLog:
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
-        # single steps and short decode runs not yet packed: a span per step or run, and
-        # each row's end_s and kv_blocks_used (the columns that vary freely)
-        self._spans = _Spans()
+        # single steps and short decode runs not yet packed: a span (``_SPAN``) per step or
+        # run, and each row's end_s and kv_blocks_used (the columns that vary freely)
+        self._spans: list[bytes] = []
         self._ends: list[float] = []
         self._kv: list[int] = []
         self._packed: list[tuple[np.ndarray, ...]] = []  # rows packed so far, as columns
@@ -118,8 +95,10 @@ class StepLog:
         finished: Iterable[object] = (),
     ) -> None:
         """Record one step (``finished``, the requests it finished, is for the other modes)."""
-        self._spans.add(start_s, 1, shape, num_decode_tokens, num_running, queue_len,
-                        num_running, queue_len)
+        self._spans.append(_PACK_SPAN(start_s, 1, shape.num_prefill_tokens,
+                                      shape.prefill_attn_work, shape.num_decode_seqs,
+                                      shape.decode_context_tokens, num_decode_tokens,
+                                      num_running, queue_len, num_running, queue_len))
         self._ends.append(end_s)
         self._kv.append(kv_blocks_used)
         self._len += 1
@@ -137,7 +116,10 @@ class StepLog:
         ``num_running``, ``queue_len`` and ``kv_after[i]``, except the last, which logs
         ``last`` (running, waiting and KV blocks once the run was applied)."""
         n = len(ends)
-        self._spans.add(start_s, n, shape, rows, num_running, queue_len, last[0], last[1])
+        self._spans.append(_PACK_SPAN(start_s, n, shape.num_prefill_tokens,
+                                      shape.prefill_attn_work, shape.num_decode_seqs,
+                                      shape.decode_context_tokens, rows, num_running,
+                                      queue_len, last[0], last[1]))
         self._ends += ends
         kv = self._kv
         kv += kv_after[:n - 1]
@@ -157,19 +139,17 @@ class StepLog:
         """
         k = len(starts)
         if k <= _SHORT_RUN:
-            running, waiting = num_running.tolist(), queue_len.tolist()
-            spans = self._spans
-            spans.start += starts.tolist()
-            spans.n += [1] * k
-            spans.prefill += shapes.num_prefill_tokens.tolist()
-            spans.work += shapes.prefill_attn_work.tolist()
-            spans.seqs += shapes.num_decode_seqs.tolist()
-            spans.context += shapes.decode_context_tokens.tolist()
-            spans.rows += num_decode_tokens.tolist()
-            spans.running += running
-            spans.waiting += waiting
-            spans.last_running += running
-            spans.last_waiting += waiting
+            spans = np.empty(k, _SPAN_DTYPE)  # a span a step
+            spans["start"] = starts
+            spans["n"] = 1
+            spans["prefill"] = shapes.num_prefill_tokens
+            spans["work"] = shapes.prefill_attn_work
+            spans["seqs"] = shapes.num_decode_seqs
+            spans["context"] = shapes.decode_context_tokens
+            spans["rows"] = num_decode_tokens
+            spans["running"] = spans["last_running"] = num_running
+            spans["waiting"] = spans["last_waiting"] = queue_len
+            self._spans.append(spans.tobytes())
             self._ends += ends.tolist()
             self._kv += kv_blocks_used.tolist()
             self._len += k
@@ -199,18 +179,16 @@ class StepLog:
         ``start_s``: it starts where row ``j - 1`` ended; prefill tokens and work only in
         row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context
         ``C + j * rows``; every row emits ``rows`` tokens; the last row logs ``last``)."""
-        spans = self._spans
-        if not len(spans):
+        if not self._spans:
             return
-        m, total = len(spans), len(self._ends)
-        fields: list[np.ndarray] = [np.fromiter(c, dtype, m) for c, dtype in
-                                    zip(spans.columns(), _SPAN_DTYPES.values(), strict=True)]
+        spans = np.frombuffer(b"".join(self._spans), _SPAN_DTYPE)
+        total = len(self._ends)
         (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
-         last_waiting) = fields
-        owner = np.repeat(np.arange(m), n)  # each row's span
+         last_waiting) = (spans[name] for name in _SPAN_FIELDS)
         first = np.cumsum(n) - n  # each span's first row
-        j = np.arange(total) - first[owner]  # each row's place in its span
-        end = np.fromiter(self._ends, np.float64, total)
+        last = first + (n - 1)  # and its last
+        j = np.arange(total) - np.repeat(first, n)  # each row's place in its span
+        end = _floats(self._ends)
         cols = dict.fromkeys(_COLUMNS, end)
         cols["start_s"] = np.concatenate(([0.0], end[:-1]))
         cols["start_s"][first] = start
@@ -218,16 +196,17 @@ class StepLog:
         cols["num_prefill_tokens"][first] = prefill
         cols["prefill_attn_work"] = np.zeros(total, np.float64)
         cols["prefill_attn_work"][first] = work
-        cols["num_decode_tokens"] = rows[owner]
+        cols["num_decode_tokens"] = np.repeat(rows, n)
         cols["num_decode_seqs"] = cols["num_decode_tokens"].copy()
         cols["num_decode_seqs"][first] = seqs
-        cols["decode_context_tokens"] = context[owner] + j * cols["num_decode_tokens"]
-        last = j == (n - 1)[owner]
-        cols["num_running"] = np.where(last, last_running[owner], running[owner])
-        cols["queue_len"] = np.where(last, last_waiting[owner], waiting[owner])
-        cols["kv_blocks_used"] = np.fromiter(self._kv, np.int64, total)
+        cols["decode_context_tokens"] = np.repeat(context, n) + j * cols["num_decode_tokens"]
+        cols["num_running"] = np.repeat(running, n)
+        cols["num_running"][last] = last_running
+        cols["queue_len"] = np.repeat(waiting, n)
+        cols["queue_len"][last] = last_waiting
+        cols["kv_blocks_used"] = _ints(self._kv)
         self._packed.append(tuple(cols[name] for name in _COLUMNS))
-        self._spans, self._ends, self._kv = _Spans(), [], []
+        self._spans, self._ends, self._kv = [], [], []
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
@@ -261,7 +240,7 @@ class StepLog:
 
     def clear(self) -> None:
         """Drop every step (once ``table()`` holds them, so they are not kept twice)."""
-        self._spans, self._ends, self._kv = _Spans(), [], []
+        self._spans, self._ends, self._kv = [], [], []
         self._packed, self._runs, self._run_at, self._len, self._merged = [], [], [], 0, 0
 
     def stats(self) -> StepStats | None:

@@ -39,3 +39,25 @@ def test_rows_and_many_runs_come_back_in_order() -> None:
     pd.testing.assert_frame_equal(got, expect, check_dtype=False)
     pd.testing.assert_frame_equal(log.table(), got)  # a second call gives the same
     assert len(log._runs) == 1  # the table's columns, held once
+
+
+def test_packed_values_come_back_bit_for_bit() -> None:
+    # spans are packed by struct, not np.fromiter: integers past 2**53 (where a float64
+    # would round) and floats with every mantissa bit set must come back unchanged
+    big, t0, t1 = 2**53 + 1, 0.1 + 0.2, 1.0 / 3.0
+    log = StepLog(0)
+    log.add(t0, t1, StepShape(num_prefill_tokens=big, prefill_attn_work=t1,
+                              num_decode_seqs=3, decode_context_tokens=big + 2),
+            3, 5, 6, big + 4)
+    log.add_decode_rows(t1, [t1 + 1.0, t1 + 2.0], StepShape(num_decode_seqs=2,
+                                                             decode_context_tokens=big),
+                        2, 4, 1, [big, big + 2], (3, 0, 9))
+    got = log.table()
+    assert got["num_prefill_tokens"].tolist() == [big, 0, 0]
+    assert got["decode_context_tokens"].tolist() == [big + 2, big, big + 2]  # + 2 a row
+    assert got["kv_blocks_used"].tolist() == [big + 4, big, 9]
+    assert got["start_s"].tolist() == [t0, t1, t1 + 1.0]
+    assert got["end_s"].tolist() == [t1, t1 + 1.0, t1 + 2.0]
+    assert got["prefill_attn_work"].tolist() == [t1, 0.0, 0.0]
+    assert got["num_running"].tolist() == [5, 4, 3]  # a run's last row logs ``last``
+    assert got["queue_len"].tolist() == [6, 1, 0]
