@@ -170,3 +170,12 @@ def test_a_served_folder_is_replayed_like_a_clients_file(tmp_path: Path, capsys)
     # profile's jitter (mean 1, CV ~6%), so the totals agree to a few percent, not exactly
     assert (priced["metric"], priced["statistic"]) == ("steps", "priced_total")
     assert priced["relative_error"] != 0.0 and abs(priced["relative_error"]) < 0.05
+
+
+def test_drift_steps_refuses_a_clients_file(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    code = main(["validate", str(_scenario(tmp_path)), "--measured",
+                 str(_aiperf(tmp_path / "p.jsonl")), "--out", str(out), "--drift", "steps"])
+    assert code == 2
+    assert "--drift steps needs the engine's step log" in capsys.readouterr().err
+    assert not (out / "simulated").exists()  # refused before simulating anything
