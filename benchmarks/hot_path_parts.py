@@ -5,8 +5,8 @@
 - ``index_same`` (simulator/policies/identity.py) against ``list.index`` on a list of 120
   requests, the one sought at place 60 (a busy replica's ``running`` list);
 - the summary step log's waiting steps, 8,192 of them, turned into four arrays from
-  4-tuples unzipped (as it was), from four lists by ``np.array`` and by ``np.fromiter``
-  with a count (simulator/steplog_summary.py now);
+  4-tuples unzipped (as it was), from four lists by ``np.array``, by ``np.fromiter`` with a
+  count, and by ``struct`` (simulator/number_lists.py: simulator/steplog_summary.py now);
 - ``blocks_used_after_steps`` (simulator/kvcache.py) for a run of 264 steps, and the
   cycle summed one step at a time as it was before.
 
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulator.accel import active  # noqa: E402
 from simulator.kvcache import blocks_used_after_steps  # noqa: E402
+from simulator.number_lists import floats, ints  # noqa: E402
 from simulator.policies import Sequence  # noqa: E402
 from simulator.policies.identity import index_same  # noqa: E402
 
@@ -71,6 +72,9 @@ def main() -> None:
         return (np.fromiter(cols[0], np.float64, n), np.fromiter(cols[1], np.float64, n),
                 np.fromiter(cols[2], np.int64, n), np.fromiter(cols[3], np.int64, n))
 
+    def four_lists_struct() -> object:
+        return (floats(cols[0]), floats(cols[1]), ints(cols[2]), ints(cols[3]))
+
     def cycle_summed() -> object:
         return np.fromiter(accumulate(islice(cycle(counts), 264), initial=1000), np.int64, 265)
 
@@ -82,6 +86,7 @@ def main() -> None:
             unzip_tuples, 50, r), 1e3, "ms"),
         ("  four lists, np.array", per_call_s(four_lists, 50, r), 1e3, "ms"),
         ("  four lists, np.fromiter", per_call_s(four_lists_fromiter, 50, r), 1e3, "ms"),
+        ("  four lists, struct", per_call_s(four_lists_struct, 50, r), 1e3, "ms"),
         ("KV blocks after each of 264 steps: the cycle summed step by step", per_call_s(
             cycle_summed, 5_000, r), 1e6, "us"),
         ("  blocks_used_after_steps", per_call_s(

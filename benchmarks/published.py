@@ -46,6 +46,7 @@ from benchmarks.published_cases import (  # noqa: E402
     scenario_point,
     stack_accepted,
 )
+from benchmarks.trtllm_kv_memory import BUFFER_READINGS  # noqa: E402
 from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
@@ -65,7 +66,8 @@ def simulated_value(key: str, summary: dict[str, Any]) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
-def run_case(case: Case, *, max_prompts: int, burst_rate: float) -> dict[str, Any]:
+def run_case(case: Case, *, max_prompts: int, burst_rate: float,
+             trtllm_buffers: str = "log") -> dict[str, Any]:
     """Simulate one case; a row with per-metric simulated, published and error."""
     row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source,
                            "fitted": case.fitted}
@@ -73,7 +75,7 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float) -> dict[str, An
     if skipped:
         return {**row, "status": skipped}
     point, notes = scenario_point(case, max_prompts=max_prompts, use_stack=True,
-                                  burst_rate=burst_rate)
+                                  burst_rate=burst_rate, trtllm_buffers=trtllm_buffers)
     point, stack_note = stack_accepted(point, case)
     notes += [stack_note] if stack_note else []
     point, reads_note = priced_reads(point)
@@ -230,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-prompts", type=int, default=1000,
                     help="simulate at most this many prompts of a throughput-only case "
                          "(default 1000)")
+    ap.add_argument("--trtllm-buffers", choices=BUFFER_READINGS, default="log",
+                    help="the 2024 TensorRT-LLM engines' runtime and decoder buffers: the 0.12 "
+                         "log's reading (default) or the sourced formula "
+                         "(benchmarks/trtllm_kv_memory.py)")
     ap.add_argument("--cases-file", action="append", default=None,
                     help="a case file (repeatable; default: every "
                          f"benchmarks/{CASES_GLOB})")
@@ -246,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     header += [f"note: {rate_note}"] if rate_note else []
     rows = []
     for case in cases:
-        rows.append(run_case(case, max_prompts=args.max_prompts, burst_rate=rate))
+        rows.append(run_case(case, max_prompts=args.max_prompts, burst_rate=rate,
+                             trtllm_buffers=args.trtllm_buffers))
         print(f"  {case.id}: {rows[-1]['status']}", file=sys.stderr)
     print(report(rows, header))
     if args.json:

@@ -190,9 +190,10 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
 
 
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
-                   burst_rate: float, trace_dir: Path | None = None
-                   ) -> tuple[dict[str, Any], list[str]]:
-    """The scenario point replaying ``case`` and notes on what differs from the source."""
+                   burst_rate: float, trace_dir: Path | None = None,
+                   trtllm_buffers: str = "log") -> tuple[dict[str, Any], list[str]]:
+    """The scenario point replaying ``case`` and notes on what differs from the source
+    (``trtllm_buffers``: benchmarks/trtllm_kv_memory.py's BUFFER_READINGS)."""
     wl, notes = case.workload, []
     prompt, output = _lengths(wl, case.id)
     # A burst's latencies grow with its queue: a case giving any (TTFT, TPOT, E2E) runs all
@@ -238,7 +239,7 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     }
     notes += table_limits(case, prompt, output, policy)
     notes += bench_limits(case, prompt, output, policy)
-    kv, kv_notes = trtllm_kv(case, prompt, output, policy)
+    kv, kv_notes = trtllm_kv(case, prompt, output, policy, trtllm_buffers)
     notes += kv_notes
     if kv:
         point["kv"] = kv

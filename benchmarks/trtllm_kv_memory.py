@@ -94,6 +94,18 @@ NCCL_BYTES: Mapping[int, int] = {1: 0, 2: 358612992, 4: 411041792, 8: 411041792}
 BENCH_LOG_BUFFERS_GIB = 1.14 + 4.35
 BENCH_LOG_BATCH, BENCH_LOG_VOCAB = 4096, 32000
 SLOT_VOCAB_BYTES = BENCH_LOG_BUFFERS_GIB * GIB / (BENCH_LOG_BATCH * BENCH_LOG_VOCAB)
+# The runtime and decoder buffers as 2024's code allocates them, for a greedy trtllm-bench
+# engine (beam 1, float32 logits), bytes with B = max_batch_size, V = the padded vocabulary
+# and S = max_seq_len (docs/gpu-profiles.md, "The runtime and decoder buffers, term by
+# term", names each term's file): runtime 4 B V + 24 B S; decoder c B V + 65,536 B + 16 B S,
+# c = 20 while the draft logits were allocated unconditionally, 16 after. It gives two
+# logs (memory.md's FAQ, a November 2024 one) within 0.1%, but not the 0.12 log above (1.68
+# GiB short), and applied to the replay it reads worse (69.1% -> 66.6% within 15%): not the
+# default, ``python benchmarks/published.py --trtllm-buffers sourced`` runs it.
+BUFFER_READINGS = ("log", "sourced")
+RUNTIME_SLOT_VOCAB, RUNTIME_SLOT_SEQ = 4, 24
+DECODER_SLOT, DECODER_SLOT_SEQ = 1024 * 8 * 8, 16
+DECODER_SLOT_VOCAB = {"0.15": 16, "0.17": 16}  # else 20 (module docstring's caveat)
 # memory.md's log: total - available - engine - context memory - runtime - decoder
 CONTEXT_GIB = 79.10 - 70.48 - (6695 + 1134.01 + 43.29 + 180.30) / 1024
 # The replayed releases (the performance overviews of benchmarks/published_cases_*.toml)
@@ -128,19 +140,32 @@ class EngineMemory:
         return max(0, math.floor(self.fraction * self.free / self.kv_bytes_per_token))
 
 
+def sourced_buffers(max_batch_size: int, vocab_padded: int, max_seq_len: int,
+                    version: str) -> tuple[int, int]:
+    """(runtime, decoder) buffer bytes per GPU by the sourced formula (BUFFER_READINGS)."""
+    b, v, seq = max_batch_size, vocab_padded, max_seq_len
+    c = DECODER_SLOT_VOCAB.get(version, 20)
+    return (RUNTIME_SLOT_VOCAB * b * v + RUNTIME_SLOT_SEQ * b * seq,
+            c * b * v + DECODER_SLOT * b + DECODER_SLOT_SEQ * b * seq)
+
+
 def engine_memory(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
                   kv_dtype: str, max_batch_size: int, max_num_tokens: int,
-                  fraction: float) -> EngineMemory:
-    """Per-GPU memory of ``model`` built for ``max_batch_size`` and ``max_num_tokens``."""
+                  fraction: float, sourced: tuple[int, str] | None = None) -> EngineMemory:
+    """Per-GPU memory of ``model`` built for ``max_batch_size`` and ``max_num_tokens``;
+    ``sourced`` = (max_seq_len, version) takes the buffers from :func:`sourced_buffers`
+    instead of the 0.12 log's reading."""
     factors = ACTIVATION_FACTOR_MOE if model.num_experts > 1 else ACTIVATION_FACTOR
     activations = max(2.0 * max_num_tokens * model.hidden_size * factors[min(tp, 8)],
                       ACTIVATION_MIN)
     vocab_padded = math.ceil(model.vocab_size / tp) * tp
     kv_heads_per_gpu = max(model.num_kv_heads / tp, 1.0)
     kv_per_token = model.kv_bytes_per_token(kv_dtype) / model.num_kv_heads * kv_heads_per_gpu
+    buffers = SLOT_VOCAB_BYTES * max_batch_size * vocab_padded if sourced is None else \
+        sum(sourced_buffers(max_batch_size, vocab_padded, *sourced))
     return EngineMemory(
         total=CUDA_TOTAL_GIB[hw.name] * GIB, weights=model.weight_bytes(weight_dtype) / tp,
-        activations=activations, slot_buffers=SLOT_VOCAB_BYTES * max_batch_size * vocab_padded,
+        activations=activations, slot_buffers=buffers,
         context=CONTEXT_GIB * GIB, nccl=NCCL_BYTES[min(tp, 8)], fraction=fraction,
         kv_bytes_per_token=kv_per_token)
 
@@ -154,10 +179,14 @@ def kv_fraction(notes: str) -> float | None:
 
 
 def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
-              policy: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+              policy: Mapping[str, Any], buffers: str = "log"
+              ) -> tuple[dict[str, Any], list[str]]:
     """The ``[kv]`` section replaying ``case``'s engine by TensorRT-LLM's rule and a note;
     ``({}, [])`` for a case this does not cover (another stack or release, lengths not
-    fixed, a GPU without a CUDA total, no stated fraction)."""
+    fixed, a GPU without a CUDA total, no stated fraction). ``buffers``: which reading of
+    the runtime and decoder buffers (BUFFER_READINGS)."""
+    if buffers not in BUFFER_READINGS:
+        raise ValueError(f"trtllm_kv: buffers {buffers!r}: one of {BUFFER_READINGS}")
     name = catalogue_name(case.model)
     fraction = kv_fraction(case.notes)
     if (case.stack != "trtllm" or case.stack_version not in VERSIONS or name is None
@@ -167,8 +196,10 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
         return {}, []
     batch = int(policy.get("max_num_seqs", DEFAULT_MAX_BATCH_SIZE))
     tokens = int(policy.get("max_num_batched_tokens", DEFAULT_MAX_NUM_TOKENS))
+    seq = int(prompt["tokens"]) + int(output["tokens"])  # the build's max_seq_len
     mem = engine_memory(get_model(name), get_hardware(case.gpu), case.tp, case.weight_dtype,
-                        case.kv_dtype, batch, tokens, fraction)
+                        case.kv_dtype, batch, tokens, fraction,
+                        (seq, case.stack_version) if buffers == "sourced" else None)
     block = int(STACKS["trtllm"][-1].kv["block_size"])
     blocks = mem.kv_tokens // block
     if blocks < 1:

@@ -158,6 +158,7 @@ def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Pa
         print(f"servesim: warning: {warning}", file=sys.stderr)
     steps = None if simulated_dir else measured_steps(
         out / "measured" if measured_dir is None else Path(measured_dir), len(points))
+    # (the points as replayed: a client's file can merge the scenario's loads into one)
     names = [(resolve(p).policy_name, load_label(labels, p)) for labels, p in points]
     priced = [None] * len(points) if steps is None else \
         priced_rows(points, steps, [r for _, r in measured], names)  # the profile as chosen

@@ -62,7 +62,7 @@ COMPILED: tuple[str, ...] = (
     "simulator.policies.admission", "simulator.policies.chunk_runs",
     "simulator.policies.clock_chunks", "simulator.policies.padded",
     "simulator.policies.preemption", "simulator.policies.identity",
-    "simulator.costs.decode_terms",
+    "simulator.costs.decode_terms", "simulator.number_lists",
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.number_lists import as_array, ints
 from simulator.policies import Sequence
 from simulator.records import REQUEST_COLUMNS, empty_table
 from simulator.served_requests import STATUS, status_codes
@@ -110,11 +111,10 @@ class RecordColumns:
         if not n:
             return
         self._rows = _Waiting()
-        # fromiter: the same numbers as np.array, cheaper (benchmarks/hot_path_parts.py)
-        part = {"order": np.fromiter(rows.order, np.int64, n)}
+        part = {"order": ints(rows.order)}
         for name, values in zip(_NUMBERS, rows.numbers(), strict=True):
-            part[name] = np.fromiter(values, REQUEST_COLUMNS[name], n)
-        generated = np.fromiter(rows.generated, np.int64, n)
+            part[name] = as_array(values, REQUEST_COLUMNS[name])
+        generated = ints(rows.generated)
         reason = np.empty(n, dtype=object)
         reason[:] = rows.reason
         code = status_codes(reason, generated, part["output_tokens"])

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.metrics_steps import StepStats
+from simulator.number_lists import floats, ints
 from simulator.records import STEP_COLUMNS, empty_table, steps_from_arrays
 from simulator.shapes import StepShape, StepShapes
 from simulator.steplog_summary import NoStepLog, SummaryStepLog
@@ -49,22 +50,13 @@ _SPAN_FIELDS = ("start", "n", "prefill", "work", "seqs", "context", "rows", "run
 # field, ``np.fromiter``-ed when packed, cost ~200 instructions a value (numpy discovers
 # each value's type); appending the records to a bytearray cost more than the list
 # (``python benchmarks/instructions.py --case long``: docs/architecture.md).
-_SPAN: Final = struct.Struct("@dqqdqqqqqqq")
+_SPAN_FLOATS = ("start", "work")  # the double fields; the others are 64-bit ints
+_SPAN: Final = struct.Struct("@" + "".join("d" if name in _SPAN_FLOATS else "q"
+                                           for name in _SPAN_FIELDS))
 _PACK_SPAN: Final = _SPAN.pack  # bound once: a call, not a method look-up, a span
-_SPAN_DTYPE = np.dtype([(name, np.float64 if name in ("start", "work") else np.int64)
+_SPAN_DTYPE = np.dtype([(name, np.float64 if name in _SPAN_FLOATS else np.int64)
                         for name in _SPAN_FIELDS])
 _MERGE_RUNS: Final = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
-
-
-def _floats(values: list[float]) -> np.ndarray:
-    """``values`` as a float64 array: ``struct`` converts a Python float in tens of
-    instructions, ``np.fromiter`` in ~200 (it discovers each value's type)."""
-    return np.frombuffer(struct.pack(f"@{len(values)}d", *values), np.float64)
-
-
-def _ints(values: list[int]) -> np.ndarray:
-    """``values`` as an int64 array (as :func:`_floats`)."""
-    return np.frombuffer(struct.pack(f"@{len(values)}q", *values), np.int64)
 
 
 class StepLog:
@@ -188,7 +180,7 @@ class StepLog:
         first = np.cumsum(n) - n  # each span's first row
         last = first + (n - 1)  # and its last
         j = np.arange(total) - np.repeat(first, n)  # each row's place in its span
-        end = _floats(self._ends)
+        end = floats(self._ends)
         cols = dict.fromkeys(_COLUMNS, end)
         cols["start_s"] = np.concatenate(([0.0], end[:-1]))
         cols["start_s"][first] = start
@@ -204,7 +196,7 @@ class StepLog:
         cols["num_running"][last] = last_running
         cols["queue_len"] = np.repeat(waiting, n)
         cols["queue_len"][last] = last_waiting
-        cols["kv_blocks_used"] = _ints(self._kv)
+        cols["kv_blocks_used"] = ints(self._kv)
         self._packed.append(tuple(cols[name] for name in _COLUMNS))
         self._spans, self._ends, self._kv = [], [], []
 

@@ -36,16 +36,8 @@ def _policy(case_id: str) -> dict[str, object]:
     # Llama-2-7b tp1: (4096, 8192), as the 0.12 doc's example output prints
     # ("Max Runtime Batch Size: 4096", "Max Runtime Tokens: 8192")
     ("trtllm0.12-h100-sxm-llama-2-7b-fp8-tp1-128-128", 4096, 8192),
-])
-def test_a_012_row_replays_the_tables_engine(case_id: str, batch: int, tokens: int) -> None:
-    policy = _policy(case_id)
-    assert policy["max_num_seqs"] == batch
-    assert policy["max_num_batched_tokens"] == tokens
-    assert policy["chunked_prefill"] is True  # trtllm-bench throughput: chunking on
-
-
-@pytest.mark.parametrize("case_id, batch, tokens", [
-    # Llama-3.1-70B takes Meta-Llama-3-70B's entries: tp4 general (2048, 1024)
+    # 0.13 and 0.14, carried forward. Llama-3.1-70B takes Meta-Llama-3-70B's entries:
+    # tp4 general (2048, 1024)
     ("trtllm0.13-h100-sxm-llama-3.1-70b-fp16-tp4-500-2000", 2048, 1024),
     ("trtllm0.14-a100-80gb-llama-3.1-70b-fp16-tp4-500-2000", 2048, 1024),
     # Meta-Llama-3-70B tp2, 2048 + 2048 = 4096: its own entry (2048, 1024)
@@ -55,11 +47,12 @@ def test_a_012_row_replays_the_tables_engine(case_id: str, batch: int, tokens: i
     # Llama-3.1-8B takes Meta-Llama-3-8B's tp1 general (2048, 8192)
     ("trtllm0.14-h200-llama-3.1-8b-fp8-tp1-128-128", 2048, 8192),
 ])
-def test_013_014_rows_replay_the_carried_table(case_id: str, batch: int, tokens: int) -> None:
+def test_a_012_to_014_row_replays_the_tables_engine(case_id: str, batch: int,
+                                                    tokens: int) -> None:
     policy = _policy(case_id)
     assert policy["max_num_seqs"] == batch
     assert policy["max_num_batched_tokens"] == tokens
-    assert policy["chunked_prefill"] is True
+    assert policy["chunked_prefill"] is True  # trtllm-bench throughput: chunking on
 
 
 @pytest.mark.parametrize("case_id", [

@@ -86,13 +86,18 @@ def test_steps_drift_refuses_an_absurd_factor():
 
 
 def test_two_replicas_are_priced_apart():
-    # the same three steps on replica 0, and on replica 1 shifted by 1 ms, each with its
-    # own admission and finish: both replicas' steps are priced, 15 ms each (by hand above)
-    other = STEPS.assign(start_s=STEPS["start_s"] + 0.001, end_s=STEPS["end_s"] + 0.001,
-                         replica=1)
-    steps = pd.concat([STEPS.assign(replica=0), other], ignore_index=True)
-    requests = pd.concat([REQUESTS.assign(replica=0), pd.DataFrame({
-        "request_id": [2, 3], "scheduled_s": [0.001, -1.0], "finish_s": [0.018, math.nan],
-        "status": ["finished", "running"], "replica": [1, 1]})], ignore_index=True)
+    # Replica 0 runs one long step [0, 10 ms] that finishes request 0; replica 1 runs two
+    # short ones, [1, 2] and [2, 3] ms, the second finishing request 1. Merged in start
+    # order the step ends read 10, 2, 3 ms (not sorted), and a search over them misplaces
+    # the finish at 10 ms; per replica each finish lands on its own step.
+    steps = pd.DataFrame({
+        "point": 0, "replica": [0, 1, 1], "start_s": [0.0, 0.001, 0.002],
+        "end_s": [0.010, 0.002, 0.003], "num_prefill_tokens": 0, "prefill_attn_work": 0.0,
+        "num_decode_seqs": 1, "decode_context_tokens": 100})
+    requests = pd.DataFrame({
+        "request_id": [0, 1], "replica": [0, 1], "scheduled_s": [-1.0, -1.0],
+        "finish_s": [0.010, 0.003], "status": ["finished", "finished"]})
     measured, priced = measured_and_priced(steps, requests, COST)
-    assert measured == pytest.approx(0.034) and priced == pytest.approx(0.030)
+    # each step 2 + 1 ms (one decode row), and 0.5 ms for each of the two finishes
+    assert measured == pytest.approx(0.012)
+    assert priced == pytest.approx(3 * 0.003 + 2 * 0.0005)

@@ -72,7 +72,8 @@ class PiecewiseCost:
     def _price(self, fixed: Num, p: Num, h1: Num, h2: Num, a: Num, d: Num, c: Num,
                admitted: Num, finished: Num) -> Num:
         # Over arrays (step_times); step_time writes the same sum over floats, term by
-        # term in this order, so the two agree exactly (tests/test_decision_costs.py).
+        # term in this order, so the two agree exactly (tests/test_cost_form_piecewise.py,
+        # test_step_times_equal_step_time_exactly).
         return (
             fixed
             + self.prefill_token_s * p
