@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.costs.decode_terms import DecodeTerms
-from simulator.kvcache import blocks_opened, blocks_used_after_steps, used_after_steps
+from simulator.kvcache import blocks_opened, blocks_used_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.policies.step import decode_cohort, finish_members, join_decoders
 from simulator.shapes import StepShapes, filled
@@ -79,7 +79,7 @@ def apply_decode_run(state: ServerState, batch: Batch, ends: np.ndarray | list[f
     finished. ``batch`` was the run's first step, as planned by :func:`plan_decode_run`.
 
     ``opened``: the KV blocks steps 2..k open, when the caller counted them (a
-    :class:`ShortRun`'s ``kv_after[-1] - kv.used``); read only for a clock batch."""
+    :class:`ShortRun`'s :meth:`~ShortRun.opened`); read only for a clock batch."""
     k = len(ends)
     seqs = batch.decode
     finished: list[Sequence] = []
@@ -140,10 +140,14 @@ class ShortRun:
     context_tokens: int  # C of the first step (each later step attends D more)
     num_running: int  # logged after every step but the last (nothing finishes before it)
     queue_len: int  # likewise: nobody arrives before the last step ends
-    kv_after: list[int]  # kv_blocks_used after each step but the last
+    kv_used: int  # kv_blocks_used after the first step (its blocks are taken)
+    # blocks the later steps open, ``openings[i % len]`` at the i-th of them (the cohort's
+    # block openings): kv_blocks_used after each step but the last, without a list of them
+    openings: list[int]
 
     def __init__(self, start_s: float, ends: list[float], rows: int, context_tokens: int,
-                 num_running: int, queue_len: int, kv_after: list[int]) -> None:
+                 num_running: int, queue_len: int, kv_used: int, openings: list[int]
+                 ) -> None:
         # written out (the dataclass keeps it): native when compiled (simulator/accel.py)
         self.start_s = start_s
         self.ends = ends
@@ -151,7 +155,12 @@ class ShortRun:
         self.context_tokens = context_tokens
         self.num_running = num_running
         self.queue_len = queue_len
-        self.kv_after = kv_after
+        self.kv_used = kv_used
+        self.openings = openings
+
+    def opened(self) -> int:
+        """Blocks the steps after the first open (they are not taken yet)."""
+        return blocks_opened(self.openings, len(self.ends) - 1) if self.openings else 0
 
 
 def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, stop_s: float,
@@ -192,7 +201,7 @@ def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, sto
             t += price(d, c, cohort.num_at_min if k == cohort.min_remaining else 0)
             append(t)
     return ShortRun(start_s, ends, d, c0, len(state.running), len(state.waiting),
-                    used_after_steps(cohort.block_openings, len(ends) - 1, state.kv.used))
+                    state.kv.used, cohort.block_openings)
 
 
 def _terms_steps(price: DecodeTerms, ends: list[float], steps: int, d: int, c: int,
@@ -217,5 +226,5 @@ def log_short_run(log: AnyStepLog, run: ShortRun, batch: Batch, state: ServerSta
                   finished: list[Sequence]) -> None:
     """Write ``run``'s steps to the step log once they are applied (``finished`` ended it)."""
     log.add_decode_rows(run.start_s, run.ends, batch.shape, run.rows, run.num_running,
-                        run.queue_len, run.kv_after,
+                        run.queue_len, run.kv_used, run.openings,
                         (len(state.running), len(state.waiting), state.kv.used), finished)

@@ -175,6 +175,23 @@ def used_after_steps(counts: list[int], num_steps: int, used: int) -> list[int]:
     return out
 
 
+def used_sum_after_steps(counts: list[int], num_steps: int, used: int) -> tuple[int, int]:
+    """The sum and the last of :func:`used_after_steps`'s ``num_steps + 1`` values, without
+    the list (no openings: ``used`` every step). A plain loop over native ints, compiled."""
+    total = last = used
+    m = len(counts)
+    if m == 0:
+        return used * (num_steps + 1), used
+    i = 0
+    for _ in range(num_steps):
+        last += counts[i]
+        total += last
+        i += 1
+        if i == m:
+            i = 0
+    return total, last
+
+
 def blocks_used_after_steps(counts: list[int], num_steps: int, used: int) -> np.ndarray:
     """:func:`used_after_steps` as an array (``num_steps + 1`` values)."""
     if num_steps < _CYCLE_STEPS or not counts:  # a few steps: numpy's calls cost more

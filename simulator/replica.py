@@ -266,7 +266,7 @@ class Replica(ChunkRuns):
         assert self._price_decode is not None
         state = self.state
         run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
-        opened = run.kv_after[-1] - state.kv.used  # blocks steps 2..k open
+        opened = run.opened()  # blocks steps 2..k open
         end = run.ends[-1]
         if end >= self._inline_limit(stop_s):  # stop_s: the next arrival, read just now
             yield self._until(end)

@@ -1,16 +1,18 @@
 """Accumulates one replica's step log cheaply, one step or one fast-forwarded run at a time.
 
 A single step or a short decode run is one "span" (its start, its length, its first
-row's shape, what every later row adds, the last row's counts), packed by ``struct`` into
-an 88-byte record, plus each row's end and KV blocks in two flat lists, so logging a run
-of a few steps is one ``pack`` and a few list operations, not a tuple per row; a long
-fast-forwarded run is kept as the arrays it was planned with, and its place as (first
-row, length). Every ``_FLUSH_ROWS`` rows the spans are expanded into column arrays with
-numpy (the records read with ``np.frombuffer``, the lists converted by ``struct``: no
-boxed number goes through ``np.fromiter``; a row of ten boxed numbers costs a few hundred
-bytes, a packed row 88), so a long run's memory grows by the packed size.
-``table()`` puts the runs, concatenated in order, at their places and the rows, in
-order, everywhere else.
+row's shape, what every later row adds, the KV blocks of its first row and the last
+row's counts), packed by ``struct`` into a 120-byte record, plus each row's end in a flat
+list; a run's KV blocks are not listed row by row but kept as the block openings they
+follow (the cohort's openings per step, one cycle of ``block_size`` counts, in a flat
+list), expanded with numpy when packed. So logging a run of a few steps is one ``pack``
+and two list extensions, not a tuple or a boxed number per row; a long fast-forwarded
+run is kept as the arrays it was planned with, and its place as (first row, length).
+Every ``_FLUSH_ROWS`` rows the spans are expanded into column arrays with numpy (the
+records read with ``np.frombuffer``, the lists converted by ``struct``: no boxed number
+goes through ``np.fromiter``; a row of ten boxed numbers costs a few hundred bytes, a
+packed row 88), so a long run's memory grows by the packed size. ``table()`` puts the
+runs, concatenated in order, at their places and the rows, in order, everywhere else.
 
 That is ``[run] step_log = "full"``; :func:`make_step_log` picks the log of a mode
 (``"summary"`` and ``"none"`` keep less: simulator/steplog_summary.py).
@@ -41,9 +43,12 @@ _FLUSH_ROWS: Final = 4096  # rows kept as spans before they are packed into colu
 # a span's fields: start_s, rows in the span (n), the first row's num_prefill_tokens,
 # prefill_attn_work, num_decode_seqs and decode_context_tokens, rows (decode tokens per
 # row, and the context added per row after the first), num_running and queue_len of every
-# row but the last, and the last row's
+# row but the last, and the last row's; the first row's kv_blocks_used and the last
+# row's; where the span's block openings start in the flat list and how many there are
+# (one cycle; 0 for a span of one row, whose only row is its last)
 _SPAN_FIELDS = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
-                "waiting", "last_running", "last_waiting")
+                "waiting", "last_running", "last_waiting", "kv", "last_kv", "openings_at",
+                "cycle")
 # A span is one record of these (native doubles and 64-bit ints, every field 8 bytes, so
 # no padding): ``_PACK_SPAN`` makes its bytes, kept in a list and joined when packed, and
 # ``np.frombuffer`` reads them back as columns with no per-value conversion. A list a
@@ -56,26 +61,31 @@ _SPAN: Final = struct.Struct("@" + "".join("d" if name in _SPAN_FLOATS else "q"
 _PACK_SPAN: Final = _SPAN.pack  # bound once: a call, not a method look-up, a span
 _SPAN_DTYPE = np.dtype([(name, np.float64 if name in _SPAN_FLOATS else np.int64)
                         for name in _SPAN_FIELDS])
-_MERGE_RUNS: Final = 256  # runs kept apart before they are joined into one (fewer, larger arrays)
+_MERGE_RUNS: Final = 256  # runs waiting before the spans around them are packed
+_JOIN_PIECES: Final = 512  # pieces kept apart before they are joined into one
 
 
 class StepLog:
     """A replica's step log (contract 4) in parts; ``table()`` turns them into a DataFrame."""
 
-    __slots__ = ("replica", "_spans", "_ends", "_kv", "_packed", "_runs", "_run_at",
-                 "_merged", "_len")
+    __slots__ = ("replica", "_spans", "_ends", "_openings", "_runs", "_pieces", "_joined",
+                 "_len")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
         # single steps and short decode runs not yet packed: a span (``_SPAN``) per step or
-        # run, and each row's end_s and kv_blocks_used (the columns that vary freely)
+        # run, each row's end_s (the column that varies freely) and the runs' block
+        # openings, one cycle a run, one after another (a span says where its cycle is)
         self._spans: list[bytes] = []
         self._ends: list[float] = []
-        self._kv: list[int] = []
-        self._packed: list[tuple[np.ndarray, ...]] = []  # rows packed so far, as columns
-        self._runs: list[tuple[np.ndarray, ...]] = []  # runs' columns, in the column order
-        self._run_at: list[tuple[int, int]] = []  # each run's first row number and length
-        self._merged = 0  # the first _merged entries of _runs are joined runs
+        self._openings: list[int] = []
+        # long runs logged since the spans were last packed: how many span rows came
+        # before each, and its columns (in the column order)
+        self._runs: list[tuple[int, tuple[np.ndarray, ...]]] = []
+        # every row packed so far, in row order: packed spans and runs, as columns (the
+        # first _joined of them are joined pieces)
+        self._pieces: list[tuple[np.ndarray, ...]] = []
+        self._joined = 0
         self._len = 0
 
     def __len__(self) -> int:
@@ -90,32 +100,39 @@ class StepLog:
         self._spans.append(_PACK_SPAN(start_s, 1, shape.num_prefill_tokens,
                                       shape.prefill_attn_work, shape.num_decode_seqs,
                                       shape.decode_context_tokens, num_decode_tokens,
-                                      num_running, queue_len, num_running, queue_len))
+                                      num_running, queue_len, num_running, queue_len,
+                                      kv_blocks_used, kv_blocks_used, 0, 0))
         self._ends.append(end_s)
-        self._kv.append(kv_blocks_used)
         self._len += 1
         if len(self._ends) >= _FLUSH_ROWS:
             self._pack()
 
     def add_decode_rows(
         self, start_s: float, ends: list[float], shape: StepShape, rows: int,
-        num_running: int, queue_len: int, kv_after: list[int], last: tuple[int, int, int],
-        finished: Iterable[object] = (),
+        num_running: int, queue_len: int, kv_used: int, openings: list[int],
+        last: tuple[int, int, int], finished: Iterable[object] = (),
     ) -> None:
         """Record a decode run's steps, back to back from ``start_s``, as :meth:`add` would
         one by one: the first of ``shape``, each later one ``rows`` sequences attending
         ``rows`` more tokens than the one before; every step emits ``rows`` tokens and logs
-        ``num_running``, ``queue_len`` and ``kv_after[i]``, except the last, which logs
-        ``last`` (running, waiting and KV blocks once the run was applied)."""
+        ``num_running`` and ``queue_len``, and the first ``kv_used`` KV blocks, step ``t``
+        ``kv_used`` plus the blocks opened at the run's later steps before it, the ``i``-th
+        of them opening ``openings[i % len(openings)]`` (``kvcache.used_after_steps``; no
+        openings: none), except the last, which logs ``last`` (running, waiting and KV
+        blocks once the run was applied)."""
         n = len(ends)
+        at = len(self._openings)
+        cycle = len(openings)
+        if n > 1 and cycle:
+            self._openings += openings
+        else:
+            cycle = 0  # no row but the last: nothing to expand; or no block opens
         self._spans.append(_PACK_SPAN(start_s, n, shape.num_prefill_tokens,
                                       shape.prefill_attn_work, shape.num_decode_seqs,
                                       shape.decode_context_tokens, rows, num_running,
-                                      queue_len, last[0], last[1]))
+                                      queue_len, last[0], last[1], kv_used, last[2], at,
+                                      cycle))
         self._ends += ends
-        kv = self._kv
-        kv += kv_after[:n - 1]
-        kv.append(last[2])
         self._len += n
         if len(self._ends) >= _FLUSH_ROWS:
             self._pack()
@@ -141,42 +158,54 @@ class StepLog:
             spans["rows"] = num_decode_tokens
             spans["running"] = spans["last_running"] = num_running
             spans["waiting"] = spans["last_waiting"] = queue_len
+            spans["kv"] = spans["last_kv"] = kv_blocks_used
+            spans["openings_at"] = spans["cycle"] = 0
             self._spans.append(spans.tobytes())
             self._ends += ends.tolist()
-            self._kv += kv_blocks_used.tolist()
             self._len += k
             if len(self._ends) >= _FLUSH_ROWS:
                 self._pack()
             return
-        self._runs.append((
+        self._runs.append((len(self._ends), (
             starts, ends, shapes.num_prefill_tokens, shapes.prefill_attn_work,
             shapes.num_decode_seqs, shapes.decode_context_tokens, num_decode_tokens,
             num_running, queue_len, kv_blocks_used,
-        ))
-        self._run_at.append((self._len, k))
+        )))
         self._len += k
-        if len(self._runs) - self._merged >= _MERGE_RUNS:
-            self._merge_runs()
-
-    def _merge_runs(self) -> None:
-        """Join the runs since the last join into one, in order: hundreds of thousands of
-        small arrays (and the plans they are views of) cost far more than their rows."""
-        new = self._runs[self._merged:]
-        joined = tuple(np.concatenate(c) for c in zip(*new, strict=True))
-        self._runs[self._merged:] = [joined]
-        self._merged += 1
+        if len(self._runs) >= _MERGE_RUNS:
+            self._pack()
 
     def _pack(self) -> None:
-        """Expand the spans into rows, as column arrays (row ``j`` of a span of ``n`` from
-        ``start_s``: it starts where row ``j - 1`` ended; prefill tokens and work only in
-        row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context
-        ``C + j * rows``; every row emits ``rows`` tokens; the last row logs ``last``)."""
-        if not self._spans:
-            return
+        """Move the spans and the runs logged since the last pack to the pieces, in row
+        order: the spans expanded into column arrays, cut where the runs came."""
+        rows = self._expand() if self._spans else None
+        pieces = self._pieces
+        cut = 0
+        for at, run in self._runs:
+            if rows is not None and at > cut:
+                pieces.append(tuple(c[cut:at] for c in rows))
+            pieces.append(run)
+            cut = at
+        if rows is not None and cut < len(rows[0]):
+            pieces.append(tuple(c[cut:] for c in rows) if cut else rows)
+        self._spans, self._ends, self._openings, self._runs = [], [], [], []
+        if len(pieces) - self._joined >= _JOIN_PIECES:
+            # hundreds of thousands of small arrays (and the plans they are views of) cost
+            # far more than their rows: the pieces since the last join become one
+            pieces[self._joined:] = [tuple(np.concatenate(c) for c in
+                                           zip(*pieces[self._joined:], strict=True))]
+            self._joined += 1
+
+    def _expand(self) -> tuple[np.ndarray, ...]:
+        """The spans' rows as column arrays, in the column order (row ``j`` of a span of
+        ``n`` from ``start_s``: it starts where row ``j - 1`` ended; prefill tokens and work
+        only in row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context
+        ``C + j * rows``; every row emits ``rows`` tokens; KV blocks ``kv`` plus the
+        openings of ``j`` steps of the span's cycle; the last row logs ``last``)."""
         spans = np.frombuffer(b"".join(self._spans), _SPAN_DTYPE)
         total = len(self._ends)
         (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
-         last_waiting) = (spans[name] for name in _SPAN_FIELDS)
+         last_waiting, kv, last_kv, openings_at, cycle) = (spans[name] for name in _SPAN_FIELDS)
         first = np.cumsum(n) - n  # each span's first row
         last = first + (n - 1)  # and its last
         j = np.arange(total) - np.repeat(first, n)  # each row's place in its span
@@ -196,48 +225,59 @@ class StepLog:
         cols["num_running"][last] = last_running
         cols["queue_len"] = np.repeat(waiting, n)
         cols["queue_len"][last] = last_waiting
-        cols["kv_blocks_used"] = ints(self._kv)
-        self._packed.append(tuple(cols[name] for name in _COLUMNS))
-        self._spans, self._ends, self._kv = [], [], []
+        if self._openings:
+            cols["kv_blocks_used"] = _kv_by_row(j, n, kv, openings_at, cycle,
+                                                ints(self._openings))
+        else:  # every span one row
+            cols["kv_blocks_used"] = np.repeat(kv, n)
+        cols["kv_blocks_used"][last] = last_kv
+        return tuple(cols[name] for name in _COLUMNS)
 
     def table(self) -> pd.DataFrame:
         """The step log as a DataFrame with the contract's columns."""
         if not len(self):
             return empty_table(STEP_COLUMNS)
         self._pack()
-        in_runs = np.zeros(len(self), dtype=bool)
-        for first, k in self._run_at:
-            in_runs[first:first + k] = True
-        at = ~in_runs  # the rows', in order (runs and rows each arrive in row order)
         # by column, so each column's parts are let go once it is built (peak: the table
         # and one column's parts, not the table and all of them)
-        packed = [list(c) for c in zip(*self._packed, strict=True)]
-        runs = [list(c) for c in zip(*self._runs, strict=True)]
-        self._packed, self._runs, self._merged = [], [], 0
+        parts = [list(c) for c in zip(*self._pieces, strict=True)]
+        self._pieces = []
         cols = {}
         for i, name in enumerate(_COLUMNS):
-            col = np.empty(len(self), dtype=STEP_COLUMNS[name])
-            if packed:
-                col[at] = np.concatenate(packed[i])
-                packed[i] = []
-            if runs:
-                col[in_runs] = np.concatenate(runs[i])
-                runs[i] = []
-            cols[name] = col
-        self._runs = [tuple(cols[name] for name in _COLUMNS)]  # the log is now one run
-        self._run_at = [(0, len(self))]
-        self._merged = 1
+            col = np.concatenate(parts[i]) if len(parts[i]) > 1 else parts[i][0]
+            # one piece may be a read-only view of packed bytes, or a run's own array
+            cols[name] = col.astype(STEP_COLUMNS[name], copy=len(parts[i]) == 1)
+            parts[i] = []
+        self._pieces = [tuple(cols[name] for name in _COLUMNS)]  # the log is now one piece
+        self._joined = 1
         cols["replica"] = np.full(len(self), self.replica, dtype=np.int64)
         return steps_from_arrays(cols)
 
     def clear(self) -> None:
         """Drop every step (once ``table()`` holds them, so they are not kept twice)."""
-        self._spans, self._ends, self._kv = [], [], []
-        self._packed, self._runs, self._run_at, self._len, self._merged = [], [], [], 0, 0
+        self._spans, self._ends, self._openings, self._runs = [], [], [], []
+        self._pieces, self._joined, self._len = [], 0, 0
 
     def stats(self) -> StepStats | None:
         """None: the full log's figures are read from ``table()``."""
         return None
+
+
+def _kv_by_row(j: np.ndarray, n: np.ndarray, kv: np.ndarray, at: np.ndarray,
+               cycle: np.ndarray, openings: np.ndarray) -> np.ndarray:
+    """KV blocks of each row (``j``: its place in its span; ``n``, ``kv``, ``at``,
+    ``cycle``: each span's rows, first row's blocks and ``cycle`` openings from
+    ``openings[at]`` on): the span's ``kv`` plus ``j // cycle`` whole cycles and the
+    first ``j % cycle`` openings of one more (``kvcache.used_after_steps``, every row at
+    once; a span of no cycle adds nothing). No boolean masks: numpy's are slow."""
+    before = np.concatenate(([0], np.cumsum(openings)))  # openings before each place
+    whole, part = np.divmod(j, np.repeat(np.maximum(cycle, 1), n))
+    base = before[at]
+    per_cycle = before[at + cycle] - base  # 0 for a span of no cycle
+    out = whole * np.repeat(per_cycle, n)
+    out += np.repeat(kv - base, n)
+    out += before[np.repeat(at, n) + part]  # part is 0 in a span of no cycle
+    return out
 
 
 AnyStepLog = StepLog | SummaryStepLog | NoStepLog

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.kvcache import used_after_steps, used_sum_after_steps
 from simulator.metrics_steps import ItlHistogram, StepStats
 from simulator.number_lists import floats, ints
 from simulator.records import STEP_COLUMNS, empty_table
@@ -55,7 +56,7 @@ class NoStepLog:
         self.num_steps += 1
 
     def add_decode_rows(self, start_s: float, ends: list[float], shape: StepShape, rows: int,
-                        num_running: int, queue_len: int, kv_after: list[int],
+                        num_running: int, queue_len: int, kv_used: int, openings: list[int],
                         last: tuple[int, int, int], finished: Iterable[object] = ()) -> None:
         """Count a decode run's steps (see :meth:`simulator.steplog.StepLog.add_decode_rows`)."""
         self.num_steps += len(ends)
@@ -81,8 +82,8 @@ class NoStepLog:
 class SummaryStepLog:
     """``step_log = "summary"``: the step log folded into :class:`StepStats` as it grows."""
 
-    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_kv", "_runs", "_waiting",
-                 "_last_finish", "_stats")
+    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_kv", "_kv_rows", "_kv_sum",
+                 "_kv_peak", "_runs", "_waiting", "_last_finish", "_stats")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
@@ -92,6 +93,10 @@ class SummaryStepLog:
         self._ends: list[float] = []
         self._tokens: list[int] = []
         self._kv: list[int] = []
+        # the KV blocks of decode runs' rows (all but each run's last), tallied: how many,
+        # their sum and the largest (-1: none)
+        self._kv_rows = self._kv_sum = 0
+        self._kv_peak = -1
         self._runs: list[tuple[np.ndarray, ...]] = []  # runs (start, end, tokens, kv), waiting
         self._waiting = 0  # rows in the four lists and _runs
         self._last_finish = -np.inf  # end of the latest step that finished a request here
@@ -115,21 +120,28 @@ class SummaryStepLog:
             self._fold()
 
     def add_decode_rows(self, start_s: float, ends: list[float], shape: StepShape, rows: int,
-                        num_running: int, queue_len: int, kv_after: list[int],
+                        num_running: int, queue_len: int, kv_used: int, openings: list[int],
                         last: tuple[int, int, int], finished: Iterable[object] = ()) -> None:
         """Record a decode run's steps, as :meth:`add` one by one would (see
-        :meth:`simulator.steplog.StepLog.add_decode_rows`)."""
+        :meth:`simulator.steplog.StepLog.add_decode_rows`). The KV blocks of every row but
+        the last are tallied at once (their count, sum and the largest, which is the
+        last of them: a run only opens blocks), not listed."""
         n = len(ends)
         if self._waiting + n >= _FOLD_ROWS:  # fold after the very row add() would fold at
+            kv = used_after_steps(openings, n - 1, kv_used) if openings else [kv_used] * n
             for i in range(n):
                 self.add(ends[i - 1] if i else start_s, ends[i], shape, rows, 0, 0,
-                         kv_after[i] if i < n - 1 else last[2], finished if i == n - 1 else ())
+                         kv[i] if i < n - 1 else last[2], finished if i == n - 1 else ())
             return
         self._starts.append(start_s)
         self._starts.extend(ends[:n - 1])
         self._ends.extend(ends)
         self._tokens.extend([rows] * n)
-        self._kv.extend(kv_after[:n - 1])
+        if n > 1:
+            total, largest = used_sum_after_steps(openings, n - 2, kv_used)
+            self._kv_rows += n - 1
+            self._kv_sum += total
+            self._kv_peak = max(self._kv_peak, largest)
         self._kv.append(last[2])
         if finished:
             self._last_finish = ends[n - 1]
@@ -169,7 +181,10 @@ class SummaryStepLog:
                 st.itl = ItlHistogram()
             st.itl.add((end - start)[emitting] * 1000.0, tokens[emitting])
         n, total, peak = st.kv.get(self.replica, (0, 0, 0))
-        st.kv[self.replica] = (n + len(kv), total + int(kv.sum()), max(peak, int(kv.max())))
+        st.kv[self.replica] = (n + len(kv) + self._kv_rows, total + int(kv.sum()) + self._kv_sum,
+                               max(peak, int(kv.max()), self._kv_peak))
+        self._kv_rows = self._kv_sum = 0
+        self._kv_peak = -1
         # steps (old tail included) that ended by the latest finish lie inside the window
         start = np.concatenate((st.tail_start_s, start))
         end = np.concatenate((st.tail_end_s, end))

@@ -15,7 +15,7 @@ import pytest
 from simulator.costs.decode_terms import DecodeTerms
 from simulator.costs.piecewise import PiecewiseCost
 from simulator.fastforward import plan_short_run
-from simulator.kvcache import BlockManager, used_after_steps
+from simulator.kvcache import BlockManager, used_after_steps, used_sum_after_steps
 from simulator.policies.state import Batch, Sequence, ServerState
 from simulator.shapes import StepShape
 
@@ -74,7 +74,7 @@ def test_terms_give_the_calls_floats(rows: int, k: int, stop: float, cut: bool) 
         fast = plan_short_run(state, batch, k, 1.0, stop, terms, first)
         slow = plan_short_run(state, batch, k, 1.0, stop, called, first)
         assert fast.ends == slow.ends  # every float, not to a tolerance
-        assert fast.kv_after == slow.kv_after
+        assert (fast.kv_used, fast.openings) == (slow.kv_used, slow.openings)
     assert cut == (len(fast.ends) < k)  # the stops inside the run did cut it
 
 
@@ -82,3 +82,9 @@ def test_used_after_steps_by_hand() -> None:
     assert used_after_steps([1, 0, 2], 4, 10) == [10, 11, 11, 13, 14]
     assert used_after_steps([1, 0, 2], 0, 10) == [10]
     assert used_after_steps([], 3, 7) == [7]  # nothing to cycle through
+
+
+def test_used_sum_after_steps_by_hand() -> None:
+    assert used_sum_after_steps([1, 0, 2], 4, 10) == (10 + 11 + 11 + 13 + 14, 14)
+    assert used_sum_after_steps([1, 0, 2], 0, 10) == (10, 10)
+    assert used_sum_after_steps([], 3, 7) == (28, 7)  # no openings: 7 at every step

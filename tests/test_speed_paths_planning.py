@@ -97,16 +97,17 @@ def test_step_log_spans_expand_to_the_rows_written_by_hand() -> None:
     prefill = StepShape(num_prefill_tokens=100, prefill_attn_work=5000.0, num_admitted=1)
     log.add(0.0, 0.5, prefill, 0, 1, 2, 7)  # one prefill step
     decode = StepShape(num_decode_seqs=2, decode_context_tokens=203)
-    # three decode steps of two rows from 0.5 s, context 203, 205, 207; KV 7, 8, then the
-    # last row's (running, waiting, kv) after the run: (1, 2, 6)
-    log.add_decode_rows(0.5, [0.6, 0.7, 0.8], decode, 2, 2, 2, [7, 8, 8], (1, 2, 6))
+    # three decode steps of two rows from 0.5 s, context 203, 205, 207; KV 7, then 7 + 1
+    # (the second step opens a block), then the last row's (running, waiting, kv) after
+    # the run: (1, 2, 6)
+    log.add_decode_rows(0.5, [0.6, 0.7, 0.8], decode, 2, 2, 2, 7, [1, 0], (1, 2, 6))
     n = 20  # a long run kept as arrays, between the spans
     ends = 0.8 + 0.01 * np.arange(1, n + 1)
     shapes = StepShapes.decode_run(1, np.arange(300, 300 + n), np.zeros(n, dtype=np.int64))
     ones = np.ones(n, dtype=np.int64)
     log.extend(np.concatenate(([0.8], ends[:-1])), ends, shapes, ones, ones, 0 * ones,
                6 * ones)
-    log.add_decode_rows(1.0, [1.1], decode, 2, 2, 0, [9], (2, 1, 9))  # a run of one step
+    log.add_decode_rows(1.0, [1.1], decode, 2, 2, 0, 9, [0], (2, 1, 9))  # a run of one step
     steps = log.table()
     assert len(steps) == 25
     assert list(steps.num_prefill_tokens[:4]) == [100, 0, 0, 0]

@@ -14,7 +14,7 @@ def test_rows_and_many_runs_come_back_in_order() -> None:
     rng = np.random.default_rng(3)
     log, want = StepLog(2), []
     t = 0.0
-    for i in range(3 * _MERGE_RUNS + 7):  # runs joined three times, rows packed between
+    for i in range(3 * _MERGE_RUNS + 7):  # runs packed three times, rows packed between
         k = int(rng.integers(1, 40))
         if i % 3 == 0:  # single steps
             for _ in range(k):
@@ -38,7 +38,7 @@ def test_rows_and_many_runs_come_back_in_order() -> None:
     expect["replica"] = np.int64(2)
     pd.testing.assert_frame_equal(got, expect, check_dtype=False)
     pd.testing.assert_frame_equal(log.table(), got)  # a second call gives the same
-    assert len(log._runs) == 1  # the table's columns, held once
+    assert len(log._pieces) == 1  # the table's columns, held once
 
 
 def test_packed_values_come_back_bit_for_bit() -> None:
@@ -51,7 +51,7 @@ def test_packed_values_come_back_bit_for_bit() -> None:
             3, 5, 6, big + 4)
     log.add_decode_rows(t1, [t1 + 1.0, t1 + 2.0], StepShape(num_decode_seqs=2,
                                                              decode_context_tokens=big),
-                        2, 4, 1, [big, big + 2], (3, 0, 9))
+                        2, 4, 1, big, [2], (3, 0, 9))
     got = log.table()
     assert got["num_prefill_tokens"].tolist() == [big, 0, 0]
     assert got["decode_context_tokens"].tolist() == [big + 2, big, big + 2]  # + 2 a row
@@ -61,3 +61,18 @@ def test_packed_values_come_back_bit_for_bit() -> None:
     assert got["prefill_attn_work"].tolist() == [t1, 0.0, 0.0]
     assert got["num_running"].tolist() == [5, 4, 3]  # a run's last row logs ``last``
     assert got["queue_len"].tolist() == [6, 1, 0]
+
+
+def test_a_runs_kv_blocks_follow_its_block_openings() -> None:
+    # a run of six steps from 10 blocks whose later steps open 1, 0, 2, 1, 0, ... blocks
+    # (kvcache.used_after_steps([1, 0, 2], 4, 10) == [10, 11, 11, 13, 14]); the last row
+    # logs the blocks once the run was applied (two finished: 9); a run of one row and a
+    # run whose cohort opens nothing around it
+    log = StepLog(0)
+    decode = StepShape(num_decode_seqs=3, decode_context_tokens=30)
+    log.add_decode_rows(0.0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], decode, 3, 3, 0, 10, [1, 0, 2],
+                        (1, 0, 9))
+    log.add_decode_rows(6.0, [7.0], decode, 3, 3, 0, 9, [5, 5, 5], (3, 0, 12))
+    log.add_decode_rows(7.0, [8.0, 9.0, 10.0], decode, 3, 3, 0, 12, [], (3, 0, 12))
+    log.add(10.0, 11.0, decode, 3, 3, 0, 4)
+    assert log.table()["kv_blocks_used"].tolist() == [10, 11, 11, 13, 14, 9, 12, 12, 12, 12, 4]
