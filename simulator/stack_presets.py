@@ -179,6 +179,38 @@ SGLANG_04_SOURCES = (
     "memory, else 8192; cuda_graph_max_bs 160 (8 under 25,000 MB; not modelled); "
     "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4 (not per TP here: TP 1's)",
     *SGLANG_SOURCES[1:])
+# SGLang 0.2 (the 0.2.0-0.2.12 releases): the same admission and retraction as 0.3, but
+# whole prompts: chunked prefill was opt-in until sgl-project/sglang#1040 turned it on
+# (8192 tokens) in the 0.2.13 line. A step is a prefill batch of whole prompts (at most
+# max_prefill_tokens 16384 new tokens) whenever one can start, else one decode step of
+# every running request: the continuous policy without chunked or in-flight prefill.
+SGLANG_02_POLICY = {"name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 16384,
+                    "chunked_prefill": False, "mixed_prefill": False, "mixed_chunks": False,
+                    "long_prompt_alone": True, "admission": "conservative",
+                    "preemption": "fewest_outputs"}
+SGLANG_02_SOURCES = (
+    "sglang v0.2.x python/sglang/srt/managers/tp_worker.py (search-index file id 5032624527, "
+    "the 0.2 line with opt-in chunked prefill, before PrefillAdder): forward_step runs a "
+    "prefill batch whenever get_new_prefill_batch returns one, else decodes the running "
+    "batch (never both in one forward); max_prefill_tokens 16384 when unset bounds a "
+    "prefill batch's new tokens, but a batch's first prompt may be longer and runs alone; "
+    "a request starts if prompt + max_new_tokens + the batch's < free tokens - "
+    "sum((max_new_tokens - decoded) x new_token_ratio) over running requests (no 4096 "
+    "clip in 0.2: not modelled); retracted requests go to the queue's tail; "
+    "max_running_requests min(KV tokens // 2, request slots - 1); here 2048",
+    "chunked prefill off by default in 0.2.0-0.2.12: --chunked-prefill-size added opt-in by "
+    "sgl-project/sglang#800 (2024-07-29), on by default (8192) from sgl-project/sglang#1040 "
+    "(the 0.2.13-0.2.15 server_args.py, search-index file id 151270057: chunked_prefill_size "
+    "8192, max_prefill_tokens 16384, schedule_conservativeness 1.0, enable_mixed_chunk "
+    "false; mem_fraction_static 0.88 at TP 1, 0.87 at 2, 0.85 at 4: TP 1's here)",
+    "new_token_ratio: global_config.py init 0.7, min 0.1 x schedule_conservativeness, decay "
+    "0.001 a decode step (as 0.3's, search-index file id 170582854; here 0.5's 0.098 floor); "
+    "num_continue_decode_steps 10, but tp_worker stops after a decode step that streams "
+    "output: 1 step per decision for streaming clients (bench_serving), as here",
+    "schedule_batch.py retract_decode (search-index file id 221266699): fewest output "
+    "tokens first, then the longest prompt",
+    "host: SGLang 0.3's (no 0.2 run with latencies at low load was found), "
+    + SGLANG_03_HOST_SOURCE)
 VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 
 # TensorRT-LLM: the in-flight batching rules are the same in 0.10 (C++ batch manager,
@@ -248,6 +280,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_big),
     ),
     "sglang": (
+        _preset("sglang", "0.2", dict(SGLANG_02_POLICY), dict(SGLANG_KV), SGLANG_02_SOURCES,
+                profiles="sglang", per_layer=SGLANG_03_HOST, adapt=_context),
         _preset("sglang", "0.3", dict(SGLANG_POLICY), dict(SGLANG_KV), (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE),
             profiles="sglang", per_layer=SGLANG_03_HOST, adapt=_sglang_03),

@@ -46,7 +46,8 @@ policies = st.one_of(
     st.builds(DynamicPolicy, max_batch_size=st.integers(1, 5), max_wait_s=st.floats(0, 0.5)),
     st.builds(ContinuousPolicy, max_num_seqs=st.integers(1, 6),
               max_num_batched_tokens=st.integers(8, 64), chunked_prefill=st.booleans(),
-              padded_prefill=st.booleans(), num_scheduler_steps=st.sampled_from([1, 1, 3])),
+              padded_prefill=st.booleans(), long_prompt_alone=st.booleans(),
+              num_scheduler_steps=st.sampled_from([1, 1, 3])),
 )
 
 

@@ -132,3 +132,59 @@ def test_every_preset_names_its_sources() -> None:
     for presets in STACKS.values():
         for preset in presets:
             assert preset.sources and all(isinstance(s, str) and s for s in preset.sources)
+
+
+def test_sglang_02_prefills_whole_prompts_first_and_0_3_chunks_them() -> None:
+    # 10 ms steps, a cache of 40,000 one-token blocks; r0 (12,000 + 3) and r1 (6,000 + 3)
+    # at 0, r2 (1,000 + 2) at 5 ms. SGLang 0.2 (no chunked prefill, max_prefill_tokens
+    # 16384): r0 alone fills the first prefill batch .00-.01 (r1's 6,000 do not fit the
+    # 4,384 left); at .01 r1 and r2 (7,000) make the next, a prefill-only step while r0
+    # waits; then every running request decodes: r2 ends at .03, r0 and r1 at .04.
+    # SGLang 0.3 cuts prompts to 8192-token chunks: r0's first token waits for its second
+    # chunk (.02), which r1's first 4,384 tokens share; r1 and r2 start decoding at .03.
+    rows = [(0, 12_000, 3), (0, 6_000, 3), (0.005, 1_000, 2)]
+    out = {}
+    for version in ("0.2", "0.3"):
+        dep = resolve({"stack": {"name": "sglang", "version": version},
+                       "kv": {"num_blocks": 40_000, "block_size": 1}})
+        spec = ClusterSpec(dep.policy, TokenCost(step_s=0.01), kv_blocks=40_000,
+                           block_size=1, check_invariants=True)
+        res = simulate(table(rows), spec)
+        assert (res.steps["num_prefill_tokens"] * res.steps["num_decode_seqs"] == 0).all()
+        out[version] = (timeline(res.requests), res.steps["num_prefill_tokens"].tolist())
+    assert out["0.2"] == ([(0, 0.0, 0.01, 0.04), (1, 0.01, 0.02, 0.04), (2, 0.01, 0.02, 0.03)],
+                          [12_000, 6_000 + 1_000, 0, 0])
+    assert out["0.3"][1] == [8192, 3808 + 4384, 1616 + 1000, 0, 0]
+    assert [r[2] for r in out["0.3"][0]] == [0.02, 0.03, 0.03]  # first tokens
+
+
+def test_sglang_02_preset_is_whole_prompt_prefill_first() -> None:
+    dep = resolve({"hardware": {"gpu": "h100-sxm"}, "model": {"name": "llama-3.1-8b"},
+                   "stack": {"name": "sglang", "version": "0.2"}})
+    p = dep.policy
+    assert (p.chunked_prefill, p.mixed_prefill, p.long_prompt_alone, p.max_num_batched_tokens,
+            p.admission, p.preemption, p.num_scheduler_steps) == (
+        False, False, True, 16384, "conservative", "fewest_outputs", 1)
+    assert dep.block_size == 1
+
+
+def test_sglang_02_runs_a_prompt_over_its_prefill_budget_alone() -> None:
+    # r0's 20,000 tokens exceed max_prefill_tokens (16384): SGLang 0.2 admits a batch's
+    # first request whatever its length, so r0 is prefilled alone .00-.01 and r1 (100)
+    # waits for the next step .01-.02; both decode .02-.03 and end. With the knob off
+    # (vLLM v0's rule) r0 is refused and r1 runs at once.
+    rows = [(0, 20_000, 2), (0, 100, 2)]
+    for alone in (True, False):
+        dep = resolve({"stack": {"name": "sglang", "version": "0.2"},
+                       "policy": {"long_prompt_alone": alone},
+                       "kv": {"num_blocks": 40_000, "block_size": 1}})
+        spec = ClusterSpec(dep.policy, TokenCost(step_s=0.01), kv_blocks=40_000,
+                           block_size=1, check_invariants=True)
+        res = simulate(table(rows), spec)
+        steps = res.steps["num_prefill_tokens"].tolist()
+        if alone:
+            assert timeline(res.requests) == [(0, 0.0, 0.01, 0.03), (1, 0.01, 0.02, 0.03)]
+            assert steps == [20_000, 100, 0]
+        else:
+            assert steps == [100, 0]
+            assert res.requests.sort_values("request_id")["status"].tolist()[0] == "rejected"

@@ -27,7 +27,7 @@ Every rule first needs the KV blocks for the tokens the request computes in this
 
 :func:`refusal` turns away, at the head of the queue, what can never run: prompt +
 output over ``max_model_len`` (vLLM refuses it at the API), or over one step's budget
-without chunked prefill.
+without chunked prefill (unless ``long_prompt_alone``: it then runs alone).
 
 ``kv_watermark`` (vLLM v0 ``BlockSpaceManager.can_allocate``: ``free - needed >=
 watermark x num_blocks``) is kept back from every rule's room.
@@ -91,8 +91,8 @@ def refusal(policy: ContinuousPolicy, seq: Sequence) -> str:
     if 0 < policy.max_model_len < total:  # vLLM refuses it at the API
         return (f"{REFUSED_MODEL_LEN}: prompt {seq.prompt_tokens} + output "
                 f"{seq.output_tokens} = {total} tokens > max_model_len = {policy.max_model_len}")
-    if policy.chunked_prefill or seq.num_generated > 0:
-        return ""
+    if policy.chunked_prefill or seq.num_generated > 0 or policy.long_prompt_alone:
+        return ""  # (long_prompt_alone: over the budget, it runs alone: admit_fcfs.py)
     # Without chunks a step must hold what the request recomputes after a preemption;
     # no_evict never preempts, so its prompt alone must fit.
     need = seq.prompt_tokens if policy.admission == "no_evict" else total

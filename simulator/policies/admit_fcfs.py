@@ -4,8 +4,9 @@
 mixed steps, and :mod:`~simulator.policies.unmixed`'s prefill step) runs this: the head
 of the queue joins while the sequence limit, the token budget and the KV cache allow;
 the stack's admission rule (:mod:`~simulator.policies.admission`) may hold KV room back,
-``kv_watermark`` keeps a share of the blocks free, and ``padded_prefill`` charges rows x
-the longest prompt against the budget. A request the rule refuses even on an empty
+``kv_watermark`` keeps a share of the blocks free, ``padded_prefill`` charges rows x
+the longest prompt against the budget, and ``long_prompt_alone`` lets a prompt over the
+budget run alone as a step's only prefill. A request the rule refuses even on an empty
 replica is rejected rather than left at the head forever.
 """
 
@@ -59,8 +60,8 @@ def admit_fcfs(
         cost = n
         if policy.padded_prefill and not policy.chunked_prefill:  # rows x longest prompt
             cost = max(longest, n) * (len(prefill) + 1) - longest * len(prefill)
-        if cost > budget:
-            break
+        if cost > budget and (prefill or decode or not policy.long_prompt_alone):
+            break  # (long_prompt_alone: a step's first prompt may run over the budget alone)
         fits = kv.can_allocate(seq.request_id, hit + n, watermark)
         if fits and room is not None:
             fits = rule.admits(policy.admission, kv, seq, room)

@@ -14,8 +14,8 @@ Each serving stack's scheduler semantics are knobs whose defaults keep the behav
 above (docs/stacks.md, "Scheduler semantics per stack"): ``admission``
 (:mod:`~simulator.policies.admission`), ``preemption``
 (:mod:`~simulator.policies.preemption`), ``kv_watermark``, ``num_scheduler_steps``
-(:mod:`~simulator.policies.multistep`), ``max_model_len``, ``padded_prefill`` and
-``mixed_chunks``.
+(:mod:`~simulator.policies.multistep`), ``max_model_len``, ``padded_prefill``,
+``mixed_chunks`` and ``long_prompt_alone``.
 
 Between steps a running request holds exactly ``blocks_for(num_computed)`` KV blocks
 (admission and growth allocate to the tokens computed). The common step, where every
@@ -78,6 +78,9 @@ class ContinuousPolicy:
     # no chunked prefill: whole prompts join the running decodes' step, decodes first
     # (TensorRT-LLM in-flight batching); false: a prefill-only step (vLLM v0)
     mixed_prefill: bool = spec(False)
+    # no chunked prefill: a prompt over max_num_batched_tokens runs alone in its own
+    # prefill step (SGLang 0.2's max_prefill_tokens); false: it is refused (vLLM v0)
+    long_prompt_alone: bool = spec(False)
     # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
     # urgent running request makes way: policies/priority.py)
     scheduling: str = spec("fcfs", choices=SCHEDULINGS)

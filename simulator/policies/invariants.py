@@ -28,7 +28,9 @@ def check_batch(policy: object, state: ServerState, batch: Batch) -> None:
     budget = getattr(policy, "max_num_batched_tokens", None)
     if budget is not None:
         tokens = sum(n for _, n in batch.prefill) + len(batch.decode) + sum(batch.spec_drafts)
-        _require(tokens <= budget, "batch tokens <= max_num_batched_tokens",
+        alone = (getattr(policy, "long_prompt_alone", False) and len(batch.prefill) == 1
+                 and not batch.decode)  # SGLang 0.2: a long prompt runs over it alone
+        _require(tokens <= budget or alone, "batch tokens <= max_num_batched_tokens",
                  f"{tokens} tokens, budget {budget}")
     for seq, n in batch.prefill:
         _require(0 < n <= seq.pending, "0 < tokens computed <= pending",
