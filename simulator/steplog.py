@@ -2,7 +2,7 @@
 
 A single step or a short decode run is one "span" (its start, its length, its first
 row's shape, what every later row adds, the KV blocks of its first row and the last
-row's counts), packed by ``struct`` into a 120-byte record, plus each row's end in a flat
+row's counts), packed by ``struct`` into a 112-byte record, plus each row's end in a flat
 list; a run's KV blocks are not listed row by row but kept as the block openings they
 follow (the cohort's openings per step, one cycle of ``block_size`` counts, in a flat
 list), expanded with numpy when packed. So logging a run of a few steps is one ``pack``
@@ -44,11 +44,11 @@ _FLUSH_ROWS: Final = 4096  # rows kept as spans before they are packed into colu
 # prefill_attn_work, num_decode_seqs and decode_context_tokens, rows (decode tokens per
 # row, and the context added per row after the first), num_running and queue_len of every
 # row but the last, and the last row's; the first row's kv_blocks_used and the last
-# row's; where the span's block openings start in the flat list and how many there are
-# (one cycle; 0 for a span of one row, whose only row is its last)
+# row's; and how many block openings the span has in the flat list, one cycle of them
+# (0 for a span of one row, whose only row is its last; they start where the spans
+# before it end)
 _SPAN_FIELDS = ("start", "n", "prefill", "work", "seqs", "context", "rows", "running",
-                "waiting", "last_running", "last_waiting", "kv", "last_kv", "openings_at",
-                "cycle")
+                "waiting", "last_running", "last_waiting", "kv", "last_kv", "cycle")
 # A span is one record of these (native doubles and 64-bit ints, every field 8 bytes, so
 # no padding): ``_PACK_SPAN`` makes its bytes, kept in a list and joined when packed, and
 # ``np.frombuffer`` reads them back as columns with no per-value conversion. A list a
@@ -101,7 +101,7 @@ class StepLog:
                                       shape.prefill_attn_work, shape.num_decode_seqs,
                                       shape.decode_context_tokens, num_decode_tokens,
                                       num_running, queue_len, num_running, queue_len,
-                                      kv_blocks_used, kv_blocks_used, 0, 0))
+                                      kv_blocks_used, kv_blocks_used, 0))
         self._ends.append(end_s)
         self._len += 1
         if len(self._ends) >= _FLUSH_ROWS:
@@ -121,17 +121,19 @@ class StepLog:
         openings: none), except the last, which logs ``last`` (running, waiting and KV
         blocks once the run was applied)."""
         n = len(ends)
-        at = len(self._openings)
         cycle = len(openings)
         if n > 1 and cycle:
-            self._openings += openings
+            if n <= cycle:  # the rows never come round: the openings they read are enough
+                cycle = n - 1  # (row j reads the first j; the cycle, n - 1, is never ended)
+                self._openings += openings[:cycle]
+            else:
+                self._openings += openings
         else:
             cycle = 0  # no row but the last: nothing to expand; or no block opens
         self._spans.append(_PACK_SPAN(start_s, n, shape.num_prefill_tokens,
                                       shape.prefill_attn_work, shape.num_decode_seqs,
                                       shape.decode_context_tokens, rows, num_running,
-                                      queue_len, last[0], last[1], kv_used, last[2], at,
-                                      cycle))
+                                      queue_len, last[0], last[1], kv_used, last[2], cycle))
         self._ends += ends
         self._len += n
         if len(self._ends) >= _FLUSH_ROWS:
@@ -159,7 +161,7 @@ class StepLog:
             spans["running"] = spans["last_running"] = num_running
             spans["waiting"] = spans["last_waiting"] = queue_len
             spans["kv"] = spans["last_kv"] = kv_blocks_used
-            spans["openings_at"] = spans["cycle"] = 0
+            spans["cycle"] = 0
             self._spans.append(spans.tobytes())
             self._ends += ends.tolist()
             self._len += k
@@ -205,7 +207,7 @@ class StepLog:
         spans = np.frombuffer(b"".join(self._spans), _SPAN_DTYPE)
         total = len(self._ends)
         (start, n, prefill, work, seqs, context, rows, running, waiting, last_running,
-         last_waiting, kv, last_kv, openings_at, cycle) = (spans[name] for name in _SPAN_FIELDS)
+         last_waiting, kv, last_kv, cycle) = (spans[name] for name in _SPAN_FIELDS)
         first = np.cumsum(n) - n  # each span's first row
         last = first + (n - 1)  # and its last
         j = np.arange(total) - np.repeat(first, n)  # each row's place in its span
@@ -226,8 +228,7 @@ class StepLog:
         cols["queue_len"] = np.repeat(waiting, n)
         cols["queue_len"][last] = last_waiting
         if self._openings:
-            cols["kv_blocks_used"] = _kv_by_row(j, n, kv, openings_at, cycle,
-                                                ints(self._openings))
+            cols["kv_blocks_used"] = _kv_by_row(j, n, kv, cycle, ints(self._openings))
         else:  # every span one row
             cols["kv_blocks_used"] = np.repeat(kv, n)
         cols["kv_blocks_used"][last] = last_kv
@@ -263,13 +264,14 @@ class StepLog:
         return None
 
 
-def _kv_by_row(j: np.ndarray, n: np.ndarray, kv: np.ndarray, at: np.ndarray,
-               cycle: np.ndarray, openings: np.ndarray) -> np.ndarray:
-    """KV blocks of each row (``j``: its place in its span; ``n``, ``kv``, ``at``,
-    ``cycle``: each span's rows, first row's blocks and ``cycle`` openings from
-    ``openings[at]`` on): the span's ``kv`` plus ``j // cycle`` whole cycles and the
+def _kv_by_row(j: np.ndarray, n: np.ndarray, kv: np.ndarray, cycle: np.ndarray,
+               openings: np.ndarray) -> np.ndarray:
+    """KV blocks of each row (``j``: its place in its span; ``n``, ``kv``, ``cycle``: each
+    span's rows, first row's blocks and openings, the spans' ``cycle`` openings one after
+    another in ``openings``): the span's ``kv`` plus ``j // cycle`` whole cycles and the
     first ``j % cycle`` openings of one more (``kvcache.used_after_steps``, every row at
     once; a span of no cycle adds nothing). No boolean masks: numpy's are slow."""
+    at = np.cumsum(cycle) - cycle  # where each span's openings start
     before = np.concatenate(([0], np.cumsum(openings)))  # openings before each place
     whole, part = np.divmod(j, np.repeat(np.maximum(cycle, 1), n))
     base = before[at]

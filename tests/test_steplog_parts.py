@@ -75,4 +75,10 @@ def test_a_runs_kv_blocks_follow_its_block_openings() -> None:
     log.add_decode_rows(6.0, [7.0], decode, 3, 3, 0, 9, [5, 5, 5], (3, 0, 12))
     log.add_decode_rows(7.0, [8.0, 9.0, 10.0], decode, 3, 3, 0, 12, [], (3, 0, 12))
     log.add(10.0, 11.0, decode, 3, 3, 0, 4)
-    assert log.table()["kv_blocks_used"].tolist() == [10, 11, 11, 13, 14, 9, 12, 12, 12, 12, 4]
+    # runs shorter than their cycle of openings (only the openings they read are kept)
+    # and one step longer: 20, 21, 23, 27 from 20 with openings 1, 2, 4, 8
+    log.add_decode_rows(11.0, [12.0, 13.0, 14.0], decode, 3, 3, 0, 20, [1, 2, 4, 8], (3, 0, 5))
+    log.add_decode_rows(14.0, [15.0, 16.0, 17.0, 18.0, 19.0], decode, 3, 3, 0, 20,
+                        [1, 2, 4, 8], (3, 0, 6))
+    assert log.table()["kv_blocks_used"].tolist() == [10, 11, 11, 13, 14, 9, 12, 12, 12, 12, 4,
+                                                      20, 21, 5, 20, 21, 23, 27, 6]
