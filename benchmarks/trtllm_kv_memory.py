@@ -52,7 +52,12 @@ rule from sourced non-KV memory"):
 - ``total``: CUDA's total memory per GPU (CUDA_TOTAL_GIB, sources there).
 
 The fraction is each release's (``--kv_cache_free_gpu_mem_fraction`` or the "KV Memory
-Percentage" trtllm-bench prints), read from the case's notes.
+Percentage" trtllm-bench prints), read from the case's notes. 0.12-0.14's commands set none,
+so they ran ``trtllm-bench throughput``'s default, 0.90 (``tensorrt_llm/bench/run/run.py``
+and ``run/dataclasses.py`` at the 0.12.0 release, file ids 2923257844 and 3127467211); 0.15
+says it used 0.95 "in majority of cases" (file id 5939417815). The "KV Memory Percentage:
+99.0%" those pages print is one 0.12.0.dev2024073000 log copied into each of them
+(docs/gpu-profiles.md, "The 2024 engines' KV fraction").
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ def test_llama_3_70b_tp2_on_a100_by_hand() -> None:
     free                                                     = 11,891,492,842 B (11.07 GiB)
     KV per token per GPU: 2 x 80 layers x 4 heads x 128 x 2 B = 163,840 B
     tokens = floor(0.99 x 11,891,492,842 / 163,840) = 71,854
+    (at trtllm-bench's default fraction, 0.90, which 0.12 ran: 65,321)
     """
     mem = km.engine_memory(models.get_model("llama-3-70b"), hardware.get_hardware("a100-80gb"),
                            2, "fp16", "fp16", 256, 1024, 0.99)
@@ -60,6 +61,7 @@ def test_llama_3_70b_tp2_on_a100_by_hand() -> None:
     assert mem.kv_tokens == 71_854
     # servesim's [kv] rule gave 0.9 x 2 x 80 GiB - 141.1 GB - 2 x 2 GB: 29,026 tokens
     assert mem.kv_tokens / 29_026 == pytest.approx(2.48, abs=0.01)
+    assert dataclasses.replace(mem, fraction=0.90).kv_tokens == 65_321
 
 
 def test_the_bench_log_engine_is_reproduced_but_for_its_remainder() -> None:
@@ -88,17 +90,43 @@ def test_a_012_row_replays_the_engines_kv() -> None:
     point, notes = pc.scenario_point(
         CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"], max_prompts=1000,
         use_stack=True, burst_rate=math.inf)
-    # the engine above (0.12's general entry: 256 sequences, 1024 tokens): 71,854 tokens
-    # in blocks of 32, the trtllm preset's
-    assert point["kv"] == {"num_blocks": 71_854 // 32, "block_size": 32}
-    assert any("TensorRT-LLM's rule" in n for n in notes)
+    # the engine above (0.12's general entry: 256 sequences, 1024 tokens) at trtllm-bench
+    # throughput's default fraction 0.90: 65,321 tokens, 2,041 blocks of 32 (the trtllm
+    # preset's)
+    assert point["kv"] == {"num_blocks": 65_321 // 32, "block_size": 32}
+    assert 65_321 // 32 == 2_041
+    assert any("TensorRT-LLM's rule, 0.9 x 11.07 GiB" in n for n in notes)
+
+
+@pytest.mark.parametrize("version, fraction", [
+    ("0.11", 0.99),  # gptManagerBenchmark --kv_cache_free_gpu_mem_fraction 0.99
+    ("0.12", 0.90),  # trtllm-bench throughput's default: the commands set none
+    ("0.13", 0.90),
+    ("0.14", 0.90),
+    ("0.15", 0.95),  # the page: 0.95 'in majority of cases', the default 0.90 on OOM
+    ("0.17", 0.95),
+])
+def test_each_release_runs_its_fraction(version: str, fraction: float) -> None:
+    rows = [c for c in CASES.values()
+            if c.stack == "trtllm" and c.stack_version == version and c.gpu == "h100-sxm"]
+    assert rows
+    assert {km.kv_fraction(c.notes) for c in rows} == {fraction}
+
+
+def test_the_copied_example_log_is_not_read_as_the_fraction() -> None:
+    # 0.12-0.15's pages all print one 0.12.0.dev2024073000 log ('KV Memory Percentage:
+    # 99.0%'); the notes state the fraction the runs used before quoting it
+    row = CASES["trtllm0.13-h100-sxm-llama-3.1-70b-fp16-tp8-128-2048"]
+    assert "KV Memory Percentage: 99.0%" in row.notes
+    assert km.kv_fraction(row.notes) == 0.90
 
 
 def test_other_releases_and_stacks_keep_the_kv_rule() -> None:
     row = CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"]
     for other in (dataclasses.replace(row, id="p1", stack_version="0.10"),
                   dataclasses.replace(row, id="p2", stack_version="1.0"),
-                  dataclasses.replace(row, id="p3", notes=row.notes.replace("99.0%", ""))):
+                  dataclasses.replace(row, id="p3", notes=row.notes.replace("99.0%", "").replace(
+                      "mem_fraction 0.90", ""))):
         point, _ = pc.scenario_point(other, max_prompts=1000, use_stack=True,
                                      burst_rate=math.inf)
         assert "kv" not in point
