@@ -241,6 +241,7 @@ def test_reuse_under_preemption_and_speculation(tiny, case):
     name, kw, speculate = HARD[case]
     table, segments = workload()
     table["output_tokens"] = 20
+    table["arrival_s"] = 0.0  # all queued at once: the schedule does not follow the CPU's speed
     draft = layer_draft(tiny, 3) if speculate else None
     runs = {on: replay(table, tiny, make_policy(name, **kw), kv_blocks=14, block_size=BLOCK,
                        segments=segments, prefix_caching=on, draft=draft)
