@@ -1,7 +1,8 @@
 """Instructions per simulated request (valgrind callgrind): a speed figure noise cannot blur.
 
-    python benchmarks/instructions.py [--case peer|chat|chunked|long|plan]
-                                      [--requests N] [--warm 200]
+    python benchmarks/instructions.py [--case peer|chat|chunked|long|plan|cluster|fleet]
+                                      [--requests N] [--warm 200] [--step-log MODE]
+                                      [--functions N]
 
 CPU time on a shared 2-vCPU machine varies up to 2x between identical runs, so issue 13's
 per-change figures are instruction counts: deterministic for one Python build and
@@ -39,6 +40,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,10 @@ sys.path.insert(0, {bench!r})
 from instructions import case_point
 from sim_speed import request_table
 from simulator.cluster import simulate
-dep, table = request_table(case_point({case!r}, {warm} + {n}))
+point = case_point({case!r}, {warm} + {n})
+if {step_log!r}:
+    point["run"] = {{**point.get("run", {{}}), "step_log": {step_log!r}}}
+dep, table = request_table(point)
 spec = dep.cluster()
 simulate(table.head({warm}), spec, horizon_s=dep.horizon_s)
 if {n}:
@@ -123,16 +128,20 @@ def case_point(case: str, requests: int) -> dict[str, Any]:
     return point(requests, 14.0, "chunked" if case == "chunked" else "continuous", False)
 
 
-def instructions(case: str, n: int, warm: int, peer: Path) -> int:
-    """Instructions valgrind counts for a process that simulates ``warm`` then ``n``."""
+def instructions(case: str, n: int, warm: int, peer: Path, step_log: str = "",
+                 out_file: str = "/dev/null") -> int:
+    """Instructions valgrind counts for a process that simulates ``warm`` then ``n``
+    (``step_log``: the case's ``[run] step_log`` instead of its own; not for ``peer``;
+    ``out_file``: where callgrind writes its profile)."""
     template = PEER_CHILD if case == "peer" else SIM_SPEED_CHILD
-    code = template.format(bench=str(HERE), peer=str(peer), warm=warm, n=n, case=case)
+    code = template.format(bench=str(HERE), peer=str(peer), warm=warm, n=n, case=case,
+                           step_log=step_log)
     # one BLAS thread: OpenBLAS's idle workers spin for a time that depends on scheduling,
     # and valgrind counts their instructions (two runs of one build differed by up to 10%;
     # with one thread they agree to 0.1k)
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(HERE.parent),
            "OPENBLAS_NUM_THREADS": "1"}
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+    out = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
                           sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     found = re.search(r"Collected : (\d+)", out.stderr)
@@ -149,7 +158,15 @@ def main() -> None:
                          "300 long, 3,000 plan and cluster, 10,000 fleet)")
     ap.add_argument("--warm", type=int, default=200)
     ap.add_argument("--peer-dir", type=Path, default=HERE.parents[1] / "shared" / "peers")
+    ap.add_argument("--functions", type=int, default=0, metavar="N",
+                    help="also print the N compiled functions costing most per request "
+                         "(inclusive; needs callgrind_annotate and the compiled core)")
+    ap.add_argument("--step-log", choices=("full", "summary", "none"), default="",
+                    help="[run] step_log for a sim_speed-shaped case (default: the case's own; "
+                         "full but for plan, cluster and fleet)")
     args = ap.parse_args()
+    if args.step_log and args.case == "peer":
+        raise SystemExit("--step-log: not for --case peer (peer_speed.py's own scenario)")
     n = DEFAULT_REQUESTS[args.case] if args.requests is None else args.requests
     if shutil.which("valgrind") is None:
         print("skipped: valgrind is not installed (apt-get install valgrind)")
@@ -157,12 +174,40 @@ def main() -> None:
     if args.case == "peer" and not (args.peer_dir / "vidur_workload.py").exists():
         print(f"skipped: {args.peer_dir / 'vidur_workload.py'} is absent (the peer's workload)")
         return
-    base = instructions(args.case, 0, args.warm, args.peer_dir)
-    full = instructions(args.case, n, args.warm, args.peer_dir)
-    print(f"{args.case}, {n:,} requests after {args.warm} warm-up: "
-          f"{(full - base) / n / 1000:,.1f}k instructions per simulated request "
-          f"(valgrind callgrind, PYTHONHASHSEED=0, {sys.executable}, "
-          f"SERVESIM_ACCEL={os.environ.get('SERVESIM_ACCEL', '1')})")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [f"{tmp}/base.cg", f"{tmp}/full.cg"] if args.functions else ["/dev/null"] * 2
+        base = instructions(args.case, 0, args.warm, args.peer_dir, args.step_log, files[0])
+        full = instructions(args.case, n, args.warm, args.peer_dir, args.step_log, files[1])
+        mode = f", step log {args.step_log}" if args.step_log else ""
+        print(f"{args.case}{mode}, {n:,} requests after {args.warm} warm-up: "
+              f"{(full - base) / n / 1000:,.1f}k instructions per simulated request "
+              f"(valgrind callgrind, PYTHONHASHSEED=0, {sys.executable}, "
+              f"SERVESIM_ACCEL={os.environ.get('SERVESIM_ACCEL', '1')})")
+        if args.functions:
+            print(f"the compiled core's functions, inclusive, per request (top {args.functions}):")
+            for per_request, name in by_function(files[0], files[1], n)[:args.functions]:
+                print(f"  {per_request / 1000:8.1f}k  {name}")
+
+
+def inclusive(profile: str) -> dict[str, int]:
+    """Inclusive instructions per compiled function (mypyc's ``CPyDef_module___name``) of
+    one callgrind profile, by ``callgrind_annotate``."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", profile],
+                         capture_output=True, text=True, check=True).stdout
+    totals: dict[str, int] = {}
+    for line in out.splitlines():
+        found = re.match(r"\s*([\d,]+) \([^)]*\)\s+\S*:CPyDef_(\S+)", line)
+        if found:
+            name = found.group(2).replace("___", ".")
+            totals[name] = totals.get(name, 0) + int(found.group(1).replace(",", ""))
+    return totals
+
+
+def by_function(base: str, full: str, n: int) -> list[tuple[float, str]]:
+    """(instructions per request, function) of the compiled core, largest first: the
+    second profile's inclusive counts less the first's, over the ``n`` requests between."""
+    a, b = inclusive(base), inclusive(full)
+    return sorted(((b[k] - a.get(k, 0)) / n, k) for k in b if b[k] > a.get(k, 0))[::-1]
 
 
 if __name__ == "__main__":

@@ -66,6 +66,19 @@ def simulated_value(key: str, summary: dict[str, Any]) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
+def replay_point(case: Case, *, max_prompts: int, burst_rate: float,
+                 trtllm_buffers: str = "log") -> tuple[dict[str, Any], list[str]]:
+    """The scenario point ``case`` is replayed as (its stack, its priced reads) and notes
+    on what differs from the source."""
+    point, notes = scenario_point(case, max_prompts=max_prompts, use_stack=True,
+                                  burst_rate=burst_rate, trtllm_buffers=trtllm_buffers)
+    point, stack_note = stack_accepted(point, case)
+    notes += [stack_note] if stack_note else []
+    point, reads_note = priced_reads(point)
+    notes += [reads_note] if reads_note else []
+    return point, notes
+
+
 def run_case(case: Case, *, max_prompts: int, burst_rate: float,
              trtllm_buffers: str = "log") -> dict[str, Any]:
     """Simulate one case; a row with per-metric simulated, published and error."""
@@ -74,12 +87,8 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
     skipped = catalogue_status(case)
     if skipped:
         return {**row, "status": skipped}
-    point, notes = scenario_point(case, max_prompts=max_prompts, use_stack=True,
-                                  burst_rate=burst_rate, trtllm_buffers=trtllm_buffers)
-    point, stack_note = stack_accepted(point, case)
-    notes += [stack_note] if stack_note else []
-    point, reads_note = priced_reads(point)
-    notes += [reads_note] if reads_note else []
+    point, notes = replay_point(case, max_prompts=max_prompts, burst_rate=burst_rate,
+                                trtllm_buffers=trtllm_buffers)
     start = time.perf_counter()
     try:
         summary = run_point({}, point).summary

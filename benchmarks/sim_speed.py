@@ -4,7 +4,9 @@
 batching near saturation, one replica, one core. Prints the median of ``--repeats``
 runs, per wall-clock second and per CPU-second (``time.process_time`` around ``simulate``:
 steadier than the wall clock on a shared machine). Usage:
-``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]``.
+``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]
+[--step-log full|summary|none]`` (``[run] step_log``: what the full step log costs is the
+difference between ``full`` and ``none``).
 ``benchmarks/instructions.py`` counts the instructions of the same workloads
 (:func:`point`, :func:`request_table`).
 """
@@ -12,6 +14,7 @@ steadier than the wall clock on a shared machine). Usage:
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from typing import Any
@@ -22,6 +25,7 @@ import pandas as pd
 from simulator.accel import active as accel_active
 from simulator.cluster import simulate
 from simulator.deployment import Deployment, resolve
+from simulator.steplog import STEP_LOG_MODES
 from simulator.workload.build import build_requests
 
 SCENARIO = {
@@ -32,16 +36,18 @@ SCENARIO = {
 }
 
 
-def point(requests: int, rate: float, policy_name: str, long_prompts: bool) -> dict[str, Any]:
+def point(requests: int, rate: float, policy_name: str, long_prompts: bool,
+          step_log: str = "full") -> dict[str, Any]:
     """The benchmark's scenario: chat lengths, or ~8k-token prompts with a 2,048-token
-    budget (``long_prompts``: chunked prefill's slow case)."""
+    budget (``long_prompts``: chunked prefill's slow case); ``step_log``: ``[run]
+    step_log``."""
     workload = {"arrival": "poisson", "num_requests": requests, "rate": rate}
     policy: dict[str, Any] = {"name": policy_name}
     if long_prompts:
         workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
                      "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
         policy |= {"max_num_batched_tokens": 2048}
-    return {**SCENARIO, "policy": policy, "workload": workload}
+    return {**SCENARIO, "policy": policy, "workload": workload, "run": {"step_log": step_log}}
 
 
 def request_table(scenario: dict[str, Any]) -> tuple[Deployment, pd.DataFrame]:
@@ -60,8 +66,11 @@ def main() -> None:
     ap.add_argument("--long-prompts", action="store_true",
                     help="prompts ~8k tokens (lognormal, sigma 0.3), outputs ~256, a 2,048-token "
                          "budget: chunked prefill's slow case (try --rate 1.6 --policy chunked)")
+    ap.add_argument("--step-log", choices=STEP_LOG_MODES, default="full",
+                    help="[run] step_log: every row (default), aggregated, or nothing")
     args = ap.parse_args()
-    dep, table = request_table(point(args.requests, args.rate, args.policy, args.long_prompts))
+    dep, table = request_table(point(args.requests, args.rate, args.policy, args.long_prompts,
+                                     args.step_log))
     rates, cpu_rates, events, walls = [], [], [], []
     for _ in range(args.repeats):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -72,9 +81,15 @@ def main() -> None:
         rates.append(len(res.requests) / wall)
         cpu_rates.append(len(res.requests) / cpu)
         events.append(res.num_events / len(res.requests))
-    util = float((res.steps.end_s - res.steps.start_s).sum() / res.requests.finish_s.max())
+    stats = res.step_stats
+    num_steps = len(res.steps) if stats is None else stats.num_steps
+    busy_s = float((res.steps.end_s - res.steps.start_s).sum()) if stats is None else (
+        stats.busy_s if stats.kept == "summary" else math.nan)
+    busy = "unknown: no step log" if math.isnan(busy_s) else \
+        f"{busy_s / res.requests.finish_s.max():.0%} of the time"
     print(f"policy {args.policy}, {args.requests} requests at {args.rate} req/s "
-          f"(replica busy {util:.0%} of the time), {len(res.steps)} steps, "
+          f"(replica busy {busy}), "
+          f"{num_steps} steps, step log {args.step_log}, "
           f"{'compiled' if accel_active() else 'Python'} core (simulator/accel.py)")
     print(f"wall s per run: {', '.join(f'{w:.2f}' for w in walls)}")
     with open("/proc/loadavg") as f:
@@ -82,7 +97,7 @@ def main() -> None:
     print(f"simulated requests/s (median of {args.repeats}): {statistics.median(rates):,.0f}; "
           f"per CPU-second: {statistics.median(cpu_rates):,.0f} (load {load})")
     print(f"SimPy events per request: {statistics.median(events):.2f}")
-    print(f"steps per request: {len(res.steps) / len(res.requests):.2f}")
+    print(f"steps per request: {num_steps / len(res.requests):.2f}")
 
 
 if __name__ == "__main__":

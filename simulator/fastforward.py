@@ -160,7 +160,7 @@ class ShortRun:
 
     def opened(self) -> int:
         """Blocks the steps after the first open (they are not taken yet)."""
-        return blocks_opened(self.openings, len(self.ends) - 1) if self.openings else 0
+        return blocks_opened(self.openings, len(self.ends) - 1)
 
 
 def plan_short_run(state: ServerState, batch: Batch, k: int, start_s: float, stop_s: float,

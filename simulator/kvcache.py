@@ -145,10 +145,13 @@ def blocks_opened(counts: list[int], num_steps: int) -> int:
     """New blocks the sequences behind ``counts`` need in all over ``num_steps`` steps.
 
     A plain loop: compiled, it adds native ints (``sum`` is a generic call, and the slice
-    a new list)."""
-    cycles, rest = divmod(num_steps, len(counts))
+    a new list). No counts: nobody opens a block."""
+    m = len(counts)
+    if m == 0:
+        return 0
+    cycles, rest = divmod(num_steps, m)
     total = head = 0
-    for i in range(len(counts)):
+    for i in range(m):
         c = counts[i]
         total += c
         if i < rest:

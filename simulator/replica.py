@@ -266,7 +266,8 @@ class Replica(ChunkRuns):
         assert self._price_decode is not None
         state = self.state
         run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
-        opened = run.opened()  # blocks steps 2..k open
+        # blocks steps 2..k open: read by apply_decode_run for a clock batch only
+        opened = run.opened() if batch.cohort is not None else None
         end = run.ends[-1]
         if end >= self._inline_limit(stop_s):  # stop_s: the next arrival, read just now
             yield self._until(end)

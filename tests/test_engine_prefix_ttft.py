@@ -13,11 +13,11 @@ What is asserted holds on any machine: the hit counts agree exactly, and reuse r
 most of the prefill in the engine and in the simulator alike. The held-out error itself
 is printed, not bounded: it is a timed fidelity figure, and on the shared 2-vCPU VM it
 read -15% to -31% across quiet runs of one build (2026-12-02; it had read -16% a day
-earlier). There the engine's served hit prefill (18-44 new tokens over 320 cached) took
-9-10 ms against 4.9 ms for the same shape in the profiling sweep, whether requests came
-0.05 s or 0.4 s apart, while the 340-token prefills of the reuse-off run took what the
-sweep measured (docs/prefix-caching.md, "TTFT with reuse on the engine"). Runs in seconds
-on the random-weight tiny model (its TTFT is timing, not text).
+earlier). The served hit prefills are small forwards run after a request's wait, and an
+idle gap adds about 2 ms to any step there (``python benchmarks/cpu_noise.py``, its third
+part), a third of a small step, which the back-to-back profile cannot know
+(docs/prefix-caching.md, "TTFT with reuse on the engine"). Runs in seconds on the
+random-weight tiny model (its TTFT is timing, not text).
 """
 
 from __future__ import annotations
