@@ -107,6 +107,25 @@ def test_roofline_prefill_is_compute_bound() -> None:
     assert terms.overhead_s == pytest.approx(300e-6 + 100e-6)
 
 
+def test_roofline_large_decode_pays_matmuls_and_kv_reads_one_after_the_other() -> None:
+    # 512 rows x 2,500 tokens: the matmuls are compute-bound, attention reads the KV cache
+    # at memory speed, and the step is the two added (one max would hide the KV reads)
+    shape = decode(512, 2500)
+    cost = RooflineCost(LLAMA8B, H100)
+    terms = cost.terms(shape)
+    n_sh = 8_030_261_248 - 128256 * 4096
+    matmuls = 2 * n_sh * 512 / (989e12 * 0.6)  # 6.48 ms; its weights: 4.5 ms
+    kv_read = 131072 * (512 * 2500 + 512) / (3350e9 * 0.8)  # 62.6 ms
+    attn_flops = 4 * 32 * 32 * 128 * 512 * 2500 / (989e12 * 0.6)  # 1.1 ms, under its bytes
+    assert terms.matmul_s == pytest.approx(matmuls, rel=1e-12)
+    assert terms.attention_s == pytest.approx(kv_read, rel=1e-12) and attn_flops < kv_read
+    expected = 300e-6 + matmuls + kv_read  # 69.4 ms; one max over the step: 67.4
+    assert cost.step_time(shape) == pytest.approx(expected, rel=1e-12)
+    one_max = 300e-6 + max(terms.compute_s, terms.memory_s)
+    assert cost.step_time(shape) - one_max == pytest.approx(matmuls - 2 * n_sh / (3350e9 * 0.8),
+                                                            rel=1e-9)
+
+
 def test_tensor_parallel_halves_bytes_and_adds_allreduce() -> None:
     shape = decode(8, 2000)
     # allreduce_kind="": the formula (the measured curve: tests/test_allreduce_table.py)

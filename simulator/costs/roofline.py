@@ -18,13 +18,21 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       R      = max(0, A/P - P/2)                    cached context the prefill reads
       B_w    = b_w (N_sh + E_T N_e) / tp
       B_kv   = kv (C + R + P + D) / min(tp, n_kv)   KV heads replicate past n_kv
-      t_c    = (F_mm / peak(w) + F_attn / peak(act)) / (tp eff_c)
-      t_m    = (B_w + B_kv) / (bw eff_m)
+      t_mm   = max(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls
+      t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_m))  attention
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
                the all-reduce curve fitted to measured tables for this GPU and tp
                (simulator/costs/collectives.py: NCCL by default; a100-80gb, h100-sxm,
                h200 at tp 2/4/8), else lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l)
-      t      = t_step + t_req (admitted + finished) + max(t_c, t_m) + t_ar
+      t      = t_step + t_req (admitted + finished) + t_mm + t_attn + t_ar
+
+Each operator class has its own roofline, and the step is their sum: the matmuls and the
+attention run one after the other, so a step whose matmuls are compute-bound (a large
+decode batch) still pays its attention's KV reads at memory speed (LLM-Viewer prices each
+operator so). One max over the whole step's FLOPs and bytes instead let the two overlap:
+against AIConfigurator's measured operator tables at a decode of 512 rows x 2,500 tokens,
+Llama-3.1-70B bf16 at TP 8 read 71.6 ms on A100 against 96.3 measured, 101.6 per operator
+(``python benchmarks/prior_check.py``; docs/gpu-profiles.md, "The prior per operator").
 
 R is exact when a step has one prefill chunk (ctx + n/2 = A/P) and when every chunk
 starts from an empty cache (R = 0); with several chunks over cached context it reads low.
@@ -83,14 +91,16 @@ class RooflineTerms(NamedTuple):
 
     flops: Num  # FLOPs per GPU
     bytes: Num  # HBM bytes read and written per GPU
-    compute_s: Num  # t_c
-    memory_s: Num  # t_m
+    compute_s: Num  # the step's FLOPs at (tp eff_c) x peak: F_mm and F_attn's shares
+    memory_s: Num  # the step's bytes at eff_m x bandwidth: B_w and B_kv's
     allreduce_s: Num  # t_ar
     overhead_s: Num  # t_step + t_req (admitted + finished)
+    matmul_s: Num  # t_mm: the larger of the matmuls' compute and weight reads
+    attention_s: Num  # t_attn: the larger of attention's compute and KV reads
 
     @property
     def total_s(self) -> Num:
-        return self.overhead_s + _maximum(self.compute_s, self.memory_s) + self.allreduce_s
+        return self.overhead_s + self.matmul_s + self.attention_s + self.allreduce_s
 
 
 def _maximum(a: Num, b: Num) -> Num:
@@ -170,21 +180,27 @@ class RooflineCost:
             else 0.0 * t
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         weights = k.shared_bytes + experts_hit * k.expert_bytes
-        nbytes = weights + k.kv_bytes_per_token * (c + cache_read + t)
-        compute_s = (flops_mm * k.inv_peak_mm + flops_attn * k.inv_peak_attn) * k.compute_scale
+        kv_bytes = k.kv_bytes_per_token * (c + cache_read + t)
+        # in roofline_scalar.py's order, so one step's floats are the same
+        mm_c = flops_mm * k.inv_peak_mm * k.compute_scale
+        attn_c = flops_attn * k.inv_peak_attn * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1
         if k.num_allreduces and k.ar_curve is not None:
             allreduce_s = k.num_allreduces * k.ar_curve.time_s(k.ar_message_bytes_per_token * t)
         elif k.num_allreduces:
             per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
+        mm_m = weights / k.mem_bw
+        attn_m = kv_bytes / k.mem_bw
         return RooflineTerms(
             flops=(flops_mm + flops_attn) / self.tp,
-            bytes=nbytes,
-            compute_s=compute_s,
-            memory_s=nbytes / k.mem_bw,
+            bytes=weights + kv_bytes,
+            compute_s=mm_c + attn_c,
+            memory_s=(weights + kv_bytes) / k.mem_bw,
             allreduce_s=allreduce_s,
             overhead_s=self.step_overhead_s + self.per_request_s * n_req,
+            matmul_s=_maximum(mm_c, mm_m),
+            attention_s=_maximum(attn_c, attn_m),
         )
 
     def terms(self, shape: StepShape | StepShapes) -> RooflineTerms:

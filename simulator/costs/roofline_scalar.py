@@ -65,11 +65,13 @@ class ScalarRoofline:
         kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
-        nbytes = weights + kv_bytes * (c + cache_read + t)
-        compute_s = (mm_s + attn_flops * (a + c + w) * inv_peak_attn) * compute_scale
-        memory_s = nbytes / mem_bw
+        mm_c = mm_s * compute_scale
+        mm_m = weights / mem_bw
+        attn_c = attn_flops * (a + c + w) * inv_peak_attn * compute_scale
+        attn_m = kv_bytes * (c + cache_read + t) / mem_bw
         overhead_s = self._step + self._per_req * n_req
-        return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s
+        return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
+                + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)
 
     def decode_time(self, d: int, c: int, num_finished: int) -> float:
         """Seconds of a pure-decode step of ``d`` rows attending ``c`` tokens: :meth:`time`
@@ -79,8 +81,10 @@ class ScalarRoofline:
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
         kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
         ctx = float(c)
-        nbytes = weights + kv_bytes * (ctx + 0.0 + t)
-        compute_s = (mm_s + attn_flops * (0.0 + ctx) * inv_peak_attn) * compute_scale
-        memory_s = nbytes / mem_bw
+        mm_c = mm_s * compute_scale
+        mm_m = weights / mem_bw
+        attn_c = attn_flops * (0.0 + ctx) * inv_peak_attn * compute_scale
+        attn_m = kv_bytes * (ctx + 0.0 + t) / mem_bw
         overhead_s = self._step + self._per_req * num_finished
-        return overhead_s + (compute_s if compute_s >= memory_s else memory_s) + allreduce_s
+        return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
+                + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)

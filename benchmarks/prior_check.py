@@ -1,0 +1,91 @@
+"""The roofline prior against the measured operator tables, shape by shape.
+
+    python benchmarks/prior_check.py [--gpu a100-80gb --gpu h100-sxm ...]
+
+Where servesim ships a profile composed from measured per-operator tables (AIConfigurator
+0.12.0's TensorRT-LLM tables: calibrate/aiconfigurator.py and calibrate/aic_moe.py), this
+prices the same steps with the roofline prior of the same model, GPU, TP and dtypes
+(simulator/costs/roofline.py, its default efficiencies) and prints both: pure decodes of
+1-512 rows and prefills of 512-8,192 tokens. Two forms of the prior are printed: per
+operator (the matmuls' roofline plus attention's, what the prior computes) and one max
+over the whole step's FLOPs and bytes (the form it replaced), both from
+``RooflineCost.terms``. The last lines give the median ratio prior / measured over the
+decode and the prefill shapes of every deployment. No timing: the figures are the cost
+models' own, the same on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from simulator.costs.profile import load_profile, shipped_profiles  # noqa: E402
+from simulator.costs.roofline import RooflineCost  # noqa: E402
+from simulator.shapes import StepShape  # noqa: E402
+from simulator.specs.hardware import HARDWARE  # noqa: E402
+from simulator.specs.models import get_model  # noqa: E402
+
+DECODES = ((1, 1000), (16, 1000), (64, 1500), (256, 1500), (512, 2500))  # rows, context each
+PREFILLS = (512, 2048, 8192)  # one prompt from an empty cache
+
+
+def shapes() -> list[tuple[str, StepShape]]:
+    """(label, shape) of every step priced."""
+    out = [(f"d{b}x{ctx}", StepShape(0, 0.0, b, b * ctx)) for b, ctx in DECODES]
+    out += [(f"p{p}", StepShape(p, p * p / 2.0, 0, 0)) for p in PREFILLS]
+    return out
+
+
+def measured_profiles(gpus: list[str]) -> list[Path]:
+    """Shipped profiles composed from measured tables, on ``gpus`` (all when empty)."""
+    found = []
+    for path in shipped_profiles():
+        prof = load_profile(path)
+        if "measured per operation" not in prof.provenance.get("source", ""):
+            continue
+        if gpus and prof.hardware not in gpus:
+            continue
+        found.append(path)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpu", action="append", default=[], help="catalogue GPU (repeatable)")
+    args = ap.parse_args(argv)
+    ratios: dict[str, list[float]] = {"decode, per operator": [], "decode, one max": [],
+                                      "prefill, per operator": [], "prefill, one max": []}
+    print("step: measured ms / prior per operator / prior one max")
+    for path in measured_profiles(args.gpu):
+        prof = load_profile(path)
+        model, hw = get_model(prof.model), HARDWARE[prof.hardware]
+        measured = prof.build(model, hw)
+        prior = RooflineCost(model, hw, tp=prof.tp, weight_dtype=prof.weight_dtype,
+                             kv_dtype=prof.kv_dtype)
+        cells = []
+        for label, shape in shapes():
+            real = measured.step_time(shape)
+            terms = prior.terms(shape)
+            per_op = float(terms.total_s)
+            one_max = float(terms.overhead_s + max(terms.compute_s, terms.memory_s)
+                            + terms.allreduce_s)
+            kind = "decode" if label.startswith("d") else "prefill"
+            ratios[f"{kind}, per operator"].append(per_op / real)
+            ratios[f"{kind}, one max"].append(one_max / real)
+            cells.append(f"{label} {real * 1e3:.1f}/{per_op * 1e3:.1f}/{one_max * 1e3:.1f}")
+        print(f"{path.name}:\n    " + "  ".join(cells))
+    print("\nmedian prior / measured (1.00 = the prior matches the tables):")
+    for name, values in ratios.items():
+        if values:
+            print(f"  {name:24s} {statistics.median(values):.3f}  "
+                  f"(n {len(values)}, middle half {statistics.quantiles(values, n=4)[0]:.3f}-"
+                  f"{statistics.quantiles(values, n=4)[2]:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
