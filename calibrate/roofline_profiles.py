@@ -28,7 +28,9 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
+from simulator.costs.prior_efficiency import prior_knobs, prior_note
 from simulator.costs.profile import (
     PROFILES_DIR,
     CostProfile,
@@ -76,10 +78,14 @@ def deployments() -> Iterator[tuple[str, str, str, int]]:
 
 
 def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) -> CostProfile:
-    """The roofline prior for one deployment, with RooflineCost's default knobs."""
+    """The roofline prior for one deployment: RooflineCost's default knobs, the
+    efficiencies fitted to the GPU's measured tables in that dtype where they exist
+    (simulator/costs/prior_efficiency.py)."""
     # Building the model validates tp against the heads and the link before shipping it.
     kv_dtype = "fp8" if weight_dtype == "fp8" else "bf16"  # FP8 deployments quantise KV too
-    cost = RooflineCost(MODELS[model_name], HARDWARE[hw_name], tp, weight_dtype, kv_dtype)
+    knobs: dict[str, Any] = prior_knobs(hw_name, weight_dtype)
+    cost = RooflineCost(MODELS[model_name], HARDWARE[hw_name], tp, weight_dtype, kv_dtype,
+                        **knobs)
     defaults: dict[str, float] = {knob: getattr(cost, knob) for knob in KNOBS}
     try:
         software = f"servesim {version('servesim')}"
@@ -102,7 +108,8 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
             "date": date,
             "software": software,
             "notes": "datasheet peaks (simulator/specs/hardware.py); formula and sources "
-            "of each constant in simulator/costs/roofline.py",
+            "of each constant in simulator/costs/roofline.py; "
+            + prior_note(hw_name, weight_dtype),
             **({"allreduce": allreduce} if allreduce else {}),
         },
     )

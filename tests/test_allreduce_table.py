@@ -9,6 +9,7 @@ import pytest
 from calibrate.collectives_fit import fit_curve
 from simulator.costs.collectives import allreduce_curve, allreduce_kinds
 from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.prior_efficiency import prior_note
 from simulator.costs.roofline import RooflineCost
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape
@@ -60,8 +61,9 @@ def test_gpus_without_a_table_keep_the_formula_and_say_so() -> None:
                                        "(no measured nccl curve for b200 tp2)")
     # A deployment with no shipped profile (calibrate.aic_models composes tp 1, 2 and 4).
     _, used = cost_model_from_config({}, CODELLAMA, A100, 8, "bf16", "bf16")
-    assert used.startswith("roofline prior (built on the fly); all-reduce: nccl all-reduce "
-                           "fitted to AIConfigurator 0.12.0 data/a100_sxm/comm/nccl/2.27.3/")
+    assert used.startswith(f"roofline prior (built on the fly), {prior_note(A100.name, 'bf16')}"
+                           "; all-reduce: nccl all-reduce fitted to AIConfigurator 0.12.0 "
+                           "data/a100_sxm/comm/nccl/2.27.3/")
 
 
 def test_setting_a_formula_knob_selects_the_formula() -> None:

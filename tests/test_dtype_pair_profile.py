@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.prior_efficiency import prior_note
 from simulator.costs.profile import PROFILES_DIR, load_profile, profile_file_name
 from simulator.costs.roofline import RooflineCost
 from simulator.shapes import StepShape
@@ -45,7 +46,8 @@ def test_fp8_weights_bf16_kv_find_the_pair_profile() -> None:
     _, used = cost_model_from_config({}, LLAMA8B, H100, 1, "fp8", "fp8")  # unchanged
     assert used.startswith("h100-sxm__llama-3.1-8b__fp8__tp1.json")
     cost, used = cost_model_from_config({}, LLAMA8B, L40S, 1, "fp8", "bf16")  # no tables
-    assert used == "roofline prior (built on the fly)" and isinstance(cost, RooflineCost)
+    assert used == f"roofline prior (built on the fly), {prior_note('l40s', 'fp8')}"
+    assert isinstance(cost, RooflineCost)
 
 
 def test_pair_sits_between_fp8_and_bf16() -> None:

@@ -21,6 +21,7 @@ from simulator.costs import (
     save_profile,
     shipped_profiles,
 )
+from simulator.costs.prior_efficiency import prior_knobs, prior_note
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape
 from simulator.specs import get_hardware, get_model
@@ -114,10 +115,11 @@ def test_empty_section_uses_shipped_profile() -> None:
 
 
 def test_empty_section_without_shipped_profile_builds_roofline() -> None:
+    on_the_fly = f"roofline prior (built on the fly), {prior_note('h100-sxm', 'bf16')}"
     _, used = hook({}, model=get_model("tiny"))  # no tiny profile for h100
-    assert used == "roofline prior (built on the fly)"
+    assert used == on_the_fly
     _, used = hook({}, kv_dtype="fp8")  # the shipped prior is for a bf16 KV cache
-    assert used == "roofline prior (built on the fly)"
+    assert used == on_the_fly
 
 
 def test_profile_path_relative_to_cwd(tmp_path: Path, monkeypatch) -> None:
@@ -159,7 +161,8 @@ def test_force_uses_a_mismatched_profile_and_says_so(tmp_path: Path) -> None:
     # A prior's knobs are applied to the scenario's own deployment.
     prior = "h100-sxm__mistral-7b__bf16__tp1.json"
     cost, used = hook({"profile": prior, "force": True}, model=get_model("qwen2.5-7b"))
-    assert cost == RooflineCost(get_model("qwen2.5-7b"), H100) and "FORCED" in used
+    fitted = prior_knobs("h100-sxm", "bf16")  # the prior file's: H100's fitted efficiencies
+    assert cost == RooflineCost(get_model("qwen2.5-7b"), H100, **fitted) and "FORCED" in used
     with pytest.raises(ConfigError, match=r"cost\.force='yes' must be true or false"):
         hook({**section, "force": "yes"})
     with pytest.raises(ConfigError, match=r"cost\.force applies only with cost\.profile"):
@@ -185,8 +188,10 @@ def test_inline_linear_and_roofline_forms() -> None:
     cost, used = hook({"form": "linear", **COEFS})
     assert cost == LinearCost(**COEFS) and "inline linear" in used
     cost, used = hook({"form": "roofline", "memory_efficiency": 0.5})
-    assert cost == RooflineCost(LLAMA8B, H100, memory_efficiency=0.5)
-    assert used == "roofline prior (built on the fly) with memory_efficiency=0.5"
+    fitted = {**prior_knobs("h100-sxm", "bf16"), "memory_efficiency": 0.5}  # the GPU's, then
+    assert cost == RooflineCost(LLAMA8B, H100, **fitted)  # the section's knobs over them
+    assert used == (f"roofline prior (built on the fly), {prior_note('h100-sxm', 'bf16')}; "
+                    "with memory_efficiency=0.5")
 
 
 def test_time_scale() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from servesim.cli import main
 from simulator.costs import LinearCost, PiecewiseCost, RooflineCost
+from simulator.costs.prior_efficiency import prior_knobs
 from simulator.costs.speculative import LayerFractionCost, SpeculativeCost, first_layers
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
@@ -72,7 +73,8 @@ def test_a_catalogue_draft_is_priced_on_the_same_gpus() -> None:
              "speculative": {"num_tokens": 4, "acceptance": 0.7, "draft": "llama-3.1-8b"}}
     dep = resolve(point)
     assert "draft llama-3.1-8b: roofline prior" in dep.cost_source
-    draft = RooflineCost(get_model("llama-3.1-8b"), get_hardware("h100-sxm"), tp=4)
+    draft = RooflineCost(get_model("llama-3.1-8b"), get_hardware("h100-sxm"), tp=4,
+                         **prior_knobs("h100-sxm", "bf16"))  # the prior the simulator builds
     shape = _verify(2, 500, 4)
     plain = resolve({**point, "speculative": {}}).cost
     passes = sum(draft.step_time(StepShape(num_decode_seqs=2, decode_context_tokens=1000 + 2 * j))

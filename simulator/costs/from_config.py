@@ -43,6 +43,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
+from simulator.costs.prior_efficiency import prior_knobs, prior_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -240,11 +241,13 @@ def _inline(
     # A scenario that sets the all-reduce formula's knobs gets the formula, not the
     # measured curve (simulator/costs/collectives.py).
     formula = any(k in values for k in ("allreduce_latency_s", "link_efficiency"))
-    kwargs: dict[str, Any] = {**values, **({"allreduce_kind": ""} if formula else {})}
+    # the GPU's fitted efficiencies first (prior_efficiency.py), the section's knobs over them
+    kwargs: dict[str, Any] = {**prior_knobs(hw.name, weight_dtype), **values,
+                              **({"allreduce_kind": ""} if formula else {})}
     cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **kwargs)
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
-    return cost, with_allreduce_note(ROOFLINE_ON_THE_FLY + (f" with {knobs}" if knobs else ""),
-                                     cost)
+    label = f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
+    return cost, with_allreduce_note(label + (f"; with {knobs}" if knobs else ""), cost)
 
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
@@ -266,7 +269,8 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
                 else ""
             used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
         return cost, with_allreduce_note(used, cost), measured_cv(profile)
-    prior = RooflineCost(model, hw, tp, weight_dtype, kv_dtype)
+    knobs: dict[str, Any] = prior_knobs(hw.name, weight_dtype)
+    prior = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **knobs)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
@@ -284,7 +288,7 @@ def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str)
     exists and the command that measures one (a CPU's speed is not on a datasheet: the
     prior is off by a machine-dependent factor)."""
     if hw.name != "cpu":
-        return ROOFLINE_ON_THE_FLY
+        return f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
     stem = profile_stem(hw.name, model.name, weight_dtype, tp)
     fix = HOW_TO_FIX.format(model=model.name, threads=1)
     return (f"{ROOFLINE_ON_THE_FLY}: NOT MEASURED: no {stem} profile ships and none was "

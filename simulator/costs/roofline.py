@@ -19,7 +19,7 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       B_w    = b_w (N_sh + E_T N_e) / tp
       B_kv   = kv (C + R + P + D) / min(tp, n_kv)   KV heads replicate past n_kv
       t_mm   = max(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls
-      t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_m))  attention
+      t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_kv)) attention
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
                the all-reduce curve fitted to measured tables for this GPU and tp
                (simulator/costs/collectives.py: NCCL by default; a100-80gb, h100-sxm,
@@ -42,6 +42,10 @@ replaces:
 
 - eff_m = 0.8: "about 0.8 of peak bandwidth achievable" (design.md); decode GEMV kernels
   in vLLM/TensorRT-LLM reach 70-85% of HBM peak.
+- eff_kv = 0.8, as eff_m until fitted: the KV cache's reads by the attention kernel.
+- Per GPU, where measured operator tables exist, eff_c, eff_m and eff_kv are fitted to
+  them (``python -m calibrate.prior_efficiency``; simulator/costs/prior_efficiency.py),
+  and every prior the simulator builds for that GPU starts from the fitted values.
 - eff_c = 0.6: large bf16 GEMMs reach roughly 60-75% of dense tensor peak in cuBLAS;
   whole prefills (norms, rotary, attention) less. An assumption, not a measurement.
 - eff_l = 0.8 of the per-direction line rate: NCCL reaches ~370 GB/s bus bandwidth on
@@ -72,7 +76,8 @@ from simulator.shapes import StepShape, StepShapes
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
-EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "link_efficiency")
+EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
+                    "link_efficiency")
 TIME_KNOBS = ("step_overhead_s", "per_request_s", "allreduce_latency_s")
 KNOBS = EFFICIENCY_KNOBS + TIME_KNOBS  # fields a cost profile or a scenario may override
 
@@ -123,6 +128,9 @@ class RooflineCost:
     kv_dtype: str = "bf16"  # KV-cache storage dtype
     compute_efficiency: float = 0.6  # eff_c: fraction of dense peak FLOP/s achieved
     memory_efficiency: float = MEMORY_EFFICIENCY  # eff_m: fraction of peak HBM bandwidth
+    # eff_kv: the same for attention's KV-cache reads (a decode-attention kernel streams
+    # many short per-sequence pages, not one weight matrix)
+    kv_memory_efficiency: float = MEMORY_EFFICIENCY
     link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
     step_overhead_s: float = 300e-6  # t_step: CPU work per step
     per_request_s: float = 100e-6  # t_req: CPU work per request admitted or finished
@@ -191,12 +199,12 @@ class RooflineCost:
             per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
         mm_m = weights / k.mem_bw
-        attn_m = kv_bytes / k.mem_bw
+        attn_m = kv_bytes / k.kv_mem_bw
         return RooflineTerms(
             flops=(flops_mm + flops_attn) / self.tp,
             bytes=weights + kv_bytes,
             compute_s=mm_c + attn_c,
-            memory_s=(weights + kv_bytes) / k.mem_bw,
+            memory_s=weights / k.mem_bw + kv_bytes / k.kv_mem_bw,
             allreduce_s=allreduce_s,
             overhead_s=self.step_overhead_s + self.per_request_s * n_req,
             matmul_s=_maximum(mm_c, mm_m),

@@ -29,6 +29,7 @@ class RooflineConstants(NamedTuple):
     miss_prob: float  # 1 - k/E: chance one token skips a given expert
     kv_bytes_per_token: float  # kv / min(tp, n_kv)
     mem_bw: float  # bw eff_m, bytes/s
+    kv_mem_bw: float  # bw eff_kv, bytes/s
     compute_scale: float  # 1 / (tp eff_c)
     ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
     ar_link_bw: float  # link/2 eff_l, bytes/s
@@ -57,6 +58,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         miss_prob=1.0 - m.experts_per_token / m.num_experts,
         kv_bytes_per_token=m.kv_bytes_per_token(cost.kv_dtype) / min(tp, m.num_kv_heads),
         mem_bw=hw.bandwidth_gbps * 1e9 * cost.memory_efficiency,
+        kv_mem_bw=hw.bandwidth_gbps * 1e9 * cost.kv_memory_efficiency,
         compute_scale=1.0 / (tp * cost.compute_efficiency),
         ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
         ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * cost.link_efficiency,

@@ -32,9 +32,9 @@ class ScalarRoofline:
         self._by_tokens: dict[float, tuple[float, float, float]] = {}  # T -> _token_terms(T)
         # the constants of every step, unpacked at once (a NamedTuple field read costs a
         # descriptor call each): kv bytes per token, attention FLOPs per pair, 1 / attention
-        # peak, compute scale, memory bandwidth
+        # peak, compute scale, memory bandwidth of the weights and of the KV reads
         self._consts = (k.kv_bytes_per_token, k.attn_flops_per_pair, k.inv_peak_attn,
-                        k.compute_scale, k.mem_bw)
+                        k.compute_scale, k.mem_bw, k.kv_mem_bw)
 
     def _token_terms(self, t: float) -> tuple[float, float, float]:
         """(F_mm / peak(w), bytes of weights, t_ar) of a step of ``t`` tokens."""
@@ -62,13 +62,13 @@ class ScalarRoofline:
         t = p + d + s
         terms = self._by_tokens.get(t)
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw, kv_bw = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
         mm_c = mm_s * compute_scale
         mm_m = weights / mem_bw
         attn_c = attn_flops * (a + c + w) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (c + cache_read + t) / mem_bw
+        attn_m = kv_bytes * (c + cache_read + t) / kv_bw
         overhead_s = self._step + self._per_req * n_req
         return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
                 + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)
@@ -79,12 +79,12 @@ class ScalarRoofline:
         t = 0.0 + d
         terms = self._by_tokens.get(t)
         mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw = self._consts
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw, kv_bw = self._consts
         ctx = float(c)
         mm_c = mm_s * compute_scale
         mm_m = weights / mem_bw
         attn_c = attn_flops * (0.0 + ctx) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (ctx + 0.0 + t) / mem_bw
+        attn_m = kv_bytes * (ctx + 0.0 + t) / kv_bw
         overhead_s = self._step + self._per_req * num_finished
         return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
                 + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)

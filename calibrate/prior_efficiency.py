@@ -1,0 +1,143 @@
+"""Fit the roofline prior's efficiencies per GPU to that GPU's measured operator tables.
+
+    python -m calibrate.prior_efficiency            # write simulator/costs/prior_efficiency.json
+    python -m calibrate.prior_efficiency --check    # exit 1 if the shipped file is stale
+
+The prior (simulator/costs/roofline.py) prices a step from datasheet peaks and three
+efficiencies: eff_c, the share of dense peak FLOP/s the matmuls and attention reach; eff_m,
+the share of peak HBM bandwidth the weight reads reach; eff_kv, the same for attention's KV-
+cache reads. Their defaults (0.6, 0.8, 0.8) are assumptions. Where servesim ships profiles
+composed from measured per-operator tables for a GPU (AIConfigurator 0.12.0's TensorRT-LLM
+tables: calibrate/aiconfigurator.py, aic_models.py, aic_moe.py), this fits them: for every
+such profile on the GPU, the prior of the same deployment prices pure decodes of 1-512 rows
+over 500-3,000 tokens of context each and prefills of 256-8,192 tokens, and
+``scipy.optimize.least_squares`` minimises the log of prior / measured over all of them
+(every shape weighs the same; the step overhead, all-reduce and per-request terms keep their
+defaults). Fitted per GPU and weight dtype (FP8 kernels reach a different share of FP8 peak
+than bf16 ones of theirs); a deployment without composed profiles on its GPU and dtype keeps
+the defaults. The result is data, with its provenance, read by
+:func:`simulator.costs.prior_efficiency.prior_knobs` wherever the simulator builds a prior.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from simulator.costs.prior_efficiency import EFFICIENCY_FILE, MEASURED_SOURCE
+from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
+from simulator.costs.roofline import RooflineCost
+from simulator.shapes import StepShape
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import get_model
+
+DECODE_ROWS = (1, 4, 16, 64, 128, 256, 512)
+DECODE_CONTEXT = (500, 1500, 3000)  # tokens of context per row
+PREFILLS = (256, 1024, 2048, 4096, 8192)  # one prompt from an empty cache
+START = (0.6, 0.8, 0.8)  # RooflineCost's defaults: eff_c, eff_m, eff_kv
+
+
+def shapes() -> list[StepShape]:
+    """Every step priced: the pure decodes, then the prefills."""
+    out = [StepShape(0, 0.0, d, d * c) for d in DECODE_ROWS for c in DECODE_CONTEXT]
+    return out + [StepShape(p, p * p / 2.0, 0, 0) for p in PREFILLS]
+
+
+def measured_by_gpu() -> dict[str, dict[str, list[CostProfile]]]:
+    """The shipped profiles composed from measured operator tables, by GPU and weight
+    dtype."""
+    found: dict[str, dict[str, list[CostProfile]]] = {}
+    for path in shipped_profiles():
+        profile = load_profile(path)
+        if profile.provenance.get("source", "").startswith(MEASURED_SOURCE):
+            by_dtype = found.setdefault(profile.hardware, {})
+            by_dtype.setdefault(profile.weight_dtype, []).append(profile)
+    return found
+
+
+def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_kv: float
+               ) -> np.ndarray:
+    """log(prior / measured) of every shape of every profile, at these efficiencies."""
+    out = []
+    for profile in profiles:
+        model, hw = get_model(profile.model), HARDWARE[profile.hardware]
+        measured = profile.build(model, hw)
+        prior = RooflineCost(model, hw, profile.tp, profile.weight_dtype, profile.kv_dtype,
+                             compute_efficiency=eff_c, memory_efficiency=eff_m,
+                             kv_memory_efficiency=eff_kv)
+        out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()]
+    return np.array(out)
+
+
+def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
+    """The fitted efficiencies of one GPU and weight dtype, and how well the prior then
+    matches."""
+    res = least_squares(lambda x: log_ratios(profiles, *x), START,
+                        bounds=([0.05] * 3, [1.0] * 3))
+    eff_c, eff_m, eff_kv = (round(float(v), 3) for v in res.x)
+    before = np.exp(log_ratios(profiles, *START))
+    after = np.exp(log_ratios(profiles, eff_c, eff_m, eff_kv))
+    return {
+        "compute_efficiency": eff_c,
+        "memory_efficiency": eff_m,
+        "kv_memory_efficiency": eff_kv,
+        "profiles": sorted(f"{p.model} tp{p.tp} kv {p.kv_dtype}" for p in profiles),
+        "shapes": int(after.size),
+        "median_prior_over_measured": {"defaults": round(float(np.median(before)), 3),
+                                       "fitted": round(float(np.median(after)), 3)},
+        "within_15pct": {"defaults": round(float(np.mean(np.abs(before - 1) <= 0.15)), 3),
+                         "fitted": round(float(np.mean(np.abs(after - 1) <= 0.15)), 3)},
+    }
+
+
+def fitted() -> dict[str, object]:
+    """The file's contents: each GPU and weight dtype with composed profiles, fitted, and
+    the provenance."""
+    gpus = {gpu: {dtype: fit_gpu(profiles) for dtype, profiles in sorted(by_dtype.items())}
+            for gpu, by_dtype in sorted(measured_by_gpu().items())}
+    return {
+        "version": 1,
+        "provenance": (
+            "python -m calibrate.prior_efficiency: eff_c and eff_m of the roofline prior "
+            "fitted per GPU and weight dtype (eff_kv: the KV reads; least squares on log "
+            "prior/measured step time) to the shipped profiles composed from "
+            "AIConfigurator 0.12.0's measured TensorRT-LLM operator tables on that GPU in "
+            "that dtype; pure decodes of 1-512 rows x 500-3,000 tokens and prefills "
+            "of 256-8,192 tokens; other GPUs and dtypes keep the defaults"),
+        "gpus": gpus,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare only; 1 if stale")
+    ap.add_argument("--out", type=Path, default=EFFICIENCY_FILE)
+    args = ap.parse_args(argv)
+    data = fitted()
+    text = json.dumps(data, indent=2) + "\n"
+    rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
+            for dtype, row in by_dtype.items()]
+    for gpu, row in rows:
+        print(f"{gpu}: eff_c {row['compute_efficiency']}, eff_m {row['memory_efficiency']}, "
+              f"eff_kv {row['kv_memory_efficiency']}; "
+              f"median prior/measured {row['median_prior_over_measured']}, within 15% "
+              f"{row['within_15pct']} over {row['shapes']} shapes")
+    if args.check:
+        same = args.out.is_file() and args.out.read_text() == text
+        print("up to date" if same else f"{args.out} is stale: run python -m "
+              "calibrate.prior_efficiency")
+        return 0 if same else 1
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

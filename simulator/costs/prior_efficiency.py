@@ -1,0 +1,53 @@
+"""The roofline prior's efficiencies per GPU, fitted to that GPU's measured operator tables.
+
+``prior_efficiency.json`` (next to this module; written by ``python -m
+calibrate.prior_efficiency``, which documents the fit) holds, for each GPU with profiles
+composed from measured per-operator tables, the ``compute_efficiency``,
+``memory_efficiency`` and ``kv_memory_efficiency`` that make the prior match them best.
+Wherever the simulator builds a prior for a deployment without a measured profile (a shipped
+prior file, the prior built on the fly, ``[cost] form = "roofline"`` before its own knobs),
+it starts from these; a GPU not in the file keeps
+:class:`~simulator.costs.roofline.RooflineCost`'s defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from simulator.specs.dtypes import same_cost_dtype
+
+EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
+MEASURED_SOURCE = "measured per operation by NVIDIA"  # composed profiles' provenance source
+KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency")
+
+
+@cache
+def _fitted(path: Path) -> MappingProxyType[str, Any]:
+    """The file's rows by GPU, then weight dtype (read once per process: it ships with the
+    package and does not change while it runs)."""
+    if not path.is_file():
+        return MappingProxyType({})
+    return MappingProxyType(json.loads(path.read_text())["gpus"])
+
+
+def prior_knobs(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE
+                ) -> dict[str, float]:
+    """The efficiencies fitted for ``hardware`` (catalogue name) in ``weight_dtype`` (fp16
+    reads bf16's: simulator/specs/dtypes.py ``same_cost_dtype``), or {}: the defaults."""
+    by_dtype = _fitted(path).get(hardware, {})
+    row = next((r for d, r in by_dtype.items() if same_cost_dtype(d, weight_dtype)), None)
+    return {} if row is None else {k: float(row[k]) for k in KNOBS}
+
+
+def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -> str:
+    """What the prior's efficiencies are, for a cost source line."""
+    knobs = prior_knobs(hardware, weight_dtype, path)
+    if not knobs:
+        return "efficiencies: the defaults (no measured tables on this GPU in this dtype)"
+    return (f"efficiencies fitted to {hardware}'s measured {weight_dtype} operator tables "
+            f"(eff_c {knobs['compute_efficiency']:g}, eff_m {knobs['memory_efficiency']:g}, "
+            f"eff_kv {knobs['kv_memory_efficiency']:g}: python -m calibrate.prior_efficiency)")

@@ -1,0 +1,78 @@
+"""The roofline prior's per-GPU efficiencies: the fit recovers known ones, the shipped file
+is in sync with the shipped profiles, and every prior the simulator builds starts from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibrate.prior_efficiency import fit_gpu, fitted, measured_by_gpu
+from simulator.costs import CostProfile, RooflineCost, cost_model_from_config
+from simulator.costs.host import split_host
+from simulator.costs.prior_efficiency import EFFICIENCY_FILE, prior_knobs, prior_note
+from simulator.specs.hardware import get_hardware
+from simulator.specs.models import get_model
+
+
+def synthetic(model: str, tp: int, **knobs: float) -> CostProfile:
+    """A "measured" profile that is the prior itself at known efficiencies."""
+    return CostProfile(hardware="a100-80gb", model=model, weight_dtype="bf16",
+                       kv_dtype="bf16", tp=tp, form="roofline",
+                       coefficients={k: float(v) for k, v in knobs.items()}, fit={},
+                       provenance={"source": "synthetic"})
+
+
+def test_fit_recovers_the_efficiencies_a_synthetic_table_was_made_with() -> None:
+    knobs = {"compute_efficiency": 0.7, "memory_efficiency": 0.65,
+             "kv_memory_efficiency": 0.75}
+    profiles = [synthetic("llama-3.1-8b", 1, **knobs), synthetic("llama-3.1-70b", 4, **knobs)]
+    row = fit_gpu(profiles)
+    for name, value in knobs.items():
+        assert row[name] == pytest.approx(value, abs=0.002), name
+    assert row["median_prior_over_measured"] == {"defaults": pytest.approx(
+        row["median_prior_over_measured"]["defaults"]), "fitted": 1.0}  # type: ignore[index]
+    assert row["within_15pct"]["fitted"] == 1.0  # type: ignore[index]
+
+
+def test_shipped_file_is_the_fit_of_the_shipped_profiles() -> None:
+    shipped = json.loads(EFFICIENCY_FILE.read_text())
+    assert shipped == json.loads(json.dumps(fitted()))  # python -m calibrate.prior_efficiency
+    groups = measured_by_gpu()
+    assert {"a100-80gb", "h100-sxm", "h200", "l40s"} <= set(groups)
+    assert "h100-pcie" not in groups and "rtx4090" not in groups  # no tables: defaults
+
+
+def test_knobs_by_gpu_and_dtype(tmp_path: Path) -> None:
+    path = tmp_path / "eff.json"
+    path.write_text(json.dumps({"version": 1, "gpus": {"a100-80gb": {"bf16": {
+        "compute_efficiency": 0.7, "memory_efficiency": 0.6, "kv_memory_efficiency": 0.5}}}}))
+    assert prior_knobs("a100-80gb", "bf16", path) == {
+        "compute_efficiency": 0.7, "memory_efficiency": 0.6, "kv_memory_efficiency": 0.5}
+    assert prior_knobs("a100-80gb", "fp16", path)["memory_efficiency"] == 0.6  # same cost
+    assert prior_knobs("a100-80gb", "int4", path) == {}  # no fit in that dtype: defaults
+    assert prior_knobs("h100-pcie", "bf16", path) == {}
+    assert "defaults" in prior_note("h100-pcie", "bf16", path)
+    assert "eff_c 0.7, eff_m 0.6, eff_kv 0.5" in prior_note("a100-80gb", "bf16", path)
+    assert prior_knobs("a100-80gb", "bf16", tmp_path / "absent.json") == {}
+
+
+def test_the_prior_built_on_the_fly_starts_from_the_fitted_efficiencies() -> None:
+    # Llama-3.1-70B fp8 on 4 x L40S: no profile ships, so a prior is built on the fly
+    model, hw = get_model("llama-3.1-70b"), get_hardware("l40s")
+    knobs = prior_knobs("l40s", "fp8")
+    assert knobs and knobs != {"compute_efficiency": 0.6, "memory_efficiency": 0.8,
+                               "kv_memory_efficiency": 0.8}
+    cost, used = cost_model_from_config({}, model, hw, 4, "fp8", "fp8")
+    kernel, _ = split_host(cost)
+    assert isinstance(kernel, RooflineCost)
+    assert {k: getattr(kernel, k) for k in knobs} == knobs
+    assert "efficiencies fitted to l40s's measured fp8 operator tables" in used
+    # a [cost] form = "roofline" section's own knobs win, one by one
+    cost, used = cost_model_from_config({"form": "roofline", "memory_efficiency": 0.5},
+                                        model, hw, 4, "fp8", "fp8")
+    kernel, _ = split_host(cost)
+    assert isinstance(kernel, RooflineCost) and kernel.memory_efficiency == 0.5
+    assert kernel.compute_efficiency == knobs["compute_efficiency"]
+    assert used.count("memory_efficiency=0.5") == 1
