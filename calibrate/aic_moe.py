@@ -65,6 +65,9 @@ class MoeCurve:
     latency_ms: np.ndarray
     table: str  # the parquet file, relative to the systems folder
     kernel_source: str
+    # "" for the table's balanced rows; else how balanced routing was derived from its
+    # power-law rows (balanced_from_power_law)
+    derived: str = ""
 
     def query(self, tokens: int) -> float:
         """Milliseconds at ``tokens``: linear between collected counts; refuses outside."""
@@ -80,25 +83,78 @@ def moe_table(root: Path, system: str, version: str, backend: str) -> Path:
     return root / "data" / system / "moe" / backend / version / "moe_perf.parquet"
 
 
+POWER_LAWS = ("power_law_1.01", "power_law_1.2")  # the skewed routings tables collect, least first
+REFERENCE_GPU = "h100-sxm"  # whose table, same backend, gives the balanced / power-law ratio
+SMOOTH = 5  # token counts in the running median of that ratio
+
+
+def _rows(path: Path, dtype: str, tp: int, distribution: str) -> pd.DataFrame:
+    """Mixtral-8x7B's rows of one MoE table at ``tp`` (moe_tp = tp, ep 1)."""
+    m = MODELS[MODEL]
+    d = pd.read_parquet(path)
+    return d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
+             & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
+             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
+             & (d.moe_dtype == MOE_DTYPE[dtype]) & (d.distribution == distribution)]
+
+
+def _curve(rows: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Median latency by token count of the first kernel in sorted order, and its name."""
+    kernel = sorted(rows.kernel_source.unique())[0]
+    return rows[rows.kernel_source == kernel].groupby("num_tokens").latency.median(), kernel
+
+
 def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
               tp: int) -> MoeCurve | None:
-    """Mixtral-8x7B's rows at ``tp`` (moe_tp = tp, ep 1, balanced), or None if absent."""
+    """Mixtral-8x7B's balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
+    absent. A table with only power-law routing for the shape (TensorRT-LLM's and vLLM's
+    A100 tables) gets :func:`balanced_from_power_law` of its power-law rows."""
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
-    m = MODELS[MODEL]
-    d = pd.read_parquet(path)
-    rows = d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
-             & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
-             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
-             & (d.moe_dtype == MOE_DTYPE[dtype]) & (d.distribution == "balanced")]
+    rows = _rows(path, dtype, tp, "balanced")
     if rows.empty:
-        return None
-    kernel = sorted(rows.kernel_source.unique())[0]
-    rows = rows[rows.kernel_source == kernel].groupby("num_tokens").latency.median()
-    return MoeCurve(tokens=rows.index.to_numpy(dtype=float),
-                    latency_ms=rows.to_numpy(dtype=float),
+        return balanced_from_power_law(root, path, backend, dtype, tp)
+    latency, kernel = _curve(rows)
+    return MoeCurve(tokens=latency.index.to_numpy(dtype=float),
+                    latency_ms=latency.to_numpy(dtype=float),
                     table=str(path.relative_to(root)), kernel_source=kernel)
+
+
+def balanced_from_power_law(root: Path, path: Path, backend: str, dtype: str, tp: int
+                            ) -> MoeCurve | None:
+    """Balanced routing for a table that collected only power-law routing: its least skewed
+    power-law latency x the balanced / power-law ratio that the same backend's H100 table
+    measured at the same tp and token count (log-linear between counts). The ratio is
+    capped at 1 (skew never helps) and smoothed by a running median of ``SMOOTH`` counts:
+    single counts of the reference read 0.5 or 1.8, a kernel tactic changing, not routing.
+    Skew costs most at a few hundred to a few thousand tokens (H100 TP 2: 0.73-0.85 at
+    512-3,072 tokens; 1.0 up to 64). None when no power law has rows in both tables."""
+    system, version = systems(backend)[REFERENCE_GPU]
+    ref_path = moe_table(root, system, version, backend)
+    if not ref_path.is_file():
+        return None
+    ref_bal = _rows(ref_path, dtype, tp, "balanced")
+    for law in POWER_LAWS:
+        own, ref_law = _rows(path, dtype, tp, law), _rows(ref_path, dtype, tp, law)
+        if own.empty or ref_bal.empty or ref_law.empty:
+            continue
+        (bal, _), (skew, _) = _curve(ref_bal), _curve(ref_law)
+        both = bal.index.intersection(skew.index)
+        ratio = (bal[both] / skew[both]).sort_index().clip(upper=1.0)
+        ratio = ratio.rolling(SMOOTH, center=True, min_periods=1).median()
+        latency, kernel = _curve(own)
+        tokens = latency.index.to_numpy(dtype=float)
+        scale = np.interp(np.log(tokens), np.log(ratio.index.to_numpy(dtype=float)),
+                          ratio.to_numpy(dtype=float))
+        return MoeCurve(tokens=tokens, latency_ms=latency.to_numpy(dtype=float) * scale,
+                        table=str(path.relative_to(root)), kernel_source=kernel,
+                        derived=(f"balanced routing = its {law} rows x balanced / {law} of "
+                                 f"{ref_path.relative_to(root)} at tp {tp}, capped at 1, "
+                                 f"running median of {SMOOTH} (x{scale.min():.2f}-"
+                                 f"{scale.max():.2f}; it holds no balanced rows for this "
+                                 "shape)"))
+    return None
 
 
 @dataclass
@@ -139,10 +195,13 @@ def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve) -> dict[str
                     "calibrate/aiconfigurator.py's op list at its own shapes, the dense MLP "
                     f"replaced by num_layers x {curve.table} ({curve.kernel_source}, "
                     "8 experts top 2, moe_tp = tp, ep 1, balanced routing, linear in "
-                    "tokens); " + out["notes"].split("; ", 1)[1])
+                    f"tokens{'; ' + curve.derived if curve.derived else ''}); "
+                    + out["notes"].split("; ", 1)[1])
     out["aiconfigurator"]["model"] = {MODEL: HF_ID}
     out["aiconfigurator"]["moe_table"] = curve.table
     out["aiconfigurator"]["moe_kernel_source"] = curve.kernel_source
+    if curve.derived:
+        out["aiconfigurator"]["moe_routing"] = curve.derived
     return out
 
 
