@@ -5,13 +5,14 @@
 Where servesim ships a profile composed from measured per-operator tables (AIConfigurator
 0.12.0's TensorRT-LLM tables: calibrate/aiconfigurator.py and calibrate/aic_moe.py), this
 prices the same steps with the roofline prior of the same model, GPU, TP and dtypes
-(simulator/costs/roofline.py, its default efficiencies) and prints both: pure decodes of
-1-512 rows and prefills of 512-8,192 tokens. Two forms of the prior are printed: per
-operator (the matmuls' roofline plus attention's, what the prior computes) and one max
-over the whole step's FLOPs and bytes (the form it replaced), both from
-``RooflineCost.terms``. The last lines give the median ratio prior / measured over the
-decode and the prefill shapes of every deployment. No timing: the figures are the cost
-models' own, the same on any machine.
+(simulator/costs/roofline.py) and prints them: pure decodes of 1-512 rows and prefills of
+512-8,192 tokens. Three forms of the prior are printed: one max over the whole step's
+FLOPs and bytes at the default efficiencies (the form the prior had), per operator (the
+matmuls' roofline plus attention's) at the defaults, and per operator at the efficiencies
+fitted to the GPU's tables (simulator/costs/prior_efficiency.py: what the simulator builds;
+in sample here, since they were fitted to these profiles). The last lines give the
+median ratio prior / measured over the decode and the prefill shapes of every deployment.
+No timing: the figures are the cost models' own, the same on any machine.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from simulator.costs.prior_efficiency import prior_knobs  # noqa: E402
 from simulator.costs.profile import load_profile, shipped_profiles  # noqa: E402
 from simulator.costs.roofline import RooflineCost  # noqa: E402
 from simulator.shapes import StepShape  # noqa: E402
@@ -57,15 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", action="append", default=[], help="catalogue GPU (repeatable)")
     args = ap.parse_args(argv)
-    ratios: dict[str, list[float]] = {"decode, per operator": [], "decode, one max": [],
-                                      "prefill, per operator": [], "prefill, one max": []}
-    print("step: measured ms / prior per operator / prior one max")
+    forms = ("one max", "per operator", "per operator, fitted")
+    ratios: dict[str, list[float]] = {f"{kind}, {form}": [] for kind in ("decode", "prefill")
+                                      for form in forms}
+    print("step: measured ms / prior one max / per operator / per operator, fitted")
     for path in measured_profiles(args.gpu):
         prof = load_profile(path)
         model, hw = get_model(prof.model), HARDWARE[prof.hardware]
         measured = prof.build(model, hw)
         prior = RooflineCost(model, hw, tp=prof.tp, weight_dtype=prof.weight_dtype,
                              kv_dtype=prof.kv_dtype)
+        knobs: dict[str, Any] = prior_knobs(prof.hardware, prof.weight_dtype)
+        fitted = RooflineCost(model, hw, tp=prof.tp, weight_dtype=prof.weight_dtype,
+                              kv_dtype=prof.kv_dtype, **knobs)
         cells = []
         for label, shape in shapes():
             real = measured.step_time(shape)
@@ -73,15 +80,17 @@ def main(argv: list[str] | None = None) -> int:
             per_op = float(terms.total_s)
             one_max = float(terms.overhead_s + max(terms.compute_s, terms.memory_s)
                             + terms.allreduce_s)
+            fit = fitted.step_time(shape)
             kind = "decode" if label.startswith("d") else "prefill"
-            ratios[f"{kind}, per operator"].append(per_op / real)
-            ratios[f"{kind}, one max"].append(one_max / real)
-            cells.append(f"{label} {real * 1e3:.1f}/{per_op * 1e3:.1f}/{one_max * 1e3:.1f}")
+            for form, value in zip(forms, (one_max, per_op, fit), strict=True):
+                ratios[f"{kind}, {form}"].append(value / real)
+            cells.append(f"{label} {real * 1e3:.1f}/{one_max * 1e3:.1f}/{per_op * 1e3:.1f}/"
+                         f"{fit * 1e3:.1f}")
         print(f"{path.name}:\n    " + "  ".join(cells))
     print("\nmedian prior / measured (1.00 = the prior matches the tables):")
     for name, values in ratios.items():
         if values:
-            print(f"  {name:24s} {statistics.median(values):.3f}  "
+            print(f"  {name:30s} {statistics.median(values):.3f}  "
                   f"(n {len(values)}, middle half {statistics.quantiles(values, n=4)[0]:.3f}-"
                   f"{statistics.quantiles(values, n=4)[2]:.3f})")
     return 0
