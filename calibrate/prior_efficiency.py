@@ -2,6 +2,7 @@
 
     python -m calibrate.prior_efficiency            # write simulator/costs/prior_efficiency.json
     python -m calibrate.prior_efficiency --check    # exit 1 if the shipped file is stale
+    python -m calibrate.prior_efficiency --held-out --check  # and leave-one-profile-out
 
 The prior (simulator/costs/roofline.py) prices a step from datasheet peaks and three
 efficiencies: eff_c, the share of dense peak FLOP/s the matmuls and attention reach; eff_m,
@@ -97,6 +98,20 @@ def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
     }
 
 
+def held_out(profiles: Sequence[CostProfile]) -> float:
+    """Share of shapes within 15% when each profile is priced by the efficiencies fitted
+    to the others of its GPU and dtype (leave one profile out); nan with one profile."""
+    if len(profiles) < 2:
+        return math.nan
+    hits = []
+    for i, profile in enumerate(profiles):
+        row = fit_gpu([p for j, p in enumerate(profiles) if j != i])
+        knobs = [float(row[k]) for k in ("compute_efficiency", "memory_efficiency",  # type: ignore[arg-type]
+                                         "kv_memory_efficiency")]
+        hits += list(np.abs(np.exp(log_ratios([profile], *knobs)) - 1) <= 0.15)
+    return float(np.mean(hits))
+
+
 def fitted() -> dict[str, object]:
     """The file's contents: each GPU and weight dtype with composed profiles, fitted, and
     the provenance."""
@@ -119,7 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; 1 if stale")
     ap.add_argument("--out", type=Path, default=EFFICIENCY_FILE)
+    ap.add_argument("--held-out", action="store_true",
+                    help="also print each GPU and dtype's leave-one-profile-out share of "
+                         "shapes within 15%% (a minute)")
     args = ap.parse_args(argv)
+    if args.held_out:
+        for gpu, by_dtype in sorted(measured_by_gpu().items()):
+            for dtype, profiles in sorted(by_dtype.items()):
+                print(f"{gpu} {dtype}: {len(profiles)} profiles, within 15% held out "
+                      f"{held_out(profiles):.1%}")
     data = fitted()
     text = json.dumps(data, indent=2) + "\n"
     rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
