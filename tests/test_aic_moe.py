@@ -4,6 +4,8 @@ scenario finds."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -135,3 +137,39 @@ def _mixtral(path: object, tp: int, distribution: str) -> pd.Series:
              & (d.moe_dtype == "bfloat16") & (d.distribution == distribution)]
     kernel = sorted(rows.kernel_source.unique())[0]
     return rows[rows.kernel_source == kernel].groupby("num_tokens").latency.median()
+
+
+def _table(path: Path, rows: list[tuple[str, int, float]], kernel: str = "k") -> None:
+    """A MoE table of Mixtral bf16 rows at tp 2: (distribution, tokens, ms) each."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"kernel_source": kernel, "moe_dtype": "bfloat16", "num_tokens": n,
+                   "hidden_size": 4096, "inter_size": 14336, "topk": 2, "num_experts": 8,
+                   "moe_tp_size": 2, "moe_ep_size": 1, "distribution": dist, "latency": ms}
+                  for dist, n, ms in rows]).to_parquet(path)
+
+
+def test_balanced_from_power_law_by_hand(tmp_path: Path) -> None:
+    a100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm")
+    h100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["h100-sxm"], "trtllm")
+    # A100: power-law rows only (1.2 as well, which is not read while 1.01 has rows)
+    _table(a100, [("power_law_1.01", n, ms) for n, ms in [(1, 1.0), (100, 2.0), (1000, 10.0)]]
+           + [("power_law_1.2", 100, 9.9)])
+    # H100: balanced / power_law_1.01 = 1.2 (capped to 1), 0.9, 0.5 (a one-count dip), 0.8,
+    # 0.8 at 1, 10, 100, 1,000, 10,000 tokens
+    ratios = {1: 1.2, 10: 0.9, 100: 0.5, 1000: 0.8, 10000: 0.8}
+    _table(h100, [(d, n, 4.0 * (r if d == "balanced" else 1.0)) for n, r in ratios.items()
+                  for d in ("balanced", "power_law_1.01")])
+    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2)
+    assert curve is not None and curve.derived.startswith("balanced routing = its "
+                                                          "power_law_1.01 rows")
+    # capped: 1.0, 0.9, 0.5, 0.8, 0.8; running median of 5 (centred, ends shortened):
+    # 1: median(1.0, 0.9, 0.5) = 0.9; 100: median of all five = 0.8; 1,000: median(0.9, 0.5,
+    # 0.8, 0.8) = 0.8
+    assert curve.query(1) == pytest.approx(1.0 * 0.9)
+    assert curve.query(100) == pytest.approx(2.0 * 0.8)
+    assert curve.query(1000) == pytest.approx(10.0 * 0.8)
+    assert "x0.80-0.90" in curve.derived
+    # no power-law rows in the reference: refused, not invented
+    _table(h100, [("balanced", n, 1.0) for n in ratios])
+    assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
+                             2) is None
