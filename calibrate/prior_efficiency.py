@@ -2,7 +2,6 @@
 
     python -m calibrate.prior_efficiency            # write simulator/costs/prior_efficiency.json
     python -m calibrate.prior_efficiency --check    # exit 1 if the shipped file is stale
-    python -m calibrate.prior_efficiency --held-out --check  # and leave-one-profile-out
 
 The prior (simulator/costs/roofline.py) prices a step from datasheet peaks and three
 efficiencies: eff_c, the share of dense peak FLOP/s the matmuls and attention reach; eff_m,
@@ -42,7 +41,8 @@ from simulator.specs.models import get_model
 DECODE_ROWS = (1, 4, 16, 64, 128, 256, 512)
 DECODE_CONTEXT = (500, 1500, 3000)  # tokens of context per row
 PREFILLS = (256, 1024, 2048, 4096, 8192)  # one prompt from an empty cache
-START = (0.6, 0.8, 0.8)  # RooflineCost's defaults: eff_c, eff_m, eff_kv
+START = (0.6, 0.8, 0.8, 0.0)  # RooflineCost's defaults: eff_c, eff_m, eff_kv, t_layer (us)
+KNOB_NAMES = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency")
 
 
 def shapes() -> list[StepShape]:
@@ -63,53 +63,67 @@ def measured_by_gpu() -> dict[str, dict[str, list[CostProfile]]]:
     return found
 
 
-def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_kv: float
-               ) -> np.ndarray:
-    """log(prior / measured) of every shape of every profile, at these efficiencies."""
+def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_kv: float,
+               layer_us: float = 0.0) -> np.ndarray:
+    """log(prior / measured) of every shape of every profile, at these efficiencies and a
+    per-layer floor of ``layer_us`` microseconds a step."""
     out = []
     for profile in profiles:
         model, hw = get_model(profile.model), HARDWARE[profile.hardware]
         measured = profile.build(model, hw)
         prior = RooflineCost(model, hw, profile.tp, profile.weight_dtype, profile.kv_dtype,
                              compute_efficiency=eff_c, memory_efficiency=eff_m,
-                             kv_memory_efficiency=eff_kv)
+                             kv_memory_efficiency=eff_kv, layer_overhead_s=layer_us * 1e-6)
         out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()]
     return np.array(out)
 
 
+def fit_params(profiles: Sequence[CostProfile], floor: bool) -> tuple[float, ...]:
+    """(eff_c, eff_m, eff_kv, t_layer in us) fitted to ``profiles``; t_layer 0 unless
+    ``floor``."""
+    n = 4 if floor else 3
+    res = least_squares(lambda x: log_ratios(profiles, *x), START[:n],
+                        bounds=([0.05] * 3 + [0.0] * (n - 3), [1.0] * 3 + [500.0] * (n - 3)))
+    values = [round(float(v), 3) for v in res.x]
+    return tuple(values + [0.0] * (4 - n))
+
+
+def held_out(profiles: Sequence[CostProfile], floor: bool) -> float:
+    """Share of shapes within 15% when each profile is priced by the parameters fitted to
+    the others of its GPU and dtype (leave one profile out); nan with one profile."""
+    if len(profiles) < 2:
+        return math.nan
+    hits = []
+    for i, profile in enumerate(profiles):
+        params = fit_params([p for j, p in enumerate(profiles) if j != i], floor)
+        hits += list(np.abs(np.exp(log_ratios([profile], *params)) - 1) <= 0.15)
+    return float(np.mean(hits))
+
+
 def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
-    """The fitted efficiencies of one GPU and weight dtype, and how well the prior then
-    matches."""
-    res = least_squares(lambda x: log_ratios(profiles, *x), START,
-                        bounds=([0.05] * 3, [1.0] * 3))
-    eff_c, eff_m, eff_kv = (round(float(v), 3) for v in res.x)
+    """The fitted prior of one GPU and weight dtype, and how well it then matches. Two
+    forms are fitted, the efficiencies alone and with a per-layer floor t_layer; the floor
+    is kept when it predicts the held-out profiles at least as well (``held_out``)."""
+    plain, floored = held_out(profiles, False), held_out(profiles, True)
+    floor = not math.isnan(floored) and floored >= plain
+    eff_c, eff_m, eff_kv, layer_us = fit_params(profiles, floor)
     before = np.exp(log_ratios(profiles, *START))
-    after = np.exp(log_ratios(profiles, eff_c, eff_m, eff_kv))
+    after = np.exp(log_ratios(profiles, eff_c, eff_m, eff_kv, layer_us))
     return {
         "compute_efficiency": eff_c,
         "memory_efficiency": eff_m,
         "kv_memory_efficiency": eff_kv,
+        "layer_overhead_s": round(layer_us * 1e-6, 9),
         "profiles": sorted(f"{p.model} tp{p.tp} kv {p.kv_dtype}" for p in profiles),
         "shapes": int(after.size),
         "median_prior_over_measured": {"defaults": round(float(np.median(before)), 3),
                                        "fitted": round(float(np.median(after)), 3)},
         "within_15pct": {"defaults": round(float(np.mean(np.abs(before - 1) <= 0.15)), 3),
                          "fitted": round(float(np.mean(np.abs(after - 1) <= 0.15)), 3)},
+        "within_15pct_held_out": {
+            "efficiencies": None if math.isnan(plain) else round(plain, 3),
+            "with_layer_floor": None if math.isnan(floored) else round(floored, 3)},
     }
-
-
-def held_out(profiles: Sequence[CostProfile]) -> float:
-    """Share of shapes within 15% when each profile is priced by the efficiencies fitted
-    to the others of its GPU and dtype (leave one profile out); nan with one profile."""
-    if len(profiles) < 2:
-        return math.nan
-    hits = []
-    for i, profile in enumerate(profiles):
-        row = fit_gpu([p for j, p in enumerate(profiles) if j != i])
-        knobs = [float(row[k]) for k in ("compute_efficiency", "memory_efficiency",  # type: ignore[arg-type]
-                                         "kv_memory_efficiency")]
-        hits += list(np.abs(np.exp(log_ratios([profile], *knobs)) - 1) <= 0.15)
-    return float(np.mean(hits))
 
 
 def fitted() -> dict[str, object]:
@@ -120,8 +134,10 @@ def fitted() -> dict[str, object]:
     return {
         "version": 1,
         "provenance": (
-            "python -m calibrate.prior_efficiency: eff_c and eff_m of the roofline prior "
-            "fitted per GPU and weight dtype (eff_kv: the KV reads; least squares on log "
+            "python -m calibrate.prior_efficiency: eff_c, eff_m, eff_kv (the KV reads) and, "
+            "where it predicts held-out profiles at least as well, a per-layer floor "
+            "t_layer (layer_overhead_s) of the roofline prior, fitted per GPU and weight "
+            "dtype (least squares on log "
             "prior/measured step time) to the shipped profiles composed from "
             "AIConfigurator 0.12.0's measured TensorRT-LLM operator tables on that GPU in "
             "that dtype; pure decodes of 1-512 rows x 500-3,000 tokens and prefills "
@@ -134,22 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; 1 if stale")
     ap.add_argument("--out", type=Path, default=EFFICIENCY_FILE)
-    ap.add_argument("--held-out", action="store_true",
-                    help="also print each GPU and dtype's leave-one-profile-out share of "
-                         "shapes within 15%% (a minute)")
     args = ap.parse_args(argv)
-    if args.held_out:
-        for gpu, by_dtype in sorted(measured_by_gpu().items()):
-            for dtype, profiles in sorted(by_dtype.items()):
-                print(f"{gpu} {dtype}: {len(profiles)} profiles, within 15% held out "
-                      f"{held_out(profiles):.1%}")
     data = fitted()
     text = json.dumps(data, indent=2) + "\n"
     rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
             for dtype, row in by_dtype.items()]
     for gpu, row in rows:
         print(f"{gpu}: eff_c {row['compute_efficiency']}, eff_m {row['memory_efficiency']}, "
-              f"eff_kv {row['kv_memory_efficiency']}; "
+              f"eff_kv {row['kv_memory_efficiency']}, t_layer {row['layer_overhead_s']}; "
+              f"held out {row['within_15pct_held_out']}; "
               f"median prior/measured {row['median_prior_over_measured']}, within 15% "
               f"{row['within_15pct']} over {row['shapes']} shapes")
     if args.check:

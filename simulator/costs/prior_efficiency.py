@@ -22,7 +22,8 @@ from simulator.specs.dtypes import same_cost_dtype
 
 EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
 MEASURED_SOURCE = "measured per operation by NVIDIA"  # composed profiles' provenance source
-KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency")
+KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
+         "layer_overhead_s")
 
 
 @cache
@@ -50,4 +51,5 @@ def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -
         return "efficiencies: the defaults (no measured tables on this GPU in this dtype)"
     return (f"efficiencies fitted to {hardware}'s measured {weight_dtype} operator tables "
             f"(eff_c {knobs['compute_efficiency']:g}, eff_m {knobs['memory_efficiency']:g}, "
-            f"eff_kv {knobs['kv_memory_efficiency']:g}: python -m calibrate.prior_efficiency)")
+            f"eff_kv {knobs['kv_memory_efficiency']:g}, t_layer "
+            f"{knobs['layer_overhead_s'] * 1e6:g} us: python -m calibrate.prior_efficiency)")

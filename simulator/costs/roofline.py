@@ -24,7 +24,7 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
                the all-reduce curve fitted to measured tables for this GPU and tp
                (simulator/costs/collectives.py: NCCL by default; a100-80gb, h100-sxm,
                h200 at tp 2/4/8), else lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l)
-      t      = t_step + t_req (admitted + finished) + t_mm + t_attn + t_ar
+      t      = t_step + L t_layer + t_req (admitted + finished) + t_mm + t_attn + t_ar
 
 Each operator class has its own roofline, and the step is their sum: the matmuls and the
 attention run one after the other, so a step whose matmuls are compute-bound (a large
@@ -56,6 +56,9 @@ replaces:
   (``allreduce_kind = ""``). The measured NCCL curves start at 6-22 us (A100 tp2: 10.4 us,
   tp8: 21.6 us) and reach their bandwidth only past a few MiB.
 - t_step = 300 us: "a per-step CPU overhead of hundreds of microseconds" (design.md).
+- t_layer = 0 until fitted: a fixed time per layer per step, the floor of its dozen
+  kernels (launch and latency) that no roofline term has; fitted per GPU and dtype with
+  the efficiencies where that predicts held-out tables better (prior_efficiency.py).
 - t_req = 100 us per request admitted or finished: tokenise, detokenise, respond; vLLM
   found API server and scheduling CPU time first-order for Llama-3-8B on H100 (design.md).
 """
@@ -78,7 +81,7 @@ from simulator.specs.models import ModelSpec
 
 EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
                     "link_efficiency")
-TIME_KNOBS = ("step_overhead_s", "per_request_s", "allreduce_latency_s")
+TIME_KNOBS = ("step_overhead_s", "layer_overhead_s", "per_request_s", "allreduce_latency_s")
 KNOBS = EFFICIENCY_KNOBS + TIME_KNOBS  # fields a cost profile or a scenario may override
 
 
@@ -133,6 +136,9 @@ class RooflineCost:
     kv_memory_efficiency: float = MEMORY_EFFICIENCY
     link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
     step_overhead_s: float = 300e-6  # t_step: CPU work per step
+    # t_layer: fixed time per layer per step (its kernels' launch and latency floors);
+    # 0 unless fitted to a GPU's measured tables (prior_efficiency.py)
+    layer_overhead_s: float = 0.0
     per_request_s: float = 100e-6  # t_req: CPU work per request admitted or finished
     allreduce_latency_s: float = 10e-6  # lat: fixed cost of one all-reduce (formula only)
     # Which measured all-reduce curve prices t_ar (collectives.py); "" = the lat + link
@@ -151,7 +157,7 @@ class RooflineCost:
                               f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
-            self._k, self.allreduce_latency_s, self.step_overhead_s, self.per_request_s))
+            self._k, self.allreduce_latency_s, self.step_s, self.per_request_s))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -161,6 +167,11 @@ class RooflineCost:
             raise ConfigError(f"tp={tp} must divide {m.name}'s num_heads={m.num_heads}")
         if tp > 1 and hw.link_kind == "none":
             raise ConfigError(f"tp={tp} needs a GPU link, but {hw.name} has link_kind='none'")
+
+    @property
+    def step_s(self) -> float:
+        """Seconds every step costs whatever its shape: t_step + L t_layer."""
+        return self.step_overhead_s + self.model.num_layers * self.layer_overhead_s
 
     @property
     def measured_allreduce(self) -> AllReduceCurve | None:
@@ -206,7 +217,7 @@ class RooflineCost:
             compute_s=mm_c + attn_c,
             memory_s=weights / k.mem_bw + kv_bytes / k.kv_mem_bw,
             allreduce_s=allreduce_s,
-            overhead_s=self.step_overhead_s + self.per_request_s * n_req,
+            overhead_s=self.step_s + self.per_request_s * n_req,
             matmul_s=_maximum(mm_c, mm_m),
             attention_s=_maximum(attn_c, attn_m),
         )

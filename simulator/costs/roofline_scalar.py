@@ -24,10 +24,10 @@ class ScalarRoofline:
     __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
-                 step_overhead_s: float, per_request_s: float) -> None:
+                 step_s: float, per_request_s: float) -> None:
         self._k = k
         self._lat = allreduce_latency_s
-        self._step = step_overhead_s
+        self._step = step_s  # t_step + L t_layer
         self._per_req = per_request_s
         self._by_tokens: dict[float, tuple[float, float, float]] = {}  # T -> _token_terms(T)
         # the constants of every step, unpacked at once (a NamedTuple field read costs a
