@@ -21,14 +21,15 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from simulator.costs.prior_efficiency import prior_knobs  # noqa: E402
-from simulator.costs.profile import load_profile, shipped_profiles  # noqa: E402
+from calibrate.prior_efficiency import measured_by_gpu  # noqa: E402
+from simulator.costs.prior_efficiency import fitted_prior  # noqa: E402
+from simulator.costs.profile import profile_file_name  # noqa: E402
 from simulator.costs.roofline import RooflineCost  # noqa: E402
 from simulator.shapes import StepShape  # noqa: E402
+from simulator.specs.dtypes import dtype_label  # noqa: E402
 from simulator.specs.hardware import HARDWARE  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
 
@@ -43,19 +44,6 @@ def shapes() -> list[tuple[str, StepShape]]:
     return out
 
 
-def measured_profiles(gpus: list[str]) -> list[Path]:
-    """Shipped profiles composed from measured tables, on ``gpus`` (all when empty)."""
-    found = []
-    for path in shipped_profiles():
-        prof = load_profile(path)
-        if "measured per operation" not in prof.provenance.get("source", ""):
-            continue
-        if gpus and prof.hardware not in gpus:
-            continue
-        found.append(path)
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", action="append", default=[], help="catalogue GPU (repeatable)")
@@ -64,15 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     ratios: dict[str, list[float]] = {f"{kind}, {form}": [] for kind in ("decode", "prefill")
                                       for form in forms}
     print("step: measured ms / prior one max / per operator / per operator, fitted")
-    for path in measured_profiles(args.gpu):
-        prof = load_profile(path)
+    profiles = [p for gpu, by_dtype in sorted(measured_by_gpu().items())
+                if not args.gpu or gpu in args.gpu for group in by_dtype.values() for p in group]
+    for prof in profiles:
         model, hw = get_model(prof.model), HARDWARE[prof.hardware]
         measured = prof.build(model, hw)
         prior = RooflineCost(model, hw, tp=prof.tp, weight_dtype=prof.weight_dtype,
                              kv_dtype=prof.kv_dtype)
-        knobs: dict[str, Any] = prior_knobs(prof.hardware, prof.weight_dtype)
-        fitted = RooflineCost(model, hw, tp=prof.tp, weight_dtype=prof.weight_dtype,
-                              kv_dtype=prof.kv_dtype, **knobs)
+        fitted = fitted_prior(model, hw, prof.tp, prof.weight_dtype, prof.kv_dtype)
         cells = []
         for label, shape in shapes():
             real = measured.step_time(shape)
@@ -86,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                 ratios[f"{kind}, {form}"].append(value / real)
             cells.append(f"{label} {real * 1e3:.1f}/{one_max * 1e3:.1f}/{per_op * 1e3:.1f}/"
                          f"{fit * 1e3:.1f}")
-        print(f"{path.name}:\n    " + "  ".join(cells))
+        name = profile_file_name(prof.hardware, prof.model, dtype_label(prof.weight_dtype,
+                                                                        prof.kv_dtype), prof.tp)
+        print(f"{name}:\n    " + "  ".join(cells))
     print("\nmedian prior / measured (1.00 = the prior matches the tables):")
     for name, values in ratios.items():
         if values:

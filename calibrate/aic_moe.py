@@ -88,18 +88,21 @@ REFERENCE_GPU = "h100-sxm"  # whose table, same backend, gives the balanced / po
 SMOOTH = 5  # token counts in the running median of that ratio
 
 
-def _rows(path: Path, dtype: str, tp: int, distribution: str) -> pd.DataFrame:
-    """Mixtral-8x7B's rows of one MoE table at ``tp`` (moe_tp = tp, ep 1)."""
+def _mixtral_rows(path: Path, dtype: str, tp: int) -> pd.DataFrame:
+    """Mixtral-8x7B's rows of one MoE table at ``tp`` (moe_tp = tp, ep 1), every routing."""
     m = MODELS[MODEL]
     d = pd.read_parquet(path)
     return d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
              & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
-             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
-             & (d.moe_dtype == MOE_DTYPE[dtype]) & (d.distribution == distribution)]
+             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1) & (d.moe_dtype == MOE_DTYPE[dtype])]
 
 
-def _curve(rows: pd.DataFrame) -> tuple[pd.Series, str]:
-    """Median latency by token count of the first kernel in sorted order, and its name."""
+def _curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | None:
+    """Median latency by token count of ``distribution``'s rows, first kernel in sorted
+    order, and the kernel's name; None when the routing has no rows."""
+    rows = rows[rows.distribution == distribution]
+    if rows.empty:
+        return None
     kernel = sorted(rows.kernel_source.unique())[0]
     return rows[rows.kernel_source == kernel].groupby("num_tokens").latency.median(), kernel
 
@@ -112,38 +115,39 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
-    rows = _rows(path, dtype, tp, "balanced")
-    if rows.empty:
-        return balanced_from_power_law(root, path, backend, dtype, tp)
-    latency, kernel = _curve(rows)
+    rows = _mixtral_rows(path, dtype, tp)
+    balanced = _curve(rows, "balanced")
+    if balanced is None:
+        return balanced_from_power_law(root, path, rows, backend, dtype, tp)
+    latency, kernel = balanced
     return MoeCurve(tokens=latency.index.to_numpy(dtype=float),
                     latency_ms=latency.to_numpy(dtype=float),
                     table=str(path.relative_to(root)), kernel_source=kernel)
 
 
-def balanced_from_power_law(root: Path, path: Path, backend: str, dtype: str, tp: int
-                            ) -> MoeCurve | None:
-    """Balanced routing for a table that collected only power-law routing: its least skewed
-    power-law latency x the balanced / power-law ratio that the same backend's H100 table
-    measured at the same tp and token count (log-linear between counts). The ratio is
-    capped at 1 (skew never helps) and smoothed by a running median of ``SMOOTH`` counts:
-    single counts of the reference read 0.5 or 1.8, a kernel tactic changing, not routing.
-    Skew costs most at a few hundred to a few thousand tokens (H100 TP 2: 0.73-0.85 at
-    512-3,072 tokens; 1.0 up to 64). None when no power law has rows in both tables."""
+def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend: str,
+                            dtype: str, tp: int) -> MoeCurve | None:
+    """Balanced routing for a table (``path``, its Mixtral ``rows`` at ``tp``) that
+    collected only power-law routing: its least skewed power-law latency x the balanced /
+    power-law ratio that the same backend's H100 table measured at the same tp and token
+    count (log-linear between counts). The ratio is capped at 1 (skew never helps) and
+    smoothed by a running median of ``SMOOTH`` counts: single counts of the reference jump
+    (a kernel tactic changing, not routing). None when no power law has rows in both
+    tables."""
     system, version = systems(backend)[REFERENCE_GPU]
     ref_path = moe_table(root, system, version, backend)
     if not ref_path.is_file():
         return None
-    ref_bal = _rows(ref_path, dtype, tp, "balanced")
+    ref = _mixtral_rows(ref_path, dtype, tp)
+    ref_bal = _curve(ref, "balanced")
     for law in POWER_LAWS:
-        own, ref_law = _rows(path, dtype, tp, law), _rows(ref_path, dtype, tp, law)
-        if own.empty or ref_bal.empty or ref_law.empty:
+        own, ref_law = _curve(rows, law), _curve(ref, law)
+        if own is None or ref_bal is None or ref_law is None:
             continue
-        (bal, _), (skew, _) = _curve(ref_bal), _curve(ref_law)
+        (bal, _), (skew, _), (latency, kernel) = ref_bal, ref_law, own
         both = bal.index.intersection(skew.index)
         ratio = (bal[both] / skew[both]).sort_index().clip(upper=1.0)
         ratio = ratio.rolling(SMOOTH, center=True, min_periods=1).median()
-        latency, kernel = _curve(own)
         tokens = latency.index.to_numpy(dtype=float)
         scale = np.interp(np.log(tokens), np.log(ratio.index.to_numpy(dtype=float)),
                           ratio.to_numpy(dtype=float))

@@ -23,7 +23,6 @@ Versions are AIConfigurator 0.12.0's "current" slots (``systems/query_versions.y
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import pandas as pd
 from calibrate.aic_tables import _read_yaml
 from calibrate.aiconfigurator import AIC_VERSION, DISTRIBUTION, EXTRA_HINT, find_data_root
 from calibrate.aiconfigurator import SYSTEMS as AIC_SYSTEMS
+from calibrate.generated_file import write_or_check
 from simulator.costs.collectives import COLLECTIVES_FILE
 
 KNOTS_BYTES = (0.0, 16 * 2**10, 128 * 2**10, 2**20, 8 * 2**20, 64 * 2**20)
@@ -145,14 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in doc["curves"]:
         print(f"{c['hardware']:10s} {c['kind']:10s} tp{c['tp']} t0 {c['latency_us'][0]:6.1f} us"
               f"  MAPE {c['fit']['mape']:6.1%}  max {c['fit']['max_ape']:6.1%}")
-    text = json.dumps(doc, indent=1) + "\n"
-    stale = not args.out.is_file() or args.out.read_text() != text
-    if args.check:
-        print("stale" if stale else "up to date")
-        return 1 if stale else 0
-    args.out.write_text(text)
-    print(f"wrote {args.out} ({len(doc['curves'])} curves)")
-    return 0
+    print(f"{len(doc['curves'])} curves")
+    return write_or_check(args.out, doc, args.check, "calibrate.collectives_fit", indent=1)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ the defaults. The result is data, with its provenance, read by
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -31,7 +30,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from simulator.costs.prior_efficiency import EFFICIENCY_FILE, MEASURED_SOURCE
+from calibrate.aiconfigurator import SOURCE_PREFIX
+from calibrate.generated_file import write_or_check
+from simulator.costs.prior_efficiency import EFFICIENCY_FILE
 from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
 from simulator.costs.roofline import RooflineCost
 from simulator.shapes import StepShape
@@ -57,7 +58,7 @@ def measured_by_gpu() -> dict[str, dict[str, list[CostProfile]]]:
     found: dict[str, dict[str, list[CostProfile]]] = {}
     for path in shipped_profiles():
         profile = load_profile(path)
-        if profile.provenance.get("source", "").startswith(MEASURED_SOURCE):
+        if profile.provenance.get("source", "").startswith(SOURCE_PREFIX):
             by_dtype = found.setdefault(profile.hardware, {})
             by_dtype.setdefault(profile.weight_dtype, []).append(profile)
     return found
@@ -152,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=EFFICIENCY_FILE)
     args = ap.parse_args(argv)
     data = fitted()
-    text = json.dumps(data, indent=2) + "\n"
     rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
             for dtype, row in by_dtype.items()]
     for gpu, row in rows:
@@ -161,15 +161,7 @@ def main(argv: list[str] | None = None) -> int:
               f"held out {row['within_15pct_held_out']}; "
               f"median prior/measured {row['median_prior_over_measured']}, within 15% "
               f"{row['within_15pct']} over {row['shapes']} shapes")
-    if args.check:
-        same = args.out.is_file() and args.out.read_text() == text
-        print("up to date" if same else f"{args.out} is stale: run python -m "
-              "calibrate.prior_efficiency")
-        return 0 if same else 1
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
-    return 0
-
+    return write_or_check(args.out, data, args.check, "calibrate.prior_efficiency")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,9 +28,8 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
-from simulator.costs.prior_efficiency import prior_knobs, prior_note
+from simulator.costs.prior_efficiency import fitted_prior, prior_note
 from simulator.costs.profile import (
     PROFILES_DIR,
     CostProfile,
@@ -38,7 +37,7 @@ from simulator.costs.profile import (
     profile_file_name,
     save_profile,
 )
-from simulator.costs.roofline import KNOBS, RooflineCost
+from simulator.costs.roofline import KNOBS
 from simulator.specs.hardware import HARDWARE, HardwareSpec
 from simulator.specs.models import MODELS, ModelSpec
 
@@ -83,9 +82,7 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
     (simulator/costs/prior_efficiency.py)."""
     # Building the model validates tp against the heads and the link before shipping it.
     kv_dtype = "fp8" if weight_dtype == "fp8" else "bf16"  # FP8 deployments quantise KV too
-    knobs: dict[str, Any] = prior_knobs(hw_name, weight_dtype)
-    cost = RooflineCost(MODELS[model_name], HARDWARE[hw_name], tp, weight_dtype, kv_dtype,
-                        **knobs)
+    cost = fitted_prior(MODELS[model_name], HARDWARE[hw_name], tp, weight_dtype, kv_dtype)
     defaults: dict[str, float] = {knob: getattr(cost, knob) for knob in KNOBS}
     try:
         software = f"servesim {version('servesim')}"

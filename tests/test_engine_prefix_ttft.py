@@ -9,8 +9,8 @@ profile, plus the loop's host costs fitted as calibration fits them. The simulat
 predicts both runs with it, and one time scale fitted on the reuse-off run (calibrate
 --from-run's time_scale) carries over to the held-out reuse-on run.
 
-What is asserted holds on any machine: the hit counts agree exactly, and reuse removes
-most of the prefill in the engine and in the simulator alike. The held-out error itself
+What is asserted holds on any machine: the hit counts agree exactly, and the engine saves
+at least half the time that this machine's own profile says reuse saves. The held-out error itself
 is printed, not bounded: it is a timed fidelity figure, and on the shared 2-vCPU VM it
 read -15% to -31% across quiet runs of one build (2026-12-02; it had read -16% a day
 earlier). The served hit prefills are small forwards run after a request's wait, and an
@@ -107,5 +107,9 @@ def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
     with capsys.disabled():
         print(f"reuse on, held out: {err:+.1%} (scale {scale:.2f}, load average "
               f"{max(load_before, os.getloadavg()[0]):.1f} on {os.cpu_count()} CPUs)")
-    assert predicted[True] < 0.6 * predicted[False]  # reuse removes most of the prefill
-    assert measured[True] < 0.6 * measured[False]
+    # reuse removes most of the prefill it skips, in the engine as the profile predicts:
+    # relative to this machine's own profile, not as a fixed share of TTFT (on a CPU whose
+    # matmuls are 3x faster the fixed per-step costs are a larger share of both runs)
+    assert predicted[True] < predicted[False] and measured[True] < measured[False]
+    saved = measured[False] - measured[True]
+    assert saved > 0.5 * scale * (predicted[False] - predicted[True])

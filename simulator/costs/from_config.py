@@ -43,7 +43,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
-from simulator.costs.prior_efficiency import prior_knobs, prior_note
+from simulator.costs.prior_efficiency import fitted_prior, prior_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -241,10 +241,9 @@ def _inline(
     # A scenario that sets the all-reduce formula's knobs gets the formula, not the
     # measured curve (simulator/costs/collectives.py).
     formula = any(k in values for k in ("allreduce_latency_s", "link_efficiency"))
-    # the GPU's fitted efficiencies first (prior_efficiency.py), the section's knobs over them
-    kwargs: dict[str, Any] = {**prior_knobs(hw.name, weight_dtype), **values,
-                              **({"allreduce_kind": ""} if formula else {})}
-    cost = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **kwargs)
+    # the GPU's fitted knobs first (prior_efficiency.py), the section's over them
+    cost = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **values,
+                        **({"allreduce_kind": ""} if formula else {}))
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
     label = f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
     return cost, with_allreduce_note(label + (f"; with {knobs}" if knobs else ""), cost)
@@ -269,8 +268,7 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
                 else ""
             used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
         return cost, with_allreduce_note(used, cost), measured_cv(profile)
-    knobs: dict[str, Any] = prior_knobs(hw.name, weight_dtype)
-    prior = RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **knobs)
+    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 

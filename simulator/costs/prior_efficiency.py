@@ -3,7 +3,8 @@
 ``prior_efficiency.json`` (next to this module; written by ``python -m
 calibrate.prior_efficiency``, which documents the fit) holds, for each GPU with profiles
 composed from measured per-operator tables, the ``compute_efficiency``,
-``memory_efficiency`` and ``kv_memory_efficiency`` that make the prior match them best.
+``memory_efficiency``, ``kv_memory_efficiency`` and ``layer_overhead_s`` that make the
+prior match them best (per weight dtype).
 Wherever the simulator builds a prior for a deployment without a measured profile (a shipped
 prior file, the prior built on the fly, ``[cost] form = "roofline"`` before its own knobs),
 it starts from these; a GPU not in the file keeps
@@ -18,10 +19,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from simulator.costs.roofline import RooflineCost
 from simulator.specs.dtypes import same_cost_dtype
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.models import ModelSpec
 
 EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
-MEASURED_SOURCE = "measured per operation by NVIDIA"  # composed profiles' provenance source
 KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
          "layer_overhead_s")
 
@@ -44,11 +47,20 @@ def prior_knobs(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE
     return {} if row is None else {k: float(row[k]) for k in KNOBS}
 
 
+def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
+                 kv_dtype: str, **overrides: Any) -> RooflineCost:
+    """The roofline prior the simulator builds for a deployment: the knobs fitted for its
+    GPU and weight dtype (:func:`prior_knobs`), ``overrides`` (a scenario's own knobs,
+    ``allreduce_kind``) over them."""
+    knobs: dict[str, Any] = {**prior_knobs(hw.name, weight_dtype), **overrides}
+    return RooflineCost(model, hw, tp, weight_dtype, kv_dtype, **knobs)
+
+
 def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -> str:
     """What the prior's efficiencies are, for a cost source line."""
     knobs = prior_knobs(hardware, weight_dtype, path)
     if not knobs:
-        return "efficiencies: the defaults (no measured tables on this GPU in this dtype)"
+        return "efficiencies: the defaults (no measured tables for this device in this dtype)"
     return (f"efficiencies fitted to {hardware}'s measured {weight_dtype} operator tables "
             f"(eff_c {knobs['compute_efficiency']:g}, eff_m {knobs['memory_efficiency']:g}, "
             f"eff_kv {knobs['kv_memory_efficiency']:g}, t_layer "

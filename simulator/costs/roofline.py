@@ -43,9 +43,10 @@ replaces:
 - eff_m = 0.8: "about 0.8 of peak bandwidth achievable" (design.md); decode GEMV kernels
   in vLLM/TensorRT-LLM reach 70-85% of HBM peak.
 - eff_kv = 0.8, as eff_m until fitted: the KV cache's reads by the attention kernel.
-- Per GPU, where measured operator tables exist, eff_c, eff_m and eff_kv are fitted to
-  them (``python -m calibrate.prior_efficiency``; simulator/costs/prior_efficiency.py),
-  and every prior the simulator builds for that GPU starts from the fitted values.
+- Per GPU and weight dtype, where measured operator tables exist, eff_c, eff_m, eff_kv
+  and t_layer are fitted to them (``python -m calibrate.prior_efficiency``;
+  simulator/costs/prior_efficiency.py), and every prior the simulator builds there starts
+  from the fitted values.
 - eff_c = 0.6: large bf16 GEMMs reach roughly 60-75% of dense tensor peak in cuBLAS;
   whole prefills (norms, rotary, attention) less. An assumption, not a measurement.
 - eff_l = 0.8 of the per-direction line rate: NCCL reaches ~370 GB/s bus bandwidth on
@@ -102,7 +103,7 @@ class RooflineTerms(NamedTuple):
     compute_s: Num  # the step's FLOPs at (tp eff_c) x peak: F_mm and F_attn's shares
     memory_s: Num  # the step's bytes at eff_m x bandwidth: B_w and B_kv's
     allreduce_s: Num  # t_ar
-    overhead_s: Num  # t_step + t_req (admitted + finished)
+    overhead_s: Num  # t_step + L t_layer + t_req (admitted + finished)
     matmul_s: Num  # t_mm: the larger of the matmuls' compute and weight reads
     attention_s: Num  # t_attn: the larger of attention's compute and KV reads
 
@@ -157,7 +158,7 @@ class RooflineCost:
                               f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
-            self._k, self.allreduce_latency_s, self.step_s, self.per_request_s))
+            self._k, self.allreduce_latency_s, self.per_request_s))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -167,11 +168,6 @@ class RooflineCost:
             raise ConfigError(f"tp={tp} must divide {m.name}'s num_heads={m.num_heads}")
         if tp > 1 and hw.link_kind == "none":
             raise ConfigError(f"tp={tp} needs a GPU link, but {hw.name} has link_kind='none'")
-
-    @property
-    def step_s(self) -> float:
-        """Seconds every step costs whatever its shape: t_step + L t_layer."""
-        return self.step_overhead_s + self.model.num_layers * self.layer_overhead_s
 
     @property
     def measured_allreduce(self) -> AllReduceCurve | None:
@@ -217,7 +213,7 @@ class RooflineCost:
             compute_s=mm_c + attn_c,
             memory_s=weights / k.mem_bw + kv_bytes / k.kv_mem_bw,
             allreduce_s=allreduce_s,
-            overhead_s=self.step_s + self.per_request_s * n_req,
+            overhead_s=k.step_s + self.per_request_s * n_req,
             matmul_s=_maximum(mm_c, mm_m),
             attention_s=_maximum(attn_c, attn_m),
         )

@@ -31,6 +31,7 @@ class RooflineConstants(NamedTuple):
     mem_bw: float  # bw eff_m, bytes/s
     kv_mem_bw: float  # bw eff_kv, bytes/s
     compute_scale: float  # 1 / (tp eff_c)
+    step_s: float  # t_step + L t_layer: what every step costs whatever its shape
     ar_bytes_per_token: float  # 2 (tp-1)/tp H b_act, bytes each GPU sends per all-reduce
     ar_link_bw: float  # link/2 eff_l, bytes/s
     num_allreduces: int  # 2 L when tp > 1, else 0
@@ -60,6 +61,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         mem_bw=hw.bandwidth_gbps * 1e9 * cost.memory_efficiency,
         kv_mem_bw=hw.bandwidth_gbps * 1e9 * cost.kv_memory_efficiency,
         compute_scale=1.0 / (tp * cost.compute_efficiency),
+        step_s=cost.step_overhead_s + m.num_layers * cost.layer_overhead_s,
         ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
         ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * cost.link_efficiency,
         num_allreduces=2 * m.num_layers if tp > 1 else 0,

@@ -5,7 +5,8 @@ arrays; for one step that meant a microsecond of numpy overhead per call (``np.i
 on one message size, ``np.where``). :class:`ScalarRoofline` evaluates the same terms in
 the same order on floats, so its result is bit for bit the formula's (a test checks it on
 a grid of shapes against the vectorised path), and caches the terms that depend only on
-the step's token count ``T = P + D`` (matmul time, weight bytes, all-reduce time).
+the step's token count ``T = P + D + S``: the matmuls' roofline ``t_mm`` and the
+all-reduce time.
 """
 
 from __future__ import annotations
@@ -24,24 +25,27 @@ class ScalarRoofline:
     __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
-                 step_s: float, per_request_s: float) -> None:
+                 per_request_s: float) -> None:
         self._k = k
         self._lat = allreduce_latency_s
-        self._step = step_s  # t_step + L t_layer
+        self._step = k.step_s  # t_step + L t_layer
         self._per_req = per_request_s
-        self._by_tokens: dict[float, tuple[float, float, float]] = {}  # T -> _token_terms(T)
+        self._by_tokens: dict[float, tuple[float, float]] = {}  # T -> _token_terms(T)
         # the constants of every step, unpacked at once (a NamedTuple field read costs a
         # descriptor call each): kv bytes per token, attention FLOPs per pair, 1 / attention
-        # peak, compute scale, memory bandwidth of the weights and of the KV reads
+        # peak, compute scale, bandwidth of the KV reads
         self._consts = (k.kv_bytes_per_token, k.attn_flops_per_pair, k.inv_peak_attn,
-                        k.compute_scale, k.mem_bw, k.kv_mem_bw)
+                        k.compute_scale, k.kv_mem_bw)
 
-    def _token_terms(self, t: float) -> tuple[float, float, float]:
-        """(F_mm / peak(w), bytes of weights, t_ar) of a step of ``t`` tokens."""
+    def _token_terms(self, t: float) -> tuple[float, float]:
+        """(t_mm, t_ar) of a step of ``t`` tokens: the larger of the matmuls' compute and
+        weight reads, and the all-reduces."""
         k = self._k
         flops_mm = k.flops_per_token * t
         experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
         weights = k.shared_bytes + experts_hit * k.expert_bytes
+        mm_c = flops_mm * k.inv_peak_mm * k.compute_scale
+        mm_m = weights / k.mem_bw
         allreduce_s = 0.0 * t
         if k.num_allreduces and k.ar_curve is not None:
             allreduce_s = k.num_allreduces * k.ar_curve.time_s_scalar(
@@ -49,7 +53,7 @@ class ScalarRoofline:
         elif k.num_allreduces:
             per_ar = self._lat + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
-        terms = (flops_mm * k.inv_peak_mm, weights, allreduce_s)
+        terms = (mm_c if mm_c >= mm_m else mm_m, allreduce_s)
         if len(self._by_tokens) >= _MAX_CACHED:
             self._by_tokens.clear()
         self._by_tokens[t] = terms
@@ -61,30 +65,26 @@ class ScalarRoofline:
         a speculative step's drafts verified and their query-key pairs)."""
         t = p + d + s
         terms = self._by_tokens.get(t)
-        mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw, kv_bw = self._consts
+        matmul_s, allreduce_s = terms if terms is not None else self._token_terms(t)
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
-        mm_c = mm_s * compute_scale
-        mm_m = weights / mem_bw
         attn_c = attn_flops * (a + c + w) * inv_peak_attn * compute_scale
         attn_m = kv_bytes * (c + cache_read + t) / kv_bw
         overhead_s = self._step + self._per_req * n_req
-        return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
-                + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)
+        return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
+                + allreduce_s)
 
     def decode_time(self, d: int, c: int, num_finished: int) -> float:
         """Seconds of a pure-decode step of ``d`` rows attending ``c`` tokens: :meth:`time`
         with ``P = A = 0`` written out (the cached read ``R`` is then 0.0, ``A + C`` is C)."""
         t = 0.0 + d
         terms = self._by_tokens.get(t)
-        mm_s, weights, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, mem_bw, kv_bw = self._consts
+        matmul_s, allreduce_s = terms if terms is not None else self._token_terms(t)
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw = self._consts
         ctx = float(c)
-        mm_c = mm_s * compute_scale
-        mm_m = weights / mem_bw
         attn_c = attn_flops * (0.0 + ctx) * inv_peak_attn * compute_scale
         attn_m = kv_bytes * (ctx + 0.0 + t) / kv_bw
         overhead_s = self._step + self._per_req * num_finished
-        return (overhead_s + (mm_c if mm_c >= mm_m else mm_m)
-                + (attn_c if attn_c >= attn_m else attn_m) + allreduce_s)
+        return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
+                + allreduce_s)
