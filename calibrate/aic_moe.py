@@ -88,13 +88,19 @@ REFERENCE_GPU = "h100-sxm"  # whose table, same backend, gives the balanced / po
 SMOOTH = 5  # token counts in the running median of that ratio
 
 
-def _mixtral_rows(path: Path, dtype: str, tp: int) -> pd.DataFrame:
-    """Mixtral-8x7B's rows of one MoE table at ``tp`` (moe_tp = tp, ep 1), every routing."""
+def _mixtral_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int
+                  ) -> tuple[Path, pd.DataFrame] | None:
+    """One MoE table and Mixtral-8x7B's rows of it at ``tp`` (moe_tp = tp, ep 1), every
+    routing; None when the system has no such table."""
+    path = moe_table(root, system, version, backend)
+    if not path.is_file():
+        return None
     m = MODELS[MODEL]
     d = pd.read_parquet(path)
-    return d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
-             & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
-             & (d.moe_tp_size == tp) & (d.moe_ep_size == 1) & (d.moe_dtype == MOE_DTYPE[dtype])]
+    return path, d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
+                   & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
+                   & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
+                   & (d.moe_dtype == MOE_DTYPE[dtype])]
 
 
 def _curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | None:
@@ -112,10 +118,10 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
     """Mixtral-8x7B's balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
     absent. A table with only power-law routing for the shape (TensorRT-LLM's and vLLM's
     A100 tables) gets :func:`balanced_from_power_law` of its power-law rows."""
-    path = moe_table(root, system, version, backend)
-    if not path.is_file():
+    table = _mixtral_rows(root, system, version, backend, dtype, tp)
+    if table is None:
         return None
-    rows = _mixtral_rows(path, dtype, tp)
+    path, rows = table
     balanced = _curve(rows, "balanced")
     if balanced is None:
         return balanced_from_power_law(root, path, rows, backend, dtype, tp)
@@ -134,11 +140,10 @@ def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend:
     smoothed by a running median of ``SMOOTH`` counts: single counts of the reference jump
     (a kernel tactic changing, not routing). None when no power law has rows in both
     tables."""
-    system, version = systems(backend)[REFERENCE_GPU]
-    ref_path = moe_table(root, system, version, backend)
-    if not ref_path.is_file():
+    reference = _mixtral_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype, tp)
+    if reference is None:
         return None
-    ref = _mixtral_rows(ref_path, dtype, tp)
+    ref_path, ref = reference
     ref_bal = _curve(ref, "balanced")
     for law in POWER_LAWS:
         own, ref_law = _curve(rows, law), _curve(ref, law)
