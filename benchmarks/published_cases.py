@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.published_lengths import random_lengths, sharegpt_lengths
-from benchmarks.trtllm_bench_settings import bench_limits
+from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
@@ -239,6 +239,7 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     }
     notes += table_limits(case, prompt, output, policy)
     notes += bench_limits(case, prompt, output, policy)
+    notes += engine_context(case, prompt, output, policy)
     kv, kv_notes = trtllm_kv(case, prompt, output, policy, trtllm_buffers)
     notes += kv_notes
     if kv:

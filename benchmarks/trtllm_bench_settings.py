@@ -82,6 +82,28 @@ def bench_limits(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any
     return []
 
 
+def engine_context(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
+                   policy: dict[str, Any]) -> list[str]:
+    """Serve a TensorRT-LLM case's whole requests where ISL + OSL exceeds the model's own
+    context: its engine was built for the dataset (``trtllm-bench build`` sets
+    ``max_seq_len`` from it, and 0.12's per-model table has a 4,224-token entry for
+    Llama-2-70B, whose config stops at 4,096), so the published run served 5,000-token
+    prompts that servesim would otherwise cut to fit. Sets ``policy.max_model_len``."""
+    if (case.stack != "trtllm" or prompt.get("dist") != "fixed"
+            or output.get("dist") != "fixed" or "max_model_len" in policy):
+        return []
+    name = catalogue_name(case.model)
+    if name is None:
+        return []
+    seq = int(prompt["tokens"]) + int(output["tokens"])
+    own = get_model(name).max_context_tokens
+    if seq <= own:
+        return []
+    policy["max_model_len"] = seq
+    return [f"max_model_len {seq} = ISL + OSL: the engine was built for the dataset, past "
+            f"the model's {own}-token context (benchmarks/trtllm_bench_settings.py)"]
+
+
 def _sized_by_heuristic(case: Case, output: Mapping[str, Any]) -> bool:
     """Whether ``case`` ran trtllm-bench throughput at a version whose sizing is known."""
     version = re.match(r"(\d+)\.(\d+)", case.stack_version.replace(".2x", ".20").replace(

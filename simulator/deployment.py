@@ -6,7 +6,7 @@ only looks things up (model and device specs, the cost model, the KV capacity) f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simulator.cluster import ClusterSpec
@@ -80,6 +80,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     point dict (checked by ``Scenario.from_dict``; ``source`` names it in errors)."""
     sc = point if isinstance(point, Scenario) else Scenario.from_dict(point, source)
     model, hw = sc.model_spec(), sc.hardware_spec()
+    if sc.served_context() > model.max_context_tokens:  # an engine built for longer sequences
+        model = replace(model, max_context_tokens=sc.served_context())
     tp, weight_dtype, kv_dtype = sc.hardware.tp, sc.model.weight_dtype, sc.model.kv_dtype_used
     kv_blocks = sc.kv.capacity_blocks(
         memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight_dtype),
@@ -87,7 +89,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     preset = sc.stack.preset()
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
-        stack=preset.profiles if preset is not None else None)
+        stack=preset.profiles if preset is not None else None,
+        stack_kv_reads=preset.decode_kv_reads(model, tp, kv_dtype) if preset else 1.0)
     spec = sc.speculative
     if spec.on:
         cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,

@@ -204,6 +204,15 @@ class Scenario:
         """The device's spec from the catalogue."""
         return get_hardware(self.hardware.gpu)
 
+    def served_context(self) -> int:
+        """The longest sequence (prompt + output) served: the model's own context, or a
+        longer ``policy.max_model_len`` (an engine built for longer sequences than the
+        config's positions, such as trtllm-bench's ``max_seq_len`` = ISL + OSL, or vLLM with
+        ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``). A shorter one does not shorten requests: the
+        policy refuses those over it, as vLLM does at its API."""
+        own = self.model_spec().max_context_tokens
+        return max(own, int(getattr(self.policy.policy, "max_model_len", 0) or 0))
+
 
 def _autoscale(table: Any, cluster: Any) -> AutoscaleSection:
     """``[autoscale]``, off when absent; on, ``[cluster] replicas`` must lie in its range."""

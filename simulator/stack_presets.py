@@ -37,6 +37,18 @@ class StackPreset:
     sources: tuple[str, ...] = ()  # where each default was read
     # [policy] defaults that depend on the model and the GPU (context length, memory size)
     adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
+    # Decode attention over a 16-bit KV cache read 1 + kv16_reread x (G - 1) times a step,
+    # G = query heads per KV head on one GPU (0: once, as the kernel tables measured it;
+    # a fitted term: docs/stacks.md, "TensorRT-LLM 0.11 to 0.17")
+    kv16_reread: float = 0.0
+
+    def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
+        """How many times a step this stack's decode attention reads the KV cache, in units
+        of the kernel tables' one read (``[cost] decode_kv_reads``): 1 unless the cache is
+        16-bit and the preset has a re-read term."""
+        if self.kv16_reread <= 0 or kv_dtype.lower() not in ("fp16", "bf16"):
+            return 1.0
+        return 1.0 + self.kv16_reread * (query_group(model, tp) - 1)
 
     def policy_for(self, model: ModelSpec, hardware: HardwareSpec) -> dict[str, Any]:
         """The ``[policy]`` defaults for this model on this GPU."""
@@ -55,15 +67,24 @@ class StackPreset:
         return f"{self.stack} {self.version}"
 
 
+def query_group(model: ModelSpec, tp: int) -> int:
+    """Query heads per KV head on one of ``tp`` GPUs (a KV head is copied to every GPU
+    once the GPUs outnumber the KV heads: Llama-3-70B at TP 16 has 4 query heads and 1 KV
+    head per GPU)."""
+    q = max(1, model.num_heads // tp)
+    kv = max(1, model.num_kv_heads // tp)
+    return max(1, q // kv)
+
+
 def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any],
             sources: tuple[str, ...], *, profiles: str | None = None,
             per_layer: dict[str, float] | None = None,
             overhead: dict[str, float] | None = None,
-            adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None
-            ) -> StackPreset:
+            adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
+            kv16_reread: float = 0.0) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
-                       profiles, sources, adapt)
+                       profiles, sources, adapt, kv16_reread)
 
 
 GIB = 2**30
@@ -247,6 +268,19 @@ TRTLLM_010_SOURCES = (
     f"host: token_s {TRTLLM_010_TOKEN_S * 1e6:g} us per output token (blocking), fitted "
     "by benchmarks/published_fit.py to the 24 Llama-3-70B and Llama-2-70B FP8 TP4 rows of "
     "0.10's perf-overview table (benchmarks/published_cases.toml, fitted = ...)")
+# 0.11-0.17 (TensorRT engines, the C++ executor, streaming off in the published runs): decode
+# attention over a 16-bit KV cache reads it 1 + TRTLLM_011_KV16_REREAD x (G - 1) times a
+# step in units of the kernel tables' one read (G: query heads per KV head on a GPU). Fitted
+# by `python benchmarks/trtllm_kv16_fit.py` to the A100 rows of 0.11-0.17's max-throughput
+# tables with a 16-bit cache, held out on every other GPU (docs/stacks.md, "TensorRT-LLM
+# 0.11 to 0.17").
+TRTLLM_011_KV16_REREAD = 0.111
+TRTLLM_011_SOURCES = (
+    "0.11-0.17 TensorRT engines: in-flight batching and GUARANTEED_NO_EVICT as 1.0 "
+    "(0.11's perf-overview dropped max_utilization and streaming); max_batch_size / "
+    "max_num_tokens / KV block are 1.0's defaults, not re-read for these releases",
+    "decode attention over a 16-bit KV cache: fitted re-read term (benchmarks/"
+    "trtllm_kv16_fit.py; docs/stacks.md)")
 
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
@@ -295,6 +329,10 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
                 {"block_size": 64, "gpu_memory_utilization": 0.9},
                 (*TRTLLM_010_SOURCES, *TRTLLM_IFB_SOURCES), profiles="trtllm",
                 overhead={"token_s": TRTLLM_010_TOKEN_S}, adapt=_context),
+        _preset("trtllm", "0.11", dict(TRTLLM_POLICY),
+                {"block_size": 32, "gpu_memory_utilization": 0.9},
+                (*TRTLLM_011_SOURCES, *TRTLLM_IFB_SOURCES), profiles="trtllm",
+                adapt=_context, kv16_reread=TRTLLM_011_KV16_REREAD),
         _preset("trtllm", "1.0", dict(TRTLLM_POLICY),
             {"block_size": 32, "gpu_memory_utilization": 0.9}, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "

@@ -55,8 +55,12 @@ class StackSection:
             self.preset()  # the version must exist
 
     def preset(self) -> StackPreset | None:
-        """The stack's preset at ``version`` (None for ``none``); a ConfigError naming the
-        versions when there is no such version."""
+        """The stack's preset at ``version`` (None for ``none``).
+
+        A preset marks a release where the stack's behaviour changed, so a release between
+        two presets gets the earlier one (``trtllm`` 0.13: the 0.11 preset) and one after
+        the last gets the last. A ConfigError names the versions when ``version`` is older
+        than the first preset or not a release number."""
         if self.name == NONE:
             return None
         presets = STACKS[self.name]
@@ -65,8 +69,19 @@ class StackSection:
         for p in presets:
             if p.version == self.version:
                 return p
+        asked = release(self.version)
+        earlier = [p for p in presets if asked is not None and (release(p.version) or ()) <= asked]
+        if earlier:
+            return earlier[-1]
         raise ConfigError(f"stack.version = {self.version!r}: {self.name} presets exist for "
-                          f"{[p.version for p in presets]}")
+                          f"{[p.version for p in presets]} (a later release takes the "
+                          "newest preset at or before it)")
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """``"0.13"`` -> (0, 13), ``"0.6.2"`` -> (0, 6, 2); None when not a release number."""
+    parts = version.strip().split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
 def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,

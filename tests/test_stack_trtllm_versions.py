@@ -15,7 +15,7 @@ from helpers import TokenCost, table, timeline
 from simulator.cluster import ClusterSpec, simulate
 from simulator.deployment import resolve
 from simulator.shapes import StepShape
-from simulator.stack_presets import TRTLLM_010_TOKEN_S
+from simulator.stack_presets import TRTLLM_010_TOKEN_S, TRTLLM_011_KV16_REREAD, query_group
 
 ROWS = [(0, 40, 40), (0, 40, 40), (0, 40, 40)]  # (arrival, prompt, output)
 
@@ -71,3 +71,66 @@ def test_a_scenario_host_cost_wins_over_0_10s() -> None:
     new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
     shape = StepShape(num_decode_seqs=100, decode_context_tokens=100 * 500)
     assert own.cost.step_time(shape) == pytest.approx(new.cost.step_time(shape), rel=1e-12)
+
+
+# 0.11 (0.11-0.17): 1.0's rules and tables, and decode attention over a 16-bit KV cache
+# read 1 + beta (G - 1) times a step (G query heads per KV head on a GPU)
+DECODE = StepShape(num_decode_seqs=100, decode_context_tokens=100 * 2000)
+PREFILL = StepShape(num_prefill_tokens=2048, prefill_attn_work=2048 * 1024, num_admitted=1)
+SEVENTY_B = {"model": {"name": "llama-3.1-70b", "weight_dtype": "bf16"},
+             "hardware": {"gpu": "h100-sxm", "tp": 4}}
+
+
+def _context_term(dep) -> float:  # noqa: ANN001
+    """The decode-context part of a decode step: the step less the same rows at no context."""
+    empty = StepShape(num_decode_seqs=100, decode_context_tokens=0)
+    return dep.cost.step_time(DECODE) - dep.cost.step_time(empty)
+
+
+def test_0_11_reads_a_16_bit_cache_1_plus_beta_g_minus_1_times() -> None:
+    # Llama-3.1-70B at TP 4: 64 / 4 = 16 query heads and 8 / 4 = 2 KV heads a GPU, G = 8:
+    # the decode-context term is 1 + 7 beta times 1.0's; a prefill does not change.
+    old = resolve({**SEVENTY_B, "stack": {"name": "trtllm", "version": "0.11"}})
+    new = resolve({**SEVENTY_B, "stack": {"name": "trtllm", "version": "1.0"}})
+    reads = 1 + 7 * TRTLLM_011_KV16_REREAD
+    assert _context_term(old) == pytest.approx(reads * _context_term(new), rel=1e-9)
+    assert old.cost.step_time(PREFILL) == pytest.approx(new.cost.step_time(PREFILL), rel=1e-12)
+    assert f"KV cache {reads:.3g}x a step" in old.cost_source
+
+
+@pytest.mark.parametrize("point", [
+    {**SEVENTY_B, "model": {"name": "llama-3.1-70b", "weight_dtype": "fp8"}},  # an FP8 cache
+    {"model": {"name": "llama-2-7b", "weight_dtype": "fp16"},  # G = 1: one read already
+     "hardware": {"gpu": "h100-sxm"}},
+    {**SEVENTY_B, "cost": {"decode_kv_reads": 1}},  # the scenario's own value wins
+])
+def test_0_11_leaves_fp8_caches_mha_models_and_a_scenarios_own_reads_alone(point) -> None:  # noqa: ANN001
+    old = resolve({**point, "stack": {"name": "trtllm", "version": "0.11"}})
+    new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
+    assert old.cost.step_time(DECODE) == pytest.approx(new.cost.step_time(DECODE), rel=1e-12)
+
+
+def test_0_11_on_a_roofline_prior_keeps_one_read() -> None:
+    # No kernel table for the RTX 4090: a prior prices the step, which has no separate
+    # decode-context term to scale, so the preset's term is not applied (and no error).
+    point = {"model": {"name": "llama-3.1-8b", "weight_dtype": "bf16"},
+             "hardware": {"gpu": "rtx4090"}}
+    old = resolve({**point, "stack": {"name": "trtllm", "version": "0.11"}})
+    new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
+    assert "roofline" in old.cost_source and "KV cache" not in old.cost_source
+    assert old.cost.step_time(DECODE) == new.cost.step_time(DECODE)
+
+
+def test_releases_between_presets_take_the_earlier_one() -> None:
+    assert resolve({"stack": {"name": "trtllm", "version": "0.13"}}).stack == "trtllm 0.11"
+    assert resolve({"stack": {"name": "trtllm", "version": "1.2"}}).stack == "trtllm 1.0"
+    assert resolve({"stack": {"name": "vllm-v1", "version": "0.9.2"}}).stack == "vllm-v1 0.8"
+
+
+@pytest.mark.parametrize(("model", "tp", "group"), [
+    ("llama-3.1-70b", 4, 8), ("llama-3.1-70b", 8, 8), ("llama-3.1-70b", 16, 4),
+    ("llama-3.1-8b", 1, 4), ("llama-2-7b", 2, 1)])
+def test_query_heads_per_kv_head_on_a_gpu(model: str, tp: int, group: int) -> None:
+    # 70B: 64 query and 8 KV heads; at TP 16 a KV head is copied, 4 query heads a GPU share it
+    from simulator.specs.models import get_model
+    assert query_group(get_model(model), tp) == group

@@ -76,3 +76,28 @@ def test_stated_limits_and_other_tools_keep_theirs() -> None:
     old = cases["trtllm0.10-h200-llama-2-7b-fp8-tp1-128-128"]
     point, _ = pc.scenario_point(old, max_prompts=1000, use_stack=True, burst_rate=math.inf)
     assert point["policy"]["max_num_seqs"] == 2048
+
+
+def test_a_row_past_the_models_context_serves_its_whole_prompts() -> None:
+    # Llama-2-70B's config stops at 4,096 positions; 0.13's 5000/500 row ran 5,500-token
+    # sequences on an engine built for them. The replay raises max_model_len to 5,500 and
+    # the simulator then serves every prompt whole (without it, each prompt was cut to
+    # 4,096 - 500 = 3,596 tokens and the row ran 1.5x too fast).
+    from simulator.runner import run_point
+
+    case = next(c for c in pc.load_cases()
+                if c.id == "trtllm0.13-h100-sxm-llama-2-70b-fp16-tp2-5000-500")
+    point, notes = pc.scenario_point(case, max_prompts=4, use_stack=True, burst_rate=math.inf)
+    assert point["policy"]["max_model_len"] == 5500
+    assert any("past the model's 4096-token context" in n for n in notes)
+    summary = run_point({}, point).summary
+    assert summary["total_input_tokens"] == 4 * 5000
+    del point["policy"]["max_model_len"]
+    assert run_point({}, point).summary["total_input_tokens"] == 4 * 3596
+
+
+def test_rows_within_the_context_and_other_stacks_keep_the_models_context() -> None:
+    cases = {c.id: c for c in pc.load_cases()}
+    inside = cases["trtllm0.13-h100-sxm-llama-3-70b-fp16-tp2-5000-500"]  # 8,192 positions
+    point, _ = pc.scenario_point(inside, max_prompts=4, use_stack=True, burst_rate=math.inf)
+    assert "max_model_len" not in point["policy"]

@@ -84,7 +84,7 @@ def _from_scenario(path: Path, overrides: list[str], max_context: int | None
                           "point, e.g. --set workload.rate=5 (and policy.name=... if swept)")
     sc = Scenario.from_dict(points[0][1], str(path))
     seed = sc.seed
-    model_context = sc.model_spec().max_context_tokens  # what `servesim run` fits to
+    model_context = sc.served_context()  # what `servesim run` fits to
     max_context = model_context if max_context is None else min(max_context, model_context)
     built = build_requests(sc.workload, np.random.default_rng(seed), max_context)
     notes = list(built.notes) + [f"drawn with seed {seed}; fitted to a context of "

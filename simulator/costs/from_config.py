@@ -40,7 +40,7 @@ from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.host import Overhead, split_host, with_overhead
-from simulator.costs.kv_reads import with_decode_kv_reads
+from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.prior_efficiency import fitted_prior, prior_note
@@ -79,12 +79,15 @@ def cost_model_from_config(
     kv_dtype: str,
     where: str = "cost",
     stack: str | None = None,
+    stack_kv_reads: float = 1.0,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
     ``stack`` (a serving stack's name) makes an empty section look in
-    ``simulator/profiles/stacks/<stack>/`` first. Errors name the field as
-    ``<where>.<key>`` and show the bad value.
+    ``simulator/profiles/stacks/<stack>/`` first; ``stack_kv_reads`` (the stack preset's
+    ``decode_kv_reads``) then scales that table's decode attention unless the section sets
+    ``decode_kv_reads`` itself (a prior, or a profile or form the scenario gives, keeps one
+    read). Errors name the field as ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
     if unknown:
@@ -110,6 +113,11 @@ def cost_model_from_config(
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
             cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack)
+            if (stack_kv_reads > 1.0 and "decode_kv_reads" not in section
+                    and scales_decode_reads(cost)):
+                cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
+                used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
+                        f"{stack_kv_reads:.3g}x a step")
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"

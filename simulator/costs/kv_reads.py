@@ -25,6 +25,16 @@ from simulator.costs.shape_equivalent import LogitsOffsetCost
 from simulator.errors import ConfigError
 
 
+def scales_decode_reads(cost: CostModel) -> bool:
+    """Whether ``cost`` keeps a decode-context term that :func:`with_decode_kv_reads` can
+    scale (a fitted profile, alone or wrapped), not a roofline prior."""
+    if isinstance(cost, PiecewiseCost | LinearCost):
+        return True
+    if isinstance(cost, ScaledCost | LogitsOffsetCost):
+        return scales_decode_reads(cost.inner)
+    return False
+
+
 def with_decode_kv_reads(cost: CostModel, reads: float, field: str) -> CostModel:
     """``cost`` with its decode-context term multiplied by ``reads`` (see the module)."""
     if isinstance(cost, PiecewiseCost | LinearCost):

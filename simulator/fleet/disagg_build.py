@@ -31,6 +31,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, stack_profiles: str |
     assert isinstance(policy, ContinuousPolicy)
     model = sc.model_spec()
     weight, kv_dtype = sc.model.weight_dtype, sc.model.kv_dtype_used
+    preset = sc.stack.preset()
     pools = {}
     for pool in ("prefill", "decode"):
         gpu = getattr(section, f"{pool}_gpu") or sc.hardware.gpu
@@ -40,7 +41,8 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, stack_profiles: str |
         where = f"disaggregated.{pool}_gpu / {pool}_tp ({hw.name}, tp {tp})"
         pool_cost, source = (cost, "") if same else cost_model_from_config(
             dict(sc.cost), model, hw, tp, weight, kv_dtype, where=where,
-            stack=stack_profiles)
+            stack=stack_profiles,
+            stack_kv_reads=preset.decode_kv_reads(model, tp, kv_dtype) if preset else 1.0)
         try:
             blocks = sc.kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight),
