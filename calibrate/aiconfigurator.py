@@ -111,7 +111,7 @@ FIT_FRACTION = 0.9  # weights + KV cache per GPU must fit in this share of memor
 PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32)
 MAX_PREFILL_TOKENS = 16384  # a step's prompt tokens, as a max_num_batched_tokens budget
-DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 DECODE_CONTEXTS = (128, 512, 2048, 8192)
 MIXED = [(chunk, prefix, rows) for chunk in (512, 2048) for prefix in (0, 4096)
          for rows in (8, 64)]  # (prefill chunk, its cached prefix, decode rows at 2,048)

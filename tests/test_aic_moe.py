@@ -29,7 +29,7 @@ H100 = get_hardware("h100-sxm")
 # and vLLM's with power-law routing only, made balanced by H100's measured ratio)
 SHIPPED = [(b, hw, dtype, tp) for b in ("trtllm", "vllm", "sglang")
            for hw, dtype, tp in aic_moe.deployments(b) if not (dtype == "fp8" and b == "sglang")]
-MAPE_BOUND = {"trtllm": 0.12, "vllm": 0.15, "sglang": 0.10}  # docs/gpu-profiles.md lists each
+MAPE_BOUND = {"trtllm": 0.12, "vllm": 0.18, "sglang": 0.10}  # docs/gpu-profiles.md lists each
 # (trtllm: A100 TP 8, composed from power-law rows made balanced, fits at 11.0%)
 
 
