@@ -134,3 +134,12 @@ def test_query_heads_per_kv_head_on_a_gpu(model: str, tp: int, group: int) -> No
     # 70B: 64 query and 8 KV heads; at TP 16 a KV head is copied, 4 query heads a GPU share it
     from simulator.specs.models import get_model
     assert query_group(get_model(model), tp) == group
+
+
+def test_0_10_has_the_16_bit_term_too() -> None:
+    # 0.10 is a TensorRT engine release as well: the same decode-context factor on top of
+    # its per-token host cost (which adds the same 100 tokens to both shapes, so cancels)
+    old = resolve({**SEVENTY_B, "stack": {"name": "trtllm", "version": "0.10"}})
+    new = resolve({**SEVENTY_B, "stack": {"name": "trtllm", "version": "1.0"}})
+    reads = 1 + 7 * TRTLLM_011_KV16_REREAD
+    assert _context_term(old) == pytest.approx(reads * _context_term(new), rel=1e-9)
