@@ -6,9 +6,9 @@ and score it on every other GPU's.
 
 TensorRT-LLM's 0.11-0.17 max-throughput tables with a 16-bit KV cache run faster in the
 simulator than they were measured, and the more so the more query heads share a KV head
-(G) and the longer the decode: Llama-2-7B (G = 1) is within 3% at the median, Llama-3-8B
-and Mistral-7B (G = 4) 8-9% fast, the 70B models (G = 8) 12-18% fast, while the FP8-cache
-rows of the same releases and models are within 2%. The kernel tables (TensorRT-LLM 1.x)
+(G) and the longer the decode. At 06fe234, A100 / H100 signed medians: Llama-2-7B (G = 1)
+-2% / +5%, Llama-3-8B, Llama-3.1-8B and Mistral-7B (G = 4) +7% to +12%, the 70B models
+(G = 8) +10% / +15%; the FP8-cache rows of the same releases and models within 2%. The kernel tables (TensorRT-LLM 1.x)
 read each KV head's cache once a step. The term prices the decode-context term as
 ``1 + beta x (G - 1)`` reads (``[cost] decode_kv_reads``; simulator/costs/kv_reads.py):
 ``beta = 1`` is a kernel that reads the cache once per query head, as the masked MHA kernel
