@@ -9,7 +9,10 @@ its KV head's whole cache, so the cache is read G = query heads / KV heads times
 (benchmarks/trtllm_xqa.py has which release covered which G, with sources).
 
 ``decode_kv_reads = G`` multiplies that term by G; nothing else changes (weights, the
-MLP, the other attention terms). Only the fitted forms keep the term apart (linear,
+MLP, the other attention terms). A stack preset may set a factor of its own for the
+stack's kernel tables (``StackPreset.decode_kv_reads``: TensorRT-LLM's 2024 engine
+releases over a 16-bit cache, 1 + beta (G - 1) reads; docs/stacks.md), which
+:func:`scales_decode_reads` tells whether a cost model can take. Only the fitted forms keep the term apart (linear,
 piecewise, alone or behind a fitted ``time_scale`` or a stand-in's vocabulary offset);
 a roofline prior is refused with a message saying so.
 """
