@@ -5,16 +5,16 @@ and score it on every other GPU's.
     python benchmarks/trtllm_kv16_fit.py --fit-gpu h100-sxm
 
 TensorRT-LLM's 0.11-0.17 max-throughput tables with a 16-bit KV cache run faster in the
-simulator than they were measured, and the more so the more query heads share a KV head
-(G) and the longer the decode. At 06fe234, A100 / H100 signed medians: Llama-2-7B (G = 1)
--2% / +5%, Llama-3-8B, Llama-3.1-8B and Mistral-7B (G = 4) +7% to +12%, the 70B models
-(G = 8) +10% / +15%; the FP8-cache rows of the same releases and models within 2%. The kernel tables (TensorRT-LLM 1.x)
-read each KV head's cache once a step. The term prices the decode-context term as
-``1 + beta x (G - 1)`` reads (``[cost] decode_kv_reads``; simulator/costs/kv_reads.py):
-``beta = 1`` is a kernel that reads the cache once per query head, as the masked MHA kernel
-does, ``beta = 0`` the tables' one read. Which kernel those releases ran for a 16-bit cache
-is not settled (docs/stacks.md, "TensorRT-LLM 0.11 to 0.17"); the term is fitted, one
-number for every GPU and model.
+simulator than they were measured, and the more so the more query heads share a KV head (G)
+and the longer the decode. At 06fe234, A100 / H100 signed medians: Llama-2-7B (G = 1) -2% /
++5%, Llama-3-8B, Llama-3.1-8B and Mistral-7B (G = 4) +7% to +12%, the 70B models (G = 8)
++10% / +15%; the FP8-cache rows of the same releases and models within 2%. The kernel tables
+(TensorRT-LLM 1.x) read each KV head's cache once a step. The term prices the decode-context
+term as ``1 + beta x (G - 1)`` reads (``[cost] decode_kv_reads``;
+simulator/costs/kv_reads.py): ``beta = 1`` is a kernel that reads the cache once per query
+head, as the masked MHA kernel does, ``beta = 0`` the tables' one read. Which kernel those
+releases ran for a 16-bit cache is not settled (docs/stacks.md, "TensorRT-LLM 0.11 to
+0.17"); the term is fitted, one number for every GPU and model.
 
 The fit: a bounded scalar search of beta (0-1) minimising the soft_l1 loss (knee 5%) of the
 output-throughput errors of the fitting GPU's rows, each replayed with the ``trtllm 0.11``

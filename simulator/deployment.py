@@ -107,7 +107,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         slo=sc.slo, seed=sc.seed, horizon_s=sc.run.horizon_s,
         fast_forward=sc.run.fast_forward, request_s=request_delay_s(cost),
         check_invariants=sc.run.check_invariants,
-        stack=preset.describe() if preset is not None else "none",
+        stack=sc.stack.describe(),
         step_log=sc.run.step_log,
         prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy, sc.cluster.router),
         speculative=spec.acceptance_model(sc.seed) if spec.on else None,

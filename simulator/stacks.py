@@ -78,6 +78,16 @@ class StackSection:
                           "newest preset at or before it)")
 
 
+    def describe(self) -> str:
+        """``none``, the preset's name (``vllm-v1 0.10``), or, for a release that takes an
+        earlier preset, both: ``trtllm 0.11 (for 0.13)``."""
+        preset = self.preset()
+        if preset is None:
+            return NONE
+        asked = self.version and self.version != preset.version
+        return f"{preset.describe()} (for {self.version})" if asked else preset.describe()
+
+
 def release(version: str) -> tuple[int, ...] | None:
     """``"0.13"`` -> (0, 13), ``"0.6.2"`` -> (0, 6, 2); None when not a release number."""
     parts = version.strip().split(".")

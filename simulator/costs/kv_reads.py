@@ -12,9 +12,9 @@ its KV head's whole cache, so the cache is read G = query heads / KV heads times
 MLP, the other attention terms). A stack preset may set a factor of its own for the
 stack's kernel tables (``StackPreset.decode_kv_reads``: TensorRT-LLM's 2024 engine
 releases over a 16-bit cache, 1 + beta (G - 1) reads; docs/stacks.md), which
-:func:`scales_decode_reads` tells whether a cost model can take. Only the fitted forms keep the term apart (linear,
-piecewise, alone or behind a fitted ``time_scale`` or a stand-in's vocabulary offset);
-a roofline prior is refused with a message saying so.
+:func:`scales_decode_reads` tells whether a cost model can take. Only the fitted forms
+keep the term apart (linear, piecewise, alone or behind a fitted ``time_scale`` or a
+stand-in's vocabulary offset); a roofline prior is refused with a message saying so.
 """
 
 from __future__ import annotations
