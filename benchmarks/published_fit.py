@@ -39,6 +39,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from scipy.optimize import least_squares, minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.published import simulated_value  # noqa: E402
+from benchmarks.published import WITHIN, simulated_value  # noqa: E402
 from benchmarks.published_cases import (  # noqa: E402
     UNITS,
     Case,
@@ -99,6 +100,23 @@ def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray, *
     return np.array(out)
 
 
+def bounded_soft_l1(residuals_at: Callable[[float], np.ndarray], *, high: float,
+                    tolerance: float) -> float:
+    """The x in [0, ``high``] minimising the soft_l1 loss (knee ``LOSS_SCALE``) of
+    ``residuals_at(x)``: a bounded scalar search, to ``tolerance``."""
+    def loss(x: float) -> float:
+        z = (residuals_at(x) / LOSS_SCALE) ** 2
+        return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
+    return float(minimize_scalar(loss, bounds=(0.0, high), method="bounded",
+                                 options={"xatol": tolerance}).x)
+
+
+def share_within(errors: Iterable[float]) -> float:
+    """The share of ``errors`` (relative, either sign) within published.py's 15%."""
+    errs = list(errors)
+    return sum(abs(e) <= WITHIN for e in errs) / len(errs)
+
+
 def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
         throughput: bool = False) -> dict[str, float]:
     """The per-layer (or, ``flat``, per-model) host costs (s) that best match ``cases``'
@@ -107,13 +125,10 @@ def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
     One term: a bounded scalar search (0-1 ms) of the same soft_l1 loss; least squares'
     finite differences stall on a loss this flat between batch changes."""
     if len(terms) == 1:
-        def loss(theta_ms: float) -> float:
-            z = (residuals(cases, terms, np.array([theta_ms]), flat=flat,
-                           throughput=throughput) / LOSS_SCALE) ** 2
-            return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
-        best = minimize_scalar(loss, bounds=(0.0, 1.0), method="bounded",
-                               options={"xatol": 1e-3})
-        return {terms[0]: float(best.x) * 1e-3}
+        best = bounded_soft_l1(lambda theta_ms: residuals(
+            cases, terms, np.array([theta_ms]), flat=flat, throughput=throughput),
+            high=1.0, tolerance=1e-3)
+        return {terms[0]: best * 1e-3}
     res = least_squares(lambda th: residuals(cases, terms, th, flat=flat,
                                              throughput=throughput),
                         np.full(len(terms), 0.05),
@@ -137,13 +152,9 @@ def table(title: str, cases: list[Case], per_layer_s: dict[str, float], *,
     for key, pairs in cells.items():
         b, a = zip(*pairs, strict=True)
         lines.append(f"  median |error| {key:<20} {statistics.median(b):6.1%} -> "
-                     f"{statistics.median(a):6.1%}  within 15% {_share(b):4.0%} -> "
-                     f"{_share(a):4.0%}  (n = {len(pairs)})")
+                     f"{statistics.median(a):6.1%}  within 15% {share_within(b):4.0%} -> "
+                     f"{share_within(a):4.0%}  (n = {len(pairs)})")
     return lines
-
-
-def _share(errs: tuple[float, ...]) -> float:
-    return sum(e <= 0.15 for e in errs) / len(errs)
 
 
 def main(argv: list[str] | None = None) -> int:

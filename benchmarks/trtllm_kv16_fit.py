@@ -6,23 +6,22 @@ and score it on every other GPU's.
 
 TensorRT-LLM's 0.11-0.17 max-throughput tables with a 16-bit KV cache run faster in the
 simulator than they were measured, and the more so the more query heads share a KV head (G)
-and the longer the decode. At 06fe234, A100 / H100 signed medians: Llama-2-7B (G = 1) -2% /
-+5%, Llama-3-8B, Llama-3.1-8B and Mistral-7B (G = 4) +7% to +12%, the 70B models (G = 8)
-+10% / +15%; the FP8-cache rows of the same releases and models within 2%. The kernel tables
-(TensorRT-LLM 1.x) read each KV head's cache once a step. The term prices the decode-context
-term as ``1 + beta x (G - 1)`` reads (``[cost] decode_kv_reads``;
+and the longer the decode, while the FP8-cache rows of the same releases and models do not
+(the figures and the command that prints them: docs/stacks.md, "TensorRT-LLM 0.11 to 0.17").
+The kernel tables (TensorRT-LLM 1.x) read each KV head's cache once a step. The term prices
+the decode-context term as ``1 + beta x (G - 1)`` reads (``[cost] decode_kv_reads``;
 simulator/costs/kv_reads.py): ``beta = 1`` is a kernel that reads the cache once per query
 head, as the masked MHA kernel does, ``beta = 0`` the tables' one read. Which kernel those
-releases ran for a 16-bit cache is not settled (docs/stacks.md, "TensorRT-LLM 0.11 to
-0.17"); the term is fitted, one number for every GPU and model.
+releases ran for a 16-bit cache is not settled; the term is fitted, one number for every GPU
+and model.
 
-The fit: a bounded scalar search of beta (0-1) minimising the soft_l1 loss (knee 5%) of the
-output-throughput errors of the fitting GPU's rows, each replayed with the ``trtllm 0.11``
-preset and ``decode_kv_reads`` set from beta. Rows priced by a roofline prior are left out
-(the term scales a measured table's decode-context term only), as are rows a preset was
-fitted on. It prints beta, then per GPU and per G the signed median error and the share
-within 15% before (beta = 0) and after. Nothing is written: the value goes into
-simulator/stack_presets.py (TRTLLM_011_KV16_REREAD) by hand, citing this command.
+The fit: published_fit.py's bounded scalar search of beta (0-1) minimising the soft_l1 loss
+(knee 5%) of the output-throughput errors of the fitting GPU's rows, each replayed with the
+``trtllm 0.11`` preset and ``decode_kv_reads`` set from beta. Rows priced by a roofline
+prior are left out (the term scales a measured table's decode-context term only), as are
+rows a preset was fitted on. It prints beta, then per GPU and per G the signed median error
+and the share within 15% before (beta = 0) and after. Nothing is written: the value goes
+into simulator/stack_presets.py (TRTLLM_011_KV16_REREAD) by hand, citing this command.
 """
 
 from __future__ import annotations
@@ -35,12 +34,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.published import WITHIN, replay_point  # noqa: E402
+from benchmarks.published import replay_point  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
+from benchmarks.published_fit import bounded_soft_l1, share_within  # noqa: E402
 from simulator.costs.kv_reads import scales_decode_reads  # noqa: E402
 from simulator.deployment import resolve  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
@@ -50,7 +49,6 @@ from simulator.stack_presets import query_group  # noqa: E402
 from simulator.stacks import StackSection  # noqa: E402
 
 METRIC = "output_throughput"
-LOSS_SCALE = 0.05
 PRESET = "0.11"
 
 
@@ -89,12 +87,9 @@ def errors(picked: list[tuple[Case, dict, int]], beta: float) -> list[float]:
 
 
 def fit(picked: list[tuple[Case, dict, int]]) -> float:
-    """beta minimising the soft_l1 loss of ``picked``'s errors."""
-    def loss(beta: float) -> float:
-        z = (np.array(errors(picked, beta)) / LOSS_SCALE) ** 2
-        return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
-    return float(minimize_scalar(loss, bounds=(0.0, 1.0), method="bounded",
-                                 options={"xatol": 2e-3}).x)
+    """beta minimising the soft_l1 loss of ``picked``'s errors (published_fit.py's search)."""
+    return bounded_soft_l1(lambda beta: np.array(errors(picked, beta)), high=1.0,
+                           tolerance=2e-3)
 
 
 def table(picked: list[tuple[Case, dict, int]], beta: float) -> list[str]:
@@ -108,13 +103,9 @@ def table(picked: list[tuple[Case, dict, int]], beta: float) -> list[str]:
     for key in sorted(cells, key=lambda k: (k == "all", k)):
         before, after = zip(*cells[key], strict=True)
         lines.append(f"{key:<22} {len(before):4d}  {statistics.median(before):+8.1%} -> "
-                     f"{statistics.median(after):+8.1%}  {_share(before):4.0%} -> "
-                     f"{_share(after):4.0%}")
+                     f"{statistics.median(after):+8.1%}  {share_within(before):4.0%} -> "
+                     f"{share_within(after):4.0%}")
     return lines
-
-
-def _share(errs: tuple[float, ...]) -> float:
-    return sum(abs(e) <= WITHIN for e in errs) / len(errs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ from simulator.slo import SLO
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 from simulator.speculative_acceptance import Acceptance
+from simulator.stack_presets import cost_args
 from simulator.workload.config import WorkloadConfig
 
 
@@ -80,8 +81,9 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     point dict (checked by ``Scenario.from_dict``; ``source`` names it in errors)."""
     sc = point if isinstance(point, Scenario) else Scenario.from_dict(point, source)
     model, hw = sc.model_spec(), sc.hardware_spec()
-    if sc.served_context() > model.max_context_tokens:  # an engine built for longer sequences
-        model = replace(model, max_context_tokens=sc.served_context())
+    context = sc.served_context()
+    if context > model.max_context_tokens:  # an engine built for longer sequences
+        model = replace(model, max_context_tokens=context)
     tp, weight_dtype, kv_dtype = sc.hardware.tp, sc.model.weight_dtype, sc.model.kv_dtype_used
     kv_blocks = sc.kv.capacity_blocks(
         memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight_dtype),
@@ -89,8 +91,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     preset = sc.stack.preset()
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
-        stack=preset.profiles if preset is not None else None,
-        stack_kv_reads=preset.decode_kv_reads(model, tp, kv_dtype) if preset else 1.0)
+        **cost_args(preset, model, tp, kv_dtype))
     spec = sc.speculative
     if spec.on:
         cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,
@@ -112,7 +113,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         prefix_caching=_prefix_caching(sc.kv.prefix_caching, policy, sc.cluster.router),
         speculative=spec.acceptance_model(sc.seed) if spec.on else None,
         admission=sc.admission, autoscale=sc.autoscale,
-        disaggregated=build_disagg(sc, policy, cost, preset.profiles if preset else None)
+        disaggregated=build_disagg(sc, policy, cost, preset)
         if sc.disaggregated.enabled else None,
     )
 

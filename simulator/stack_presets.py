@@ -67,6 +67,16 @@ class StackPreset:
         return f"{self.stack} {self.version}"
 
 
+def cost_args(preset: StackPreset | None, model: ModelSpec, tp: int, kv_dtype: str
+              ) -> dict[str, Any]:
+    """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
+    folder and its decode attention's KV reads (none and 1 without a stack)."""
+    if preset is None:
+        return {"stack": None, "stack_kv_reads": 1.0}
+    return {"stack": preset.profiles,
+            "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype)}
+
+
 def query_group(model: ModelSpec, tp: int) -> int:
     """Query heads per KV head on one of ``tp`` GPUs (a KV head is copied to every GPU
     once the GPUs outnumber the KV heads: Llama-3-70B at TP 16 has 4 query heads and 1 KV

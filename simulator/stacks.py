@@ -70,13 +70,13 @@ class StackSection:
             if p.version == self.version:
                 return p
         asked = release(self.version)
-        earlier = [p for p in presets if asked is not None and (release(p.version) or ()) <= asked]
+        earlier = [p for p in presets
+                   if asked is not None and (release(p.version) or ()) <= asked]
         if earlier:
             return earlier[-1]
         raise ConfigError(f"stack.version = {self.version!r}: {self.name} presets exist for "
                           f"{[p.version for p in presets]} (a later release takes the "
                           "newest preset at or before it)")
-
 
     def describe(self) -> str:
         """``none``, the preset's name (``vllm-v1 0.10``), or, for a release that takes an

@@ -113,19 +113,22 @@ def cost_model_from_config(
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
             cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack)
-            if (stack_kv_reads > 1.0 and "decode_kv_reads" not in section
-                    and scales_decode_reads(cost)):
-                cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
-                used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
-                        f"{stack_kv_reads:.3g}x a step")
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
-        if "decode_kv_reads" in section:  # kernel-level, before jitter and time_scale
+        # kernel-level, before jitter and time_scale: the section's own read count, else
+        # the stack's for its own tables (not a profile or form the scenario gives, not a
+        # prior, which keeps no decode-context term apart)
+        if "decode_kv_reads" in section:
             reads = check_number(f"{where}.decode_kv_reads", section["decode_kv_reads"],
                                  low=1.0, high=64.0)
             cost = with_decode_kv_reads(cost, reads, f"{where}.decode_kv_reads")
             used = f"{used}, decode KV cache read {reads:g}x a step"
+        elif (stack_kv_reads > 1.0 and "profile" not in section and "form" not in section
+              and scales_decode_reads(cost)):
+            cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
+            used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
+                    f"{stack_kv_reads:.3g}x a step")
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}

@@ -19,19 +19,19 @@ from simulator.fleet.disagg_spec import DisaggSpec, PoolSpec
 from simulator.policies import ContinuousPolicy, Policy
 from simulator.specs.hardware import get_hardware
 from simulator.specs.links import get_link
+from simulator.stack_presets import StackPreset, cost_args
 
 
-def build_disagg(sc: Any, policy: Policy, cost: CostModel, stack_profiles: str | None
+def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset | None
                  ) -> DisaggSpec:
     """The pools and link of the scenario ``sc`` (a :class:`~simulator.scenario_types.
     Scenario` with ``disaggregated`` on); ``policy`` and ``cost``: the aggregated ones,
-    reused by a pool on ``[hardware]``'s GPU and tp."""
+    reused by a pool on ``[hardware]``'s GPU and tp; ``preset``: the scenario's stack."""
     section: DisaggSection = sc.disaggregated
     _check_compatible(sc, policy)
     assert isinstance(policy, ContinuousPolicy)
     model = sc.model_spec()
     weight, kv_dtype = sc.model.weight_dtype, sc.model.kv_dtype_used
-    preset = sc.stack.preset()
     pools = {}
     for pool in ("prefill", "decode"):
         gpu = getattr(section, f"{pool}_gpu") or sc.hardware.gpu
@@ -41,8 +41,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, stack_profiles: str |
         where = f"disaggregated.{pool}_gpu / {pool}_tp ({hw.name}, tp {tp})"
         pool_cost, source = (cost, "") if same else cost_model_from_config(
             dict(sc.cost), model, hw, tp, weight, kv_dtype, where=where,
-            stack=stack_profiles,
-            stack_kv_reads=preset.decode_kv_reads(model, tp, kv_dtype) if preset else 1.0)
+            **cost_args(preset, model, tp, kv_dtype))
         try:
             blocks = sc.kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight),
