@@ -33,6 +33,11 @@ from simulator.records import STEP_COLUMNS, empty_table, steps_from_arrays
 from simulator.shapes import StepShape, StepShapes
 from simulator.steplog_summary import NoStepLog, SummaryStepLog
 
+try:  # the C row expander, built with the compiled core (simulator/_steprows.c)
+    from simulator._steprows import expand as _expand_native
+except ImportError:  # pure Python, or no build: numpy expands the rows
+    _expand_native = None
+
 STEP_LOG_MODES = ("full", "summary", "none")
 """``[run] step_log``: every row (steps.parquet), aggregated figures, or nothing."""
 
@@ -199,6 +204,19 @@ class StepLog:
             self._joined += 1
 
     def _expand(self) -> tuple[np.ndarray, ...]:
+        """The spans' rows as column arrays, in the column order: by the C expander where
+        it was built (one pass over the rows), else by :meth:`_expand_numpy` (the same
+        values, bit for bit)."""
+        if _expand_native is None:
+            return self._expand_numpy()
+        buf = _expand_native(b"".join(self._spans), self._ends, self._openings)
+        total = len(self._ends)
+        as_floats = np.frombuffer(buf, np.float64).reshape(len(_COLUMNS), total)
+        as_ints = np.frombuffer(buf, np.int64).reshape(len(_COLUMNS), total)
+        return tuple(as_floats[i] if STEP_COLUMNS[name] == "float64" else as_ints[i]
+                     for i, name in enumerate(_COLUMNS))
+
+    def _expand_numpy(self) -> tuple[np.ndarray, ...]:
         """The spans' rows as column arrays, in the column order (row ``j`` of a span of
         ``n`` from ``start_s``: it starts where row ``j - 1`` ended; prefill tokens and work
         only in row 0; ``num_decode_seqs`` the shape's in row 0, ``rows`` after; context

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from simulator.accel import (
+    C_MODULES,
     COMPILED,
     _remove_others,
     build_dir,
@@ -50,6 +51,11 @@ def test_source_key_follows_every_source_file(tmp_path: Path) -> None:
     assert source_key(copy) != key
     report.write_text(text)
     assert source_key(copy) == key
+    expander = copy / "_steprows.c"  # a C module is compiled too
+    text = expander.read_text()
+    expander.write_text(text + "/* an edit */\n")
+    assert source_key(copy) != key
+    expander.write_text(text)
     (copy / "profiles" / "extra.json").write_text("{}")  # data is not compiled
     assert source_key(copy) == key
 
@@ -69,7 +75,8 @@ def test_a_build_cut_short_is_not_used(tmp_path: Path) -> None:
 @needs_build
 def test_the_build_is_used_and_can_be_switched_off() -> None:
     manifest = read_manifest(build_dir())
-    assert manifest is not None and set(COMPILED) <= set(manifest["files"])  # type: ignore[operator]
+    assert manifest is not None
+    assert {*COMPILED, *C_MODULES} <= set(manifest["files"])  # type: ignore[operator]
     assert _python(PROBE, SERVESIM_ACCEL="1") == "True False"
     assert _python(PROBE, SERVESIM_ACCEL="0") == "False True"
 
