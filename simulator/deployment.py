@@ -57,7 +57,7 @@ class Deployment:
     fast_forward: bool
     request_s: float = 0.0  # host latency before a request reaches the engine ([cost] overhead)
     check_invariants: bool = False  # assert the scheduler's invariants every step ([run])
-    stack: str = "none"  # the serving stack's preset ([stack]): "vllm-v1 0.10", or "none"
+    stack: str = "none"  # the serving stack's preset ([stack]): "vllm-v1 0.9", or "none"
     step_log: str = "full"  # what is kept of the step log ([run] step_log)
     prefix_caching: bool = False  # [kv] prefix_caching: reuse cached prompt prefixes
     speculative: Acceptance | None = None  # [speculative]: acceptance draws (None: off)

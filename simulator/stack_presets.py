@@ -63,7 +63,7 @@ class StackPreset:
         return out
 
     def describe(self) -> str:
-        """``vllm-v1 0.10``: the preset's name, for cost sources and summaries."""
+        """``vllm-v1 0.9``: the preset's name, for cost sources and summaries."""
         return f"{self.stack} {self.version}"
 
 
@@ -121,8 +121,35 @@ def _vllm_v0(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
             "max_num_batched_tokens": max(ctx, 2048)}
 
 
+def _hopper_name(hw: HardwareSpec) -> bool:
+    """vLLM 0.7-0.8.4's test for its larger defaults: "h100" or "h200" in the device name."""
+    return hw.name.startswith(("h100", "h200"))
+
+
+def _vllm_v1_08(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.8.0-0.8.3: 1024 sequences on every GPU; 8192 tokens a step on H100 and H200,
+    2048 on the others."""
+    return {**_context(model, hw), "max_num_seqs": 1024,
+            "max_num_batched_tokens": 8192 if _hopper_name(hw) else 2048}
+
+
+def _vllm_v1_084(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.8.4: 1024 sequences and 8192 tokens on H100 and H200, 256 and 2048 elsewhere."""
+    big = _hopper_name(hw)
+    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
+            "max_num_batched_tokens": 8192 if big else 2048}
+
+
+def _vllm_v1_085(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.8.5: GPUs of 70 GiB or more (A100-80GB too) get 1024 sequences and 8192 tokens."""
+    big = _gib(hw) >= 70
+    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
+            "max_num_batched_tokens": 8192 if big else 2048}
+
+
 def _vllm_v1_big(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
-    """v0.10: GPUs of 70 GiB or more (not A100) get 1024 sequences and 8192 tokens a step."""
+    """v0.9 on (v0.10 too): GPUs of 70 GiB or more (not A100) get 1024 sequences and 8192
+    tokens a step."""
     big = _gib(hw) >= 70 and not hw.name.startswith("a100")
     return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
             "max_num_batched_tokens": 8192 if big else 2048}
@@ -294,6 +321,9 @@ TRTLLM_011_SOURCES = (
     "decode attention over a 16-bit KV cache: fitted re-read term (benchmarks/"
     "trtllm_kv16_fit.py; docs/stacks.md)")
 
+VLLM_V1_SCHEDULER = ("chunked prefill always on in V1 (vllm/v1/core/sched/scheduler.py: "
+                     "decodes first, then prefill chunks in the token budget)")
+
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
@@ -309,20 +339,32 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v0),
     ),
     "vllm-v1": (
-        _preset("vllm-v1", "0.8", {
-            "name": "chunked", "max_num_seqs": 256, "max_num_batched_tokens": 2048,
-            **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE,
-            "vllm v0.8 vllm/engine/arg_utils.py: online server max_num_batched_tokens 2048, "
-            "max_num_seqs 256; chunked prefill always on in V1 (vllm/v1/core/sched/"
-            "scheduler.py: decodes first, then prefill chunks in the token budget)"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_context),
-        _preset("vllm-v1", "0.10", {
-            "name": "chunked", **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE,
-            "vllm v0.10 vllm/engine/arg_utils.py get_batch_defaults: GPUs of 70 GiB or more "
-            "other than A100: max_num_seqs 1024, max_num_batched_tokens 8192 for the online "
-            "server; else 256 and 2048"),
+        _preset("vllm-v1", "0.8", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "V1's max_num_seqs 1024 on every GPU until vllm-project/vllm#16158 (2025-04-07, "
+            "v0.8.4: 'reverts the default max_num_seqs from 1024 to 256 for hardware other "
+            "than H100/200'; #15357's thread, 2025-03-24: 'raised from 256 to 1024 by "
+            "default')",
+            "vllm-project/vllm#12369 (2025-01-23): online server max_num_batched_tokens "
+            "8192 when 'h100' or 'h200' is in the device name, else 2048"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_08),
+        _preset("vllm-v1", "0.8.4", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "vllm-project/vllm#16158 (2025-04-07): max_num_seqs 1024 on H100/H200, 256 "
+            "elsewhere; max_num_batched_tokens as #12369 (8192 on H100/H200, else 2048)"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_084),
+        _preset("vllm-v1", "0.8.5", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "vllm-project/vllm#17073 (2025-04-23, 'use larger batch sizes for "
+            "A100/B100/B200/MI300x', decided by GPU memory): 70 GiB or more: 1024 sequences, "
+            "8192 tokens; else 256 and 2048"),
+            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_085),
+        _preset("vllm-v1", "0.9", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
+            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "vllm-project/vllm#17885 (2025-05-11, v0.9.0 release notes: 'use small "
+            "max_num_batched_tokens for A100'): 70 GiB or more but not A100: 1024 "
+            "sequences, 8192 tokens; else 256 and 2048; the same in v0.10's "
+            "vllm/engine/arg_utils.py get_batch_defaults"),
             profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_big),
     ),
     "sglang": (

@@ -79,7 +79,7 @@ class StackSection:
                           "newest preset at or before it)")
 
     def describe(self) -> str:
-        """``none``, the preset's name (``vllm-v1 0.10``), or, for a release that takes an
+        """``none``, the preset's name (``vllm-v1 0.9``), or, for a release that takes an
         earlier preset, both: ``trtllm 0.11 (for 0.13)``."""
         preset = self.preset()
         if preset is None:

@@ -94,17 +94,32 @@ def test_vllm_v0_long_context_rule_reads_the_served_max_model_len() -> None:
             dep.policy.max_model_len) == (False, 4096, 4096)
 
 
-@pytest.mark.parametrize(("gpu", "seqs", "budget"), [("h100-sxm", 1024, 8192),
-                                                      ("h200", 1024, 8192),
-                                                      ("a100-80gb", 256, 2048),
-                                                      ("l40s", 256, 2048)])
-def test_vllm_v1_batch_defaults_follow_the_gpu(gpu: str, seqs: int, budget: int) -> None:
-    dep = resolve({"hardware": {"gpu": gpu}, "model": {"name": "llama-2-7b"},
-                   "stack": {"name": "vllm-v1", "version": "0.10"}})
-    assert (dep.policy.max_num_seqs, dep.policy.max_num_batched_tokens) == (seqs, budget)
-    old = resolve({"hardware": {"gpu": gpu}, "model": {"name": "llama-2-7b"},
-                   "stack": {"name": "vllm-v1", "version": "0.8"}})
-    assert (old.policy.max_num_seqs, old.policy.max_num_batched_tokens) == (256, 2048)
+# vLLM V1's online-server defaults (max_num_seqs, max_num_batched_tokens) release by
+# release: 0.8.0-0.8.3 1024 sequences everywhere and 8192 tokens on H100/H200 (#12369);
+# 0.8.4 back to 256 sequences but on H100/H200 (#16158); 0.8.5 by memory, 70 GiB or more
+# (#17073, the A100-80GB too); 0.9 on, not the A100 (#17885)
+V1_DEFAULTS = {
+    "h100-sxm": {"0.8": (1024, 8192), "0.8.4": (1024, 8192), "0.8.5": (1024, 8192),
+                 "0.9": (1024, 8192), "0.10": (1024, 8192)},
+    "h200": {"0.8": (1024, 8192), "0.8.4": (1024, 8192), "0.8.5": (1024, 8192),
+             "0.9": (1024, 8192), "0.10": (1024, 8192)},
+    "a100-80gb": {"0.8": (1024, 2048), "0.8.4": (256, 2048), "0.8.5": (1024, 8192),
+                  "0.9": (256, 2048), "0.10": (256, 2048)},
+    "b200": {"0.8": (1024, 2048), "0.8.4": (256, 2048), "0.8.5": (1024, 8192),
+             "0.9": (1024, 8192), "0.10": (1024, 8192)},
+    "l40s": {"0.8": (1024, 2048), "0.8.4": (256, 2048), "0.8.5": (256, 2048),
+             "0.9": (256, 2048), "0.10": (256, 2048)},
+}
+
+
+@pytest.mark.parametrize("gpu", sorted(V1_DEFAULTS))
+def test_vllm_v1_batch_defaults_follow_the_release_and_the_gpu(gpu: str) -> None:
+    for version, want in V1_DEFAULTS[gpu].items():
+        dep = resolve({"hardware": {"gpu": gpu}, "model": {"name": "llama-2-7b"},
+                       "stack": {"name": "vllm-v1", "version": version}})
+        got = (dep.policy.max_num_seqs, dep.policy.max_num_batched_tokens)
+        assert got == want, f"{gpu} vllm-v1 {version}"
+        assert dep.policy.chunked_prefill
 
 
 @pytest.mark.parametrize("gpu", ["rtx4090", "l40s", "h100-sxm", "h200", "b200"])

@@ -28,7 +28,7 @@ def test_a_preset_fills_the_policy_and_kv_the_scenario_leaves_out() -> None:
     policy = sc.policy.policy
     assert sc.policy.name == "chunked"
     assert (policy.max_num_seqs, policy.max_num_batched_tokens, policy.chunked_prefill) == (
-        256, 2048, True)
+        1024, 8192, True)  # 0.8 on the default GPU, an H100: 1024 sequences, 8192 tokens
     assert sc.kv.block_size == 16
     assert resolve(sc).stack == "vllm-v1 0.8"
 

@@ -127,7 +127,9 @@ def test_releases_between_presets_take_the_earlier_one() -> None:
     assert resolve({"stack": {"name": "trtllm", "version": "1.2"}}).stack == \
         "trtllm 1.0 (for 1.2)"
     assert resolve({"stack": {"name": "vllm-v1", "version": "0.9.2"}}).stack == \
-        "vllm-v1 0.8 (for 0.9.2)"
+        "vllm-v1 0.9 (for 0.9.2)"
+    assert resolve({"stack": {"name": "vllm-v1", "version": "0.8.2"}}).stack == \
+        "vllm-v1 0.8 (for 0.8.2)"
     assert resolve({"stack": {"name": "trtllm", "version": "0.11"}}).stack == "trtllm 0.11"
     assert resolve({"stack": {"name": "trtllm"}}).stack == "trtllm 1.0"
 
