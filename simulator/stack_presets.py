@@ -31,6 +31,9 @@ class StackPreset:
     overhead: Mapping[str, float] = field(default_factory=dict)  # host costs, s
     # host costs that grow with the model's depth: s per layer (times num_layers)
     overhead_per_layer: Mapping[str, float] = field(default_factory=dict)
+    # host costs only a deployment of more than one GPU pays, s (vLLM V0's driver sends
+    # every step's batch to the other workers)
+    overhead_multi_gpu: Mapping[str, float] = field(default_factory=dict)
     # kernel tables: simulator/profiles/stacks/<profiles>/, and generic profiles composed
     # from that AIConfigurator backend (simulator/costs/lookup.py tables_of)
     profiles: str | None = None
@@ -55,11 +58,15 @@ class StackPreset:
         extra = self.adapt(model, hardware) if self.adapt is not None else {}
         return {**self.policy, **extra}
 
-    def host_costs(self, num_layers: int) -> dict[str, float]:
-        """Host costs (s) for a model of ``num_layers`` layers: fixed plus per-layer terms."""
+    def host_costs(self, num_layers: int, gpus: int = 1) -> dict[str, float]:
+        """Host costs (s) for a model of ``num_layers`` layers on ``gpus`` GPUs (tensor
+        parallel): fixed, plus per-layer terms, plus the multi-GPU terms when ``gpus`` > 1."""
         out = dict(self.overhead)
         for key, per_layer in self.overhead_per_layer.items():
             out[key] = out.get(key, 0.0) + per_layer * num_layers
+        if gpus > 1:
+            for key, value in self.overhead_multi_gpu.items():
+                out[key] = out.get(key, 0.0) + value
         return out
 
     def describe(self) -> str:
@@ -90,11 +97,13 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             sources: tuple[str, ...], *, profiles: str | None = None,
             per_layer: dict[str, float] | None = None,
             overhead: dict[str, float] | None = None,
+            multi_gpu: dict[str, float] | None = None,
             adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
             kv16_reread: float = 0.0) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
-                       profiles, sources, adapt, kv16_reread)
+                       MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
+                       kv16_reread)
 
 
 GIB = 2**30
@@ -324,6 +333,18 @@ TRTLLM_011_SOURCES = (
 VLLM_V1_SCHEDULER = ("chunked prefill always on in V1 (vllm/v1/core/sched/scheduler.py: "
                      "decodes first, then prefill chunks in the token budget)")
 
+# vLLM V0 with more than one GPU: the driver worker serialises each step's batch (a
+# SequenceGroupMetadata per running sequence) and sends it to the other workers, work that
+# grows with the batch and that one GPU does not do. A flat cost per decode row, fitted by
+# `python benchmarks/published_fit.py --case vllm0.6.2-issue9476-h100-sxm-llama-3-8b-tp2-
+# sharegpt2000-ms8 --terms seq_s --flat --throughput` (Llama-3-8B on two H100s, 2,000
+# ShareGPT prompts at once: +45.4% -> +0.1%); held out: the other multi-GPU vLLM 0.6 runs
+# (docs/stacks.md, "vLLM 0.6 on more than one GPU").
+VLLM_06_MULTI_GPU = {"seq_s": 30.6e-6}
+VLLM_06_MULTI_GPU_SOURCE = (
+    "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
+    "(TP 2; benchmarks/published_cases_serving_runs.toml)")
+
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
@@ -335,8 +356,10 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K, "
             "then max_num_batched_tokens 512; else max(max_model_len, 2048)",
             "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
-            "recompute the last running request (single-sequence groups never swap)"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v0),
+            "recompute the last running request (single-sequence groups never swap)",
+            VLLM_06_MULTI_GPU_SOURCE),
+            profiles="vllm", per_layer=VLLM_DISPATCH, multi_gpu=VLLM_06_MULTI_GPU,
+            adapt=_vllm_v0),
     ),
     "vllm-v1": (
         _preset("vllm-v1", "0.8", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (

@@ -102,9 +102,10 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
     by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth), term by term
-    under the scenario's, unless the scenario prices steps itself (``form``: inline
-    coefficients; ``profile``: a file, whose host terms are its own).
+    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth and the
+    scenario's ``hardware.tp``), term by term under the scenario's, unless the scenario
+    prices steps itself (``form``: inline coefficients; ``profile``: a file, whose host
+    terms are its own).
     """
     out = copy.deepcopy(dict(point))
     if preset is None:
@@ -119,7 +120,9 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
-    host = preset.host_costs(model.num_layers if model else 0)
+    tp = (out.get("hardware") or {}).get("tp", 1)
+    host = preset.host_costs(model.num_layers if model else 0,
+                             tp if isinstance(tp, int) else 1)  # a bad tp: [hardware]'s check
     if host and "form" not in cost and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}
