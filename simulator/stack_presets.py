@@ -135,33 +135,34 @@ def _hopper_name(hw: HardwareSpec) -> bool:
     return hw.name.startswith(("h100", "h200"))
 
 
+def _v1_batches(model: ModelSpec, hw: HardwareSpec, big: bool,
+                small_seqs: int = 256) -> dict[str, Any]:
+    """vLLM V1's online-server batch defaults: 1024 sequences and 8192 tokens a step on
+    the GPUs a release counts as big, else ``small_seqs`` and 2048."""
+    return {**_context(model, hw), "max_num_seqs": 1024 if big else small_seqs,
+            "max_num_batched_tokens": 8192 if big else 2048}
+
+
 def _vllm_v1_08(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.8.0-0.8.3: 1024 sequences on every GPU; 8192 tokens a step on H100 and H200,
     2048 on the others."""
-    return {**_context(model, hw), "max_num_seqs": 1024,
-            "max_num_batched_tokens": 8192 if _hopper_name(hw) else 2048}
+    return _v1_batches(model, hw, _hopper_name(hw), small_seqs=1024)
 
 
 def _vllm_v1_084(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.8.4: 1024 sequences and 8192 tokens on H100 and H200, 256 and 2048 elsewhere."""
-    big = _hopper_name(hw)
-    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
-            "max_num_batched_tokens": 8192 if big else 2048}
+    return _v1_batches(model, hw, _hopper_name(hw))
 
 
 def _vllm_v1_085(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.8.5: GPUs of 70 GiB or more (A100-80GB too) get 1024 sequences and 8192 tokens."""
-    big = _gib(hw) >= 70
-    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
-            "max_num_batched_tokens": 8192 if big else 2048}
+    return _v1_batches(model, hw, _gib(hw) >= 70)
 
 
 def _vllm_v1_big(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.9 on (v0.10 too): GPUs of 70 GiB or more (not A100) get 1024 sequences and 8192
     tokens a step."""
-    big = _gib(hw) >= 70 and not hw.name.startswith("a100")
-    return {**_context(model, hw), "max_num_seqs": 1024 if big else 256,
-            "max_num_batched_tokens": 8192 if big else 2048}
+    return _v1_batches(model, hw, _gib(hw) >= 70 and not hw.name.startswith("a100"))
 
 
 def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
@@ -345,6 +346,16 @@ VLLM_06_MULTI_GPU_SOURCE = (
     "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
     "(TP 2; benchmarks/published_cases_serving_runs.toml)")
 
+
+def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
+             sources: tuple[str, ...]) -> StackPreset:
+    """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
+    costs; what changed between releases is the batch defaults (``adapt``)."""
+    return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES}, VLLM_KV,
+                   (VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources), profiles="vllm",
+                   per_layer=VLLM_DISPATCH, adapt=adapt)
+
+
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
@@ -362,33 +373,25 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             adapt=_vllm_v0),
     ),
     "vllm-v1": (
-        _preset("vllm-v1", "0.8", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+        _vllm_v1("0.8", _vllm_v1_08, (
             "V1's max_num_seqs 1024 on every GPU until vllm-project/vllm#16158 (2025-04-07, "
             "v0.8.4: 'reverts the default max_num_seqs from 1024 to 256 for hardware other "
             "than H100/200'; #15357's thread, 2025-03-24: 'raised from 256 to 1024 by "
             "default')",
             "vllm-project/vllm#12369 (2025-01-23): online server max_num_batched_tokens "
-            "8192 when 'h100' or 'h200' is in the device name, else 2048"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_08),
-        _preset("vllm-v1", "0.8.4", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "8192 when 'h100' or 'h200' is in the device name, else 2048")),
+        _vllm_v1("0.8.4", _vllm_v1_084, (
             "vllm-project/vllm#16158 (2025-04-07): max_num_seqs 1024 on H100/H200, 256 "
-            "elsewhere; max_num_batched_tokens as #12369 (8192 on H100/H200, else 2048)"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_084),
-        _preset("vllm-v1", "0.8.5", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "elsewhere; max_num_batched_tokens as #12369 (8192 on H100/H200, else 2048)",)),
+        _vllm_v1("0.8.5", _vllm_v1_085, (
             "vllm-project/vllm#17073 (2025-04-23, 'use larger batch sizes for "
             "A100/B100/B200/MI300x', decided by GPU memory): 70 GiB or more: 1024 sequences, "
-            "8192 tokens; else 256 and 2048"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_085),
-        _preset("vllm-v1", "0.9", {"name": "chunked", **VLLM_RULES}, VLLM_KV, (
-            VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER,
+            "8192 tokens; else 256 and 2048",)),
+        _vllm_v1("0.9", _vllm_v1_big, (
             "vllm-project/vllm#17885 (2025-05-11, v0.9.0 release notes: 'use small "
             "max_num_batched_tokens for A100'): 70 GiB or more but not A100: 1024 "
             "sequences, 8192 tokens; else 256 and 2048; the same in v0.10's "
-            "vllm/engine/arg_utils.py get_batch_defaults"),
-            profiles="vllm", per_layer=VLLM_DISPATCH, adapt=_vllm_v1_big),
+            "vllm/engine/arg_utils.py get_batch_defaults",)),
     ),
     "sglang": (
         _preset("sglang", "0.2", dict(SGLANG_02_POLICY), dict(SGLANG_KV), SGLANG_02_SOURCES,
