@@ -203,3 +203,25 @@ def test_sglang_02_runs_a_prompt_over_its_prefill_budget_alone() -> None:
         else:
             assert steps == [100, 0]
             assert res.requests.sort_values("request_id")["status"].tolist()[0] == "rejected"
+
+
+def test_vllm_v1_0_8_runs_1024_on_an_a100_and_0_8_4_runs_256() -> None:
+    # 300 requests of (4 + 2) tokens at 0 on an A100-80GB, 10 ms steps, room for all: the
+    # 2048-token budget takes every prompt (1,200 tokens) in the first step under 0.8's
+    # 1024 sequences, and all end with the decode step at .02. 0.8.4's 256 admits 256;
+    # the other 44 wait while 256 run (.01-.02, the decode step that ends them), are
+    # prefilled .02-.03 and end at .04.
+    rows = [(0.0, 4, 2)] * 300
+    got = {}
+    for version in ("0.8", "0.8.4"):
+        dep = resolve({"hardware": {"gpu": "a100-80gb"}, "model": {"name": "llama-2-7b"},
+                       "stack": {"name": "vllm-v1", "version": version},
+                       "kv": {"num_blocks": 1_000, "block_size": 16}})
+        spec = ClusterSpec(dep.policy, TokenCost(step_s=0.01), kv_blocks=1_000,
+                           block_size=16, check_invariants=True)
+        res = simulate(table(rows), spec)
+        got[version] = (res.steps["num_running"].tolist(),
+                        res.steps["num_prefill_tokens"].tolist(),
+                        sorted(set(res.requests["finish_s"].round(9))))
+    assert got["0.8"] == ([300, 0], [1_200, 0], [0.02])
+    assert got["0.8.4"] == ([256, 0, 44, 0], [1_024, 0, 176, 0], [0.02, 0.04])
