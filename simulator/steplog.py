@@ -8,7 +8,8 @@ follow (the cohort's openings per step, one cycle of ``block_size`` counts, in a
 list), expanded with numpy when packed. So logging a run of a few steps is one ``pack``
 and two list extensions, not a tuple or a boxed number per row; a long fast-forwarded
 run is kept as the arrays it was planned with, and its place as (first row, length).
-Every ``_FLUSH_ROWS`` rows the spans are expanded into column arrays with numpy (the
+Every ``_FLUSH_ROWS`` rows the spans are expanded into column arrays: in one pass by the
+C expander built with the compiled core (simulator/_steprows.c), else with numpy (the
 records read with ``np.frombuffer``, the lists converted by ``struct``: no boxed number
 goes through ``np.fromiter``; a row of ten boxed numbers costs a few hundred bytes, a
 packed row 88), so a long run's memory grows by the packed size. ``table()`` puts the
