@@ -4,6 +4,7 @@
     python benchmarks/published.py --case ID --case ID2 # some cases (id or id prefix)
     python benchmarks/published.py --group trtllm-1.0/h100-sxm --json out.json
     python benchmarks/published.py --max-prompts 300    # quicker, smaller samples
+    python benchmarks/published.py --case ID --set policy.max_num_seqs=256   # a what-if
 
 Per case: simulated vs published for each metric the source gives, and the relative
 error (simulated - published) / published. Then, per group (stack and version x GPU, and
@@ -29,6 +30,7 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,7 @@ from benchmarks.trtllm_kv_memory import BUFFER_READINGS  # noqa: E402
 from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
+from simulator.scenario import apply_overrides  # noqa: E402
 
 WITHIN = 0.15  # issue 12: share of cases within 15%
 
@@ -80,8 +83,10 @@ def replay_point(case: Case, *, max_prompts: int, burst_rate: float,
 
 
 def run_case(case: Case, *, max_prompts: int, burst_rate: float,
-             trtllm_buffers: str = "log") -> dict[str, Any]:
-    """Simulate one case; a row with per-metric simulated, published and error."""
+             trtllm_buffers: str = "log", overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Simulate one case; a row with per-metric simulated, published and error.
+    ``overrides``: ``section.key=value`` settings put on the replayed point (``--set``, as
+    ``servesim run`` takes them): a what-if on every case, named in the row's notes."""
     row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source,
                            "fitted": case.fitted}
     skipped = catalogue_status(case)
@@ -91,6 +96,9 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
                                 trtllm_buffers=trtllm_buffers)
     start = time.perf_counter()
     try:
+        if overrides:
+            point = apply_overrides(point, overrides)
+            notes.append(f"--set {' '.join(overrides)}")
         summary = run_point({}, point).summary
     except ConfigError as exc:
         return {**row, "status": f"refused: {exc}", "notes": notes}
@@ -245,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the 2024 TensorRT-LLM engines' runtime and decoder buffers: the 0.12 "
                          "log's reading (default) or the sourced formula "
                          "(benchmarks/trtllm_kv_memory.py)")
+    ap.add_argument("--set", dest="overrides", action="append", default=[],
+                    metavar="SECTION.KEY=VALUE",
+                    help="a setting put on every replayed case (repeatable; TOML values, "
+                         "as servesim run --set): e.g. cost.overhead.seq_s=15e-6")
     ap.add_argument("--cases-file", action="append", default=None,
                     help="a case file (repeatable; default: every "
                          f"benchmarks/{CASES_GLOB})")
@@ -262,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for case in cases:
         rows.append(run_case(case, max_prompts=args.max_prompts, burst_rate=rate,
-                             trtllm_buffers=args.trtllm_buffers))
+                             trtllm_buffers=args.trtllm_buffers,
+                             overrides=args.overrides))
         print(f"  {case.id}: {rows[-1]['status']}", file=sys.stderr)
     print(report(rows, header))
     if args.json:

@@ -16,7 +16,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <string.h>
 
 /* A span record's fields, in _SPAN_FIELDS order. */
 typedef struct {

@@ -172,7 +172,7 @@ class Scenario:
             hardware = build_section(HardwareSection, point.get("hardware"), "hardware")
             point = apply_stack(point, preset,
                                 get_model(model.name, base_dir=base, where="model.name"),
-                                get_hardware(hardware.gpu))
+                                get_hardware(hardware.gpu), gpus=hardware.tp)
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
         speculative = SpeculativeSection.from_table(point.get("speculative"))

@@ -95,17 +95,17 @@ def release(version: str) -> tuple[int, ...] | None:
 
 
 def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
-                model: ModelSpec | None = None, hardware: HardwareSpec | None = None
-                ) -> dict[str, Any]:
+                model: ModelSpec | None = None, hardware: HardwareSpec | None = None,
+                gpus: int = 1) -> dict[str, Any]:
     """``point`` with the preset's tables under the scenario's own (what it gives wins).
 
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
     by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth and the
-    scenario's ``hardware.tp``), term by term under the scenario's, unless the scenario
-    prices steps itself (``form``: inline coefficients; ``profile``: a file, whose host
-    terms are its own).
+    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
+    GPUs, the scenario's ``hardware.tp``), term by term under the scenario's, unless the
+    scenario prices steps itself (``form``: inline coefficients; ``profile``: a file, whose
+    host terms are its own).
     """
     out = copy.deepcopy(dict(point))
     if preset is None:
@@ -120,9 +120,7 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
-    tp = (out.get("hardware") or {}).get("tp", 1)
-    host = preset.host_costs(model.num_layers if model else 0,
-                             tp if isinstance(tp, int) else 1)  # a bad tp: [hardware]'s check
+    host = preset.host_costs(model.num_layers if model else 0, gpus)
     if host and "form" not in cost and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}

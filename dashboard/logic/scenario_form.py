@@ -243,8 +243,8 @@ def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
     preset = section.preset()
     if preset is None:
         return k
-    base = {**point, "model": {"name": k.model}, "hardware": {"gpu": k.gpu}}
-    applied = apply_stack(base, preset, get_model(k.model), get_hardware(k.gpu))
+    base = {**point, "model": {"name": k.model}, "hardware": {"gpu": k.gpu, "tp": k.tp}}
+    applied = apply_stack(base, preset, get_model(k.model), get_hardware(k.gpu), gpus=k.tp)
     shown = knobs_from_point({**applied, "policy": applied["policy"]})
     return replace(k, policy=shown.policy,
                    **{knob: getattr(shown, knob) for knob in POLICY_KNOBS})
