@@ -130,6 +130,13 @@ def _vllm_v0(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
             "max_num_batched_tokens": max(ctx, 2048)}
 
 
+def _vllm_v0_whole(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """v0.5.0-0.5.3: whole prompts at any context, a budget of max(max_model_len, 2048)
+    (chunked prefill above 32K came with vllm-project/vllm#6666)."""
+    return {**_context(model, hw), "chunked_prefill": False,
+            "max_num_batched_tokens": max(model.max_context_tokens, 2048)}
+
+
 def _hopper_name(hw: HardwareSpec) -> bool:
     """vLLM 0.7-0.8.4's test for its larger defaults: "h100" or "h200" in the device name."""
     return hw.name.startswith(("h100", "h200"))
@@ -342,6 +349,23 @@ VLLM_V1_SCHEDULER = ("chunked prefill always on in V1 (vllm/v1/core/sched/schedu
 # ShareGPT prompts at once: +45.4% -> +0.1%); held out: the other multi-GPU vLLM 0.6 runs
 # (docs/stacks.md, "vLLM 0.6 on more than one GPU").
 VLLM_06_MULTI_GPU = {"seq_s": 30.6e-6}
+
+# vLLM 0.5's engine loop did, between steps and blocking, what 0.6 overlapped or cut:
+# detokenising and building each request's output, scheduling and preparing each row
+# (0.6.0: vllm-project/vllm#7049 overlapped the output processing with the next step,
+# and more). vLLM's v0.6.0 blog profiled v0.5.3 on Llama 3 8B and one H100: 33% of the
+# time in the HTTP API server, 29% "scheduling" (those), 38% on the GPU. A cost per output
+# token that gives that split on the blog's workload (500 ShareGPT prompts at once) on top
+# of the 0.6 preset's host costs: `python benchmarks/vllm05_host_share.py`. 0.5.0-0.5.3
+# ran the API server in the engine's process: 62 host parts to 38; 0.5.4 moved it to its
+# own (vllm-project/vllm#6883): 29 to 38. Checked against the blog's headline (v0.6.0 /
+# v0.5.3 throughput 2.7x on 8B, 1.8x on 70B TP 4): `... --ratios`, docs/stacks.md.
+VLLM_05_TOKEN_S = 230.0e-6
+VLLM_054_TOKEN_S = 96.5e-6
+VLLM_05_HOST_SOURCE = (
+    "host: token_s {us:g} us per output token, blocking: the v0.6.0 blog's profile of v0.5.3 "
+    "(Llama 3 8B, one H100: API server 33%, scheduling 29%, GPU 38%) as {parts} host parts "
+    "to 38 on 500 ShareGPT prompts at once (benchmarks/vllm05_host_share.py)")
 VLLM_06_MULTI_GPU_SOURCE = (
     "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
     "(TP 2; benchmarks/published_cases_serving_runs.toml)")
@@ -359,6 +383,36 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
+        _preset("vllm-v0", "0.5", {
+            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
+            VLLM_KV, (
+            VLLM_DISPATCH_SOURCE,
+            VLLM_05_HOST_SOURCE.format(us=VLLM_05_TOKEN_S * 1e6, parts="62 (API server in "
+                                       "the engine's process until vllm-project/vllm#6883)"),
+            "vllm v0.5.x vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
+            "gpu_memory_utilization 0.9; chunked prefill off (the 32K rule came with "
+            "vllm-project/vllm#6666, 2024-07-23), max_num_batched_tokens "
+            "max(max_model_len, 2048)",
+            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
+            "recompute the last running request (single-sequence groups never swap)",
+            VLLM_06_MULTI_GPU_SOURCE),
+            profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_05_TOKEN_S},
+            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0_whole),
+        _preset("vllm-v0", "0.5.4", {
+            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
+            VLLM_KV, (
+            VLLM_DISPATCH_SOURCE,
+            VLLM_05_HOST_SOURCE.format(us=VLLM_054_TOKEN_S * 1e6, parts="29 (the API server "
+                                       "in its own process from vllm-project/vllm#6883)"),
+            "vllm v0.5.4 vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
+            "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K "
+            "(vllm-project/vllm#6666), then max_num_batched_tokens 512; else "
+            "max(max_model_len, 2048)",
+            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
+            "recompute the last running request (single-sequence groups never swap)",
+            VLLM_06_MULTI_GPU_SOURCE),
+            profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_054_TOKEN_S},
+            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0),
         _preset("vllm-v0", "0.6", {
             "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
             VLLM_KV, (

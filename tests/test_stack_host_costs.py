@@ -1,11 +1,15 @@
 """A stack preset's host costs: fixed, per layer, and the multi-GPU terms (vLLM 0.6 sends
 every step's batch from its driver to the other workers: a cost per decode row that one
-GPU does not pay)."""
+GPU does not pay); vLLM 0.5's cost per output token, from vLLM's own profile."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from benchmarks.published_lengths import sharegpt_lengths
+from benchmarks.vllm05_host_share import PROMPTS, host_share
 from simulator.deployment import resolve
 from simulator.shapes import StepShape
 from simulator.stack_presets import VLLM_06_MULTI_GPU
@@ -45,3 +49,48 @@ def test_v1_and_the_scenarios_own_term_are_left_alone() -> None:
     # the scenario's own seq_s wins over the preset's, term by term
     assert _step_s("vllm-v0", 2, seq_s=1e-3) - _step_s("vllm-v0", 2, seq_s=0.0) == \
         pytest.approx(100 * 1e-3, rel=1e-9)
+
+
+def _v0_step(version: str, shape: StepShape) -> float:
+    point = {"model": {"name": "llama-3-8b"}, "hardware": {"gpu": "h100-sxm", "tp": 1},
+             "stack": {"name": "vllm-v0", "version": version}}
+    return resolve(point).cost.step_time(shape)
+
+
+@pytest.mark.parametrize(("version", "token_s"), [("0.5", 230.0e-6), ("0.5.4", 96.5e-6),
+                                                  ("0.5.5", 96.5e-6)])
+def test_vllm_05_pays_for_every_output_token_between_steps(version: str,
+                                                             token_s: float) -> None:
+    # a 100-row decode step samples 100 tokens: 100 x 96.5 us = 9.65 ms more than 0.6
+    # under 0.5.4 (0.5.5 takes that preset); 23.0 ms under 0.5.0-0.5.3
+    assert _v0_step(version, DECODE) - _v0_step("0.6", DECODE) == pytest.approx(
+        100 * token_s, rel=1e-9)
+    # a prefill step admitting 3 prompts samples their 3 first tokens
+    prefill = StepShape(num_prefill_tokens=600, prefill_attn_work=600 * 100, num_admitted=3)
+    assert _v0_step(version, prefill) - _v0_step("0.6", prefill) == pytest.approx(
+        3 * token_s, rel=1e-9)
+
+
+@pytest.mark.parametrize(("version", "parts"), [("0.5", 62.0), ("0.5.4", 29.0)])
+def test_vllm_05_presets_give_the_blogs_host_to_gpu_split(version: str, parts: float,
+                                                         tmp_path: Path) -> None:
+    # vLLM's v0.6.0 blog: v0.5.3 on Llama 3 8B and one H100 spent 33% in its API server,
+    # 29% scheduling, 38% on the GPU; on 500 ShareGPT prompts at once the preset's host
+    # seconds (steps x step_s + token_s x output tokens) over the rest of the busy time
+    # are 62 : 38 (API server in the engine's process) and 29 : 38 (from 0.5.4)
+    trace, _ = sharegpt_lengths({"mean": 215, "sigma": 1.0}, {"mean": 198, "sigma": 0.9},
+                                PROMPTS, tmp_path)
+    host, gpu, _, tokens = host_share(trace, None, version)
+    assert tokens == pytest.approx(PROMPTS * 198, rel=0.01)
+    assert host / gpu == pytest.approx(parts / 38.0, rel=0.005)
+
+
+def test_vllm_05_without_the_32k_rule_and_0_5_4_with_it() -> None:
+    # vllm-project/vllm#6666 (2024-07-23) turned chunked prefill on above 32K context
+    def policy(version: str):  # noqa: ANN202
+        return resolve({"model": {"name": "llama-3.1-8b"},
+                        "stack": {"name": "vllm-v0", "version": version}}).policy
+    assert (policy("0.5").chunked_prefill, policy("0.5").max_num_batched_tokens) == \
+        (False, 131_072)
+    assert (policy("0.5.4").chunked_prefill, policy("0.5.4").max_num_batched_tokens) == \
+        (True, 512)
