@@ -44,6 +44,10 @@ class StackPreset:
     # G = query heads per KV head on one GPU (0: once, as the kernel tables measured it;
     # a fitted term: docs/stacks.md, "TensorRT-LLM 0.11 to 0.17")
     kv16_reread: float = 0.0
+    # The token budget the stack defaults to for a chunked-prefill setting the scenario
+    # chose itself (vLLM v0: 512 with chunked prefill, else max(max_model_len, 2048));
+    # None: the budget does not follow that setting
+    budget_rule: Callable[[ModelSpec, bool], int] | None = None
 
     def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
         """How many times a step this stack's decode attention reads the KV cache, in units
@@ -53,9 +57,16 @@ class StackPreset:
             return 1.0
         return 1.0 + self.kv16_reread * (query_group(model, tp) - 1)
 
-    def policy_for(self, model: ModelSpec, hardware: HardwareSpec) -> dict[str, Any]:
-        """The ``[policy]`` defaults for this model on this GPU."""
+    def policy_for(self, model: ModelSpec, hardware: HardwareSpec,
+                   own: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The ``[policy]`` defaults for this model on this GPU; ``own``: the scenario's own
+        knobs, when a default follows one of them (the budget follows ``chunked_prefill``
+        under ``budget_rule``, as vLLM v0's ``SchedulerConfig`` picks it)."""
         extra = self.adapt(model, hardware) if self.adapt is not None else {}
+        own = own or {}
+        if (self.budget_rule is not None and isinstance(own.get("chunked_prefill"), bool)
+                and "max_num_batched_tokens" not in own):
+            extra["max_num_batched_tokens"] = self.budget_rule(model, own["chunked_prefill"])
         return {**self.policy, **extra}
 
     def host_costs(self, num_layers: int, gpus: int = 1) -> dict[str, float]:
@@ -99,11 +110,12 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             overhead: dict[str, float] | None = None,
             multi_gpu: dict[str, float] | None = None,
             adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
-            kv16_reread: float = 0.0) -> StackPreset:
+            kv16_reread: float = 0.0,
+            budget_rule: Callable[[ModelSpec, bool], int] | None = None) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread)
+                       kv16_reread, budget_rule)
 
 
 GIB = 2**30
@@ -120,21 +132,25 @@ def _context(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     return {"max_model_len": model.max_context_tokens}
 
 
+def _vllm_v0_budget(model: ModelSpec, chunked: bool) -> int:
+    """vLLM v0's ``SchedulerConfig`` default token budget: 512 with chunked prefill, else
+    max(max_model_len, 2048)."""
+    return 512 if chunked else max(model.max_context_tokens, 2048)
+
+
 def _vllm_v0(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.6: chunked prefill (512 tokens a step) only above 32K context, else a whole-prompt
     budget of max(max_model_len, 2048)."""
-    ctx = model.max_context_tokens
-    if ctx > LONG_CONTEXT:
-        return {**_context(model, hw), "chunked_prefill": True, "max_num_batched_tokens": 512}
-    return {**_context(model, hw), "chunked_prefill": False,
-            "max_num_batched_tokens": max(ctx, 2048)}
+    chunked = model.max_context_tokens > LONG_CONTEXT
+    return {**_context(model, hw), "chunked_prefill": chunked,
+            "max_num_batched_tokens": _vllm_v0_budget(model, chunked)}
 
 
 def _vllm_v0_whole(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """v0.5.0-0.5.3: whole prompts at any context, a budget of max(max_model_len, 2048)
     (chunked prefill above 32K came with vllm-project/vllm#6666)."""
     return {**_context(model, hw), "chunked_prefill": False,
-            "max_num_batched_tokens": max(model.max_context_tokens, 2048)}
+            "max_num_batched_tokens": _vllm_v0_budget(model, False)}
 
 
 def _hopper_name(hw: HardwareSpec) -> bool:
@@ -397,7 +413,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "recompute the last running request (single-sequence groups never swap)",
             VLLM_06_MULTI_GPU_SOURCE),
             profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_05_TOKEN_S},
-            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0_whole),
+            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0_whole,
+            budget_rule=_vllm_v0_budget),
         _preset("vllm-v0", "0.5.4", {
             "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
             VLLM_KV, (
@@ -412,7 +429,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "recompute the last running request (single-sequence groups never swap)",
             VLLM_06_MULTI_GPU_SOURCE),
             profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_054_TOKEN_S},
-            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0),
+            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0,
+            budget_rule=_vllm_v0_budget),
         _preset("vllm-v0", "0.6", {
             "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
             VLLM_KV, (
@@ -424,7 +442,7 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "recompute the last running request (single-sequence groups never swap)",
             VLLM_06_MULTI_GPU_SOURCE),
             profiles="vllm", per_layer=VLLM_DISPATCH, multi_gpu=VLLM_06_MULTI_GPU,
-            adapt=_vllm_v0),
+            adapt=_vllm_v0, budget_rule=_vllm_v0_budget),
     ),
     "vllm-v1": (
         _vllm_v1("0.8", _vllm_v1_08, (

@@ -115,7 +115,8 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
         # defaults that follow the context (vLLM v0's long-context chunked prefill) follow
         # the max_model_len the user serves with, as vLLM's EngineArgs read it
         model = dataclasses.replace(model, max_context_tokens=own["max_model_len"])
-    defaults = preset.policy_for(model, hardware) if model and hardware else dict(preset.policy)
+    defaults = (preset.policy_for(model, hardware, own) if model and hardware
+                else dict(preset.policy))
     out["policy"] = {**defaults, **own}
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
     cost = dict(out.get("cost") or {})

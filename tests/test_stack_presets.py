@@ -94,6 +94,23 @@ def test_vllm_v0_long_context_rule_reads_the_served_max_model_len() -> None:
             dep.policy.max_model_len) == (False, 4096, 4096)
 
 
+@pytest.mark.parametrize(("model", "chunked", "budget"), [("llama-2-7b", True, 512),
+                                                           ("llama-3.1-8b", False, 131_072)])
+@pytest.mark.parametrize("version", ["0.5.4", "0.6"])
+def test_vllm_v0_budget_follows_the_chunked_prefill_the_user_sets(
+        model: str, chunked: bool, budget: int, version: str) -> None:
+    # vLLM v0's SchedulerConfig picks the budget from the flag the server runs with:
+    # --enable-chunked-prefill on a 4K model gives 512-token steps, turning it off on
+    # Llama-3.1-8B (131,072 positions) gives max(131072, 2048); a budget the scenario
+    # sets itself still wins
+    def policy(extra: dict):  # noqa: ANN202
+        return resolve({"model": {"name": model}, "policy": extra,
+                        "stack": {"name": "vllm-v0", "version": version}}).policy
+    assert policy({"chunked_prefill": chunked}).max_num_batched_tokens == budget
+    assert policy({"chunked_prefill": chunked,
+                   "max_num_batched_tokens": 1024}).max_num_batched_tokens == 1024
+
+
 # vLLM V1's online-server defaults (max_num_seqs, max_num_batched_tokens) release by
 # release: 0.8.0-0.8.3 1024 sequences everywhere and 8192 tokens on H100/H200 (#12369);
 # 0.8.4 back to 256 sequences but on H100/H200 (#16158); 0.8.5 by memory, 70 GiB or more
