@@ -17,8 +17,9 @@ request outputs, scheduling and preparing each row; all of it grows with the row
 step) that, added to the 0.6 preset's host costs, gives that 29 : 38 split (0.5.4 and
 0.5.5) or, with the API server's 33 in the engine's process and interpreter, 62 : 38
 (0.5.0 to 0.5.3) on the blog's workload: Llama-3-8B on one H100 SXM, 500 ShareGPT prompts
-at once (the blog's benchmark; the lengths the other ShareGPT replays use: means 215 / 198,
-the benchmark tools' filter).
+at once (the blog's benchmark: "500 prompts randomly sampled from ShareGPT", "average input
+tokens: 202, average output tokens: 179"; log-normal lengths with those means, kept by the
+benchmark tools' filter, as the other ShareGPT replays draw them).
 The engine's host time is ``steps x step_s + token_s x output tokens`` (no chunked prefill
 here: a request's first token comes from the step that admits it), its GPU time the rest
 of the busy time. A fixed point: the GPU time depends on the batches, which depend on
@@ -48,8 +49,14 @@ GPU_PARTS = 38.0  # the blog's "GPU execution" share
 # host parts each release's engine loop waits for: "scheduling" (29), and from 0.5.4 on
 # without the API server's 33 (its own process since vllm-project/vllm#6883)
 HOST_PARTS = {"0.5": 29.0 + 33.0, "0.5.4": 29.0}
-PROMPTS = 500  # the blog's ShareGPT benchmark
+PROMPTS, MEAN_IN, MEAN_OUT = 500, 202, 179  # the blog's ShareGPT benchmark
 BLOG_RATIOS = {("llama-3-8b", 1): 2.7, ("llama-3-70b", 4): 1.8}  # v0.6.0 / v0.5.3 throughput
+
+
+def blog_trace(folder: Path) -> tuple[Path, str]:
+    """The blog's ShareGPT sample as a request table in ``folder`` (and its means)."""
+    return sharegpt_lengths({"mean": MEAN_IN, "sigma": 1.0}, {"mean": MEAN_OUT, "sigma": 0.9},
+                            PROMPTS, folder)
 
 
 def point(trace: Path, token_s: float | None, version: str = "0.6") -> dict:
@@ -113,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also print 0.6 (multi-step 10) over 0.5 against the blog's ratios")
     args = ap.parse_args(argv)
     folder = Path(tempfile.gettempdir()) / "servesim-published"
-    trace, kept = sharegpt_lengths({"mean": 215, "sigma": 1.0}, {"mean": 198, "sigma": 0.9},
-                                   PROMPTS, folder)
+    trace, kept = blog_trace(folder)
     print(f"{PROMPTS} ShareGPT-shaped requests at once: {kept}")
     for version, parts in HOST_PARTS.items():
         print(f"vllm-v0 {version}: host : GPU = {parts:g} : {GPU_PARTS:g}")

@@ -371,17 +371,18 @@ VLLM_06_MULTI_GPU = {"seq_s": 30.6e-6}
 # (0.6.0: vllm-project/vllm#7049 overlapped the output processing with the next step,
 # and more). vLLM's v0.6.0 blog profiled v0.5.3 on Llama 3 8B and one H100: 33% of the
 # time in the HTTP API server, 29% "scheduling" (those), 38% on the GPU. A cost per output
-# token that gives that split on the blog's workload (500 ShareGPT prompts at once) on top
-# of the 0.6 preset's host costs: `python benchmarks/vllm05_host_share.py`. 0.5.0-0.5.3
+# token that gives that split on the blog's workload (500 ShareGPT prompts at once, means
+# 202 / 179) on top of the 0.6 preset's host costs: `python
+# benchmarks/vllm05_host_share.py`. 0.5.0-0.5.3
 # ran the API server in the engine's process: 62 host parts to 38; 0.5.4 moved it to its
 # own (vllm-project/vllm#6883): 29 to 38. Checked against the blog's headline (v0.6.0 /
 # v0.5.3 throughput 2.7x on 8B, 1.8x on 70B TP 4): `... --ratios`, docs/stacks.md.
-VLLM_05_TOKEN_S = 230.0e-6
-VLLM_054_TOKEN_S = 96.5e-6
+VLLM_05_TOKEN_S = 228.4e-6
+VLLM_054_TOKEN_S = 95.8e-6
 VLLM_05_HOST_SOURCE = (
     "host: token_s {us:g} us per output token, blocking: the v0.6.0 blog's profile of v0.5.3 "
     "(Llama 3 8B, one H100: API server 33%, scheduling 29%, GPU 38%) as {parts} host parts "
-    "to 38 on 500 ShareGPT prompts at once (benchmarks/vllm05_host_share.py)")
+    "to 38 on the blog's 500 ShareGPT prompts at once (benchmarks/vllm05_host_share.py)")
 VLLM_06_MULTI_GPU_SOURCE = (
     "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
     "(TP 2; benchmarks/published_cases_serving_runs.toml)")
