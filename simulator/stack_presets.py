@@ -373,9 +373,9 @@ VLLM_06_MULTI_GPU = {"seq_s": 30.6e-6}
 # time in the HTTP API server, 29% "scheduling" (those), 38% on the GPU. A cost per output
 # token that gives that split on the blog's workload (500 ShareGPT prompts at once, means
 # 202 / 179) on top of the 0.6 preset's host costs: `python
-# benchmarks/vllm05_host_share.py`. 0.5.0-0.5.3
-# ran the API server in the engine's process: 62 host parts to 38; 0.5.4 moved it to its
-# own (vllm-project/vllm#6883): 29 to 38. Checked against the blog's headline (v0.6.0 /
+# benchmarks/vllm05_host_share.py`. 0.5.0-0.5.3 ran the API server in the engine's
+# process: 62 host parts to 38; 0.5.4 moved it to its own (vllm-project/vllm#6883): 29 to
+# 38. Checked against the blog's headline (v0.6.0 /
 # v0.5.3 throughput 2.7x on 8B, 1.8x on 70B TP 4): `... --ratios`, docs/stacks.md.
 VLLM_05_TOKEN_S = 228.4e-6
 VLLM_054_TOKEN_S = 95.8e-6
@@ -383,6 +383,11 @@ VLLM_05_HOST_SOURCE = (
     "host: token_s {us:g} us per output token, blocking: the v0.6.0 blog's profile of v0.5.3 "
     "(Llama 3 8B, one H100: API server 33%, scheduling 29%, GPU 38%) as {parts} host parts "
     "to 38 on the blog's 500 ShareGPT prompts at once (benchmarks/vllm05_host_share.py)")
+VLLM_05_PARTS = {"0.5": "62 (API server in the engine's process until vllm-project/vllm#6883)",
+                 "0.5.4": "29 (the API server in its own process from vllm-project/vllm#6883)"}
+VLLM_05_ARGS = ("vllm {release} vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
+                "gpu_memory_utilization 0.9; {chunked}; max_num_batched_tokens "
+                "max(max_model_len, 2048) without chunked prefill")
 VLLM_06_MULTI_GPU_SOURCE = (
     "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
     "(TP 2; benchmarks/published_cases_serving_runs.toml)")
@@ -397,53 +402,38 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
                    per_layer=VLLM_DISPATCH, adapt=adapt)
 
 
+def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
+                    overhead: dict[str, float], sources: tuple[str, ...]) -> StackPreset:
+    """A vLLM v0 release: the 0.4-0.6 scheduler (256 sequences, watermark, recompute the
+    newest), vLLM's kernel tables, dispatch and multi-GPU host costs; what changed between
+    releases is the long-context rule (``adapt``) and the host cost per token
+    (``overhead``)."""
+    return _preset("vllm-v0", version, {
+        "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
+        VLLM_KV, (VLLM_DISPATCH_SOURCE, *sources,
+                  "vllm/core/block_manager: watermark 0.01 at admission; "
+                  "vllm/core/scheduler.py: recompute the last running request "
+                  "(single-sequence groups never swap)", VLLM_06_MULTI_GPU_SOURCE),
+        profiles="vllm", per_layer=VLLM_DISPATCH, overhead=overhead,
+        multi_gpu=VLLM_06_MULTI_GPU, adapt=adapt, budget_rule=_vllm_v0_budget)
+
+
 # Each stack's versions, oldest first; the last is the default.
 STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "vllm-v0": (
-        _preset("vllm-v0", "0.5", {
-            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
-            VLLM_KV, (
-            VLLM_DISPATCH_SOURCE,
-            VLLM_05_HOST_SOURCE.format(us=VLLM_05_TOKEN_S * 1e6, parts="62 (API server in "
-                                       "the engine's process until vllm-project/vllm#6883)"),
-            "vllm v0.5.x vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
-            "gpu_memory_utilization 0.9; chunked prefill off (the 32K rule came with "
-            "vllm-project/vllm#6666, 2024-07-23), max_num_batched_tokens "
-            "max(max_model_len, 2048)",
-            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
-            "recompute the last running request (single-sequence groups never swap)",
-            VLLM_06_MULTI_GPU_SOURCE),
-            profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_05_TOKEN_S},
-            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0_whole,
-            budget_rule=_vllm_v0_budget),
-        _preset("vllm-v0", "0.5.4", {
-            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
-            VLLM_KV, (
-            VLLM_DISPATCH_SOURCE,
-            VLLM_05_HOST_SOURCE.format(us=VLLM_054_TOKEN_S * 1e6, parts="29 (the API server "
-                                       "in its own process from vllm-project/vllm#6883)"),
-            "vllm v0.5.4 vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
-            "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K "
-            "(vllm-project/vllm#6666), then max_num_batched_tokens 512; else "
-            "max(max_model_len, 2048)",
-            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
-            "recompute the last running request (single-sequence groups never swap)",
-            VLLM_06_MULTI_GPU_SOURCE),
-            profiles="vllm", per_layer=VLLM_DISPATCH, overhead={"token_s": VLLM_054_TOKEN_S},
-            multi_gpu=VLLM_06_MULTI_GPU, adapt=_vllm_v0,
-            budget_rule=_vllm_v0_budget),
-        _preset("vllm-v0", "0.6", {
-            "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
-            VLLM_KV, (
-            VLLM_DISPATCH_SOURCE,
+        _vllm_v0_preset("0.5", _vllm_v0_whole, {"token_s": VLLM_05_TOKEN_S}, (
+            VLLM_05_HOST_SOURCE.format(us=VLLM_05_TOKEN_S * 1e6, parts=VLLM_05_PARTS["0.5"]),
+            VLLM_05_ARGS.format(release="v0.5.x", chunked="chunked prefill off at any context (the "
+                                "32K rule came with vllm-project/vllm#6666, 2024-07-23)"))),
+        _vllm_v0_preset("0.5.4", _vllm_v0, {"token_s": VLLM_054_TOKEN_S}, (
+            VLLM_05_HOST_SOURCE.format(us=VLLM_054_TOKEN_S * 1e6, parts=VLLM_05_PARTS["0.5.4"]),
+            VLLM_05_ARGS.format(release="v0.5.4", chunked="chunked prefill on only when "
+                                "max_model_len > 32K (vllm-project/vllm#6666), then "
+                                "max_num_batched_tokens 512"))),
+        _vllm_v0_preset("0.6", _vllm_v0, {}, (
             "vllm v0.6 vllm/engine/arg_utils.py: max_num_seqs 256, block_size 16, "
             "gpu_memory_utilization 0.9; chunked prefill on only when max_model_len > 32K, "
-            "then max_num_batched_tokens 512; else max(max_model_len, 2048)",
-            "vllm/core/block_manager: watermark 0.01 at admission; vllm/core/scheduler.py: "
-            "recompute the last running request (single-sequence groups never swap)",
-            VLLM_06_MULTI_GPU_SOURCE),
-            profiles="vllm", per_layer=VLLM_DISPATCH, multi_gpu=VLLM_06_MULTI_GPU,
-            adapt=_vllm_v0, budget_rule=_vllm_v0_budget),
+            "then max_num_batched_tokens 512; else max(max_model_len, 2048)",)),
     ),
     "vllm-v1": (
         _vllm_v1("0.8", _vllm_v1_08, (
