@@ -39,6 +39,7 @@ from dashboard.logic.scenario_form import (
     collapse,
     load_shipped,
     policy_label,
+    stack_versions,
     sweep_note,
     with_stack,
 )
@@ -172,13 +173,19 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     stack = _choice("Serving stack", list(choices("stack")), d.stack, "stack",
                     help="a stack's scheduler rules, defaults, kernels and host costs "
                          "(docs/stacks.md); its knobs show below and may be changed")
-    shown = (stack, model, gpu) if stack != "none" else ("none",)
+    version = ""
+    if stack != "none":  # newest first: a scenario without a version runs the first
+        named = d.stack_version if base.get("stack", {}).get("name") == stack else ""
+        version = _choice("Stack version", stack_versions(stack, named), named, "stack_version",
+                          help="the release whose defaults and host costs run; a release "
+                               "between two presets takes the earlier (docs/stacks.md)")
+    shown = (stack, version, model, gpu) if stack != "none" else ("none",)
     if st.session_state.get("_stack_shown") != shown:  # re-seed the policy from the stack
         if "_stack_shown" in st.session_state:
             for key in ("policy", *POLICY_KNOBS):
                 st.session_state.pop(key, None)
         st.session_state["_stack_shown"] = shown
-    d = with_stack(base, replace(d, stack=stack, model=model, gpu=gpu))
+    d = with_stack(base, replace(d, stack=stack, stack_version=version, model=model, gpu=gpu))
     sb.subheader("Batching policy")
     policy = _choice("Policy", list(choices("policy")), d.policy, "policy",
                      format_func=policy_label)
@@ -221,7 +228,8 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     for note in form_notes(base, d, source):
         sb.caption(note)
     return replace(d, **k, model=model, gpu=gpu, weight_dtype=dtype, tp=tp,
-                   replicas=replicas, router=router, stack=stack, policy=policy,
+                   replicas=replicas, router=router, stack=stack, stack_version=version,
+                   policy=policy,
                    arrival=arrival,
                    rescale_trace=rescale, num_requests=n, prompt=prompt, output=output,
                    trace=trace, ttft_ms=ttft, tpot_ms=tpot, percentile=q, prefix=prefix,

@@ -186,3 +186,21 @@ def test_a_serving_stack_reseeds_the_policy_and_runs_with_its_kernels():
     assert not at.exception
     assert at.selectbox(key="policy").value == "continuous"  # the scenario's own again
     assert at.number_input(key="max_num_seqs").value == 256
+
+
+def test_a_stack_version_reseeds_the_policy_and_runs_that_release():
+    at = page("explorer").run()
+    _upload_scenario(at, '[workload]\narrival = "poisson"\nrate = 3.0\nnum_requests = 40\n'
+                         '[model]\nname = "llama-3.1-8b"\n[hardware]\ngpu = "h100-sxm"\n',
+                     "bare.toml")
+    at.selectbox(key="stack").set_value("vllm-v0").run()
+    assert not at.exception
+    assert at.selectbox(key="stack_version").options == ["0.6", "0.5.4", "0.5"]
+    assert at.selectbox(key="stack_version").value == "0.6"  # no version: the latest
+    assert at.number_input(key="max_num_batched_tokens").value == 512  # over 32K: chunks
+    assert _ran(at)["stack"] == {"name": "vllm-v0"}
+    at.selectbox(key="stack_version").set_value("0.5").run()
+    assert not at.exception
+    # 0.5.0-0.5.3 prefilled whole prompts at any context: max(131072, 2048) tokens a step
+    assert at.number_input(key="max_num_batched_tokens").value == 131_072
+    assert _ran(at)["stack"] == {"name": "vllm-v0", "version": "0.5"}

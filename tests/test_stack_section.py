@@ -129,3 +129,30 @@ def test_the_dashboard_form_shows_a_stacks_knobs_and_writes_the_stack() -> None:
     assert point["stack"] == {"name": "trtllm"}
     assert resolve(point).policy.admission == "no_evict"
     assert "stack" not in apply_knobs({}, default_knobs())  # none adds nothing
+
+
+def test_the_dashboard_form_runs_the_stack_version_it_shows() -> None:
+    from dashboard.logic.scenario_form import (
+        apply_knobs,
+        default_knobs,
+        knobs_from_point,
+        stack_versions,
+        with_stack,
+    )
+
+    # newest first (a scenario without a version runs the first); a release between two
+    # presets that the scenario names is offered as it is
+    assert stack_versions("vllm-v0") == ["0.6", "0.5.4", "0.5"]
+    assert stack_versions("trtllm", "0.13")[-1] == "0.13" and stack_versions("none") == []
+    k = with_stack({}, replace(default_knobs(), stack="vllm-v0", stack_version="0.5",
+                               model="llama-3.1-8b", gpu="h100-sxm"))
+    # 0.5.0-0.5.3: whole prompts at Llama-3.1's 131,072 positions (0.6: 512-token chunks)
+    assert k.max_num_batched_tokens == 131_072
+    point = apply_knobs({}, k)
+    assert point["stack"] == {"name": "vllm-v0", "version": "0.5"}
+    assert resolve(point).cost.overhead.token_s == pytest.approx(228.4e-6)
+    assert knobs_from_point(point).stack_version == "0.5"
+    # the latest is written as no version (what a scenario without one runs)
+    assert apply_knobs({}, replace(k, stack_version="0.6"))["stack"] == {"name": "vllm-v0"}
+    # a release the stack has none for (left from another stack) shows the latest
+    assert with_stack({}, replace(k, stack_version="0.0.1")).max_num_batched_tokens == 512

@@ -35,11 +35,12 @@ from dashboard.logic.scenario_files import (
     shipped_scenarios,
     sweep_note,
 )
+from simulator.errors import ConfigError
 from simulator.policies import POLICIES, policy_knobs
 from simulator.scenario_types import Scenario, field_rule
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
-from simulator.stacks import StackSection, apply_stack
+from simulator.stacks import STACKS, StackSection, apply_stack
 from simulator.workload.lengths import Fixed, LogNormal, Uniform
 
 MAX_DEFAULT_REQUESTS = 600  # keeps one explorer run near a second on a 2-core machine
@@ -97,6 +98,7 @@ class Knobs:
     replicas: int
     router: str
     stack: str  # none | a key of simulator.stacks.STACKS
+    stack_version: str  # "" = the stack's latest preset, else a release (stack_versions)
     prefix: PrefixKnobs  # [kv] prefix_caching and the workload's prefix knobs
     spec: SpecKnobs  # [speculative]
 
@@ -158,6 +160,7 @@ def knobs_from_point(point: dict[str, Any]) -> Knobs:
         percentile=float(get("slo", "percentile")),
         replicas=get("cluster", "replicas"), router=get("cluster", "router"),
         stack=get("stack", "name"),
+        stack_version=str(point.get("stack", {}).get("version") or ""),
         prefix=prefix_from_point(point), spec=spec_from_point(point, get("model", "name")),
     )
 
@@ -227,20 +230,30 @@ def apply_knobs(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
     out["slo"] = {**out.get("slo", {}), "ttft_ms": k.ttft_ms, "tpot_ms": k.tpot_ms,
                   "percentile": k.percentile}
     out["cluster"] = {**out.get("cluster", {}), "replicas": k.replicas, "router": k.router}
-    stack = out.get("stack", {})
-    if k.stack != "none" or stack:
-        out["stack"] = {"name": k.stack, **({"version": stack["version"]}
-                                            if stack.get("name") == k.stack
-                                            and "version" in stack else {})}
+    if k.stack != "none" or out.get("stack"):
+        latest = k.stack == "none" or k.stack_version in ("", STACKS[k.stack][-1].version)
+        out["stack"] = {"name": k.stack, **({} if latest else {"version": k.stack_version})}
     return out
 
 
+def stack_versions(stack: str, own: str = "") -> list[str]:
+    """What the version box offers for ``stack``: its presets, newest first (the first is
+    what a scenario without a version runs), and ``own``, a release that takes an earlier
+    preset (``trtllm`` 0.13), when the scenario names one; none for ``none``."""
+    if stack == "none":
+        return []
+    versions = [p.version for p in reversed(STACKS[stack])]
+    return versions + ([own] if own and own not in versions else [])
+
+
 def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
-    """``k`` with the policy and knobs the stack ``k.stack`` gives ``k.model`` on ``k.gpu``,
-    under what ``point``'s own ``[policy]`` sets (as a run resolves them); ``k`` for none."""
-    section = StackSection(name=k.stack, version=point.get("stack", {}).get("version", "")
-                           if point.get("stack", {}).get("name") == k.stack else "")
-    preset = section.preset()
+    """``k`` with the policy and knobs the stack ``k.stack`` (at ``k.stack_version``) gives
+    ``k.model`` on ``k.gpu``, under what ``point``'s own ``[policy]`` sets (as a run
+    resolves them); ``k`` for none."""
+    try:
+        preset = StackSection(name=k.stack, version=k.stack_version).preset()
+    except ConfigError:  # a release this stack has no preset for: its latest
+        preset = StackSection(name=k.stack).preset()
     if preset is None:
         return k
     base = {**point, "model": {"name": k.model}, "hardware": {"gpu": k.gpu, "tp": k.tp}}
@@ -252,5 +265,5 @@ def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
 
 __all__ = ["DEFAULT_SCENARIO", "SCENARIOS_DIR", "Knobs", "apply_knobs", "collapse",
            "default", "default_knobs", "knobs_from_point", "load_shipped", "policy_label",
-           "policy_settings", "policy_table", "shipped_scenarios", "sweep_note",
-           "with_stack", "workload_table"]
+           "policy_settings", "policy_table", "shipped_scenarios", "stack_versions",
+           "sweep_note", "with_stack", "workload_table"]
