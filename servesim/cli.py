@@ -1,4 +1,4 @@
-"""The ``servesim`` command line, nine commands:
+"""The ``servesim`` command line, ten commands:
 
 - ``run`` and ``sweep``: simulate a scenario's points (``--backend engine``: serve them);
 - ``plan``: the cheapest deployment that meets an SLO at a target rate;
@@ -7,6 +7,7 @@
 - ``calibrate``: fit a cost profile from a profile table (or a measured run);
 - ``serve``: serve a model over an OpenAI-compatible HTTP API;
 - ``measure``: replay a workload against an OpenAI-compatible endpoint;
+- ``stacks``: the serving-stack presets and what each sets for a model on a GPU;
 - ``dashboard``: start the Streamlit dashboard.
 
 Commands that need the engine (torch) import it only when they run, so ``servesim run``
@@ -27,6 +28,7 @@ from servesim.measure_command import add_measure_parser
 from servesim.plan_command import add_plan_parser
 from servesim.profile_command import add_profile_parser
 from servesim.serve_command import add_serve_parser
+from servesim.stacks_command import add_stacks_parser
 from servesim.validate_command import add_validate_parser
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "chat.toml"
@@ -86,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate_parser(sub)
     add_serve_parser(sub)
     add_measure_parser(sub)
+    add_stacks_parser(sub)
     return parser
 
 
@@ -126,6 +129,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         from servesim.measure_command import measure_command
 
         return measure_command(args)
+    if args.command == "stacks":
+        from servesim.stacks_command import stacks_command
+
+        return stacks_command(args)
     if args.scenario is None:
         args.scenario = str(DEFAULT_SCENARIO)
     try:

@@ -1,0 +1,55 @@
+"""``servesim stacks``: each preset's knobs, KV layout and host costs for one deployment,
+as a run would get them (numbers from simulator/stack_presets.py, checked by hand)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from servesim.cli import main
+
+
+def _views(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, dict]:
+    assert main(["stacks", *argv, "--json"]) == 0
+    return {v["version"]: v for v in json.loads(capsys.readouterr().out)}
+
+
+def test_vllm_v0_releases_on_llama_3_1_8b(capsys: pytest.CaptureFixture[str]) -> None:
+    views = _views(capsys, "vllm-v0")
+    assert list(views) == ["0.5", "0.5.4", "0.6"]
+    assert [v["latest"] for v in views.values()] == [False, False, True]
+    # 131,072 positions: 0.5.0-0.5.3 prefill whole prompts, 0.5.4 on chunks of 512
+    assert (views["0.5"]["policy"]["chunked_prefill"],
+            views["0.5"]["policy"]["max_num_batched_tokens"]) == (False, 131_072)
+    assert views["0.5.4"]["policy"]["max_num_batched_tokens"] == 512
+    host = views["0.5.4"]["host_costs_s"]  # 32 layers: 0.8 ms and 0.039 ms each
+    assert host["token_s"] == pytest.approx(95.8e-6)
+    assert host["request_s"] == pytest.approx(32 * 0.8e-3)
+    assert host["step_s"] == pytest.approx(32 * 0.039e-3)
+    assert "token_s" not in views["0.6"]["host_costs_s"]
+
+
+def test_host_costs_follow_depth_and_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    host = _views(capsys, "vllm-v0", "--model", "llama-3-70b", "--tp", "4")["0.6"][
+        "host_costs_s"]
+    assert host["step_s"] == pytest.approx(80 * 0.039e-3)  # 80 layers
+    assert host["seq_s"] == pytest.approx(30.6e-6)  # more than one GPU only
+
+
+def test_vllm_v1_defaults_follow_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    views = _views(capsys, "vllm-v1", "--gpu", "a100-80gb")
+    batches = {v: (x["policy"]["max_num_seqs"], x["policy"]["max_num_batched_tokens"])
+               for v, x in views.items()}
+    assert batches == {"0.8": (1024, 2048), "0.8.4": (256, 2048), "0.8.5": (1024, 8192),
+                       "0.9": (256, 2048)}
+
+
+def test_text_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stacks", "trtllm", "--sources"]) == 0
+    text = capsys.readouterr().out
+    assert "trtllm 1.0 (the default version)" in text and "  source: " in text
+    assert main(["stacks", "--model", "nope"]) == 2
+    assert "is not a known model" in capsys.readouterr().err
+    assert main(["stacks", "--tp", "0"]) == 2
+    assert "--tp 0" in capsys.readouterr().err
