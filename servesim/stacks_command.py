@@ -3,9 +3,10 @@
 A preset (simulator/stack_presets.py) fills a scenario's ``[policy]``, ``[kv]`` and host
 costs with a stack's out-of-the-box behaviour at one release; some of it depends on the
 model (context length, depth) and the GPU (memory). This prints, for a model on a GPU at a
-tensor-parallel size, each preset's policy knobs, KV layout, host costs and kernel tables,
-as a run under ``[stack] name = ..., version = ...`` would get them (before the scenario's
-own values, which win):
+tensor-parallel size, each preset's policy knobs, KV layout, host costs and step costs (the
+cost source a run resolves: the stack's kernel tables, a stand-in's or a prior), as a run
+under ``[stack] name = ..., version = ...`` would get them (before the scenario's own
+values, which win):
 
     servesim stacks                                  # every stack, Llama-3.1-8B on an H100
     servesim stacks vllm-v0 --model llama-3-70b --gpu a100-80gb --tp 4 --sources
@@ -18,6 +19,7 @@ import json
 import sys
 from typing import Any
 
+from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
@@ -43,16 +45,16 @@ def add_stacks_parser(sub: Any) -> None:
 
 def preset_view(preset: StackPreset, model: str, gpu: str, tp: int) -> dict[str, Any]:
     """What ``preset`` sets for ``model`` on ``tp`` x ``gpu``: policy, kv, host costs (s),
-    kernel tables, sources; ``latest`` when a scenario without a version runs it."""
+    the step costs a run resolves (``servesim run``'s ``step costs:`` line), sources;
+    ``latest`` when a scenario without a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
+    dep = resolve({"model": {"name": model}, "hardware": {"gpu": gpu, "tp": tp},
+                   "stack": {"name": preset.stack, "version": preset.version}})
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": preset.policy_for(spec, hw), "kv": dict(preset.kv),
             "host_costs_s": preset.host_costs(spec.num_layers, tp),
-            "kernel_tables": (f"simulator/profiles/stacks/{preset.profiles}/"
-                              if preset.profiles and preset.profiles != "trtllm"
-                              else "simulator/profiles/ (TensorRT-LLM's)"),
-            "sources": list(preset.sources)}
+            "step_costs": dep.cost_source, "sources": list(preset.sources)}
 
 
 def _seconds(value: float) -> str:
@@ -74,7 +76,7 @@ def render(views: list[dict[str, Any]], sources: bool) -> str:
         out.append(f"  kv: {_line(v['kv'])}")
         host = ", ".join(f"{k} {_seconds(s)}" for k, s in v["host_costs_s"].items())
         out.append(f"  host costs: {host or 'none'}")
-        out.append(f"  kernel tables: {v['kernel_tables']}")
+        out.append(f"  step costs: {v['step_costs']}")
         if sources:
             out += [f"  source: {s}" for s in v["sources"]]
     return "\n".join(out)

@@ -28,6 +28,10 @@ def test_vllm_v0_releases_on_llama_3_1_8b(capsys: pytest.CaptureFixture[str]) ->
     assert host["request_s"] == pytest.approx(32 * 0.8e-3)
     assert host["step_s"] == pytest.approx(32 * 0.039e-3)
     assert "token_s" not in views["0.6"]["host_costs_s"]
+    # the cost source a run resolves: vLLM's own kernel tables, plus the host terms
+    assert views["0.5.4"]["step_costs"].startswith(
+        "stacks/vllm/h100-sxm__llama-3.1-8b__bf16__tp1.json")
+    assert "token 0.0958 ms" in views["0.5.4"]["step_costs"]
 
 
 def test_host_costs_follow_depth_and_gpus(capsys: pytest.CaptureFixture[str]) -> None:
