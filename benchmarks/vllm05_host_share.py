@@ -50,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from benchmarks.published_lengths import sharegpt_lengths  # noqa: E402
 from simulator.costs.host import split_host  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
+from simulator.specs.models import get_model  # noqa: E402
+from simulator.stacks import STACKS  # noqa: E402
 
 GPU_PARTS = 38.0  # the blog's "GPU execution" share
 # host parts each release's engine loop waits for: "scheduling" (29), and from 0.5.4 on
@@ -108,11 +110,7 @@ def multistep_gains(trace: Path, model: str, tp: int) -> tuple[float, float]:
 
 def point_host_costs(model: str, tp: int) -> dict[str, float]:
     """The ``vllm-v0 0.6`` preset's host costs for ``model`` on ``tp`` GPUs."""
-    from simulator.specs.models import get_model
-    from simulator.stacks import StackSection
-
-    preset = StackSection(name="vllm-v0", version="0.6").preset()
-    assert preset is not None
+    preset = next(p for p in STACKS["vllm-v0"] if p.version == "0.6")
     return preset.host_costs(get_model(model).num_layers, tp)
 
 
