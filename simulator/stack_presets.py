@@ -48,6 +48,11 @@ class StackPreset:
     # chose itself (vLLM v0: 512 with chunked prefill, else max(max_model_len, 2048));
     # None: the budget does not follow that setting
     budget_rule: Callable[[ModelSpec, bool], int] | None = None
+    # The KV cache takes the activations' dtype unless the scenario sets one (vLLM's and
+    # SGLang's ``--kv-cache-dtype auto``: an fp8 checkpoint keeps a bf16 cache); False:
+    # servesim's own default (fp8 KV for quantised weights, as TensorRT-LLM's FP8
+    # checkpoints quantise the cache too)
+    kv_dtype_auto: bool = False
 
     def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
         """How many times a step this stack's decode attention reads the KV cache, in units
@@ -111,11 +116,12 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             multi_gpu: dict[str, float] | None = None,
             adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
             kv16_reread: float = 0.0,
-            budget_rule: Callable[[ModelSpec, bool], int] | None = None) -> StackPreset:
+            budget_rule: Callable[[ModelSpec, bool], int] | None = None,
+            kv_dtype_auto: bool = False) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread, budget_rule)
+                       kv16_reread, budget_rule, kv_dtype_auto)
 
 
 GIB = 2**30
@@ -240,6 +246,9 @@ SGLANG_03_HOST_SOURCE = ("host: request_s 0.1943 ms x layers, step_s 0.0484 ms x
 SGLANG_POLICY = {"name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
                  "preemption": "fewest_outputs", "mixed_chunks": False}
 SGLANG_KV = {"block_size": 1, "gpu_memory_utilization": 0.88}
+SGLANG_KV_DTYPE_SOURCE = (
+    "sglang server_args.py kv_cache_dtype default 'auto' (docs/backend/server_arguments.md: "
+    "'Dtype of the kv cache, defaults to the dtype'): an FP8 checkpoint keeps a bf16 cache")
 SGLANG_SOURCES = (
     "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
     "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
@@ -392,14 +401,18 @@ VLLM_06_MULTI_GPU_SOURCE = (
     "host, more than one GPU: seq_s 30.6 us per decode row, fitted on vllm-project/vllm#9476 "
     "(TP 2; benchmarks/published_cases_serving_runs.toml)")
 
+VLLM_KV_DTYPE_SOURCE = (
+    "vllm/engine/arg_utils.py --kv-cache-dtype default 'auto': 'will use the model data "
+    "type' (an FP8 checkpoint keeps a bf16 KV cache unless --kv-cache-dtype fp8)")
+
 
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...]) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``)."""
     return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES}, VLLM_KV,
-                   (VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources), profiles="vllm",
-                   per_layer=VLLM_DISPATCH, adapt=adapt)
+                   (VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources, VLLM_KV_DTYPE_SOURCE),
+                   profiles="vllm", per_layer=VLLM_DISPATCH, adapt=adapt, kv_dtype_auto=True)
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
@@ -413,9 +426,21 @@ def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dic
         VLLM_KV, (VLLM_DISPATCH_SOURCE, *sources,
                   "vllm/core/block_manager: watermark 0.01 at admission; "
                   "vllm/core/scheduler.py: recompute the last running request "
-                  "(single-sequence groups never swap)", VLLM_06_MULTI_GPU_SOURCE),
+                  "(single-sequence groups never swap)", VLLM_06_MULTI_GPU_SOURCE,
+                  VLLM_KV_DTYPE_SOURCE),
         profiles="vllm", per_layer=VLLM_DISPATCH, overhead=overhead,
-        multi_gpu=VLLM_06_MULTI_GPU, adapt=adapt, budget_rule=_vllm_v0_budget)
+        multi_gpu=VLLM_06_MULTI_GPU, adapt=adapt, budget_rule=_vllm_v0_budget,
+        kv_dtype_auto=True)
+
+
+def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, ...],
+                   adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
+                   per_layer: dict[str, float] | None = None) -> StackPreset:
+    """An SGLang release: its policy, page size and memory share, kernel tables, a KV cache
+    in the model's dtype; ``per_layer``: its host costs where a release has them."""
+    return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
+                   (*sources, SGLANG_KV_DTYPE_SOURCE), profiles="sglang",
+                   per_layer=per_layer, adapt=adapt, kv_dtype_auto=True)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -457,15 +482,12 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "vllm/engine/arg_utils.py get_batch_defaults",)),
     ),
     "sglang": (
-        _preset("sglang", "0.2", dict(SGLANG_02_POLICY), dict(SGLANG_KV), SGLANG_02_SOURCES,
-                profiles="sglang", per_layer=SGLANG_03_HOST, adapt=_context),
-        _preset("sglang", "0.3", dict(SGLANG_POLICY), dict(SGLANG_KV), (
-            *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE),
-            profiles="sglang", per_layer=SGLANG_03_HOST, adapt=_sglang_03),
-        _preset("sglang", "0.4", dict(SGLANG_POLICY), dict(SGLANG_KV), SGLANG_04_SOURCES,
-                profiles="sglang", adapt=_sglang_04),
-        _preset("sglang", "0.5", dict(SGLANG_POLICY), dict(SGLANG_KV), SGLANG_SOURCES,
-                profiles="sglang", adapt=_sglang),
+        _sglang_preset("0.2", SGLANG_02_POLICY, SGLANG_02_SOURCES, _context, SGLANG_03_HOST),
+        _sglang_preset("0.3", SGLANG_POLICY, (
+            *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE), _sglang_03,
+            SGLANG_03_HOST),
+        _sglang_preset("0.4", SGLANG_POLICY, SGLANG_04_SOURCES, _sglang_04),
+        _sglang_preset("0.5", SGLANG_POLICY, SGLANG_SOURCES, _sglang),
     ),
     "trtllm": (
         _preset("trtllm", "0.10", dict(TRTLLM_POLICY),

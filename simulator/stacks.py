@@ -32,6 +32,7 @@ from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
+QUANTISED = ("fp8", "int8", "int4")  # weights whose checkpoints compute in bf16
 
 
 def stack_names() -> tuple[str, ...]:
@@ -102,7 +103,9 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
     by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them. ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
+    them. ``[model] kv_dtype``: under a stack whose cache follows the activations
+    (``kv_dtype_auto``), bf16 for quantised weights the scenario gives without one.
+    ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
     GPUs, the scenario's ``hardware.tp``), term by term under the scenario's, unless the
     scenario prices steps itself (``form``: inline coefficients; ``profile``: a file, whose
     host terms are its own).
@@ -119,6 +122,12 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
     out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
+    section = out.get("model")
+    section = dict(section) if isinstance(section, Mapping) else {}
+    weights = section.get("weight_dtype")
+    if (preset.kv_dtype_auto and section.get("kv_dtype") is None
+            and isinstance(weights, str) and weights.lower() in QUANTISED):
+        out["model"] = {**section, "kv_dtype": "bf16"}  # the checkpoint's activations'
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
     host = preset.host_costs(model.num_layers if model else 0, gpus)

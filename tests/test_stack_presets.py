@@ -242,3 +242,25 @@ def test_vllm_v1_0_8_runs_1024_on_an_a100_and_0_8_4_runs_256() -> None:
                         sorted(set(res.requests["finish_s"].round(9))))
     assert got["0.8"] == ([300, 0], [1_200, 0], [0.02])
     assert got["0.8.4"] == ([256, 0, 44, 0], [1_024, 0, 176, 0], [0.02, 0.04])
+
+
+@pytest.mark.parametrize(("stack", "given", "kv"), [
+    ("vllm-v0", None, "bf16"), ("vllm-v1", None, "bf16"), ("sglang", None, "bf16"),
+    ("trtllm", None, "fp8"), ("none", None, "fp8"), ("vllm-v1", "fp8", "fp8")])
+def test_kv_cache_dtype_follows_each_stacks_auto(stack: str, given: str | None,
+                                                 kv: str) -> None:
+    # vLLM's and SGLang's --kv-cache-dtype auto keeps an FP8 checkpoint's cache in bf16;
+    # TensorRT-LLM's FP8 checkpoints (and servesim without a stack) quantise it too; a
+    # kv_dtype the scenario gives wins. Llama-3.1-8B's KV is 32 layers x 8 heads x 128 x 2
+    # (K, V) = 65,536 values a token: 128 KiB in bf16, 64 KiB in fp8, so the same memory
+    # holds half the blocks in bf16.
+    model = {"name": "llama-3.1-8b", "weight_dtype": "fp8"}
+    if given:
+        model["kv_dtype"] = given
+    dep = resolve({"model": model, "stack": {"name": stack},
+                   "kv": {"block_size": 16, "gpu_memory_utilization": 0.9}})
+    assert dep.kv_dtype == kv
+    bf16 = resolve({"model": {**model, "kv_dtype": "bf16"}, "stack": {"name": stack},
+                    "kv": {"block_size": 16, "gpu_memory_utilization": 0.9}})
+    assert dep.kv_blocks in ((bf16.kv_blocks,) if kv == "bf16"
+                             else range(2 * bf16.kv_blocks, 2 * bf16.kv_blocks + 2))
