@@ -35,6 +35,7 @@ simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term o
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
-from simulator.costs.prior_efficiency import fitted_prior, prior_note
+from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -55,6 +56,7 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.costs.shape_equivalent import LogitsOffsetCost, logits_delta_s, stand_in_note
+from simulator.costs.weight_only import SIXTEEN_BIT, NarrowWeightsCost, weight_only
 from simulator.errors import ConfigError
 from simulator.fingerprint import HOW_TO_FIX
 from simulator.profile_cache import profile_stem
@@ -263,6 +265,10 @@ def _inline(
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
              stack: str | None = None) -> tuple[CostModel, str, float]:
     found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, stack=stack)
+    if (found is None or found[1].form == "roofline") and weight_only(weight_dtype, hw):
+        narrow = _narrow_weights(model, hw, tp, weight_dtype, kv_dtype, stack)
+        if narrow is not None:
+            return narrow
     if found is not None:
         path, profile, stand_in = found
         used = with_machine_note(describe(profile, path), profile)
@@ -281,6 +287,26 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
         return cost, with_allreduce_note(used, cost), measured_cv(profile)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
+
+
+def _narrow_weights(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
+                    kv_dtype: str, stack: str | None) -> tuple[CostModel, str, float] | None:
+    """Weights that ``hw`` multiplies in bf16 (simulator/costs/weight_only.py), priced by
+    the measured bf16 profile plus the weight reads saved; None without such a profile."""
+    found = find_default_profile(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack=stack)
+    if found is None or found[1].form == "roofline":
+        return None
+    cost, used, cv = _default(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack)
+    narrow = NarrowWeightsCost(
+        split_host(cost)[0], fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype),
+        fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **prior_knobs(hw.name, SIXTEEN_BIT)))
+    kernel, host = split_host(cost)
+    if isinstance(kernel, ScaledCost):
+        kernel = ScaledCost(dataclasses.replace(narrow, inner=kernel.inner), kernel.time_scale)
+    else:
+        kernel = narrow
+    cost = with_overhead(kernel, host) if host.to_dict() else kernel
+    return cost, f"{narrow.describe()}: {used}", cv
 
 
 def with_allreduce_note(used: str, cost: CostModel) -> str:

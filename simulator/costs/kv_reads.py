@@ -13,8 +13,9 @@ MLP, the other attention terms). A stack preset may set a factor of its own for 
 stack's kernel tables (``StackPreset.decode_kv_reads``: TensorRT-LLM's 2024 engine
 releases over a 16-bit cache, 1 + beta (G - 1) reads; docs/stacks.md), which
 :func:`scales_decode_reads` tells whether a cost model can take. Only the fitted forms
-keep the term apart (linear, piecewise, alone or behind a fitted ``time_scale`` or a
-stand-in's vocabulary offset); a roofline prior is refused with a message saying so.
+keep the term apart (linear, piecewise, alone or behind a fitted ``time_scale``, a
+stand-in's vocabulary offset or narrow weights' saved reads); a roofline prior is
+refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from simulator.costs.base import CostModel, ScaledCost
 from simulator.costs.linear import LinearCost
 from simulator.costs.piecewise import PiecewiseCost
 from simulator.costs.shape_equivalent import LogitsOffsetCost
+from simulator.costs.weight_only import NarrowWeightsCost
 from simulator.errors import ConfigError
+
+# a fitted profile behind these keeps its decode-context term: a fitted time_scale, a
+# stand-in's vocabulary offset, narrow weights' saved reads
+WRAPPERS = (ScaledCost, LogitsOffsetCost, NarrowWeightsCost)
 
 
 def scales_decode_reads(cost: CostModel) -> bool:
@@ -33,7 +39,7 @@ def scales_decode_reads(cost: CostModel) -> bool:
     scale (a fitted profile, alone or wrapped), not a roofline prior."""
     if isinstance(cost, PiecewiseCost | LinearCost):
         return True
-    if isinstance(cost, ScaledCost | LogitsOffsetCost):
+    if isinstance(cost, WRAPPERS):
         return scales_decode_reads(cost.inner)
     return False
 
@@ -42,10 +48,8 @@ def with_decode_kv_reads(cost: CostModel, reads: float, field: str) -> CostModel
     """``cost`` with its decode-context term multiplied by ``reads`` (see the module)."""
     if isinstance(cost, PiecewiseCost | LinearCost):
         return dataclasses.replace(cost, decode_context_s=cost.decode_context_s * reads)
-    if isinstance(cost, ScaledCost):
-        return ScaledCost(with_decode_kv_reads(cost.inner, reads, field), cost.time_scale)
-    if isinstance(cost, LogitsOffsetCost):
-        return LogitsOffsetCost(with_decode_kv_reads(cost.inner, reads, field), cost.offset_s)
+    if isinstance(cost, WRAPPERS):
+        return dataclasses.replace(cost, inner=with_decode_kv_reads(cost.inner, reads, field))
     raise ConfigError(f"{field}={reads:g}: applies to a fitted profile (linear or piecewise), "
                       f"whose decode-context term it scales; these steps are priced by "
                       f"{type(cost).__name__}")

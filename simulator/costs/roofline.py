@@ -258,6 +258,16 @@ class RooflineCost:
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         return np.asarray(self.terms(shapes).total_s, dtype=np.float64)
 
+    def matmul_s(self, tokens: Num) -> Num:
+        """``t_mm`` of a step of ``tokens`` tokens (T = P + D + S; a float or an array):
+        the larger of the matmuls' compute and their weight reads, as in :meth:`terms`."""
+        k = self._k
+        experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, tokens)) \
+            if k.num_experts else 0.0 * tokens
+        weights = k.shared_bytes + experts_hit * k.expert_bytes
+        return _maximum(k.flops_per_token * tokens * k.inv_peak_mm * k.compute_scale,
+                        weights / k.mem_bw)
+
 
 def miss_power(q: float, t: Num) -> Num:
     """``q ** t`` computed as Python computes it for one float, also for an array of

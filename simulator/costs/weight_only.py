@@ -1,0 +1,78 @@
+"""Weights stored narrower than the math: a 16-bit measured profile, repriced.
+
+A GPU without FP8 tensor cores (A100, A10) serves an FP8 checkpoint with weight-only
+kernels (vLLM's FP8 Marlin, vllm-project/vllm#5975: "a fast fused dequantization kernel
+for FP8 to BF16/FP16", "up to 2x in memory-bound scenarios"); int4 checkpoints (AWQ, GPTQ)
+run W4A16 kernels on every GPU. Such a kernel reads the narrow weights and multiplies in
+bf16 on the same tensor cores, so of a step only the matmuls' weight reads change. Where
+no profile of the narrow dtype ships but a measured 16-bit one does (the stack's own
+kernel tables included), :class:`NarrowWeightsCost` prices a step as that profile plus
+the roofline prior's change in the matmuls' time::
+
+    dt(T) = max(F T, B_w' / bw_m) - max(F T, B_w / bw_m)
+
+with T the step's tokens, F the matmuls' seconds per token at the bf16 peak, B_w and B_w'
+the weight bytes at 2 and at the narrow width (1 for fp8, 0.5 for int4) and bw_m the
+fitted bandwidth (both priors share the GPU's bf16-fitted efficiencies: the math is
+bf16). Llama-3.1-8B on one A100-80GB, FP8: a batch-1 decode step saves 7.0 GB / (0.862
+x 2,039 GB/s) = 4.0 ms of ~8.7 GB / 1.76 TB/s of weight reads; at 256 rows the matmuls are
+compute-bound either way and nothing changes. Ignored: the dequantisation's own cost
+(Marlin hides it under the memory reads at small batches; at large ones it is a few
+percent) and the scales.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.costs.base import CostModel, DecodePricer, decode_pricer
+from simulator.costs.roofline import RooflineCost
+from simulator.shapes import StepShape, StepShapes
+from simulator.specs.hardware import HardwareSpec
+
+SIXTEEN_BIT = "bf16"  # the math dtype of weight-only kernels, and the profile's weights
+
+
+def weight_only(weight_dtype: str, hw: HardwareSpec) -> bool:
+    """Whether ``hw`` runs ``weight_dtype`` weights with weight-only (W8A16 / W4A16)
+    kernels: fp8 without FP8 tensor cores, int8 without INT8 ones, int4 always."""
+    w = weight_dtype.lower()
+    return ((w == "fp8" and hw.fp8_tflops is None) or (w == "int8" and hw.int8_tops is None)
+            or w == "int4")
+
+
+@dataclass(frozen=True, slots=True)
+class NarrowWeightsCost:
+    """``inner`` (measured with 16-bit weights) plus the prior's change in the matmuls'
+    time when the weights are stored as ``target``'s (module docstring)."""
+
+    inner: CostModel  # the 16-bit measured profile's cost
+    source: RooflineCost  # the prior with the profile's 16-bit weights
+    target: RooflineCost  # the same prior with the narrow weights
+
+    def delta_s(self, tokens: float | np.ndarray) -> float | np.ndarray:
+        """dt of the module docstring for steps of ``tokens`` tokens."""
+        return self.target.matmul_s(tokens) - self.source.matmul_s(tokens)
+
+    def step_time(self, shape: StepShape) -> float:
+        return self.inner.step_time(shape) + float(self.delta_s(float(shape.num_tokens)))
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        tokens = (shapes.num_prefill_tokens + shapes.num_decode_seqs).astype(np.float64)
+        return self.inner.step_times(shapes) + self.delta_s(tokens)
+
+    def decode_pricer(self) -> DecodePricer | None:
+        inner = decode_pricer(self.inner)
+        if inner is None:
+            return None
+        delta = self.delta_s
+        return lambda rows, context, finished: inner(rows, context, finished) + float(
+            delta(float(rows)))
+
+    def describe(self) -> str:
+        """What the repricing does, for the cost source."""
+        return (f"{self.target.weight_dtype} weights, weight-only kernels on "
+                f"{self.target.hardware.name} (bf16 math): the {SIXTEEN_BIT} profile plus "
+                f"the prior's weight reads saved")
