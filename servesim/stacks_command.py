@@ -39,20 +39,27 @@ def add_stacks_parser(sub: Any) -> None:
                    help=f"catalogue model (default {DEFAULT_MODEL})")
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"catalogue GPU (default {DEFAULT_GPU})")
     p.add_argument("--tp", type=int, default=1, help="GPUs per replica (default 1)")
+    p.add_argument("--weight-dtype", default="bf16",
+                   help="the checkpoint's weight dtype: bf16, fp16, fp8, int8, int4 "
+                        "(default bf16); the KV cache's follows each stack's rule")
     p.add_argument("--sources", action="store_true", help="also print where each value was read")
     p.add_argument("--json", action="store_true", help="print the presets as JSON")
 
 
-def preset_view(preset: StackPreset, model: str, gpu: str, tp: int) -> dict[str, Any]:
-    """What ``preset`` sets for ``model`` on ``tp`` x ``gpu``: policy, kv, host costs (s),
-    the step costs a run resolves (``servesim run``'s ``step costs:`` line), sources;
-    ``latest`` when a scenario without a version runs it."""
+def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
+                weight_dtype: str = "bf16") -> dict[str, Any]:
+    """What ``preset`` sets for ``model`` (``weight_dtype`` weights) on ``tp`` x ``gpu``:
+    policy, kv (with the KV cache's dtype), host costs (s), the step costs a run resolves
+    (``servesim run``'s ``step costs:`` line), sources; ``latest`` when a scenario without
+    a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
-    dep = resolve({"model": {"name": model}, "hardware": {"gpu": gpu, "tp": tp},
+    dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
+                   "hardware": {"gpu": gpu, "tp": tp},
                    "stack": {"name": preset.stack, "version": preset.version}})
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
-            "policy": preset.policy_for(spec, hw), "kv": dict(preset.kv),
+            "policy": preset.policy_for(spec, hw),
+            "kv": {**preset.kv, "kv_dtype": dep.kv_dtype},
             "host_costs_s": preset.host_costs(spec.num_layers, tp),
             "step_costs": dep.cost_source, "sources": list(preset.sources)}
 
@@ -89,7 +96,7 @@ def stacks_command(args: argparse.Namespace) -> int:
         return 2
     try:
         names = [args.name] if args.name else list(STACKS)
-        views = [preset_view(p, args.model, args.gpu, args.tp)
+        views = [preset_view(p, args.model, args.gpu, args.tp, args.weight_dtype)
                  for name in names for p in STACKS[name]]
     except ConfigError as e:  # an unknown model or GPU, named with the known ones
         print(f"servesim: error: {e}", file=sys.stderr)
@@ -97,7 +104,8 @@ def stacks_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(views, indent=2))
         return 0
-    print(f"presets for {args.model} on {args.tp} x {args.gpu} (a scenario's own [policy], "
+    print(f"presets for {args.model} ({args.weight_dtype} weights) on {args.tp} x {args.gpu} "
+          "(a scenario's own [policy], "
           "[kv] and [cost] overhead values win over these; host costs block the engine's "
           "step, but request_s, which delays each request before the engine sees it):")
     print(render(views, args.sources))

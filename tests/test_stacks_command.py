@@ -57,3 +57,15 @@ def test_text_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert "is not a known model" in capsys.readouterr().err
     assert main(["stacks", "--tp", "0"]) == 2
     assert "--tp 0" in capsys.readouterr().err
+
+
+def test_an_fp8_checkpoint_on_an_a100(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM keeps an FP8 checkpoint's KV cache in bf16 (--kv-cache-dtype auto), TensorRT-LLM
+    # quantises it; an A100 multiplies FP8 weights in bf16, so vLLM's bf16 table is repriced
+    vllm = _views(capsys, "vllm-v1", "--gpu", "a100-80gb", "--weight-dtype", "fp8")["0.9"]
+    assert vllm["kv"]["kv_dtype"] == "bf16"
+    assert vllm["step_costs"].startswith("fp8 weights, weight-only kernels on a100-80gb")
+    assert "stacks/vllm/a100-80gb__llama-3.1-8b__bf16__tp1.json" in vllm["step_costs"]
+    trtllm = _views(capsys, "trtllm", "--weight-dtype", "fp8")["1.0"]
+    assert trtllm["kv"]["kv_dtype"] == "fp8"
+    assert trtllm["step_costs"].startswith("h100-sxm__llama-3.1-8b__fp8__tp1.json")
