@@ -53,15 +53,20 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
     (``servesim run``'s ``step costs:`` line), sources; ``latest`` when a scenario without
     a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
-    dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
-                   "hardware": {"gpu": gpu, "tp": tp},
-                   "stack": {"name": preset.stack, "version": preset.version}})
+    try:
+        dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
+                       "hardware": {"gpu": gpu, "tp": tp},
+                       "stack": {"name": preset.stack, "version": preset.version}})
+    except ConfigError as e:  # this stack cannot serve that checkpoint there: say why
+        kv_dtype, step_costs = None, f"none: {e}"
+    else:
+        kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": preset.policy_for(spec, hw),
-            "kv": {**preset.kv, "kv_dtype": dep.kv_dtype},
+            "kv": {**preset.kv, **({"kv_dtype": kv_dtype} if kv_dtype else {})},
             "host_costs_s": preset.host_costs(spec.num_layers, tp),
-            "step_costs": dep.cost_source, "sources": list(preset.sources)}
+            "step_costs": step_costs, "sources": list(preset.sources)}
 
 
 def _seconds(value: float) -> str:

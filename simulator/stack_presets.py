@@ -48,11 +48,16 @@ class StackPreset:
     # chose itself (vLLM v0: 512 with chunked prefill, else max(max_model_len, 2048));
     # None: the budget does not follow that setting
     budget_rule: Callable[[ModelSpec, bool], int] | None = None
-    # The KV cache takes the activations' dtype unless the scenario sets one (vLLM's and
-    # SGLang's ``--kv-cache-dtype auto``: an fp8 checkpoint keeps a bf16 cache); False:
-    # servesim's own default (fp8 KV for quantised weights, as TensorRT-LLM's FP8
-    # checkpoints quantise the cache too)
-    kv_dtype_auto: bool = False
+    # The weight dtypes whose checkpoints come with an FP8 KV cache, for a scenario that
+    # sets none: a checkpoint of another quantised dtype keeps a bf16 cache. vLLM and
+    # SGLang (``--kv-cache-dtype auto``: the model's dtype): none; TensorRT-LLM: fp8 (its
+    # ModelOpt FP8 checkpoints set ``kv_cache_quant_algo`` FP8; int4 AWQ ones do not).
+    # None: servesim's own default (fp8 KV for every quantised weight dtype)
+    fp8_kv_with: tuple[str, ...] | None = None
+    # FP8 weights or an FP8 KV cache run only where the GPU has FP8 tensor cores
+    # (TensorRT-LLM's support matrix: Ampere has FP32, FP16, BF16, INT8, INT4); False: the
+    # stack runs FP8 weights elsewhere too, as weight-only kernels (vLLM's FP8 Marlin)
+    fp8_needs_fp8_math: bool = False
 
     def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
         """How many times a step this stack's decode attention reads the KV cache, in units
@@ -117,11 +122,12 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
             kv16_reread: float = 0.0,
             budget_rule: Callable[[ModelSpec, bool], int] | None = None,
-            kv_dtype_auto: bool = False) -> StackPreset:
+            fp8_kv_with: tuple[str, ...] | None = None,
+            fp8_needs_fp8_math: bool = False) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread, budget_rule, kv_dtype_auto)
+                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math)
 
 
 GIB = 2**30
@@ -318,6 +324,10 @@ VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 # blocking host cost per output token (docs/stacks.md, "TensorRT-LLM 0.10").
 TRTLLM_POLICY = {"name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
                  "chunked_prefill": False, "mixed_prefill": True, "admission": "no_evict"}
+TRTLLM_FP8_SOURCE = (
+    "docs/source/reference/support-matrix.md (0.13-0.18): Hopper and Ada Lovelace FP32, FP16, "
+    "BF16, FP8, INT8, INT4; Ampere (SM80, SM86) FP32, FP16, BF16, INT8, INT4: no FP8 on an "
+    "A100")
 TRTLLM_IFB_SOURCES = (
     "in-flight batching: generation requests first, then whole context requests in the "
     "same iteration within max_num_tokens (docs/source/performance/"
@@ -412,7 +422,7 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
     costs; what changed between releases is the batch defaults (``adapt``)."""
     return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES}, VLLM_KV,
                    (VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources, VLLM_KV_DTYPE_SOURCE),
-                   profiles="vllm", per_layer=VLLM_DISPATCH, adapt=adapt, kv_dtype_auto=True)
+                   profiles="vllm", per_layer=VLLM_DISPATCH, adapt=adapt, fp8_kv_with=())
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
@@ -430,7 +440,7 @@ def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dic
                   VLLM_KV_DTYPE_SOURCE),
         profiles="vllm", per_layer=VLLM_DISPATCH, overhead=overhead,
         multi_gpu=VLLM_06_MULTI_GPU, adapt=adapt, budget_rule=_vllm_v0_budget,
-        kv_dtype_auto=True)
+        fp8_kv_with=())
 
 
 def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, ...],
@@ -440,7 +450,19 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
     in the model's dtype; ``per_layer``: its host costs where a release has them."""
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
                    (*sources, SGLANG_KV_DTYPE_SOURCE), profiles="sglang",
-                   per_layer=per_layer, adapt=adapt, kv_dtype_auto=True)
+                   per_layer=per_layer, adapt=adapt, fp8_kv_with=())
+
+
+def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
+                   overhead: dict[str, float] | None = None,
+                   kv16_reread: float = 0.0) -> StackPreset:
+    """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
+    size, its kernel tables; FP8 (with an FP8 cache) only on GPUs with FP8 math."""
+    return _preset("trtllm", version, dict(TRTLLM_POLICY),
+                   {"block_size": block_size, "gpu_memory_utilization": 0.9},
+                   (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE), profiles="trtllm",
+                   overhead=overhead, adapt=_context, kv16_reread=kv16_reread,
+                   fp8_kv_with=("fp8",), fp8_needs_fp8_math=True)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -490,20 +512,12 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _sglang_preset("0.5", SGLANG_POLICY, SGLANG_SOURCES, _sglang),
     ),
     "trtllm": (
-        _preset("trtllm", "0.10", dict(TRTLLM_POLICY),
-                {"block_size": 64, "gpu_memory_utilization": 0.9},
-                (*TRTLLM_010_SOURCES, *TRTLLM_IFB_SOURCES), profiles="trtllm",
-                overhead={"token_s": TRTLLM_010_TOKEN_S}, adapt=_context,
-                kv16_reread=TRTLLM_011_KV16_REREAD),
-        _preset("trtllm", "0.11", dict(TRTLLM_POLICY),
-                {"block_size": 32, "gpu_memory_utilization": 0.9},
-                (*TRTLLM_011_SOURCES, *TRTLLM_IFB_SOURCES), profiles="trtllm",
-                adapt=_context, kv16_reread=TRTLLM_011_KV16_REREAD),
-        _preset("trtllm", "1.0", dict(TRTLLM_POLICY),
-            {"block_size": 32, "gpu_memory_utilization": 0.9}, (
+        _trtllm_preset("0.10", 64, TRTLLM_010_SOURCES, overhead={"token_s": TRTLLM_010_TOKEN_S},
+                       kv16_reread=TRTLLM_011_KV16_REREAD),
+        _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD),
+        _trtllm_preset("1.0", 32, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
-            "free_gpu_memory_fraction 0.9", *TRTLLM_IFB_SOURCES),
-            profiles="trtllm", adapt=_context),
+            "free_gpu_memory_fraction 0.9",)),
     ),
 })

@@ -89,6 +89,24 @@ class StackSection:
         return f"{preset.describe()} (for {self.version})" if asked else preset.describe()
 
 
+def _refuse_fp8(preset: StackPreset, hardware: HardwareSpec, model: Mapping[str, Any]) -> None:
+    """A ConfigError naming the field when ``model`` asks ``preset``'s stack for FP8 on a
+    GPU without FP8 tensor cores (``StackPreset.fp8_needs_fp8_math``)."""
+    weights = model.get("weight_dtype")
+    kv = model.get("kv_dtype")
+    if isinstance(weights, str) and weights.lower() == "fp8":
+        field, value = "model.weight_dtype", weights
+    elif isinstance(kv, str) and kv.lower() == "fp8":
+        field, value = "model.kv_dtype", kv
+    else:
+        return
+    raise ConfigError(
+        f"{field} = {value}: {preset.describe()} runs FP8 only on GPUs with FP8 tensor cores "
+        f"(Ada, Hopper, Blackwell), and {hardware.name} has none; use bf16, int8 or int4 "
+        "weights with a 16-bit KV cache, or a vLLM or SGLang stack (FP8 weights as "
+        "weight-only kernels)")
+
+
 def release(version: str) -> tuple[int, ...] | None:
     """``"0.13"`` -> (0, 13), ``"0.6.2"`` -> (0, 6, 2); None when not a release number."""
     parts = version.strip().split(".")
@@ -103,8 +121,8 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
     by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them. ``[model] kv_dtype``: under a stack whose cache follows the activations
-    (``kv_dtype_auto``), bf16 for quantised weights the scenario gives without one.
+    them. ``[model] kv_dtype``: for quantised weights the scenario gives without one, the
+    stack's (``fp8_kv_with``); FP8 on a GPU the stack cannot run it on is refused.
     ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
     GPUs, the scenario's ``hardware.tp``), term by term under the scenario's, unless the
     scenario prices steps itself (``form``: inline coefficients; ``profile``: a file, whose
@@ -125,9 +143,13 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     section = out.get("model")
     section = dict(section) if isinstance(section, Mapping) else {}
     weights = section.get("weight_dtype")
-    if (preset.kv_dtype_auto and section.get("kv_dtype") is None
+    if (preset.fp8_kv_with is not None and section.get("kv_dtype") is None
             and isinstance(weights, str) and weights.lower() in QUANTISED):
-        out["model"] = {**section, "kv_dtype": "bf16"}  # the checkpoint's activations'
+        kv = "fp8" if weights.lower() in preset.fp8_kv_with else "bf16"  # the checkpoint's
+        section = {**section, "kv_dtype": kv}
+        out["model"] = section
+    if preset.fp8_needs_fp8_math and hardware is not None and hardware.fp8_tflops is None:
+        _refuse_fp8(preset, hardware, section)
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
     host = preset.host_costs(model.num_layers if model else 0, gpus)

@@ -13,6 +13,7 @@ from helpers import TokenCost, table, timeline
 
 from simulator.cluster import ClusterSpec, simulate
 from simulator.deployment import resolve
+from simulator.errors import ConfigError
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 from simulator.stacks import STACKS
@@ -244,17 +245,19 @@ def test_vllm_v1_0_8_runs_1024_on_an_a100_and_0_8_4_runs_256() -> None:
     assert got["0.8.4"] == ([256, 0, 44, 0], [1_024, 0, 176, 0], [0.02, 0.04])
 
 
-@pytest.mark.parametrize(("stack", "given", "kv"), [
-    ("vllm-v0", None, "bf16"), ("vllm-v1", None, "bf16"), ("sglang", None, "bf16"),
-    ("trtllm", None, "fp8"), ("none", None, "fp8"), ("vllm-v1", "fp8", "fp8")])
-def test_kv_cache_dtype_follows_each_stacks_auto(stack: str, given: str | None,
-                                                 kv: str) -> None:
+@pytest.mark.parametrize(("stack", "weights", "given", "kv"), [
+    ("vllm-v0", "fp8", None, "bf16"), ("vllm-v1", "fp8", None, "bf16"),
+    ("sglang", "fp8", None, "bf16"), ("trtllm", "fp8", None, "fp8"),
+    ("trtllm", "int4", None, "bf16"), ("none", "fp8", None, "fp8"),
+    ("vllm-v1", "fp8", "fp8", "fp8")])
+def test_kv_cache_dtype_follows_each_stacks_checkpoints(stack: str, weights: str,
+                                                        given: str | None, kv: str) -> None:
     # vLLM's and SGLang's --kv-cache-dtype auto keeps an FP8 checkpoint's cache in bf16;
-    # TensorRT-LLM's FP8 checkpoints (and servesim without a stack) quantise it too; a
-    # kv_dtype the scenario gives wins. Llama-3.1-8B's KV is 32 layers x 8 heads x 128 x 2
-    # (K, V) = 65,536 values a token: 128 KiB in bf16, 64 KiB in fp8, so the same memory
-    # holds half the blocks in bf16.
-    model = {"name": "llama-3.1-8b", "weight_dtype": "fp8"}
+    # TensorRT-LLM's FP8 checkpoints (and servesim without a stack) quantise it too, its
+    # int4 AWQ ones do not; a kv_dtype the scenario gives wins. Llama-3.1-8B's KV is 32
+    # layers x 8 heads x 128 x 2 (K, V) = 65,536 values a token: 128 KiB in bf16, 64 KiB in
+    # fp8, so the same memory holds half the blocks in bf16.
+    model = {"name": "llama-3.1-8b", "weight_dtype": weights}
     if given:
         model["kv_dtype"] = given
     dep = resolve({"model": model, "stack": {"name": stack},
@@ -264,3 +267,19 @@ def test_kv_cache_dtype_follows_each_stacks_auto(stack: str, given: str | None,
                     "kv": {"block_size": 16, "gpu_memory_utilization": 0.9}})
     assert dep.kv_blocks in ((bf16.kv_blocks,) if kv == "bf16"
                              else range(2 * bf16.kv_blocks, 2 * bf16.kv_blocks + 2))
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    ({"weight_dtype": "fp8"}, "model.weight_dtype = fp8"),
+    ({"kv_dtype": "fp8"}, "model.kv_dtype = fp8")])
+def test_tensorrt_llm_refuses_fp8_on_an_a100(model: dict, field: str) -> None:
+    # TensorRT-LLM's support matrix has no FP8 on Ampere; vLLM serves the same checkpoint
+    # (FP8 Marlin, weight-only) and an int4 one runs under TensorRT-LLM with a bf16 cache
+    point = {"model": {"name": "llama-3.1-8b", **model}, "hardware": {"gpu": "a100-80gb"}}
+    with pytest.raises(ConfigError, match=f"{field}: trtllm 1.0 runs FP8 only on GPUs with "
+                                          "FP8 tensor cores .* a100-80gb has none"):
+        resolve({**point, "stack": {"name": "trtllm"}})
+    assert resolve({**point, "stack": {"name": "vllm-v1"}}).kv_dtype == model.get(
+        "kv_dtype", "bf16")
+    assert resolve({**point, "model": {"name": "llama-3.1-8b", "weight_dtype": "int4"},
+                    "stack": {"name": "trtllm"}}).kv_dtype == "bf16"

@@ -69,3 +69,8 @@ def test_an_fp8_checkpoint_on_an_a100(capsys: pytest.CaptureFixture[str]) -> Non
     trtllm = _views(capsys, "trtllm", "--weight-dtype", "fp8")["1.0"]
     assert trtllm["kv"]["kv_dtype"] == "fp8"
     assert trtllm["step_costs"].startswith("h100-sxm__llama-3.1-8b__fp8__tp1.json")
+    # TensorRT-LLM has no FP8 on an A100: the preset is listed, with why it cannot run
+    refused = _views(capsys, "trtllm", "--gpu", "a100-80gb", "--weight-dtype", "fp8")["1.0"]
+    assert "kv_dtype" not in refused["kv"]
+    assert refused["step_costs"].startswith("none: model.weight_dtype = fp8: trtllm 1.0 runs "
+                                            "FP8 only on GPUs with FP8 tensor cores")
