@@ -32,7 +32,7 @@ from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
-QUANTISED = ("fp8", "int8", "int4")  # weights whose checkpoints compute in bf16
+QUANTISED = ("fp8", "int8", "int4")  # weight dtypes whose KV cache the checkpoint decides
 
 
 def stack_names() -> tuple[str, ...]:

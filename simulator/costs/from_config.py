@@ -35,7 +35,6 @@ simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term o
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -297,14 +296,13 @@ def _narrow_weights(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: s
     if found is None or found[1].form == "roofline":
         return None
     cost, used, cv = _default(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack)
-    narrow = NarrowWeightsCost(
-        split_host(cost)[0], fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype),
-        fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **prior_knobs(hw.name, SIXTEEN_BIT)))
     kernel, host = split_host(cost)
-    if isinstance(kernel, ScaledCost):
-        kernel = ScaledCost(dataclasses.replace(narrow, inner=kernel.inner), kernel.time_scale)
-    else:
-        kernel = narrow
+    scaled = kernel if isinstance(kernel, ScaledCost) else None  # a fitted time_scale: outside
+    narrow = NarrowWeightsCost(
+        kernel if scaled is None else scaled.inner,
+        fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype),
+        fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **prior_knobs(hw.name, SIXTEEN_BIT)))
+    kernel = narrow if scaled is None else ScaledCost(narrow, scaled.time_scale)
     cost = with_overhead(kernel, host) if host.to_dict() else kernel
     return cost, f"{narrow.describe()}: {used}", cv
 
