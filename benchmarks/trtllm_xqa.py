@@ -19,6 +19,11 @@ release tags (commits in docs/gpu-profiles.md):
   kernels); paged kernels add 1. So Llama-2-70B (64/8) ran XQA, and Mistral-7B and
   Mixtral-8x7B (32/8 = 4) ran the masked MHA kernel.
 
+v0.10.0 (commit 9bd15f19): ``DecoderXQARunner::shouldUse`` still takes 8 or 1 query heads
+per KV head only (JIT XQA never on SM90); the ``trtllm 0.10`` preset prices it
+(``StackPreset.xqa_groups``, docs/stacks.md). v0.11.0 made JIT XQA, any group size, the
+default.
+
 servesim's kernel tables (TensorRT-LLM 1.x) read each KV head once, so those rows ran
 faster in the simulator than they did. Their replay now prices the repeated reads with
 ``[cost] decode_kv_reads = G`` (simulator/costs/kv_reads.py: the fitted profile's

@@ -58,14 +58,27 @@ class StackPreset:
     # (TensorRT-LLM's support matrix: Ampere has FP32, FP16, BF16, INT8, INT4); False: the
     # stack runs FP8 weights elsewhere too, as weight-only kernels (vLLM's FP8 Marlin)
     fp8_needs_fp8_math: bool = False
+    # The query-heads-per-KV-head group sizes the release's XQA decode kernel covers (None:
+    # every size, as the kernel tables measured); any other runs the masked MHA kernel, G
+    # reads of an FP8 cache a step (benchmarks/trtllm_xqa.py). TensorRT-LLM 0.10: 1 and 8
+    # (DecoderXQARunner::shouldUse refuses other sizes; JIT XQA, off on SM90 and behind an
+    # env var elsewhere, became the default for every size in 0.11)
+    xqa_groups: frozenset[int] | None = None
 
     def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
         """How many times a step this stack's decode attention reads the KV cache, in units
-        of the kernel tables' one read (``[cost] decode_kv_reads``): 1 unless the cache is
-        16-bit and the preset has a re-read term."""
+        of the kernel tables' one read (``[cost] decode_kv_reads``): G, the query heads per
+        KV head, over an FP8 cache where the release has no XQA kernel for G
+        (``xqa_groups``: the masked MHA kernel reads the cache once per query head); else 1
+        unless the cache is 16-bit and the preset has a re-read term (which is what a
+        16-bit masked MHA kernel's rows read: docs/stacks.md, "TensorRT-LLM 0.10")."""
+        group = query_group(model, tp)
+        if (self.xqa_groups is not None and group not in self.xqa_groups
+                and kv_dtype.lower() == "fp8"):
+            return float(group)
         if self.kv16_reread <= 0 or kv_dtype.lower() not in ("fp16", "bf16"):
             return 1.0
-        return 1.0 + self.kv16_reread * (query_group(model, tp) - 1)
+        return 1.0 + self.kv16_reread * (group - 1)
 
     def policy_for(self, model: ModelSpec, hardware: HardwareSpec,
                    own: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -123,11 +136,12 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             kv16_reread: float = 0.0,
             budget_rule: Callable[[ModelSpec, bool], int] | None = None,
             fp8_kv_with: tuple[str, ...] | None = None,
-            fp8_needs_fp8_math: bool = False) -> StackPreset:
+            fp8_needs_fp8_math: bool = False,
+            xqa_groups: frozenset[int] | None = None) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math)
+                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups)
 
 
 GIB = 2**30
@@ -348,6 +362,13 @@ TRTLLM_IFB_SOURCES = (
 # and its decode-heavy figures rose on the same GPUs while KV-bound Llama-2-7B's (tens of
 # requests at once) did not move (docs/stacks.md, "TensorRT-LLM 0.10").
 TRTLLM_010_TOKEN_S = 24.2e-6
+TRTLLM_010_XQA_SOURCE = (
+    "TensorRT-LLM v0.10.0 (commit 9bd15f19) decoderXQARunner.h DecoderXQARunner::shouldUse: "
+    "single-token decode only for 8 or 1 query heads per KV head (cubin/xqa_kernel_cubin.h: "
+    "nqpkv_8 kernels); decoderXQARunner.cpp: JIT XQA never on SM90, elsewhere only with "
+    "TRTLLM_ENABLE_XQA_JIT=1; so 4 query heads per KV head (Llama-3-8B, Mistral-7B, "
+    "Mixtral-8x7B) run the masked MHA kernel: an FP8 KV cache read 4x a step (a 16-bit one "
+    "keeps the re-read term, which its rows match)")
 TRTLLM_010_SOURCES = (
     "0.10 TensorRT engines: tensorrt_llm/plugin/plugin.py PluginConfig (0.10/0.11): "
     "tokens_per_block 64, use_fp8_context_fmha off; KV fraction 0.9 as 0.10's "
@@ -455,14 +476,15 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    overhead: dict[str, float] | None = None,
-                   kv16_reread: float = 0.0) -> StackPreset:
+                   kv16_reread: float = 0.0,
+                   xqa_groups: frozenset[int] | None = None) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size, its kernel tables; FP8 (with an FP8 cache) only on GPUs with FP8 math."""
     return _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE), profiles="trtllm",
                    overhead=overhead, adapt=_context, kv16_reread=kv16_reread,
-                   fp8_kv_with=("fp8",), fp8_needs_fp8_math=True)
+                   fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -512,8 +534,9 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _sglang_preset("0.5", SGLANG_POLICY, SGLANG_SOURCES, _sglang),
     ),
     "trtllm": (
-        _trtllm_preset("0.10", 64, TRTLLM_010_SOURCES, overhead={"token_s": TRTLLM_010_TOKEN_S},
-                       kv16_reread=TRTLLM_011_KV16_REREAD),
+        _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
+                       overhead={"token_s": TRTLLM_010_TOKEN_S},
+                       kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8})),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD),
         _trtllm_preset("1.0", 32, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "

@@ -150,3 +150,22 @@ def test_0_10_has_the_16_bit_term_too() -> None:
     new = resolve({**SEVENTY_B, "stack": {"name": "trtllm", "version": "1.0"}})
     reads = 1 + 7 * TRTLLM_011_KV16_REREAD
     assert _context_term(old) == pytest.approx(reads * _context_term(new), rel=1e-9)
+
+
+@pytest.mark.parametrize(("model", "tp", "kv", "reads"), [
+    ("llama-3.1-8b", 1, "fp8", 4.0),  # G = 4, no XQA kernel in 0.10: masked MHA, 4 reads
+    ("mixtral-8x7b", 2, "fp8", 4.0),  # 16 query and 4 KV heads a GPU
+    ("llama-3.1-8b", 1, "bf16", 1 + 3 * TRTLLM_011_KV16_REREAD),  # 16-bit: the fitted term
+    ("llama-3.1-70b", 4, "fp8", 1.0),  # G = 8: 0.10's XQA kernels
+    ("llama-2-7b", 1, "fp8", 1.0),  # G = 1
+])
+def test_0_10_reads_an_fp8_cache_g_times_where_it_had_no_xqa_kernel(
+        model: str, tp: int, kv: str, reads: float) -> None:
+    # TensorRT-LLM 0.10's DecoderXQARunner::shouldUse took 8 or 1 query heads per KV head
+    # only; 0.11 made JIT XQA (every group size) the default
+    from simulator.specs.models import get_model
+    from simulator.stacks import STACKS
+    presets = {p.version: p for p in STACKS["trtllm"]}
+    spec = get_model(model)
+    assert presets["0.10"].decode_kv_reads(spec, tp, kv) == pytest.approx(reads, rel=1e-12)
+    assert presets["0.11"].decode_kv_reads(spec, tp, "fp8") == 1.0
