@@ -14,11 +14,12 @@ the roofline prior's change in the matmuls' time::
 with T the step's tokens, F the matmuls' seconds per token at the bf16 peak, B_w and B_w'
 the weight bytes at 2 and at the narrow width (1 for fp8, 0.5 for int4) and bw_m the
 fitted bandwidth (both priors share the GPU's bf16-fitted efficiencies: the math is
-bf16). Llama-3.1-8B on one A100-80GB, FP8: a batch-1 decode step saves 7.0 GB / (0.862
-x 2,039 GB/s) = 4.0 ms of ~8.7 GB / 1.76 TB/s of weight reads; at 256 rows the matmuls are
-compute-bound either way and nothing changes. Ignored: the dequantisation's own cost
-(Marlin hides it under the memory reads at small batches; at large ones it is a few
-percent) and the scales.
+bf16). Llama-3.1-8B on one A100-80GB, FP8: a batch-1 decode step reads 7.505 G weights,
+so it saves 7.505 GB / (0.862 x 2,039 GB/s) = 4.27 ms of the bf16 step's 8.54 ms of weight
+reads; at 256 rows the matmuls are compute-bound either way and nothing changes
+(``python benchmarks/weight_only_steps.py`` prints the table). Ignored: the
+dequantisation's own cost (Marlin hides it under the memory reads at small batches; at
+large ones it is a few percent) and the scales.
 """
 
 from __future__ import annotations
