@@ -18,8 +18,8 @@ bf16). Llama-3.1-8B on one A100-80GB, FP8: a batch-1 decode step reads 7.505 G w
 so it saves 7.505 GB / (0.862 x 2,039 GB/s) = 4.27 ms of the bf16 step's 8.54 ms of weight
 reads; at 256 rows the matmuls are compute-bound either way and nothing changes
 (``python benchmarks/weight_only_steps.py`` prints the table). Ignored: the
-dequantisation's own cost (Marlin hides it under the memory reads at small batches; at
-large ones it is a few percent) and the scales.
+dequantisation's own cost (hidden under the memory reads at small batches; not priced at
+large ones, where a W8A16 kernel may trail the bf16 GEMM) and the scales.
 """
 
 from __future__ import annotations
