@@ -63,7 +63,12 @@ def test_knobs_by_gpu_and_dtype(tmp_path: Path) -> None:
         "compute_efficiency": 0.7, "memory_efficiency": 0.6, "kv_memory_efficiency": 0.5,
         "layer_overhead_s": 2e-5}
     assert prior_knobs("a100-80gb", "fp16", path)["memory_efficiency"] == 0.6  # same cost
-    assert prior_knobs("a100-80gb", "int4", path) == {}  # no fit in that dtype: defaults
+    # int4 weights, and fp8 ones on a GPU without FP8 tensor cores, are multiplied in bf16
+    # (weight-only kernels): bf16's fit; int8 runs on the A100's INT8 tensor cores, and has
+    # no fit of its own here: the defaults
+    assert prior_knobs("a100-80gb", "int4", path)["compute_efficiency"] == 0.7
+    assert prior_knobs("a100-80gb", "fp8", path)["memory_efficiency"] == 0.6
+    assert prior_knobs("a100-80gb", "int8", path) == {}
     assert prior_knobs("h100-pcie", "bf16", path) == {}
     assert "defaults" in prior_note("h100-pcie", "bf16", path)
     assert "eff_c 0.7, eff_m 0.6, eff_kv 0.5, t_layer 20 us" in prior_note("a100-80gb", "bf16",

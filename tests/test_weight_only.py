@@ -70,6 +70,7 @@ def test_which_gpus_multiply_narrow_weights_in_bf16() -> None:
     assert not weight_only("fp8", h100)  # FP8 tensor cores: W8A8, its own tables
     assert not weight_only("int8", a100)  # INT8 tensor cores (SmoothQuant W8A8)
     assert not weight_only("bf16", a100)
+    assert not weight_only("int4", get_hardware("cpu"))  # its profiles are measured there
 
 
 def test_a_gpu_with_fp8_math_keeps_its_fp8_tables() -> None:

@@ -43,7 +43,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
-from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
+from simulator.costs.prior_efficiency import fitted_prior, prior_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -301,7 +301,7 @@ def _narrow_weights(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: s
     narrow = NarrowWeightsCost(
         kernel if scaled is None else scaled.inner,
         fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype),
-        fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **prior_knobs(hw.name, SIXTEEN_BIT)))
+        fitted_prior(model, hw, tp, weight_dtype, kv_dtype))  # bf16's knobs: prior_efficiency
     kernel = narrow if scaled is None else ScaledCost(narrow, scaled.time_scale)
     cost = with_overhead(kernel, host) if host.to_dict() else kernel
     return cost, f"{narrow.describe()}: {used}", cv

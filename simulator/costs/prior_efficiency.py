@@ -20,8 +20,10 @@ from types import MappingProxyType
 from typing import Any
 
 from simulator.costs.roofline import RooflineCost
+from simulator.costs.weight_only import SIXTEEN_BIT, weight_only
+from simulator.errors import ConfigError
 from simulator.specs.dtypes import same_cost_dtype
-from simulator.specs.hardware import HardwareSpec
+from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec
 
 EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
@@ -38,12 +40,25 @@ def _fitted(path: Path) -> MappingProxyType[str, Any]:
     return MappingProxyType(json.loads(path.read_text())["gpus"])
 
 
+def math_dtype(hardware: str, weight_dtype: str) -> str:
+    """The dtype ``hardware`` (catalogue name) multiplies ``weight_dtype`` weights in: bf16
+    where it runs them with weight-only kernels (simulator/costs/weight_only.py: fp8
+    without FP8 tensor cores, int4 everywhere), else the weights' own."""
+    try:
+        hw = get_hardware(hardware)
+    except ConfigError:  # not in the catalogue: nothing known of its tensor cores
+        return weight_dtype
+    return SIXTEEN_BIT if weight_only(weight_dtype, hw) else weight_dtype
+
+
 def prior_knobs(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE
                 ) -> dict[str, float]:
-    """The efficiencies fitted for ``hardware`` (catalogue name) in ``weight_dtype`` (fp16
-    reads bf16's: simulator/specs/dtypes.py ``same_cost_dtype``), or {}: the defaults."""
+    """The efficiencies fitted for ``hardware`` (catalogue name) in the dtype it multiplies
+    ``weight_dtype`` weights in (:func:`math_dtype`; fp16 reads bf16's:
+    simulator/specs/dtypes.py ``same_cost_dtype``), or {}: the defaults."""
+    dtype = math_dtype(hardware, weight_dtype)
     by_dtype = _fitted(path).get(hardware, {})
-    row = next((r for d, r in by_dtype.items() if same_cost_dtype(d, weight_dtype)), None)
+    row = next((r for d, r in by_dtype.items() if same_cost_dtype(d, dtype)), None)
     return {} if row is None else {k: float(row[k]) for k in KNOBS}
 
 
@@ -61,7 +76,9 @@ def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -
     knobs = prior_knobs(hardware, weight_dtype, path)
     if not knobs:
         return "efficiencies: the defaults (no measured tables for this device in this dtype)"
-    return (f"efficiencies fitted to {hardware}'s measured {weight_dtype} operator tables "
+    dtype = math_dtype(hardware, weight_dtype)
+    math = "" if dtype == weight_dtype else f" ({weight_dtype} weights multiplied in {dtype})"
+    return (f"efficiencies fitted to {hardware}'s measured {dtype} operator tables{math} "
             f"(eff_c {knobs['compute_efficiency']:g}, eff_m {knobs['memory_efficiency']:g}, "
             f"eff_kv {knobs['kv_memory_efficiency']:g}, t_layer "
             f"{knobs['layer_overhead_s'] * 1e6:g} us: python -m calibrate.prior_efficiency)")

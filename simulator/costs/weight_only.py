@@ -38,7 +38,10 @@ SIXTEEN_BIT = "bf16"  # the math dtype of weight-only kernels, and the profile's
 
 def weight_only(weight_dtype: str, hw: HardwareSpec) -> bool:
     """Whether ``hw`` runs ``weight_dtype`` weights with weight-only (W8A16 / W4A16)
-    kernels: fp8 without FP8 tensor cores, int8 without INT8 ones, int4 always."""
+    kernels: fp8 without FP8 tensor cores, int8 without INT8 ones, int4 always; a GPU's
+    kernels, so never on the CPU (whose profiles are measured on the machine)."""
+    if hw.name == "cpu":
+        return False
     w = weight_dtype.lower()
     return ((w == "fp8" and hw.fp8_tflops is None) or (w == "int8" and hw.int8_tops is None)
             or w == "int4")
