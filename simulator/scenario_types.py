@@ -38,7 +38,7 @@ from simulator.scenario_fields import (
 )
 from simulator.scenario_policy import PolicySection
 from simulator.slo import SLO
-from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.dtypes import kv_dtype_bytes, natural_kv_dtype, weight_dtype_bytes
 from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec, get_model
 from simulator.speculative_section import SpeculativeSection, speculating
@@ -71,7 +71,7 @@ class ModelSection:
         """The KV cache's dtype: as given, else bf16 for 16/32-bit weights and fp8 below."""
         if self.kv_dtype is not None:
             return self.kv_dtype
-        return "bf16" if self.weight_dtype.lower() in ("fp32", "fp16", "bf16") else "fp8"
+        return natural_kv_dtype(self.weight_dtype)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,12 +27,12 @@ from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.scenario_fields import check_fields, spec
+from simulator.specs.dtypes import natural_kv_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
-QUANTISED = ("fp8", "int8", "int4")  # weight dtypes whose KV cache the checkpoint decides
 
 
 def stack_names() -> tuple[str, ...]:
@@ -144,8 +144,9 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     section = dict(section) if isinstance(section, Mapping) else {}
     weights = section.get("weight_dtype")
     if (preset.fp8_kv_with is not None and section.get("kv_dtype") is None
-            and isinstance(weights, str) and weights.lower() in QUANTISED):
-        kv = "fp8" if weights.lower() in preset.fp8_kv_with else "bf16"  # the checkpoint's
+            and isinstance(weights, str) and natural_kv_dtype(weights) == "fp8"):
+        # quantised weights: the checkpoint decides the cache (servesim's own default: fp8)
+        kv = "fp8" if weights.lower() in preset.fp8_kv_with else "bf16"
         section = {**section, "kv_dtype": kv}
         out["model"] = section
     if preset.fp8_needs_fp8_math and hardware is not None and hardware.fp8_tflops is None:

@@ -35,6 +35,7 @@ simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.costs.shape_equivalent import LogitsOffsetCost, logits_delta_s, stand_in_note
-from simulator.costs.weight_only import SIXTEEN_BIT, NarrowWeightsCost, weight_only
+from simulator.costs.weight_only import SIXTEEN_BIT, NarrowWeightsCost, narrow_note, weight_only
 from simulator.errors import ConfigError
 from simulator.fingerprint import HOW_TO_FIX
 from simulator.profile_cache import profile_stem
@@ -265,46 +266,52 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
              stack: str | None = None) -> tuple[CostModel, str, float]:
     found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, stack=stack)
     if (found is None or found[1].form == "roofline") and weight_only(weight_dtype, hw):
-        narrow = _narrow_weights(model, hw, tp, weight_dtype, kv_dtype, stack)
-        if narrow is not None:
-            return narrow
+        bf16 = find_default_profile(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack=stack)
+        if bf16 is not None and bf16[1].form != "roofline":
+            return _narrow_weights(_profiled(bf16, model, hw, tp, stack), model, hw, tp,
+                                   weight_dtype, kv_dtype)
     if found is not None:
-        path, profile, stand_in = found
-        used = with_machine_note(describe(profile, path), profile)
-        cost = profile.build(model if stand_in is None else stand_in, hw)
-        if stand_in is not None:
-            delta = logits_delta_s(model, stand_in, hw, tp)
-            kernel, host = split_host(cost)
-            if isinstance(kernel, ScaledCost):
-                kernel = ScaledCost(LogitsOffsetCost(kernel.inner, delta), kernel.time_scale)
-            else:
-                kernel = LogitsOffsetCost(kernel, delta)
-            cost = with_overhead(kernel, host) if host.to_dict() else kernel
-            tables = f", {stack}'s kernel tables" if stack and tables_of(path, profile) == stack \
-                else ""
-            used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
-        return cost, with_allreduce_note(used, cost), measured_cv(profile)
+        return _profiled(found, model, hw, tp, stack)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
-def _narrow_weights(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
-                    kv_dtype: str, stack: str | None) -> tuple[CostModel, str, float] | None:
-    """Weights that ``hw`` multiplies in bf16 (simulator/costs/weight_only.py), priced by
-    the measured bf16 profile plus the weight reads saved; None without such a profile."""
-    found = find_default_profile(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack=stack)
-    if found is None or found[1].form == "roofline":
-        return None
-    cost, used, cv = _default(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack)
+def _profiled(found: tuple[Path, CostProfile, ModelSpec | None], model: ModelSpec,
+              hw: HardwareSpec, tp: int, stack: str | None) -> tuple[CostModel, str, float]:
+    """The cost a found profile gives ``model``: its own, or a stand-in's with the
+    vocabulary corrected (simulator/costs/shape_equivalent.py)."""
+    path, profile, stand_in = found
+    used = with_machine_note(describe(profile, path), profile)
+    cost = profile.build(model if stand_in is None else stand_in, hw)
+    if stand_in is not None:
+        delta = logits_delta_s(model, stand_in, hw, tp)
+        cost = _under_host(cost, lambda kernel: LogitsOffsetCost(kernel, delta))
+        tables = f", {stack}'s kernel tables" if stack and tables_of(path, profile) == stack \
+            else ""
+        used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
+    return cost, with_allreduce_note(used, cost), measured_cv(profile)
+
+
+def _narrow_weights(priced: tuple[CostModel, str, float], model: ModelSpec, hw: HardwareSpec,
+                    tp: int, weight_dtype: str, kv_dtype: str) -> tuple[CostModel, str, float]:
+    """Weights that ``hw`` multiplies in bf16 (simulator/costs/weight_only.py): ``priced``,
+    the measured bf16 profile's cost, plus the weight reads saved."""
+    cost, used, cv = priced
+    source = fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype)
+    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)  # bf16's knobs too
+    cost = _under_host(cost, lambda kernel: NarrowWeightsCost(kernel, source, target))
+    return cost, f"{narrow_note(weight_dtype, hw.name)}: {used}", cv
+
+
+def _under_host(cost: CostModel, wrap: Callable[[CostModel], CostModel]) -> CostModel:
+    """``cost`` with its kernel part wrapped by ``wrap``, under a fitted ``time_scale`` and
+    with the host terms still outside."""
     kernel, host = split_host(cost)
-    scaled = kernel if isinstance(kernel, ScaledCost) else None  # a fitted time_scale: outside
-    narrow = NarrowWeightsCost(
-        kernel if scaled is None else scaled.inner,
-        fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype),
-        fitted_prior(model, hw, tp, weight_dtype, kv_dtype))  # bf16's knobs: prior_efficiency
-    kernel = narrow if scaled is None else ScaledCost(narrow, scaled.time_scale)
-    cost = with_overhead(kernel, host) if host.to_dict() else kernel
-    return cost, f"{narrow.describe()}: {used}", cv
+    if isinstance(kernel, ScaledCost):
+        kernel = ScaledCost(wrap(kernel.inner), kernel.time_scale)
+    else:
+        kernel = wrap(kernel)
+    return with_overhead(kernel, host) if host.to_dict() else kernel
 
 
 def with_allreduce_note(used: str, cost: CostModel) -> str:

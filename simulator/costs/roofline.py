@@ -189,15 +189,11 @@ class RooflineCost:
                w: Num = 0.0) -> RooflineTerms:
         k = self._k
         t = p + d + s
-        flops_mm = k.flops_per_token * t
+        flops_mm, weights, mm_c, mm_m = self._matmuls(t)
         flops_attn = k.attn_flops_per_pair * (a + c + w)
-        experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, t)) if k.num_experts \
-            else 0.0 * t
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
-        weights = k.shared_bytes + experts_hit * k.expert_bytes
         kv_bytes = k.kv_bytes_per_token * (c + cache_read + t)
         # in roofline_scalar.py's order, so one step's floats are the same
-        mm_c = flops_mm * k.inv_peak_mm * k.compute_scale
         attn_c = flops_attn * k.inv_peak_attn * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1
         if k.num_allreduces and k.ar_curve is not None:
@@ -205,18 +201,27 @@ class RooflineCost:
         elif k.num_allreduces:
             per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
-        mm_m = weights / k.mem_bw
         attn_m = kv_bytes / k.kv_mem_bw
         return RooflineTerms(
             flops=(flops_mm + flops_attn) / self.tp,
             bytes=weights + kv_bytes,
             compute_s=mm_c + attn_c,
-            memory_s=weights / k.mem_bw + kv_bytes / k.kv_mem_bw,
+            memory_s=mm_m + attn_m,
             allreduce_s=allreduce_s,
             overhead_s=k.step_s + self.per_request_s * n_req,
             matmul_s=_maximum(mm_c, mm_m),
             attention_s=_maximum(attn_c, attn_m),
         )
+
+    def _matmuls(self, t: Num) -> tuple[Num, Num, Num, Num]:
+        """The matmuls of a step of ``t`` tokens: FLOPs, weight bytes read (the experts
+        hit), and their compute and read times (roofline_scalar.py's order)."""
+        k = self._k
+        flops_mm = k.flops_per_token * t
+        experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, t)) if k.num_experts \
+            else 0.0 * t
+        weights = k.shared_bytes + experts_hit * k.expert_bytes
+        return flops_mm, weights, flops_mm * k.inv_peak_mm * k.compute_scale, weights / k.mem_bw
 
     def terms(self, shape: StepShape | StepShapes) -> RooflineTerms:
         """The formula's pieces for one step (floats) or many (arrays)."""
@@ -260,13 +265,12 @@ class RooflineCost:
 
     def matmul_s(self, tokens: Num) -> Num:
         """``t_mm`` of a step of ``tokens`` tokens (T = P + D + S; a float or an array):
-        the larger of the matmuls' compute and their weight reads, as in :meth:`terms`."""
-        k = self._k
-        experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, tokens)) \
-            if k.num_experts else 0.0 * tokens
-        weights = k.shared_bytes + experts_hit * k.expert_bytes
-        return _maximum(k.flops_per_token * tokens * k.inv_peak_mm * k.compute_scale,
-                        weights / k.mem_bw)
+        the larger of the matmuls' compute and their weight reads, as in :meth:`terms`
+        (one float: the scalar pricer's, cached by T)."""
+        if isinstance(tokens, float):
+            return self._scalar.matmul_s(tokens)
+        _, _, compute_s, read_s = self._matmuls(tokens)
+        return _maximum(compute_s, read_s)
 
 
 def miss_power(q: float, t: Num) -> Num:

@@ -59,6 +59,11 @@ class ScalarRoofline:
         self._by_tokens[t] = terms
         return terms
 
+    def matmul_s(self, t: float) -> float:
+        """``t_mm`` of a step of ``t`` tokens, cached by ``t`` as :meth:`time` caches it."""
+        terms = self._by_tokens.get(t)
+        return (terms if terms is not None else self._token_terms(t))[0]
+
     def time(self, p: float, a: float, d: float, c: float, n_req: float, s: float = 0.0,
              w: float = 0.0) -> float:
         """Seconds of one step (``RooflineTerms.total_s`` of the same floats; ``s``, ``w``:

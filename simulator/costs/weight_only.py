@@ -47,6 +47,12 @@ def weight_only(weight_dtype: str, hw: HardwareSpec) -> bool:
             or w == "int4")
 
 
+def narrow_note(weight_dtype: str, hardware: str) -> str:
+    """What the repricing does, for the cost source."""
+    return (f"{weight_dtype} weights, weight-only kernels on {hardware} (bf16 math): the "
+            f"{SIXTEEN_BIT} profile plus the prior's weight reads saved")
+
+
 @dataclass(frozen=True, slots=True)
 class NarrowWeightsCost:
     """``inner`` (measured with 16-bit weights) plus the prior's change in the matmuls'
@@ -74,9 +80,3 @@ class NarrowWeightsCost:
         delta = self.delta_s
         return lambda rows, context, finished: inner(rows, context, finished) + float(
             delta(float(rows)))
-
-    def describe(self) -> str:
-        """What the repricing does, for the cost source."""
-        return (f"{self.target.weight_dtype} weights, weight-only kernels on "
-                f"{self.target.hardware.name} (bf16 math): the {SIXTEEN_BIT} profile plus "
-                f"the prior's weight reads saved")
