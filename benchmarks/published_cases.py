@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.published_lengths import random_lengths, sharegpt_lengths
+from benchmarks.published_lengths import (
+    random_lengths,
+    run_lengths,
+    sharegpt_lengths,
+    vllm_bench_arrivals,
+)
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
@@ -173,8 +178,22 @@ def catalogue_status(case: Case) -> str | None:
     return None
 
 
+def run_file(wl: Mapping[str, Any], where: str) -> Path:
+    """The published run whose per-request lengths a case replays (``workload.run``, a path
+    from this folder), checked to exist."""
+    path = Path(__file__).parent / str(wl["run"])
+    if not path.is_file():
+        raise ConfigError(f"{where}: workload.run = {wl['run']!r}: no such file ({path})")
+    return path
+
+
 def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(prompt, output) length distributions of a case's workload."""
+    if "run" in wl:  # a published run's own lengths (benchmarks/published_runs/)
+        path = str(run_file(wl, where))
+        prompt, output = ({"dist": "trace", "path": path, "column": c, "format": "vllm_bench"}
+                          for c in ("prompt", "output"))
+        return prompt, output
     if "prompt_tokens" in wl:
         return ({"dist": "fixed", "tokens": int(wl["prompt_tokens"])},
                 {"dist": "fixed", "tokens": int(wl["output_tokens"])})
@@ -186,7 +205,8 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
                            "sigma": wl[f"{k}_sigma"]} for k in ("prompt", "output"))
         return prompt, output
     raise ConfigError(f"{where}: workload: give prompt_tokens/output_tokens, prompt_low/high "
-                      f"and output_low/high, or dataset = 'sharegpt' with means and sigmas")
+                      f"and output_low/high, dataset = 'sharegpt' with means and sigmas, or "
+                      f"run = a published run's file")
 
 
 def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
@@ -215,6 +235,15 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
                      f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
                      f"{kept}")
+    elif "run" in wl:  # the run's own lengths; at a finite rate, its client's send times
+        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
+        sent = wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson"
+        arrivals = vllm_bench_arrivals(n, float(wl["rate"])) if sent else None
+        trace, drawn = run_lengths(run_file(wl, case.id), folder, arrivals)
+        workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
+        if sent:
+            workload = {"arrival": "trace", "num_requests": n, "trace": str(trace)}
+        notes.append(drawn)
     elif wl.get("output_low") == 0:  # bench_serving's random dataset at range ratio 0
         folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         trace, drawn = random_lengths(int(wl["prompt_low"]), int(wl["prompt_high"]),

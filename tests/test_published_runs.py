@@ -1,0 +1,65 @@
+"""Published runs with per-request records (benchmarks/published_runs/): the client's send
+times reconstructed, and a case replaying a run's own lengths."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.published_cases import load_cases, scenario_point
+from benchmarks.published_lengths import run_lengths, vllm_bench_arrivals
+
+RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "published_runs"
+LLMK8S = "llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-qps{}.json"
+
+
+def test_arrivals_are_numpy_gamma_gaps_from_seed_0() -> None:
+    # by hand: legacy RandomState(0).gamma(1, 0.5) twice, then the cumulative sum
+    gaps = np.random.RandomState(0).gamma(1.0, 0.5, size=2)
+    got = vllm_bench_arrivals(3, rate=2.0)
+    assert got.tolist() == [0.0, gaps[0], gaps[0] + gaps[1]]
+    # burstiness 1 makes the gamma an exponential: mean gap 1 / rate over many requests
+    assert vllm_bench_arrivals(20001, rate=4.0)[-1] / 20000 == pytest.approx(0.25, rel=0.02)
+    with pytest.raises(ValueError):
+        vllm_bench_arrivals(5, rate=math.inf)
+
+
+@pytest.mark.parametrize("qps", ["01", "04", "16"])
+def test_reconstructed_sends_give_the_recorded_duration(qps: str) -> None:
+    """The last request to finish, sent at the reconstructed time and taking its measured
+    TTFT plus its gaps, ends where the client's recorded duration does (within 0.15 s of
+    runs lasting 31-205 s: the client's own dispatch between sends)."""
+    run = json.loads((RUNS / LLMK8S.format(qps)).read_text())
+    n = len(run["input_lens"])
+    e2e = np.array([t + sum(g) for t, g in zip(run["ttfts"], run["itls"], strict=True)])
+    miss = [abs((vllm_bench_arrivals(n, float(run["request_rate"]), seed=seed) + e2e).max()
+                - run["duration"]) for seed in range(5)]
+    assert miss[0] < 0.15
+    # other seeds' sends miss by 0.38-25.7 s on these runs: it is seed 0's draws that ran
+    assert min(miss[1:]) > 2 * miss[0]
+
+
+def test_run_lengths_are_the_files_own(tmp_path: Path) -> None:
+    path = RUNS / LLMK8S.format("01")
+    run = json.loads(path.read_text())
+    table_path, note = run_lengths(path, tmp_path, vllm_bench_arrivals(200, 1.0))
+    table = np.genfromtxt(table_path, delimiter=",", names=True)
+    assert table["prompt_tokens"].sum() == 42659 == sum(run["input_lens"])
+    # outputs as recorded, a 0 served as the 1 token that ended the request
+    assert table["output_tokens"].tolist() == [max(1, o) for o in run["output_lens"]]
+    assert table["arrival_s"][0] == 0.0 and np.all(np.diff(table["arrival_s"]) > 0)
+    assert "200 requests" in note and "seed 0" in note
+
+
+def test_the_llmk8s_case_replays_the_run_at_its_send_times(tmp_path: Path) -> None:
+    (case,) = [c for c in load_cases() if c.id.startswith("vllm0.8.3-llmk8s-")]
+    point, notes = scenario_point(case, max_prompts=1000, use_stack=True,
+                                  burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["workload"]["arrival"] == "trace"
+    assert point["workload"]["num_requests"] == 200
+    assert point["hardware"] == {"gpu": "a100-40gb", "tp": 8}
+    assert any("sent when vLLM's benchmark_serving sends them" in n for n in notes)
