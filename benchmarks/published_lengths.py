@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.workload.arrivals import vllm_bench_sends
 from simulator.workload.lengths import LogNormal
 from simulator.workload.traces_json import load_vllm_bench
 
@@ -95,22 +96,13 @@ def _burst_table(path: Path, prompts: np.ndarray, outputs: np.ndarray) -> Path:
     return path
 
 
-def vllm_bench_arrivals(n: int, rate: float, burstiness: float = 1.0, seed: int = 0
-                        ) -> np.ndarray:
+def vllm_bench_arrivals(n: int, rate: float) -> np.ndarray:
     """The send times (s from the first) of ``n`` requests as vLLM's ``benchmark_serving``
-    spaces them at ``rate`` req/s: the first at 0, then one gap
-    ``np.random.gamma(shape=burstiness, scale=1 / (rate * burstiness))`` after each request
-    (``get_request``), from numpy's global generator seeded with ``--seed`` (default 0)
-    in ``main``. Exact when nothing else drew from that generator first: true of the
-    ShareGPT and sonnet datasets (Python's ``random`` samples them), not of ``random``
-    (``np.random.randint``). Checked on the shipped llm-k8s runs: the last send plus each
-    request's measured latency gives the recorded duration within 0.15 s at 1, 4 and 16
-    req/s (tests/test_published_runs.py)."""
+    spaces them at ``rate`` req/s with its default seed and burstiness
+    (simulator/workload/arrivals.py ``vllm_bench_sends``; exact for the ShareGPT dataset)."""
     if n < 1 or not rate > 0 or math.isinf(rate):
         raise ValueError(f"{n=}, {rate=}: need n >= 1 and a finite rate > 0")
-    rng = np.random.RandomState(seed)  # the legacy global generator np.random.seed seeds
-    gaps = rng.gamma(shape=burstiness, scale=1.0 / (rate * burstiness), size=n - 1)
-    return np.concatenate([[0.0], np.cumsum(gaps)])
+    return vllm_bench_sends(rate, n)
 
 
 def run_lengths(path: Path, folder: Path, arrivals: np.ndarray | None = None

@@ -12,6 +12,8 @@ import pytest
 
 from benchmarks.published_cases import load_cases, scenario_point
 from benchmarks.published_lengths import run_lengths, vllm_bench_arrivals
+from simulator.measured import load_measured
+from simulator.workload.arrivals import vllm_bench_sends
 
 RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "published_runs"
 LLMK8S = "llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-qps{}.json"
@@ -36,7 +38,7 @@ def test_reconstructed_sends_give_the_recorded_duration(qps: str) -> None:
     run = json.loads((RUNS / LLMK8S.format(qps)).read_text())
     n = len(run["input_lens"])
     e2e = np.array([t + sum(g) for t, g in zip(run["ttfts"], run["itls"], strict=True)])
-    miss = [abs((vllm_bench_arrivals(n, float(run["request_rate"]), seed=seed) + e2e).max()
+    miss = [abs((vllm_bench_sends(float(run["request_rate"]), n, seed=seed) + e2e).max()
                 - run["duration"]) for seed in range(5)]
     assert miss[0] < 0.15
     # other seeds' sends miss by 0.38-25.7 s on these runs: it is seed 0's draws that ran
@@ -63,3 +65,19 @@ def test_the_llmk8s_case_replays_the_run_at_its_send_times(tmp_path: Path) -> No
     assert point["workload"]["num_requests"] == 200
     assert point["hardware"] == {"gpu": "a100-40gb", "tp": 8}
     assert any("sent when vLLM's benchmark_serving sends them" in n for n in notes)
+
+
+def test_the_measured_loader_rebuilds_the_client_sends(tmp_path: Path) -> None:
+    """A vLLM bench file has no send times; at a finite rate the loader rebuilds the
+    client's (seed 0) and keeps them only where the file's duration agrees."""
+    run = load_measured(RUNS / LLMK8S.format("04"))
+    assert run.arrivals_known and "compared request by request" in run.assumed_arrivals
+    np.testing.assert_array_equal(run.requests["arrival_s"].to_numpy(), vllm_bench_sends(4.0, 200))
+    # the same requests claimed at 5 req/s: sent at those times, the last would end 11.3 s
+    # before the recorded duration, not 0.14 s: distributions only, saying why
+    data = json.loads((RUNS / LLMK8S.format("04")).read_text())
+    data["request_rate"] = 5.0
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps(data))
+    run = load_measured(other)
+    assert not run.arrivals_known and "do not fit this file" in run.assumed_arrivals

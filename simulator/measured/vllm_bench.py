@@ -6,13 +6,20 @@ TTFT + the sum of its ITLs. Failed requests are dropped by that reader (counted 
 notes). The file has no send times, so the arrivals are what the benchmark asked for: a
 burst at t = 0 when ``request_rate`` is inf and ``max_concurrency`` unset; a closed loop of
 ``max_concurrency`` clients when set (arrivals NaN, ``closed_clients`` set; the clients
-start together, ``workload.client_start = "together"``, as vLLM sends); else drawn at
-``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``, and
-capped at ``max_concurrency`` in flight when set (``MeasuredRun.max_concurrency``, replayed
-as ``workload.max_concurrency``: vLLM holds each request behind a semaphore of that size,
+start together, ``workload.client_start = "together"``, as vLLM sends); else, at a finite
+``request_rate``, the client's own send times where they can be rebuilt: vLLM draws each
+gap with numpy's global generator seeded with ``--seed`` (default 0;
+simulator/workload/arrivals.py ``vllm_bench_sends``), and the file shows whether that is
+what ran: sent at those times, every request ends by the recorded ``duration``, the last
+within ``SEND_SLACK`` of it (a run of another seed, or whose dataset drew from numpy
+first, misses by seconds). Otherwise arrivals are drawn at ``request_rate`` (Poisson, or
+gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``, and capped at ``max_concurrency``
+in flight when set (``MeasuredRun.max_concurrency``, replayed as
+``workload.max_concurrency``: vLLM holds each request behind a semaphore of that size,
 vllm/benchmarks/serve.py ``limited_request_func``).
-Unless a burst, ``arrivals_known`` is False: compare distributions, not request by request,
-and take duration and throughputs from the file's own figures (null where it lacks them).
+With a burst or rebuilt send times ``arrivals_known`` is True (request by request);
+otherwise compare distributions, and take duration and throughputs from the file's own
+figures (null where it lacks them).
 """
 
 from __future__ import annotations
@@ -26,10 +33,14 @@ import pandas as pd
 
 from simulator.errors import ConfigError, TraceError
 from simulator.measured.run import CLIENT_CANNOT_SEE, RUN_FIGURES, MeasuredRun
-from simulator.workload.arrivals import gamma_arrivals
+from simulator.workload.arrivals import gamma_arrivals, vllm_bench_sends
 from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
 
-BENCH_SEED = 0  # arrivals drawn for a vLLM bench result at a finite request_rate
+BENCH_SEED = 0  # vLLM bench's default --seed; also the seed of arrivals drawn like them
+# How much earlier than the recorded duration the last request may end when sent at the
+# rebuilt times (s, or that share of the duration if more): the client's own work between
+# sends and after the last response (0.12-0.15 s on benchmarks/published_runs/)
+SEND_SLACK = (0.5, 0.01)
 
 
 def is_vllm_bench(data: Any) -> bool:
@@ -46,13 +57,19 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
         raise ConfigError(str(e)) from e
     t = trace.table
     n = len(t)
+    e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, n)
     arrival, clients, per_request, how = bench_arrivals(n, data)
+    sent, sent_how = client_sends(data, rows, e2e) if not per_request and clients is None \
+        and bench_cap(data) is None else (None, "")
+    if sent is not None:
+        arrival, per_request, how = sent, True, sent_how
+    elif sent_how:
+        how = f"{how}; {sent_how}"
     cap = bench_cap(data) if clients is None and not per_request else None
     table = pd.DataFrame({
         "request_id": np.arange(n), "arrival_s": arrival,
         "prompt_tokens": t["prompt_tokens"].to_numpy(), "output_tokens":
-        t["output_tokens"].to_numpy(), "ttft_s": ttft,
-        "e2e_s": ttft + np.fromiter((g.sum() for g in gaps), np.float64, n),
+        t["output_tokens"].to_numpy(), "ttft_s": ttft, "e2e_s": e2e,
         "status": "finished", "reason": ""})
     dropped = sum(trace.dropped.values())
     notes = [*trace.notes, how]
@@ -114,3 +131,28 @@ def bench_arrivals(n: int, data: dict[str, Any]
         note += (f"; at most max_concurrency = {conc} in flight (a request due while "
                  f"{conc} are outstanding is sent when one ends: workload.max_concurrency)")
     return times, None, False, note
+
+
+def client_sends(data: dict[str, Any], rows: np.ndarray, e2e: np.ndarray
+                 ) -> tuple[np.ndarray | None, str]:
+    """The send times of the file's kept requests (positions ``rows``, latencies ``e2e``)
+    as vLLM's client drew them at the file's finite ``request_rate`` with seed
+    ``BENCH_SEED``, and a note; (None, why) when the file's duration says otherwise
+    (module docstring) or cannot say."""
+    rate, duration = _finite_rate(data), data.get("duration")
+    if rate is None or isinstance(duration, bool) or not isinstance(duration, int | float) \
+            or not math.isfinite(duration) or len(e2e) == 0:
+        return None, ""
+    b = data.get("burstiness") or 1.0
+    if isinstance(b, bool) or not isinstance(b, int | float) or not b > 0:
+        return None, ""
+    sends = vllm_bench_sends(rate, len(data["input_lens"]), float(b), BENCH_SEED)[rows]
+    slack = float(duration - (sends + e2e).max())
+    if 0.0 <= slack <= max(SEND_SLACK[0], SEND_SLACK[1] * duration):
+        return sends, (f"send times: the client's own, rebuilt (vLLM bench draws each gap "
+                       f"with numpy's gamma from seed {BENCH_SEED}, burstiness {b:g}); sent "
+                       f"so, the last request ends {slack:.2f} s before the recorded "
+                       f"duration; compared request by request")
+    return None, (f"the client's seed-{BENCH_SEED} send times do not fit this file (sent "
+                  f"so, the last request would end {-slack:+.2f} s from the recorded "
+                  f"duration: another --seed, or a dataset that drew from numpy first)")
