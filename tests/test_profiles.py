@@ -105,13 +105,14 @@ def test_load_bad_json(tmp_path: Path) -> None:
 
 
 def test_empty_section_uses_shipped_profile() -> None:
-    # On an H100 PCIe, which has no kernel tables (on H100 SXM a measured stand-in wins:
-    # tests/test_shape_equivalent_profile.py)
-    pcie = get_hardware("h100-pcie")
-    cost, used = hook({}, model=MISTRAL, hw=pcie)
-    assert used == "h100-pcie__mistral-7b__bf16__tp1.json (roofline prior, not measured)"
+    # On an RTX 4090, which has no kernel tables and no sibling that has (on H100 SXM a
+    # measured stand-in wins: tests/test_shape_equivalent_profile.py; the H100 PCIe takes
+    # the SXM's: tests/test_sibling_cost.py)
+    gpu = get_hardware("rtx4090")
+    cost, used = hook({}, model=MISTRAL, hw=gpu)
+    assert used == "rtx4090__mistral-7b__bf16__tp1.json (roofline prior, not measured)"
     assert isinstance(cost, RooflineCost)
-    assert cost.step_time(SHAPE) == RooflineCost(MISTRAL, pcie).step_time(SHAPE)
+    assert cost.step_time(SHAPE) == RooflineCost(MISTRAL, gpu).step_time(SHAPE)
 
 
 def test_empty_section_without_shipped_profile_builds_roofline() -> None:
@@ -256,10 +257,10 @@ def test_generator_is_in_sync_and_spares_measured_profiles(tmp_path: Path) -> No
 
 
 def test_fp8_deployment_uses_shipped_fp8_profile() -> None:
-    pcie = get_hardware("h100-pcie")
-    cost, used = hook({}, hw=pcie, weight_dtype="fp8", kv_dtype="fp8")
-    assert used.startswith("h100-pcie__llama-3.1-8b__fp8__tp1.json (roofline prior")
-    assert cost == RooflineCost(LLAMA8B, pcie, weight_dtype="fp8", kv_dtype="fp8")
+    gpu = get_hardware("rtx4090")
+    cost, used = hook({}, hw=gpu, weight_dtype="fp8", kv_dtype="fp8")
+    assert used.startswith("rtx4090__llama-3.1-8b__fp8__tp1.json (roofline prior")
+    assert cost == RooflineCost(LLAMA8B, gpu, weight_dtype="fp8", kv_dtype="fp8")
 
 
 def test_engine_measured_cpu_profile_matches_its_committed_table() -> None:

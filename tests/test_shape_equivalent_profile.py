@@ -59,10 +59,10 @@ def test_same_vocab_stand_in_is_exact() -> None:
 
 
 def test_a_prior_is_no_stand_in() -> None:
-    # On an H100 PCIe llama-3.1-8b has only a prior: mistral-7b keeps its own prior.
-    _, used = cost_model_from_config({}, MODELS["mistral-7b"], get_hardware("h100-pcie"), 1,
+    # On an RTX 4090 llama-3.1-8b has only a prior: mistral-7b keeps its own prior.
+    _, used = cost_model_from_config({}, MODELS["mistral-7b"], get_hardware("rtx4090"), 1,
                                      "bf16", "bf16")
-    assert used == "h100-pcie__mistral-7b__bf16__tp1.json (roofline prior, not measured)"
+    assert used == "rtx4090__mistral-7b__bf16__tp1.json (roofline prior, not measured)"
     # A model's own measured profile wins over a stand-in.
     path = profile_path_for({}, LLAMA8B, H100, 1, "bf16", "bf16")
     assert path == PROFILES_DIR / "h100-sxm__llama-3.1-8b__bf16__tp1.json"

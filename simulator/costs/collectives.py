@@ -37,6 +37,7 @@ import numpy as np
 
 from simulator.costs.base import Num
 from simulator.errors import ConfigError
+from simulator.specs.hardware import HARDWARE, same_link, sibling_of
 
 COLLECTIVES_FILE = Path(__file__).resolve().parent / "collectives.json"
 PUBLISHED_FILE = Path(__file__).resolve().parent / "collectives_published.json"
@@ -137,6 +138,9 @@ def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
             return AllReduceCurve(row["hardware"], row["kind"], int(row["tp"]),
                                   tuple(map(float, row["knots_bytes"])),
                                   tuple(map(float, row["latency_us"])), row["source"])
+    other = sibling_of(hardware) if hardware in HARDWARE else None
+    if other is not None and same_link(HARDWARE[hardware], other):
+        return allreduce_curve(other.name, tp, kind, path, published)  # the same fabric
     return None
 
 

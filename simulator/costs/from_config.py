@@ -44,7 +44,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
-from simulator.costs.prior_efficiency import fitted_prior, prior_note
+from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -56,15 +56,17 @@ from simulator.costs.profile import (
 )
 from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
 from simulator.costs.shape_equivalent import LogitsOffsetCost, logits_delta_s, stand_in_note
+from simulator.costs.sibling import SiblingCost, sibling_note
 from simulator.costs.weight_only import SIXTEEN_BIT, NarrowWeightsCost, narrow_note, weight_only
 from simulator.errors import ConfigError
 from simulator.fingerprint import HOW_TO_FIX
 from simulator.profile_cache import profile_stem
 from simulator.specs.dtypes import same_cost_dtype
-from simulator.specs.hardware import HardwareSpec
+from simulator.specs.hardware import HardwareSpec, sibling_of
 from simulator.specs.models import ModelSpec
 
 ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
+Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lookup.py)
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
                 "decode_kv_reads", *COEFFICIENT_KEYS)
@@ -264,19 +266,53 @@ def _inline(
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
              stack: str | None = None) -> tuple[CostModel, str, float]:
-    found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, stack=stack)
-    if (found is None or found[1].form == "roofline") and weight_only(weight_dtype, hw):
-        bf16 = find_default_profile(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack=stack)
-        if bf16 is not None and bf16[1].form != "roofline":
-            return _narrow_weights(_profiled(bf16, model, hw, tp, stack), model, hw, tp,
-                                   weight_dtype, kv_dtype)
-    if found is not None:
+    found, measured = _measured(model, hw, tp, weight_dtype, kv_dtype, stack)
+    if measured is not None:
+        return measured
+    sibling = _sibling(model, hw, tp, weight_dtype, kv_dtype, stack)
+    if sibling is not None:
+        return sibling
+    if found is not None:  # the deployment's shipped prior file
         return _profiled(found, model, hw, tp, stack)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
-def _profiled(found: tuple[Path, CostProfile, ModelSpec | None], model: ModelSpec,
+def _measured(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
+              stack: str | None) -> tuple[Found | None, tuple[CostModel, str, float] | None]:
+    """The profile lookup's hit (maybe a prior file), and the cost a measured profile gives
+    the deployment: its own, or a 16-bit one repriced for weights narrower than the math;
+    None when only a prior is there."""
+    found = find_default_profile(model, hw, tp, weight_dtype, kv_dtype, stack=stack)
+    if (found is None or found[1].form == "roofline") and weight_only(weight_dtype, hw):
+        bf16 = find_default_profile(model, hw, tp, SIXTEEN_BIT, kv_dtype, stack=stack)
+        if bf16 is not None and bf16[1].form != "roofline":
+            return found, _narrow_weights(_profiled(bf16, model, hw, tp, stack), model, hw,
+                                          tp, weight_dtype, kv_dtype)
+    if found is not None and found[1].form != "roofline":
+        return found, _profiled(found, model, hw, tp, stack)
+    return found, None
+
+
+def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
+             stack: str | None) -> tuple[CostModel, str, float] | None:
+    """The sibling GPU's measured cost scaled to ``hw`` (simulator/costs/sibling.py), or
+    None when ``hw`` has no sibling or the sibling no measured profile of the deployment."""
+    other = sibling_of(hw.name)
+    if other is None:
+        return None
+    _, measured = _measured(model, other, tp, weight_dtype, kv_dtype, stack)
+    if measured is None:
+        return None
+    cost, used, cv = measured
+    knobs = prior_knobs(other.name, weight_dtype)  # the sibling's: same chip and kernels
+    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **knobs)
+    source = fitted_prior(model, other, tp, weight_dtype, kv_dtype)
+    cost = _under_host(cost, lambda kernel: SiblingCost(kernel, target, source))
+    return cost, sibling_note(hw.name, other.name, used), cv
+
+
+def _profiled(found: Found, model: ModelSpec,
               hw: HardwareSpec, tp: int, stack: str | None) -> tuple[CostModel, str, float]:
     """The cost a found profile gives ``model``: its own, or a stand-in's with the
     vocabulary corrected (simulator/costs/shape_equivalent.py)."""

@@ -122,6 +122,23 @@ ALIASES: Mapping[str, str] = MappingProxyType(
     {"a100": "a100-80gb", "h100": "h100-sxm", "h200-sxm": "h200"}
 )
 
+# GPU -> its sibling: the same chip on another board (other memory, power limit, link),
+# whose measured tables price it where it has none (simulator/costs/sibling.py)
+SIBLINGS: Mapping[str, str] = MappingProxyType(
+    {"a100-40gb": "a100-80gb", "h100-pcie": "h100-sxm"}
+)
+
+
+def sibling_of(name: str) -> HardwareSpec | None:
+    """The catalogue GPU whose measured tables price ``name``'s (same chip), or None."""
+    other = SIBLINGS.get(name)
+    return None if other is None else HARDWARE[other]
+
+
+def same_link(a: HardwareSpec, b: HardwareSpec) -> bool:
+    """Whether two GPUs' peer links are the same fabric (kind and bandwidth)."""
+    return (a.link_kind, a.link_bandwidth_gbps) == (b.link_kind, b.link_bandwidth_gbps)
+
 
 def get_hardware(name: str) -> HardwareSpec:
     """Catalogue spec by name or alias (case-insensitive)."""
