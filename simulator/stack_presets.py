@@ -250,6 +250,20 @@ VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 
                         "sdk/backends/vllm_backend.py _prefill_dispatch_overhead_ms; step_s "
                         "0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "
                         "(benchmarks/published_cases.toml vllm-nightly-*-latency-*)")
+# V1 keeps the step cost but has no per-request dispatch before the first token: fitted
+# request by request on a published vLLM 0.8.3 run with per-request records (Llama-3.3-70B,
+# TP 8, 200 ShareGPT prompts at 1 req/s, its own send times: `servesim calibrate --from-run
+# benchmarks/published_runs/llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-qps01.json
+# --scenario S --fit request_s` gives 0 ms, at the bound; with step_s or time_scale fitted
+# too, 0 ms again). 0.8 ms x 80 layers put 64 ms on a first token measured at 65 ms in
+# all (TTFT +108%). V1 runs prefill under piecewise CUDA graphs, which the V0 runs the
+# 0.8 ms described did not (docs/stacks.md, "vLLM V1's host costs").
+VLLM_V1_DISPATCH = {"step_s": VLLM_DISPATCH["step_s"]}
+VLLM_V1_DISPATCH_SOURCE = (
+    "host: step_s 0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "
+    "(benchmarks/published_cases.toml vllm-nightly-*-latency-*); no request_s: 0 ms fitted "
+    "by servesim calibrate --from-run on a published vLLM 0.8.3 run's per-request records "
+    "(benchmarks/published_runs/llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-qps01.json)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 
 # SGLang 0.3.0's host costs, per layer, fitted by `python benchmarks/published_fit.py --case
@@ -442,8 +456,9 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``)."""
     return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES}, VLLM_KV,
-                   (VLLM_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources, VLLM_KV_DTYPE_SOURCE),
-                   profiles="vllm", per_layer=VLLM_DISPATCH, adapt=adapt, fp8_kv_with=())
+                   (VLLM_V1_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources,
+                    VLLM_KV_DTYPE_SOURCE),
+                   profiles="vllm", per_layer=VLLM_V1_DISPATCH, adapt=adapt, fp8_kv_with=())
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
