@@ -72,7 +72,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
         t["output_tokens"].to_numpy(), "ttft_s": ttft, "e2e_s": e2e,
         "status": "finished", "reason": ""})
     dropped = sum(trace.dropped.values())
-    notes = [*trace.notes, how]
+    notes = [*(n for n in trace.notes if sent is None or "no arrival times" not in n), how]
     if dropped:
         notes.append(f"{dropped} request(s) left out (failed or without tokens): "
                      f"{trace.dropped}")
