@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from benchmarks.published_lengths import (
     random_lengths,
     run_lengths,
@@ -163,6 +166,10 @@ def _check(c: Mapping[str, Any], where: str) -> None:
                                       or wl["concurrency"] < 1):
         raise ConfigError(f"{where}: workload.concurrency = {wl.get('concurrency')!r}: a "
                           "closed loop needs an int >= 1")
+    if wl.get("client", "vllm-bench") != "vllm-bench" or (
+            "client" in wl and wl["arrival"] != "poisson"):
+        raise ConfigError(f"{where}: workload.client = {wl['client']!r}: only 'vllm-bench' "
+                          "(its send times at a finite rate, arrival = 'poisson')")
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read
@@ -235,14 +242,10 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
                      f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
                      f"{kept}")
-    elif "run" in wl:  # the run's own lengths; at a finite rate, its client's send times
+    elif "run" in wl:  # the run's own lengths
         folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
-        sent = wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson"
-        arrivals = vllm_bench_arrivals(n, float(wl["rate"])) if sent else None
-        trace, drawn = run_lengths(run_file(wl, case.id), folder, arrivals)
+        trace, drawn = run_lengths(run_file(wl, case.id), folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
-        if sent:
-            workload = {"arrival": "trace", "num_requests": n, "trace": str(trace)}
         notes.append(drawn)
     elif wl.get("output_low") == 0:  # bench_serving's random dataset at range ratio 0
         folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
@@ -250,6 +253,10 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
                                       int(wl["output_high"]), n, folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
+    if wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson":
+        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
+        workload, note = client_sent(workload, wl, n, folder, case.id)
+        notes.append(note)
     policy: dict[str, Any] = {}
     known = set(knob_rules())  # the scheduler knobs servesim has today
     for key, value in case.knobs.items():
@@ -282,6 +289,29 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     if use_stack:
         point["stack"] = {"name": case.stack}
     return point, notes
+
+
+def client_sent(workload: Mapping[str, Any], wl: Mapping[str, Any], n: int, folder: Path,
+                name: str) -> tuple[dict[str, Any], str]:
+    """``workload`` with each request sent when vLLM's ``benchmark_serving`` sent it at the
+    case's rate (``client = "vllm-bench"``: simulator/workload/arrivals.py
+    ``vllm_bench_sends``, exact for the sonnet and ShareGPT datasets), as a trace; and a
+    note. Lengths from the workload's trace, else its fixed lengths."""
+    sends = vllm_bench_arrivals(n, float(wl["rate"]))
+    if "trace" in workload:
+        table = pd.read_csv(workload["trace"]).iloc[:n]
+    elif "prompt_tokens" in wl:
+        table = pd.DataFrame({"request_id": np.arange(n), "prompt_tokens": int(wl["prompt_tokens"]),
+                              "output_tokens": int(wl["output_tokens"])})
+    else:
+        raise ConfigError(f"{name}: workload.client = 'vllm-bench' needs fixed lengths, "
+                          "dataset = 'sharegpt' or run")
+    table = table.assign(arrival_s=sends[: len(table)])
+    path = folder / f"sent_{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False)
+    return ({"arrival": "trace", "num_requests": n, "trace": str(path)},
+            "sent when vLLM's benchmark_serving sends them (numpy's gaps from seed 0)")
 
 
 def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any]:

@@ -105,23 +105,14 @@ def vllm_bench_arrivals(n: int, rate: float) -> np.ndarray:
     return vllm_bench_sends(rate, n)
 
 
-def run_lengths(path: Path, folder: Path, arrivals: np.ndarray | None = None
-                ) -> tuple[Path, str]:
+def run_lengths(path: Path, folder: Path) -> tuple[Path, str]:
     """A published run's own per-request (prompt, output) lengths, in send order, as a
-    request table in ``folder`` (every request at 0, or at ``arrivals``); also a note.
-    The run's file is read by servesim's ``vllm_bench`` trace loader (a completion with
-    0 output tokens is served 1, the token that ended it)."""
-    loaded = load_vllm_bench(path)
-    table = loaded.table
+    request table in ``folder`` (every request at 0); also a note. The run's file is read
+    by servesim's ``vllm_bench`` trace loader (a completion with 0 output tokens is served
+    1, the token that ended it)."""
+    table = load_vllm_bench(path).table
     prompts = table["prompt_tokens"].to_numpy(np.int64)
     outputs = table["output_tokens"].to_numpy(np.int64)
-    name = f"run_{path.stem}{'' if arrivals is None else '_sent'}.csv"
-    out = _burst_table(folder / name, prompts, outputs)
-    if arrivals is not None:
-        frame = pd.read_csv(out)
-        frame["arrival_s"] = arrivals[: len(frame)]
-        frame.to_csv(out, index=False)
+    out = _burst_table(folder / f"run_{path.stem}.csv", prompts, outputs)
     return out, (f"the run's own {len(prompts)} requests (means {prompts.mean():.0f} / "
-                 f"{outputs.mean():.0f}, {path.name})"
-                 + ("" if arrivals is None else
-                    "; sent when vLLM's benchmark_serving sends them (seed 0)"))
+                 f"{outputs.mean():.0f}, {path.name})")
