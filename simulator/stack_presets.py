@@ -279,7 +279,17 @@ SGLANG_03_HOST_SOURCE = ("host: request_s 0.1943 ms x layers, step_s 0.0484 ms x
                          "(benchmarks/published_cases.toml sglang0.3.0-readme060-*-rps4)")
 SGLANG_POLICY = {"name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
                  "preemption": "fewest_outputs", "mixed_chunks": False}
-SGLANG_KV = {"block_size": 1, "gpu_memory_utilization": 0.88}
+SGLANG_KV = {"block_size": 1, "gpu_memory_utilization": 0.88, "prefix_caching": True}
+# Prefix caching out of the box: SGLang's radix cache (ServerArgs disable_radix_cache
+# False), vLLM V1's (EngineArgs enable_prefix_caching: "V1 turns on prefix caching by
+# default", vLLM's tests/v1/engine/test_engine_args.py), TensorRT-LLM's LLM API
+# (KvCacheConfig enable_block_reuse True in the 1.3 reference; the 1.0 preset takes it).
+# vLLM V0 and TensorRT-LLM's engine-era executor (enableBlockReuse false) left it off.
+PREFIX_CACHING_SOURCE = (
+    "kv.prefix_caching: on by default in vLLM V1 (EngineArgs enable_prefix_caching; 'V1 "
+    "turns on prefix caching by default'), SGLang (radix cache, --disable-radix-cache to "
+    "turn off) and TensorRT-LLM's LLM API (KvCacheConfig enable_block_reuse True); off in "
+    "vLLM V0 and TensorRT-LLM 0.x engines; a static or dynamic policy keeps it off")
 SGLANG_KV_DTYPE_SOURCE = (
     "sglang server_args.py kv_cache_dtype default 'auto' (docs/backend/server_arguments.md: "
     "'Dtype of the kv cache, defaults to the dtype'): an FP8 checkpoint keeps a bf16 cache")
@@ -455,9 +465,10 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
              sources: tuple[str, ...]) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``)."""
-    return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES}, VLLM_KV,
+    return _preset("vllm-v1", version, {"name": "chunked", **VLLM_RULES},
+                   {**VLLM_KV, "prefix_caching": True},
                    (VLLM_V1_DISPATCH_SOURCE, VLLM_V1_SCHEDULER, *sources,
-                    VLLM_KV_DTYPE_SOURCE),
+                    VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH, adapt=adapt, fp8_kv_with=())
 
 
@@ -485,19 +496,23 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
     """An SGLang release: its policy, page size and memory share, kernel tables, a KV cache
     in the model's dtype; ``per_layer``: its host costs where a release has them."""
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
-                   (*sources, SGLANG_KV_DTYPE_SOURCE), profiles="sglang",
+                   (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE), profiles="sglang",
                    per_layer=per_layer, adapt=adapt, fp8_kv_with=())
 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    overhead: dict[str, float] | None = None,
                    kv16_reread: float = 0.0,
-                   xqa_groups: frozenset[int] | None = None) -> StackPreset:
+                   xqa_groups: frozenset[int] | None = None,
+                   block_reuse: bool = False) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
-    size, its kernel tables; FP8 (with an FP8 cache) only on GPUs with FP8 math."""
+    size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
+    only on GPUs with FP8 math."""
     return _preset("trtllm", version, dict(TRTLLM_POLICY),
-                   {"block_size": block_size, "gpu_memory_utilization": 0.9},
-                   (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE), profiles="trtllm",
+                   {"block_size": block_size, "gpu_memory_utilization": 0.9,
+                    "prefix_caching": block_reuse},
+                   (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE),
+                   profiles="trtllm",
                    overhead=overhead, adapt=_context, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups)
 
@@ -556,6 +571,6 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _trtllm_preset("1.0", 32, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "
-            "free_gpu_memory_fraction 0.9",)),
+            "free_gpu_memory_fraction 0.9",), block_reuse=True),
     ),
 })

@@ -32,6 +32,12 @@ from simulator.specs.hardware import HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
+# Policies that pad every prompt in full, which the prefix cache cannot serve
+# (simulator/deployment.py refuses kv.prefix_caching with them, as
+# simulator/fleet/disagg_build.py does with [disaggregated] pools): a preset's prefix
+# caching is dropped under them, a scenario's own is left to those checks
+PADDED = ("static", "dynamic")
+
 NONE = "none"
 
 
@@ -121,8 +127,10 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
     by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them. ``[model] kv_dtype``: for quantised weights the scenario gives without one, the
-    stack's (``fp8_kv_with``); FP8 on a GPU the stack cannot run it on is refused.
+    them (its prefix caching not under a static or dynamic policy, nor with
+    ``[disaggregated]`` pools). ``[model] kv_dtype``: for quantised weights the scenario
+    gives without one, the stack's (``fp8_kv_with``); FP8 on a GPU the stack cannot run it
+    on is refused.
     ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
     GPUs, the scenario's ``hardware.tp``), term by term under the scenario's, unless the
     scenario prices steps itself (``form``: inline coefficients; ``profile``: a file, whose
@@ -139,7 +147,12 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     defaults = (preset.policy_for(model, hardware, own) if model and hardware
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
-    out["kv"] = {**preset.kv, **dict(out.get("kv") or {})}
+    kv = dict(preset.kv)
+    split = out.get("disaggregated")
+    pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
+    if own.get("name") in PADDED or pools:  # a padded batch prefills every prompt in
+        kv.pop("prefix_caching", None)  # full; the pools have no prefix cache (yet)
+    out["kv"] = {**kv, **dict(out.get("kv") or {})}
     section = out.get("model")
     section = dict(section) if isinstance(section, Mapping) else {}
     weights = section.get("weight_dtype")

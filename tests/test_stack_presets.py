@@ -283,3 +283,37 @@ def test_tensorrt_llm_refuses_fp8_on_an_a100(model: dict, field: str) -> None:
         "kv_dtype", "bf16")
     assert resolve({**point, "model": {"name": "llama-3.1-8b", "weight_dtype": "int4"},
                     "stack": {"name": "trtllm"}}).kv_dtype == "bf16"
+
+
+@pytest.mark.parametrize(("stack", "version", "on"), [
+    ("vllm-v0", "", False), ("vllm-v1", "", True), ("sglang", "", True),
+    ("trtllm", "1.0", True), ("trtllm", "0.11", False), ("trtllm", "0.10", False)])
+def test_prefix_caching_is_each_stacks_out_of_the_box_default(stack: str, version: str,
+                                                              on: bool) -> None:
+    assert resolve({"stack": {"name": stack, "version": version}}).prefix_caching is on
+    # the scenario's own setting wins; a padded policy and disaggregated pools, which
+    # cannot cache prefixes, run without the preset's
+    off = {"stack": {"name": stack, "version": version}, "kv": {"prefix_caching": False}}
+    assert resolve(off).prefix_caching is False
+    static = {"stack": {"name": stack, "version": version}, "policy": {"name": "static"}}
+    assert resolve(static).prefix_caching is False
+    pools = {"stack": {"name": stack, "version": version}, "disaggregated": {}}
+    assert resolve(pools).prefix_caching is False
+
+
+def test_a_shared_system_prompt_hits_vllm_v1s_cache_and_not_v0s() -> None:
+    """Every request starts with the same 1,024-token system prompt: under vllm-v1 (prefix
+    caching on by default) each request after the first finds its 64 blocks of 16 tokens
+    cached; under vllm-v0 (off) none does."""
+    from simulator.runner import run_point
+
+    point = {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm"},
+             "workload": {"arrival": "poisson", "rate": 2.0, "num_requests": 20,
+                          "prompt": {"dist": "fixed", "tokens": 100},
+                          "output": {"dist": "fixed", "tokens": 10},
+                          "system_prompt_tokens": 1024, "system_prompt_share": 1.0}}
+    v1 = run_point({}, {**point, "stack": {"name": "vllm-v1"}}).summary
+    v0 = run_point({}, {**point, "stack": {"name": "vllm-v0"}}).summary
+    assert v1["prefix_cached_tokens"] == 19 * 1024
+    assert not v0.get("prefix_cached_tokens")
+    assert v1["mean_ttft_ms"] < v0["mean_ttft_ms"]
