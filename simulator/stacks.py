@@ -147,12 +147,12 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     defaults = (preset.policy_for(model, hardware, own) if model and hardware
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
-    kv = dict(preset.kv)
+    layout = dict(preset.kv)
     split = out.get("disaggregated")
     pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
     if own.get("name") in PADDED or pools:  # a padded batch prefills every prompt in
-        kv.pop("prefix_caching", None)  # full; the pools have no prefix cache (yet)
-    out["kv"] = {**kv, **dict(out.get("kv") or {})}
+        layout.pop("prefix_caching", None)  # full; the pools have no prefix cache (yet)
+    out["kv"] = {**layout, **dict(out.get("kv") or {})}
     section = out.get("model")
     section = dict(section) if isinstance(section, Mapping) else {}
     weights = section.get("weight_dtype")
