@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from benchmarks.published_cases import (  # noqa: E402
     CASES_GLOB,
     HEADLINE,
+    MEASURE_FROM,
     UNITS,
     Case,
     burst_rate_accepted,
@@ -51,7 +52,8 @@ from benchmarks.published_cases import (  # noqa: E402
 from benchmarks.trtllm_kv_memory import BUFFER_READINGS  # noqa: E402
 from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
-from simulator.runner import run_point  # noqa: E402
+from simulator.metrics import summarize  # noqa: E402
+from simulator.runner import PointResult, run_point  # noqa: E402
 from simulator.scenario import apply_overrides  # noqa: E402
 
 WITHIN = 0.15  # issue 12: share of cases within 15%
@@ -82,6 +84,22 @@ def replay_point(case: Case, *, max_prompts: int, burst_rate: float,
     return point, notes
 
 
+def scored_summary(res: PointResult, measure_from: tuple[int, float] | None
+                   ) -> dict[str, Any]:
+    """The run's summary, or, for a case whose first requests only warm a cache
+    (``MEASURE_FROM``: the first scored request id and its send time), the summary of the
+    requests from that id and the steps from that time (ITL, utilisation)."""
+    if measure_from is None:
+        return res.summary
+    first, start = measure_from
+    requests = res.result.requests
+    steps = res.result.steps
+    dep = res.deployment
+    scored = summarize(requests[requests["request_id"] >= first],
+                       steps[steps["start_s"] >= start], dep.slo, kv_blocks_total=dep.kv_blocks)
+    return {**res.summary, **scored}
+
+
 def run_case(case: Case, *, max_prompts: int, burst_rate: float,
              trtllm_buffers: str = "log", overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Simulate one case; a row with per-metric simulated, published and error.
@@ -99,7 +117,7 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
         if overrides:
             point = apply_overrides(point, overrides)
             notes.append(f"--set {' '.join(overrides)}")
-        summary = run_point({}, point).summary
+        summary = scored_summary(run_point({}, point), point.get(MEASURE_FROM))
     except ConfigError as exc:
         return {**row, "status": f"refused: {exc}", "notes": notes}
     metrics = {}

@@ -25,6 +25,7 @@ from benchmarks.published_lengths import (
     run_lengths,
     sharegpt_lengths,
     vllm_bench_arrivals,
+    warm_series,
 )
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
@@ -67,6 +68,9 @@ ARRIVALS = ("burst", "poisson", "closed")
 PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "internlm-20b",
                   "phi-2", "mistral-7b-v0.3")
 FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
+# A point key (ignored by the scenario schema, which skips "_" keys): (first request id,
+# its send time in s) of the requests a case scores, the ones before only warm a cache
+MEASURE_FROM = "_measure_from"
 # TensorRT-LLM's --scheduler_policy as servesim's admission and preemption rules
 # (cpp/tensorrt_llm/batch_manager/capacityScheduler.h): MAX_UTILIZATION reserves blocks for
 # the next step only and pauses the requests started last when they run out (they restart
@@ -166,6 +170,9 @@ def _check(c: Mapping[str, Any], where: str) -> None:
                                       or wl["concurrency"] < 1):
         raise ConfigError(f"{where}: workload.concurrency = {wl.get('concurrency')!r}: a "
                           "closed loop needs an int >= 1")
+    if "warm" in wl and ("run" not in wl or "warm_rate" not in wl):
+        raise ConfigError(f"{where}: workload.warm needs run (the measured run's file) and "
+                          "warm_rate (the warming run's request rate, inf for a burst)")
     if wl.get("client", "vllm-bench") != "vllm-bench" or (
             "client" in wl and wl["arrival"] != "poisson"):
         raise ConfigError(f"{where}: workload.client = {wl['client']!r}: only 'vllm-bench' "
@@ -253,7 +260,19 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
                                       int(wl["output_high"]), n, folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
-    if wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson":
+    measure_from: tuple[int, float] | None = None
+    if "warm" in wl:  # a run whose prompts an earlier run cached: replay both, score this
+        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
+        rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
+        trace, n_warm, start, note = warm_series(
+            Path(__file__).parent / str(wl["warm"]), float(wl["warm_rate"]),
+            run_file(wl, case.id), math.inf if math.isinf(rate) or rate >= 1e9 else rate,
+            folder)
+        workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
+                    "trace_format": "mooncake"}
+        measure_from = (n_warm, start)
+        notes.append(note)
+    elif wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson":
         folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         workload, note = client_sent(workload, wl, n, folder, case.id)
         notes.append(note)
@@ -288,6 +307,8 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         point["policy"] = policy
     if use_stack:
         point["stack"] = {"name": case.stack}
+    if measure_from is not None:  # scored from this request id and time (MEASURE_FROM)
+        point[MEASURE_FROM] = measure_from
     return point, notes
 
 

@@ -16,6 +16,7 @@ with the client's own send times, :func:`vllm_bench_arrivals`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,7 +27,7 @@ import pandas as pd
 
 from simulator.workload.arrivals import vllm_bench_sends
 from simulator.workload.lengths import LogNormal
-from simulator.workload.traces_json import load_vllm_bench
+from simulator.workload.traces_json import load_vllm_bench, load_vllm_bench_result
 
 
 def sharegpt_lengths(prompt: Mapping[str, Any], output: Mapping[str, Any], n: int,
@@ -116,3 +117,34 @@ def run_lengths(path: Path, folder: Path) -> tuple[Path, str]:
     out = _burst_table(folder / f"run_{path.stem}.csv", prompts, outputs)
     return out, (f"the run's own {len(prompts)} requests (means {prompts.mean():.0f} / "
                  f"{outputs.mean():.0f}, {path.name})")
+
+
+def warm_series(warm: Path, warm_rate: float, run: Path, rate: float, folder: Path,
+                gap_s: float = 30.0) -> tuple[Path, int, float, str]:
+    """Two published runs of the same prompts against one server, the first warming its
+    prefix cache for the second: a Mooncake-format trace (servesim's only format with
+    prefix identity) of the first run's requests at its client's send times, then, ``gap_s``
+    after the first can have ended (its recorded duration), the second's at its own (each
+    at 0 for a burst). Prompt i of both runs carries the same hash ids (one per 512
+    tokens), so the second finds what the first left cached. Returns the file, the number
+    of warm-up requests (the measured ones follow), the measured run's first send (s) and
+    a note."""
+    first, second = load_vllm_bench_result(warm)[1], load_vllm_bench_result(run)[1]
+    lines: list[str] = []
+    start = float(first["duration"]) + gap_s
+    for offset, data, r in ((0.0, first, warm_rate), (start, second, rate)):
+        n = len(data["input_lens"])
+        sends = np.zeros(n) if math.isinf(r) else vllm_bench_sends(r, n)
+        for i, (p, o, t) in enumerate(zip(data["input_lens"], data["output_lens"], sends,
+                                          strict=True)):
+            ids = [1000 * i + k for k in range(max(1, math.ceil(p / 512)))]
+            lines.append(json.dumps({"timestamp": round((offset + t) * 1000.0, 3),
+                                     "input_length": int(p), "output_length": max(1, int(o)),
+                                     "hash_ids": ids}))
+    path = folder / f"warm_{warm.stem}__{run.stem}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    n_warm = len(first["input_lens"])
+    return path, n_warm, start, (
+        f"prompts cached first by {warm.name} (replayed before, its {n_warm} requests not "
+        f"scored; the same prompt, the same prefix), then this run {gap_s:g} s after it ended")

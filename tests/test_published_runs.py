@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.published_cases import load_cases, scenario_point
+from benchmarks.published import run_case
+from benchmarks.published_cases import MEASURE_FROM, load_cases, scenario_point
 from benchmarks.published_lengths import run_lengths, vllm_bench_arrivals
 from simulator.measured import load_measured
 from simulator.workload.arrivals import vllm_bench_sends
@@ -57,7 +58,8 @@ def test_run_lengths_are_the_files_own(tmp_path: Path) -> None:
 
 
 def test_the_llmk8s_case_replays_the_run_at_its_send_times(tmp_path: Path) -> None:
-    (case,) = [c for c in load_cases() if c.id.startswith("vllm0.8.3-llmk8s-")]
+    (case,) = [c for c in load_cases() if c.id.endswith("llmk8s-a100-40gb-llama-3.3-70b-tp8-"
+                                                        "sharegpt200-qps1")]
     point, notes = scenario_point(case, max_prompts=1000, use_stack=True,
                                   burst_rate=math.inf, trace_dir=tmp_path)
     assert point["workload"]["arrival"] == "trace"
@@ -83,3 +85,26 @@ def test_the_measured_loader_rebuilds_the_client_sends(tmp_path: Path) -> None:
     other.write_text(json.dumps(data))
     run = load_measured(other)
     assert not run.arrivals_known and "do not fit this file" in run.assumed_arrivals
+
+
+def test_a_cached_run_is_replayed_after_the_run_that_cached_it(tmp_path: Path) -> None:
+    """The 4 req/s run met the 1 req/s run's prompts in the prefix cache: both are replayed
+    in one trace, prompt i with the same hash ids in each, and only the second is scored."""
+    (case,) = [c for c in load_cases() if c.id.endswith("-qps4-cached")]
+    point, notes = scenario_point(case, max_prompts=1000, use_stack=True,
+                                  burst_rate=math.inf, trace_dir=tmp_path)
+    first, start = point[MEASURE_FROM]
+    warm = json.loads((RUNS / LLMK8S.format("01")).read_text())
+    assert first == 200 and start == pytest.approx(warm["duration"] + 30.0)
+    rows = [json.loads(line) for line in Path(point["workload"]["trace"]).read_text().splitlines()]
+    assert len(rows) == 400 and point["workload"]["trace_format"] == "mooncake"
+    assert [r["hash_ids"] for r in rows[:200]] == [r["hash_ids"] for r in rows[200:]]
+    assert rows[200]["timestamp"] == pytest.approx(start * 1000.0)
+    assert any("prompts cached first by" in n for n in notes)
+    row = run_case(case, max_prompts=1000, burst_rate=math.inf)
+    assert row["status"] == "ok"
+    # cached, the replay's TTFT is well under the cold replay's of the same requests
+    cold = run_case(case, max_prompts=1000, burst_rate=math.inf,
+                    overrides=["kv.prefix_caching=false"])
+    assert (row["metrics"]["mean_ttft_ms"]["simulated"]
+            < 0.9 * cold["metrics"]["mean_ttft_ms"]["simulated"])

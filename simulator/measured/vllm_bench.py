@@ -41,6 +41,7 @@ BENCH_SEED = 0  # vLLM bench's default --seed; also the seed of arrivals drawn l
 # rebuilt times (s, or that share of the duration if more): the client's own work between
 # sends and after the last response (0.12-0.15 s on benchmarks/published_runs/)
 SEND_SLACK = (0.5, 0.01)
+ROUNDING_S = 0.01  # how far past the duration rounded latencies may put the last end
 
 
 def is_vllm_bench(data: Any) -> bool:
@@ -148,7 +149,7 @@ def client_sends(data: dict[str, Any], rows: np.ndarray, e2e: np.ndarray
         return None, ""
     sends = vllm_bench_sends(rate, len(data["input_lens"]), float(b), BENCH_SEED)[rows]
     slack = float(duration - (sends + e2e).max())
-    if 0.0 <= slack <= max(SEND_SLACK[0], SEND_SLACK[1] * duration):
+    if -ROUNDING_S <= slack <= max(SEND_SLACK[0], SEND_SLACK[1] * duration):
         return sends, (f"send times: the client's own, rebuilt (vLLM bench draws each gap "
                        f"with numpy's gamma from seed {BENCH_SEED}, burstiness {b:g}); sent "
                        f"so, the last request ends {slack:.2f} s before the recorded "
