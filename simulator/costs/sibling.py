@@ -18,8 +18,9 @@ the same silicon and kernels), so the ratio holds only what the datasheets chang
 decode step's weight reads slow by the bandwidth ratio (1.31 for the A100-40GB; the whole
 step less, its per-layer floors and all-reduces unchanged: 1.17 for Llama-3.1-70B at TP 8,
 batch 1), a compute-bound prefill not at all on the A100-40GB and by the FLOPS ratio
-(1.31) on the H100 PCIe, and an all-reduce by the links (PCIe against NVLink). The measured profile keeps what the
-prior misses: per-shape kernel efficiencies, launch gaps, the stack's own kernels. The
+(1.31) on the H100 PCIe, and an all-reduce by the links (PCIe against NVLink). The
+measured profile keeps what the prior misses: per-shape kernel efficiencies, launch gaps,
+the stack's own kernels. The
 pairs are ``simulator.specs.hardware.SIBLINGS``; where the two share a link (the A100s'
 NVLink), the prior prices the GPU's all-reduces with the sibling's measured NCCL curve
 (simulator/costs/collectives.py), so the ratio does not compare a curve with a formula.
