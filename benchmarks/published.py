@@ -88,7 +88,9 @@ def scored_summary(res: PointResult, measure_from: tuple[int, float] | None
                    ) -> dict[str, Any]:
     """The run's summary, or, for a case whose first requests only warm a cache
     (``MEASURE_FROM``: the first scored request id and its send time), the summary of the
-    requests from that id and the steps from that time (ITL, utilisation)."""
+    requests from that id and the steps from that time (ITL, utilisation); the run-wide
+    keys only the whole run has (stack, cost source, prefix-cache counts) stay the whole
+    run's."""
     if measure_from is None:
         return res.summary
     first, start = measure_from

@@ -229,6 +229,7 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     """The scenario point replaying ``case`` and notes on what differs from the source
     (``trtllm_buffers``: benchmarks/trtllm_kv_memory.py's BUFFER_READINGS)."""
     wl, notes = case.workload, []
+    folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"  # tables written
     prompt, output = _lengths(wl, case.id)
     # A burst's latencies grow with its queue: a case giving any (TTFT, TPOT, E2E) runs all
     # its prompts; throughput alone is set by the steady state, which a sample reaches --
@@ -243,37 +244,31 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     workload = _arrivals(wl, n, burst_rate)
     workload.update(prompt=prompt, output=output)
     if wl.get("dataset") == "sharegpt":
-        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         trace, kept = sharegpt_lengths(prompt, output, n, folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
                      f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
                      f"{kept}")
-    elif "run" in wl:  # the run's own lengths
-        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
+    elif "run" in wl and "warm" not in wl:  # the run's own lengths
         trace, drawn = run_lengths(run_file(wl, case.id), folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
     elif wl.get("output_low") == 0:  # bench_serving's random dataset at range ratio 0
-        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         trace, drawn = random_lengths(int(wl["prompt_low"]), int(wl["prompt_high"]),
                                       int(wl["output_high"]), n, folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
     measure_from: tuple[int, float] | None = None
     if "warm" in wl:  # a run whose prompts an earlier run cached: replay both, score this
-        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
-        rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
+        rate = math.inf if wl["arrival"] == "burst" else float(wl["rate"])
         trace, n_warm, start, note = warm_series(
             Path(__file__).parent / str(wl["warm"]), float(wl["warm_rate"]),
-            run_file(wl, case.id), math.inf if math.isinf(rate) or rate >= 1e9 else rate,
-            folder)
+            run_file(wl, case.id), rate, folder)
         workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
                     "trace_format": "mooncake"}
         measure_from = (n_warm, start)
         notes.append(note)
     elif wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson":
-        folder = trace_dir or Path(tempfile.gettempdir()) / "servesim-published"
         workload, note = client_sent(workload, wl, n, folder, case.id)
         notes.append(note)
     policy: dict[str, Any] = {}

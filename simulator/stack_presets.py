@@ -254,10 +254,10 @@ VLLM_DISPATCH_SOURCE = ("host: request_s 0.8 ms x layers, AIConfigurator 0.12.0 
 # request by request on a published vLLM 0.8.3 run with per-request records (Llama-3.3-70B,
 # TP 8, 200 ShareGPT prompts at 1 req/s, its own send times: `servesim calibrate --from-run
 # benchmarks/published_runs/llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-qps01.json
-# --scenario S --fit request_s` gives 0 ms, at the bound; with step_s or time_scale fitted
-# too, 0 ms again). 0.8 ms x 80 layers put 64 ms on a first token measured at 65 ms in
-# all (TTFT +108%). V1 runs prefill under piecewise CUDA graphs, which the V0 runs the
-# 0.8 ms described did not (docs/stacks.md, "vLLM V1's host costs").
+# --scenario benchmarks/published_runs/llmk8s.toml --fit request_s` gives 0 ms, at the
+# bound; with step_s or time_scale fitted too, 0 ms again). 0.8 ms x 80 layers put 64 ms
+# on a first token measured at 65 ms in all (TTFT +108%). A likely reason, not checked:
+# V1 runs short prefills as captured CUDA graphs (docs/stacks.md, "vLLM V1's host costs").
 VLLM_V1_DISPATCH = {"step_s": VLLM_DISPATCH["step_s"]}
 VLLM_V1_DISPATCH_SOURCE = (
     "host: step_s 0.039 ms x layers fitted to vLLM's nightly latency runs on H100/H200 "

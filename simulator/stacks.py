@@ -26,17 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.policies import caches_prefixes
 from simulator.scenario_fields import check_fields, spec
 from simulator.specs.dtypes import natural_kv_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
-
-# Policies that pad every prompt in full, which the prefix cache cannot serve
-# (simulator/deployment.py refuses kv.prefix_caching with them, as
-# simulator/fleet/disagg_build.py does with [disaggregated] pools): a preset's prefix
-# caching is dropped under them, a scenario's own is left to those checks
-PADDED = ("static", "dynamic")
 
 NONE = "none"
 
@@ -150,8 +145,11 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     layout = dict(preset.kv)
     split = out.get("disaggregated")
     pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
-    if own.get("name") in PADDED or pools:  # a padded batch prefills every prompt in
-        layout.pop("prefix_caching", None)  # full; the pools have no prefix cache (yet)
+    name = out["policy"].get("name")
+    if pools or (isinstance(name, str) and not caches_prefixes(name)):
+        # a padded policy cannot reuse prefixes, nor can [disaggregated] pools yet
+        # (simulator/deployment.py and fleet/disagg_build.py refuse the scenario's own)
+        layout.pop("prefix_caching", None)
     out["kv"] = {**layout, **dict(out.get("kv") or {})}
     section = out.get("model")
     section = dict(section) if isinstance(section, Mapping) else {}

@@ -34,7 +34,11 @@ import pandas as pd
 from simulator.errors import ConfigError, TraceError
 from simulator.measured.run import CLIENT_CANNOT_SEE, RUN_FIGURES, MeasuredRun
 from simulator.workload.arrivals import gamma_arrivals, vllm_bench_sends
-from simulator.workload.traces_json import bench_latencies, load_vllm_bench_result
+from simulator.workload.traces_json import (
+    BENCH_NO_ARRIVALS,
+    bench_latencies,
+    load_vllm_bench_result,
+)
 
 BENCH_SEED = 0  # vLLM bench's default --seed; also the seed of arrivals drawn like them
 # How much earlier than the recorded duration the last request may end when sent at the
@@ -59,13 +63,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
     t = trace.table
     n = len(t)
     e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, n)
-    arrival, clients, per_request, how = bench_arrivals(n, data)
-    sent, sent_how = client_sends(data, rows, e2e) if not per_request and clients is None \
-        and bench_cap(data) is None else (None, "")
-    if sent is not None:
-        arrival, per_request, how = sent, True, sent_how
-    elif sent_how:
-        how = f"{how}; {sent_how}"
+    arrival, clients, per_request, how = bench_arrivals(n, data, rows, e2e)
     cap = bench_cap(data) if clients is None and not per_request else None
     table = pd.DataFrame({
         "request_id": np.arange(n), "arrival_s": arrival,
@@ -73,7 +71,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
         t["output_tokens"].to_numpy(), "ttft_s": ttft, "e2e_s": e2e,
         "status": "finished", "reason": ""})
     dropped = sum(trace.dropped.values())
-    notes = [*(n for n in trace.notes if sent is None or "no arrival times" not in n), how]
+    notes = [*(n for n in trace.notes if not per_request or n != BENCH_NO_ARRIVALS), how]
     if dropped:
         notes.append(f"{dropped} request(s) left out (failed or without tokens): "
                      f"{trace.dropped}")
@@ -107,10 +105,12 @@ def bench_cap(data: dict[str, Any]) -> int | None:
     return conc if ok else None
 
 
-def bench_arrivals(n: int, data: dict[str, Any]
+def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
+                   e2e: np.ndarray | None = None
                    ) -> tuple[np.ndarray, int | None, bool, str]:
     """(arrival times, closed-loop clients or None, whether the times are the real send
-    times (a burst), what was assumed, in words)."""
+    times (a burst, or the client's rebuilt: :func:`client_sends`, given the kept requests'
+    positions ``rows`` and latencies ``e2e``), what was assumed, in words)."""
     rate = data.get("request_rate")
     rate = math.inf if rate in (None, "inf", "Infinity") else rate
     conc = bench_cap(data)
@@ -124,36 +124,39 @@ def bench_arrivals(n: int, data: dict[str, Any]
             "fitted on distributions, not request by request")
     if rate == math.inf:
         return np.zeros(n), None, True, "replayed as a burst at t = 0 (request_rate inf)"
-    cv = 1.0 / math.sqrt(float(data.get("burstiness") or 1.0))
+    burstiness = float(data.get("burstiness") or 1.0)
+    refuted = ""
+    if conc is None and rows is not None and e2e is not None:
+        sends, why = client_sends(data, float(rate), burstiness, rows, e2e)
+        if sends is not None:
+            return sends, None, True, why
+        refuted = f"; {why}" if why else ""
+    cv = 1.0 / math.sqrt(burstiness)
     times = gamma_arrivals(float(rate), cv, n, np.random.default_rng(BENCH_SEED))
     note = (f"no send times: arrivals drawn at request_rate {rate:g}/s (CV {cv:.2f}, seed "
-            f"{BENCH_SEED}); fitted on distributions, not request by request")
+            f"{BENCH_SEED}); fitted on distributions, not request by request{refuted}")
     if conc is not None:
         note += (f"; at most max_concurrency = {conc} in flight (a request due while "
                  f"{conc} are outstanding is sent when one ends: workload.max_concurrency)")
     return times, None, False, note
 
 
-def client_sends(data: dict[str, Any], rows: np.ndarray, e2e: np.ndarray
-                 ) -> tuple[np.ndarray | None, str]:
+def client_sends(data: dict[str, Any], rate: float, burstiness: float, rows: np.ndarray,
+                 e2e: np.ndarray) -> tuple[np.ndarray | None, str]:
     """The send times of the file's kept requests (positions ``rows``, latencies ``e2e``)
-    as vLLM's client drew them at the file's finite ``request_rate`` with seed
-    ``BENCH_SEED``, and a note; (None, why) when the file's duration says otherwise
-    (module docstring) or cannot say."""
-    rate, duration = _finite_rate(data), data.get("duration")
-    if rate is None or isinstance(duration, bool) or not isinstance(duration, int | float) \
+    as vLLM's client drew them at ``rate`` with seed ``BENCH_SEED``, and a note; (None,
+    why) when the file's duration says otherwise (module docstring) or cannot say."""
+    duration = data.get("duration")
+    if isinstance(duration, bool) or not isinstance(duration, int | float) \
             or not math.isfinite(duration) or len(e2e) == 0:
         return None, ""
-    b = data.get("burstiness") or 1.0
-    if isinstance(b, bool) or not isinstance(b, int | float) or not b > 0:
-        return None, ""
-    sends = vllm_bench_sends(rate, len(data["input_lens"]), float(b), BENCH_SEED)[rows]
+    sends = vllm_bench_sends(rate, len(data["input_lens"]), burstiness, BENCH_SEED)[rows]
     slack = float(duration - (sends + e2e).max())
     if -ROUNDING_S <= slack <= max(SEND_SLACK[0], SEND_SLACK[1] * duration):
         return sends, (f"send times: the client's own, rebuilt (vLLM bench draws each gap "
-                       f"with numpy's gamma from seed {BENCH_SEED}, burstiness {b:g}); sent "
-                       f"so, the last request ends {slack:.2f} s before the recorded "
-                       f"duration; compared request by request")
+                       f"with numpy's gamma from seed {BENCH_SEED}, burstiness "
+                       f"{burstiness:g}); sent so, the last request ends {slack:.2f} s "
+                       f"before the recorded duration; compared request by request")
     return None, (f"the client's seed-{BENCH_SEED} send times do not fit this file (sent "
                   f"so, the last request would end {-slack:+.2f} s from the recorded "
                   f"duration: another --seed, or a dataset that drew from numpy first)")

@@ -40,6 +40,14 @@ POLICIES: dict[str, tuple[type, dict[str, Any]]] = {
 }
 
 
+def caches_prefixes(name: str) -> bool:
+    """Whether policy ``name`` can reuse cached prompt prefixes: the continuous family
+    (``chunked_prefill`` and all); a padded batch (static, dynamic) prefills every prompt
+    in full, and simulator/deployment.py refuses ``kv.prefix_caching`` with it."""
+    cls = POLICIES[name][0] if name in POLICIES else None
+    return cls is not None and hasattr(cls, "chunked_prefill")
+
+
 def knob_rules() -> dict[str, tuple[type, FieldRule]]:
     """Every knob of every policy: the first class declaring it and its typed rule."""
     out: dict[str, tuple[type, FieldRule]] = {}

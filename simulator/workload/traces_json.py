@@ -152,6 +152,10 @@ def _prefixes(
     return {"prefix_group": group, "prefix_tokens": shared_tokens}
 
 
+BENCH_NO_ARRIVALS = ("a vLLM bench result has no arrival times: arrival_s is NaN; synthesise "
+                     "arrivals (workload.arrival = poisson, gamma or constant)")
+
+
 def load_vllm_bench(path: str | os.PathLike[str]) -> LoadedTrace:
     """A vLLM ``bench serve`` result JSON (saved with ``--save-result --save-detailed``).
 
@@ -208,10 +212,7 @@ def load_vllm_bench_result(
         notes.append(f"{int(empty.sum())} completed request(s) have an empty completion "
                      "(output_lens 0): counted with 1 output token, the one that ended them")
         output = np.where(empty, 1, output)
-    notes.append(
-        "a vLLM bench result has no arrival times: arrival_s is NaN; synthesise "
-        "arrivals (workload.arrival = poisson, gamma or constant)"
-    )
+    notes.append(BENCH_NO_ARRIVALS)
     ran = [
         f"{k} = {data[k]}"
         for k in ("request_rate", "burstiness", "max_concurrency")
