@@ -103,6 +103,10 @@ class Case:
     # what a preset fitted on this case ("" = none: a held-out test case); the report
     # leaves such cases out of its group table
     fitted: str = ""
+    # the stack preset version the replay takes where ``stack_version`` names a product
+    # release rather than the stack's (NIM 1.0 serves TensorRT-LLM 0.10 engines); "" = the
+    # stack_version itself
+    preset: str = ""
 
     @property
     def group(self) -> str:
@@ -147,7 +151,7 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
             kv_dtype=c.get("kv_dtype", c["weight_dtype"]), tp=int(c["tp"]),
             workload=dict(c["workload"]), metrics=dict(c["metrics"]),
             knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
-            fitted=c.get("fitted", "")))
+            fitted=c.get("fitted", ""), preset=str(c.get("preset", ""))))
     return cases
 
 
@@ -345,9 +349,10 @@ def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any
 def stack_accepted(point: Mapping[str, Any], case: Case) -> tuple[dict[str, Any], str | None]:
     """``point`` with ``[stack]`` and the case's version when the schema accepts them; else
     the nearest that it accepts, and a note saying what was dropped."""
-    versioned = {**point, "stack": {"name": case.stack, "version": case.stack_version}}
+    version = case.preset or case.stack_version
+    versioned = {**point, "stack": {"name": case.stack, "version": version}}
     for candidate, note in ((versioned, None),
-                            (dict(point), f"no {case.stack} {case.stack_version} preset: "
+                            (dict(point), f"no {case.stack} {version} preset: "
                                           f"the stack's default version")):
         try:
             Scenario.from_dict(candidate, "published")

@@ -158,6 +158,15 @@ def _context(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     return {"max_model_len": model.max_context_tokens}
 
 
+def _trtllm_010(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
+    """TensorRT-LLM 0.10's engines: ``trtllm-build`` left ``max_num_tokens`` unset by
+    default, and the builder then sets it to max_batch_size x max_seq_len
+    (TRTLLM_010_BUDGET_SOURCE): every waiting prompt fits one step's token budget."""
+    context = model.max_context_tokens
+    return {"max_model_len": context,
+            "max_num_batched_tokens": TRTLLM_MAX_NUM_SEQS * context}
+
+
 def _vllm_v0_budget(model: ModelSpec, chunked: bool) -> int:
     """vLLM v0's ``SchedulerConfig`` default token budget: 512 with chunked prefill, else
     max(max_model_len, 2048)."""
@@ -360,7 +369,9 @@ VLLM_RULES = {"admission": "greedy", "preemption": "newest"}  # v0 and v1 alike
 # TensorRT-LLM: the in-flight batching rules are the same in 0.10 (C++ batch manager,
 # TensorRT engines) and 1.0 (PyTorch backend); what 0.10 changes is its KV block and a
 # blocking host cost per output token (docs/stacks.md, "TensorRT-LLM 0.10").
-TRTLLM_POLICY = {"name": "continuous", "max_num_seqs": 2048, "max_num_batched_tokens": 8192,
+TRTLLM_MAX_NUM_SEQS = 2048  # max_batch_size (1.0's llmapi BuildConfig default)
+TRTLLM_POLICY = {"name": "continuous", "max_num_seqs": TRTLLM_MAX_NUM_SEQS,
+                 "max_num_batched_tokens": 8192,
                  "chunked_prefill": False, "mixed_prefill": True, "admission": "no_evict"}
 TRTLLM_FP8_SOURCE = (
     "docs/source/reference/support-matrix.md (0.13-0.18): Hopper and Ada Lovelace FP32, FP16, "
@@ -386,6 +397,16 @@ TRTLLM_IFB_SOURCES = (
 # and its decode-heavy figures rose on the same GPUs while KV-bound Llama-2-7B's (tens of
 # requests at once) did not move (docs/stacks.md, "TensorRT-LLM 0.10").
 TRTLLM_010_TOKEN_S = 24.2e-6
+# 0.10's token budget: trtllm-build's own default, max_batch_size x max_seq_len (no 8192 cap;
+# BuildConfig's 8192 default came later). NIM 1.0's TensorRT-LLM engines behave so: under 250
+# clients in lockstep their mean TTFT is the time to prefill all 250 prompts at once
+# (benchmarks/published_cases_nim_dli.toml; docs/stacks.md, "TensorRT-LLM 0.10").
+TRTLLM_010_BUDGET_SOURCE = (
+    "max_num_tokens: trtllm-build of the 0.10-0.11 era (tensorrt_llm/commands/build.py, "
+    "'--max_num_tokens' default None; search-index file id 5657377103, which still has "
+    "--max_output_len, removed in 0.12) and tensorrt_llm/_common.py check_max_num_tokens "
+    "(file id 39614393: 'remove_input_padding is enabled, while max_num_tokens is not set, "
+    "setting to max_batch_size*max_seq_len'): max_num_seqs x max_model_len")
 TRTLLM_010_XQA_SOURCE = (
     "TensorRT-LLM v0.10.0 (commit 9bd15f19) decoderXQARunner.h DecoderXQARunner::shouldUse: "
     "single-token decode only for 8 or 1 query heads per KV head (cubin/xqa_kernel_cubin.h: "
@@ -397,8 +418,9 @@ TRTLLM_010_SOURCES = (
     "0.10 TensorRT engines: tensorrt_llm/plugin/plugin.py PluginConfig (0.10/0.11): "
     "tokens_per_block 64, use_fp8_context_fmha off; KV fraction 0.9 as 0.10's "
     "perf-overview runs set it (--kv_cache_free_gpu_mem_fraction 0.9)",
-    "0.10 scheduler defaults (max_batch_size, max_num_tokens) are 1.0's, not re-read for "
-    "0.10; the 0.10 perf-overview runs give theirs (2048, 2048) as case knobs",
+    "0.10 max_batch_size is 1.0's (2048), not re-read for 0.10; the 0.10 perf-overview "
+    "runs give theirs (2048, 2048) as case knobs",
+    TRTLLM_010_BUDGET_SOURCE,
     "decode attention over a 16-bit KV cache: 0.11's fitted re-read term (a TensorRT "
     "engine release too; with it the 55 held-out rows read 49% within 15%, 45% without)",
     f"host: token_s {TRTLLM_010_TOKEN_S * 1e6:g} us per output token (blocking), fitted "
@@ -501,6 +523,7 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
+                   adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] = _context,
                    overhead: dict[str, float] | None = None,
                    kv16_reread: float = 0.0,
                    xqa_groups: frozenset[int] | None = None,
@@ -513,7 +536,7 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                     "prefix_caching": block_reuse},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE),
                    profiles="trtllm",
-                   overhead=overhead, adapt=_context, kv16_reread=kv16_reread,
+                   overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups)
 
 
@@ -565,7 +588,7 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     ),
     "trtllm": (
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
-                       overhead={"token_s": TRTLLM_010_TOKEN_S},
+                       adapt=_trtllm_010, overhead={"token_s": TRTLLM_010_TOKEN_S},
                        kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8})),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD),
         _trtllm_preset("1.0", 32, (

@@ -1,0 +1,145 @@
+"""Write benchmarks/published_cases_nim_dli.toml from the NIM concurrency sweeps of NVIDIA's
+"Sizing LLM Inference Systems" course (benchmarks/published_runs/nim_dli/nim_sweeps.csv).
+
+Each row of the table is one GenAI-Perf run against NIM (TensorRT-LLM engines): a model,
+GPU, GPU count, precision, fixed input / output lengths and a concurrency, with the client's
+mean TTFT, mean inter-token latency and output throughput. Every row becomes one held-out
+case; the table measured concurrency 5 twice per setting, and the second run is its own case
+(``-run2``). The replay is a closed loop of C clients that all start together and stay in
+lockstep, as the course's per-request exports show GenAI-Perf's clients do
+(``python benchmarks/nim_dli_check.py``).
+
+    python benchmarks/nim_dli_cases.py            # (re)write the case file
+    python benchmarks/nim_dli_cases.py --check    # exit 1 when the file is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+TABLE = HERE / "published_runs" / "nim_dli" / "nim_sweeps.csv"
+OUT = HERE / "published_cases_nim_dli.toml"
+SOURCE = ("github:wbing520/ai-performance-engineering code/ch10_inference/"
+          "inference_gpu_cluster_sizing/dataset/nim.csv @ "
+          "0e25b2e236211ad01ed2221bd2c1cfa5b3f47b55 (NVIDIA DLI course 'Sizing LLM Inference "
+          "Systems' data, Apache-2.0 repository; trimmed copy: "
+          "benchmarks/published_runs/nim_dli/nim_sweeps.csv)")
+GPUS = {"A100-SXM4-80GB": ("a100-80gb", "A100-SXM4-80GB"),
+        "H100_80GB_HBM3": ("h100-sxm", "H100 80GB HBM3 (the SXM part)")}
+MODELS = {"meta-llama3-8b-instruct": ("llama-3-8b", "meta/llama3-8b-instruct"),
+          "meta-llama3-70b-instruct": ("llama-3-70b", "meta/llama3-70b-instruct")}
+# GenAI-Perf measured three 12 s windows a run (the course's per-request exports:
+# window_boundaries 12 s apart, stability_percentage 999 so the first three count)
+MEASURED_S = 36.0
+NOTES = (
+    "GenAI-Perf 2.48-era concurrency run against NIM's OpenAI chat endpoint (streaming, "
+    "max_tokens = min_tokens = the output length, ignore_eos), synthetic prompts of a fixed "
+    "length (stddev 0), three 12 s measurement windows. TTFT and ITL are per-request means "
+    "at the client; GenAI-Perf's ITL = (E2E - TTFT) / (output - 1), servesim's mean TPOT; "
+    "output throughput in tokens a second. Replayed as C clients that start together and "
+    "stay in lockstep (perf_analyzer sends all C at once; the course's per-request exports "
+    "at C 1, 2 and 5 show every later round sent and answered together: "
+    "benchmarks/nim_dli_check.py). Requests: C x the rounds that fit 36 s at the published "
+    "mean request latency (at least one round). Not stated, assumed: the TensorRT-LLM "
+    "release (NIM 1.0's engines, 2024: the trtllm 0.10 preset), the engine's scheduler "
+    "settings (the 0.10 preset's: max_num_tokens unset, so every waiting prompt fits a "
+    "step), the KV cache dtype (fp16 with fp16 weights, fp8 with fp8: NIM's FP8 profiles), "
+    "'fp16' as written (fp16 and bf16 cost the same).")
+
+
+def cases(table: Path = TABLE) -> list[dict[str, object]]:
+    """One case per row of ``table``, in the table's order."""
+    out: list[dict[str, object]] = []
+    seen: set[str] = set()
+    with open(table, newline="") as f:
+        for line, row in enumerate(csv.DictReader(f), start=2):
+            gpu, published_gpu = GPUS[row["task_inputs-GPU"]]
+            model, published_model = MODELS[row["task_inputs-model"]]
+            tp = int(row["task_inputs-n_gpus"])
+            precision = row["task_inputs-precision"]
+            isl = int(row["input_config-synthetic_input_tokens_mean"])
+            osl = int(row["input_config-output_tokens_mean"])
+            clients = int(row["input_config-concurrency"])
+            cid = f"nim1.0-dli-{gpu}-{model}-{precision}-tp{tp}-{isl}-{osl}-c{clients}"
+            if cid in seen:
+                cid += "-run2"
+            seen.add(cid)
+            e2e_s = float(row["request_latency-avg"]) / 1e9
+            rounds = max(1, round(MEASURED_S / e2e_s))
+            kv = "fp8" if precision == "fp8" else precision
+            metrics = {
+                "mean_ttft_ms": round(float(row["time_to_first_token-avg"]) / 1e6, 3),
+                "mean_tpot_ms": round(float(row["inter_token_latency-avg"]) / 1e6, 4),
+                "output_throughput": round(float(row["output_token_throughput-avg"]), 3)}
+            read = ", ".join(f"{k} = {v}" for k, v in metrics.items())
+            out.append({
+                "id": cid,
+                "source": f"{SOURCE}, line {line}",
+                "source_version": "NIM (execution type NIM_TRT-LLM), 2024; the course's NIM "
+                                  "is nvcr.io/nim/meta/llama3-8b-instruct:1.0.3",
+                "source_date": "2024",
+                "quote": ", ".join(f"{k}={v}" for k, v in row.items())
+                         + f" (read as: {read}; the table's times are ns)",
+                "stack": "trtllm", "stack_version": "nim-1.0", "preset": "0.10",
+                "gpu": gpu, "published_gpu": published_gpu,
+                "model": model, "published_model": published_model,
+                "weight_dtype": precision, "kv_dtype": kv, "tp": tp,
+                "notes": NOTES,
+                "workload": {"prompt_tokens": isl, "output_tokens": osl,
+                             "num_prompts": clients * rounds, "arrival": "closed",
+                             "concurrency": clients, "client_start": "together"},
+                "metrics": metrics,
+            })
+    return out
+
+
+def _value(v: object) -> str:
+    """A TOML value (strings via JSON's escaping, which TOML basic strings share)."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
+
+
+def render(rows: list[dict[str, object]]) -> str:
+    """The case file's text."""
+    head = [
+        "# NIM concurrency sweeps from NVIDIA's 'Sizing LLM Inference Systems' course (GenAI-Perf",
+        "# against NIM's TensorRT-LLM engines: Llama-3-8B and -70B on A100-SXM4-80GB and H100 SXM,",
+        "# fp16 / bf16 / fp8, TP 1-8, six input/output lengths, 1-250 clients), replayed by",
+        "# benchmarks/published.py. A TEST SET: nothing is fitted on these cases.",
+        "#",
+        "# Written by `python benchmarks/nim_dli_cases.py` from",
+        "# benchmarks/published_runs/nim_dli/nim_sweeps.csv; do not edit by hand.",
+        "",
+    ]
+    body = []
+    for row in rows:
+        body.append("[[case]]")
+        body += [f"{k} = {_value(v)}" for k, v in row.items()]
+        body.append("")
+    return "\n".join(head + body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 when the case file is stale")
+    args = ap.parse_args(argv)
+    text = render(cases())
+    if args.check:
+        stale = not OUT.is_file() or OUT.read_text() != text
+        print(f"{OUT.name}: {'stale' if stale else 'up to date'}")
+        return 1 if stale else 0
+    OUT.write_text(text)
+    print(f"wrote {OUT} ({text.count('[[case]]')} cases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

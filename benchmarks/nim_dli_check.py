@@ -1,0 +1,121 @@
+"""What NVIDIA's "Sizing LLM Inference Systems" course data says about its client and engine.
+
+Prints, from benchmarks/published_runs/nim_dli/ (the course's GenAI-Perf exports and table):
+
+1. Lockstep: in the per-request exports (Llama-3-8B, 200 input / 50 output tokens, 1, 2
+   and 5 clients), how many rounds of C requests were sent within 1 ms of each other, and
+   in how many all C first responses came within 2 ms of each other; the TTFT of the first
+   round and of the rest.
+2. Repeats: the table measured concurrency 5 twice per setting; how far apart the two runs'
+   figures are (the noise floor of one published figure).
+3. Decode at batch 1: per setting, the inter-token latency at one client against the
+   context length (six input/output shapes), as a slope in ns per context token and
+   layer.
+
+    python benchmarks/nim_dli_check.py
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).parent / "published_runs" / "nim_dli"
+LAYERS = {"meta-llama3-8b-instruct": 32, "meta-llama3-70b-instruct": 80}
+
+
+def rounds(path: Path, clients: int) -> list[list[dict[str, float]]]:
+    """The export's requests in send order, cut into rounds of ``clients``."""
+    with open(path, newline="") as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    rows.sort(key=lambda r: r["send_us"])
+    return [rows[i:i + clients] for i in range(0, len(rows) - clients + 1, clients)]
+
+
+def lockstep(clients: int) -> dict[str, float]:
+    """Round statistics of the export at ``clients``: rounds, rounds sent within 1 ms,
+    rounds answered within 2 ms, mean TTFT of round 1 and of the rest (ms)."""
+    rs = rounds(HERE / f"llama3-8b-200-50-c{clients}.csv", clients)
+    sent = sum(1 for r in rs if max(x["send_us"] for x in r) - min(x["send_us"] for x in r)
+               <= 1000)
+    firsts = [[x["send_us"] + x["first_response_us"] for x in r] for r in rs]
+    answered = sum(1 for f in firsts if max(f) - min(f) <= 2000)
+    ttft = [[x["first_response_us"] / 1000 for x in r] for r in rs]
+    later = [t for r in ttft[1:] for t in r]
+    return {"rounds": len(rs), "sent_together": sent, "answered_together": answered,
+            "first_round_ttft_ms": statistics.fmean(ttft[0]),
+            "later_ttft_ms": statistics.fmean(later) if later else float("nan")}
+
+
+def table() -> list[dict[str, str]]:
+    """The sweep table's rows."""
+    with open(HERE / "nim_sweeps.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def setting(row: dict[str, str]) -> tuple[str, ...]:
+    """Model, GPU, GPU count, precision."""
+    return (row["task_inputs-model"], row["task_inputs-GPU"], row["task_inputs-n_gpus"],
+            row["task_inputs-precision"])
+
+
+def repeats(rows: list[dict[str, str]]) -> dict[str, list[float]]:
+    """|run 2 / run 1 - 1| per metric over the settings measured twice at one point."""
+    seen: dict[tuple[str, ...], dict[str, str]] = {}
+    out: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        key = (*setting(row), row["input_config-synthetic_input_tokens_mean"],
+               row["input_config-output_tokens_mean"], row["input_config-concurrency"])
+        if key in seen:
+            for metric in ("time_to_first_token-avg", "inter_token_latency-avg",
+                           "output_token_throughput-avg"):
+                out[metric].append(abs(float(row[metric]) / float(seen[key][metric]) - 1))
+        else:
+            seen[key] = row
+    return out
+
+
+def decode_slopes(rows: list[dict[str, str]]) -> list[tuple[tuple[str, ...], float, float]]:
+    """Per setting: the one-client ITL (ms) at the shortest context, and the least-squares
+    slope of ITL against the mean context (input + output / 2) in ns per token and layer."""
+    points: dict[tuple[str, ...], list[tuple[float, float]]] = defaultdict(list)
+    for row in rows:
+        if row["input_config-concurrency"] != "1":
+            continue
+        context = (float(row["input_config-synthetic_input_tokens_mean"])
+                   + float(row["input_config-output_tokens_mean"]) / 2)
+        points[setting(row)].append((context, float(row["inter_token_latency-avg"]) / 1e6))
+    out = []
+    for key, pts in sorted(points.items()):
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        slope = (sum((x - mx) * (y - my) for x, y in pts)
+                 / sum((x - mx) ** 2 for x in xs))  # ms per context token
+        shortest = min(pts)[1]
+        out.append((key, shortest, slope * 1e6 / LAYERS[key[0]]))
+    return out
+
+
+def main() -> None:
+    print("1. lockstep in the per-request exports (Llama-3-8B, 200 in / 50 out, NIM 1.0.3):")
+    for clients in (1, 2, 5):
+        s = lockstep(clients)
+        print(f"   {clients} client(s): {s['rounds']:.0f} rounds, {s['sent_together']:.0f} sent "
+              f"within 1 ms, {s['answered_together']:.0f} answered within 2 ms; mean TTFT "
+              f"round 1 {s['first_round_ttft_ms']:.1f} ms, later rounds "
+              f"{s['later_ttft_ms']:.1f} ms")
+    rows = table()
+    print("2. the table's repeated points (concurrency 5, two runs): median |run 2 / run 1 - 1|")
+    for metric, diffs in repeats(rows).items():
+        print(f"   {metric:30s} {len(diffs)} pairs: median {statistics.median(diffs) * 100:.1f}%, "
+              f"max {max(diffs) * 100:.1f}%")
+    print("3. one client: ITL at the shortest context and its growth with context")
+    for key, shortest, slope in decode_slopes(rows):
+        print(f"   {key[0]:26s} {key[1]:15s} x{key[2]} {key[3]:5s}  ITL {shortest:6.2f} ms, "
+              f"+{slope:5.1f} ns per context token and layer")
+
+
+if __name__ == "__main__":
+    main()

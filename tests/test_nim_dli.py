@@ -1,0 +1,83 @@
+"""NVIDIA's "Sizing LLM Inference Systems" course data: its client ran in lockstep, its case
+file is the table's rows, and TensorRT-LLM 0.10's token budget takes every waiting prompt.
+
+The timeline: a step costs 10 ms plus 10 us a prompt token (``TokenCost``); five prompts of
+4,000 tokens arrive at 0 wanting 2 output tokens each. Under ``trtllm 0.10`` (budget
+max_batch_size x max_seq_len) one step prefills all 20,000 tokens: every first token at
+0.01 + 0.2 = 0.21 s. Under ``trtllm 1.0`` (8,192 tokens a step, no chunking) two prompts
+fit a step: first tokens at 0.09, 0.18 (plus the first pair's decode) and so on.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import TokenCost, table, timeline
+
+from simulator.cluster import ClusterSpec, simulate
+from simulator.deployment import resolve
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import nim_dli_cases  # noqa: E402
+import nim_dli_check  # noqa: E402
+from published_cases import load_cases  # noqa: E402
+
+
+def first_tokens(version: str) -> list[float]:
+    dep = resolve({"stack": {"name": "trtllm", "version": version},
+                   "model": {"name": "llama-3-8b"}, "hardware": {"gpu": "a100-80gb"},
+                   "kv": {"num_blocks": 10_000, "block_size": 64}})
+    spec = ClusterSpec(dep.policy, TokenCost(step_s=0.01, prefill_token_s=1e-5),
+                       kv_blocks=10_000, block_size=64, check_invariants=True)
+    res = simulate(table([(0, 4000, 2)] * 5), spec)
+    return [row[2] for row in timeline(res.requests)]
+
+
+def test_trtllm_0_10_budget_is_max_batch_size_times_max_seq_len() -> None:
+    dep = resolve({"stack": {"name": "trtllm", "version": "0.10"},
+                   "model": {"name": "llama-3-8b"}, "hardware": {"gpu": "a100-80gb"}})
+    assert dep.policy.max_num_batched_tokens == 2048 * 8192
+    assert resolve({"stack": {"name": "trtllm", "version": "1.0"},
+                    "model": {"name": "llama-3-8b"}}).policy.max_num_batched_tokens == 8192
+
+
+def test_trtllm_0_10_prefills_every_waiting_prompt_in_one_step() -> None:
+    assert first_tokens("0.10") == [pytest.approx(0.21)] * 5
+    late = first_tokens("1.0")
+    assert late[:2] == [pytest.approx(0.09)] * 2  # 0.01 + 8,000 x 10 us
+    assert len(set(late)) == 3 and max(late) > 0.21
+
+
+@pytest.mark.parametrize("clients,rounds,answered", [(1, 53, 53), (2, 52, 52), (5, 47, 45)])
+def test_genai_perf_clients_stay_in_lockstep(clients: int, rounds: int, answered: int) -> None:
+    # every round's C requests leave within 1 ms; all but two rounds at 5 clients get their
+    # C first responses within 2 ms of each other (the fixed output length ends them together)
+    s = nim_dli_check.lockstep(clients)
+    assert (s["rounds"], s["sent_together"], s["answered_together"]) == (
+        rounds, rounds, answered)
+
+
+def test_five_lockstep_prompts_take_the_time_of_their_joint_prefill() -> None:
+    # 24.5 ms alone, 78.4 ms for five 200-token prompts in one step (A100, NIM 1.0.3)
+    one, five = nim_dli_check.lockstep(1), nim_dli_check.lockstep(5)
+    assert one["later_ttft_ms"] == pytest.approx(24.5, abs=0.05)
+    assert five["later_ttft_ms"] == pytest.approx(78.4, abs=0.05)
+
+
+def test_case_file_is_the_table() -> None:
+    assert nim_dli_cases.main(["--check"]) == 0
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    assert len(cases) == 787
+    c = cases["nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c250"]
+    # the table's row: TTFT 2,319,457,... ns, ITL 45,613,... ns, 4,380.2 tok/s
+    assert c.metrics["mean_ttft_ms"] == pytest.approx(2319.5, abs=0.1)
+    assert c.metrics["mean_tpot_ms"] == pytest.approx(45.61, abs=0.01)
+    assert c.metrics["output_throughput"] == pytest.approx(4380.2, abs=0.1)
+    assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "together")
+    # three 12 s windows at 11.4 s a request: 3 rounds of 250
+    assert c.workload["num_prompts"] == 750
+    assert sum(1 for i in cases if i.endswith("-run2")) == 72
