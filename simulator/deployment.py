@@ -91,7 +91,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     preset = sc.stack.preset()
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
-        **cost_args(preset, model, tp, kv_dtype))
+        **cost_args(preset, model, hw, tp, kv_dtype))
     spec = sc.speculative
     if spec.on:
         cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,

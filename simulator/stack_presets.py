@@ -12,11 +12,11 @@ under a scenario's own values.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from simulator.specs.hardware import HardwareSpec
+from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 
 
@@ -64,6 +64,18 @@ class StackPreset:
     # (DecoderXQARunner::shouldUse refuses other sizes; JIT XQA, off on SM90 and behind an
     # env var elsewhere, became the default for every size in 0.11)
     xqa_groups: frozenset[int] | None = None
+    # Decode attention without multi-block mode (TensorRT-LLM engines before 0.12): SM
+    # cycles one thread block takes per context token and layer to walk a sequence's cache
+    # (simulator/costs/decode_walk.py); 0: the kernel tables' multi-block kernels
+    decode_walk_cycles: float = 0.0
+
+    def decode_walk_s(self, hardware: HardwareSpec) -> float:
+        """Seconds per context token and layer of one decode walk on ``hardware`` (0 when
+        the stack splits walks, or the GPU's clock is not listed)."""
+        clock = BOOST_CLOCK_GHZ.get(hardware.name)
+        if self.decode_walk_cycles <= 0 or clock is None:
+            return 0.0
+        return self.decode_walk_cycles / (clock * 1e9)
 
     def decode_kv_reads(self, model: ModelSpec, tp: int, kv_dtype: str) -> float:
         """How many times a step this stack's decode attention reads the KV cache, in units
@@ -108,14 +120,16 @@ class StackPreset:
         return f"{self.stack} {self.version}"
 
 
-def cost_args(preset: StackPreset | None, model: ModelSpec, tp: int, kv_dtype: str
-              ) -> dict[str, Any]:
+def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec, tp: int,
+              kv_dtype: str) -> dict[str, Any]:
     """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
-    folder and its decode attention's KV reads (none and 1 without a stack)."""
+    folder, its decode attention's KV reads and walk time (none, 1 and 0 without a
+    stack)."""
     if preset is None:
-        return {"stack": None, "stack_kv_reads": 1.0}
+        return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0}
     return {"stack": preset.profiles,
-            "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype)}
+            "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype),
+            "stack_walk_s": preset.decode_walk_s(hardware)}
 
 
 def query_group(model: ModelSpec, tp: int) -> int:
@@ -407,6 +421,23 @@ TRTLLM_010_BUDGET_SOURCE = (
     "--max_output_len, removed in 0.12) and tensorrt_llm/_common.py check_max_num_tokens "
     "(file id 39614393: 'remove_input_padding is enabled, while max_num_tokens is not set, "
     "setting to max_batch_size*max_seq_len'): max_num_seqs x max_model_len")
+# 0.10-0.11 engines decode without multi-block mode (PluginConfig ``_multi_block_mode``
+# default False until 0.12 made it a runtime option): one thread block walks a sequence's
+# cache per head, TRTLLM_WALK_CYCLES SM cycles per context token and layer
+# (simulator/costs/decode_walk.py). Fitted by `python benchmarks/decode_walk_fit.py`: the
+# median one-client ITL slope of NIM 1.0's four A100 settings (benchmarks/published_cases_
+# nim_dli.toml) x the A100's 1.41 GHz; the H100 rows and every multi-client row held out.
+TRTLLM_WALK_CYCLES = 17.2
+TRTLLM_WALK_SOURCE = (
+    "decode attention without multi-block mode: 0.10/0.11-era tensorrt_llm/plugin/plugin.py "
+    "PluginConfig _multi_block_mode default False (search-index file id 2747049588); "
+    f"{TRTLLM_WALK_CYCLES:g} SM cycles per context token and layer, fitted by "
+    "benchmarks/decode_walk_fit.py to NIM 1.0's one-client A100 rows")
+TRTLLM_012_MULTI_BLOCK_SOURCE = (
+    "0.12-0.17: as 0.11, but multi-block mode became a runtime option, on unless turned off "
+    "(executor ExtendedRuntimePerfKnobConfig(bool multiBlockMode = true, ...), search-index "
+    "file id 3290353992; 0.12 release notes: 'The multi_block_mode argument is moved from "
+    "build stage ... to the runtime'): no decode walk")
 TRTLLM_010_XQA_SOURCE = (
     "TensorRT-LLM v0.10.0 (commit 9bd15f19) decoderXQARunner.h DecoderXQARunner::shouldUse: "
     "single-token decode only for 8 or 1 query heads per KV head (cubin/xqa_kernel_cubin.h: "
@@ -527,17 +558,21 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    overhead: dict[str, float] | None = None,
                    kv16_reread: float = 0.0,
                    xqa_groups: frozenset[int] | None = None,
-                   block_reuse: bool = False) -> StackPreset:
+                   block_reuse: bool = False, walk_cycles: float = 0.0) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
     only on GPUs with FP8 math."""
-    return _preset("trtllm", version, dict(TRTLLM_POLICY),
+    preset = _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9,
                     "prefix_caching": block_reuse},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE),
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups)
+    if walk_cycles <= 0:
+        return preset
+    return replace(preset, decode_walk_cycles=walk_cycles,
+                   sources=(*preset.sources, TRTLLM_WALK_SOURCE))
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -589,8 +624,12 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     "trtllm": (
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
                        adapt=_trtllm_010, overhead={"token_s": TRTLLM_010_TOKEN_S},
-                       kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8})),
-        _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD),
+                       kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8}),
+                       walk_cycles=TRTLLM_WALK_CYCLES),
+        _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD,
+                       walk_cycles=TRTLLM_WALK_CYCLES),
+        _trtllm_preset("0.12", 32, (*TRTLLM_011_SOURCES, TRTLLM_012_MULTI_BLOCK_SOURCE),
+                       kv16_reread=TRTLLM_011_KV16_REREAD),
         _trtllm_preset("1.0", 32, (
             "TensorRT-LLM 1.0 llmapi BuildConfig: max_batch_size 2048, max_num_tokens 8192; "
             "enable_chunked_prefill false; KvCacheConfig tokens_per_block 32, "

@@ -60,7 +60,7 @@ class StackSection:
         """The stack's preset at ``version`` (None for ``none``).
 
         A preset marks a release where the stack's behaviour changed, so a release between
-        two presets gets the earlier one (``trtllm`` 0.13: the 0.11 preset) and one after
+        two presets gets the earlier one (``trtllm`` 0.13: the 0.12 preset) and one after
         the last gets the last. A ConfigError names the versions when ``version`` is older
         than the first preset or not a release number."""
         if self.name == NONE:
@@ -82,7 +82,7 @@ class StackSection:
 
     def describe(self) -> str:
         """``none``, the preset's name (``vllm-v1 0.9``), or, for a release that takes an
-        earlier preset, both: ``trtllm 0.11 (for 0.13)``."""
+        earlier preset, both: ``trtllm 0.12 (for 0.13)``."""
         preset = self.preset()
         if preset is None:
             return NONE

@@ -123,7 +123,7 @@ def test_0_11_on_a_roofline_prior_keeps_one_read() -> None:
 
 def test_releases_between_presets_take_the_earlier_one() -> None:
     assert resolve({"stack": {"name": "trtllm", "version": "0.13"}}).stack == \
-        "trtllm 0.11 (for 0.13)"
+        "trtllm 0.12 (for 0.13)"
     assert resolve({"stack": {"name": "trtllm", "version": "1.2"}}).stack == \
         "trtllm 1.0 (for 1.2)"
     assert resolve({"stack": {"name": "vllm-v1", "version": "0.9.2"}}).stack == \

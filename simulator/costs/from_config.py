@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
+from simulator.costs.decode_walk import with_decode_walk
 from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
@@ -69,9 +70,9 @@ ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lookup.py)
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
-                "decode_kv_reads", *COEFFICIENT_KEYS)
+                "decode_kv_reads", "decode_walk_s", *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
-                    "decode_kv_reads")
+                    "decode_kv_reads", "decode_walk_s")
 
 
 def cost_model_from_config(
@@ -84,6 +85,7 @@ def cost_model_from_config(
     where: str = "cost",
     stack: str | None = None,
     stack_kv_reads: float = 1.0,
+    stack_walk_s: float = 0.0,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -91,7 +93,10 @@ def cost_model_from_config(
     ``simulator/profiles/stacks/<stack>/`` first; ``stack_kv_reads`` (the stack preset's
     ``decode_kv_reads``) then scales that table's decode attention unless the section sets
     ``decode_kv_reads`` itself (a prior, or a profile or form the scenario gives, keeps one
-    read). Errors name the field as ``<where>.<key>`` and show the bad value.
+    read); ``stack_walk_s`` (the preset's decode walk, s per context token and layer)
+    likewise adds decode attention's longest walk unless the section sets
+    ``decode_walk_s`` (simulator/costs/decode_walk.py). Errors name the field as
+    ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
     if unknown:
@@ -133,6 +138,7 @@ def cost_model_from_config(
             cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
             used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
                     f"{stack_kv_reads:.3g}x a step")
+        cost, used = _decode_walk(cost, used, section, model, stack_walk_s, where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -150,6 +156,29 @@ def cost_model_from_config(
         named = str(e).startswith((f"{where}.", f"{where}:"))
         raise (e if named else ConfigError(f"{where}: {e}")) from None
     return cost, used
+
+
+def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: ModelSpec,
+                 stack_walk_s: float, where: str) -> tuple[CostModel, str]:
+    """``cost`` with decode walks: the section's ``decode_walk_s``, else the stack's for
+    its own tables (as ``decode_kv_reads``); unchanged when neither applies."""
+    if "decode_walk_s" in section:
+        walk = check_number(f"{where}.decode_walk_s", section["decode_walk_s"], high=1e-6)
+        if walk > 0 and not scales_decode_reads(cost):
+            raise ConfigError(
+                f"{where}.decode_walk_s={walk:g}: applies to a fitted profile (linear or "
+                f"piecewise), whose decode-context term the walk is compared with; these "
+                f"steps are priced by {type(cost).__name__}")
+    elif stack_walk_s > 0 and "profile" not in section and "form" not in section \
+            and scales_decode_reads(cost):
+        walk = stack_walk_s
+    else:
+        return cost, used
+    if walk <= 0:
+        return cost, used
+    note = (f"{used}, decode attention walking each sequence alone ({walk * 1e9:.3g} ns a "
+            "token and layer)")
+    return with_decode_walk(cost, walk, model.num_layers), note
 
 
 def _from_profile(

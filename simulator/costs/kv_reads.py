@@ -44,6 +44,19 @@ def scales_decode_reads(cost: CostModel) -> bool:
     return False
 
 
+def context_term_s(cost: CostModel) -> float:
+    """Seconds per decode context token attended (C) in a fitted profile's steps, after
+    the wrappers that scale them (a fitted time_scale); 0 for a model keeping no such
+    term apart (a roofline prior)."""
+    if isinstance(cost, PiecewiseCost | LinearCost):
+        return cost.decode_context_s
+    if isinstance(cost, ScaledCost):
+        return context_term_s(cost.inner) * cost.time_scale
+    if isinstance(cost, WRAPPERS):
+        return context_term_s(cost.inner)
+    return 0.0
+
+
 def with_decode_kv_reads(cost: CostModel, reads: float, field: str) -> CostModel:
     """``cost`` with its decode-context term multiplied by ``reads`` (see the module)."""
     if isinstance(cost, PiecewiseCost | LinearCost):

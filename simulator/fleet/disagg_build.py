@@ -41,7 +41,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
         where = f"disaggregated.{pool}_gpu / {pool}_tp ({hw.name}, tp {tp})"
         pool_cost, source = (cost, "") if same else cost_model_from_config(
             dict(sc.cost), model, hw, tp, weight, kv_dtype, where=where,
-            **cost_args(preset, model, tp, kv_dtype))
+            **cost_args(preset, model, hw, tp, kv_dtype))
         try:
             blocks = sc.kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight),

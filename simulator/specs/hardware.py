@@ -118,6 +118,13 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType(
     }
 )
 
+# Datasheet boost clocks of the SMs, GHz: what a latency-bound kernel's time per step of
+# work follows (simulator/costs/decode_walk.py). None listed: no such kernel is priced.
+BOOST_CLOCK_GHZ: Mapping[str, float] = MappingProxyType({
+    "a100-80gb": 1.41, "a100-40gb": 1.41, "h100-sxm": 1.98, "h100-pcie": 1.755,
+    "h200": 1.98, "l40s": 2.52, "rtx4090": 2.52,
+})
+
 ALIASES: Mapping[str, str] = MappingProxyType(
     {"a100": "a100-80gb", "h100": "h100-sxm", "h200-sxm": "h200"}
 )
