@@ -1,0 +1,59 @@
+"""Where the NIM 1.0 course cases miss: a published.py JSON of them, grouped.
+
+Prints, from the rows of ``python benchmarks/published.py --cases-file
+benchmarks/published_cases_nim_dli.toml --json F``:
+
+1. per input/output length and concurrency band (1-5, 10-50, 100-250 clients): the share of
+   cases within 15% and the signed median error of the mean TTFT;
+2. per setting (GPU, model, precision, GPU count): the one-client ITL error at the shortest
+   (200/200) and the longest (7000/1000) context.
+
+    python benchmarks/nim_dli_groups.py F
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+
+def parts(case_id: str) -> tuple[str, str, int]:
+    """(setting, lengths, clients) of a case id such as
+    ``nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c25-run2``."""
+    fields = case_id.removesuffix("-run2").removeprefix("nim1.0-dli-").split("-")
+    return "-".join(fields[:-3]), f"{fields[-3]}/{fields[-2]}", int(fields[-1][1:])
+
+
+def band(clients: int) -> str:
+    """The concurrency band of ``clients``."""
+    return "1-5" if clients <= 5 else "10-50" if clients <= 50 else "100-250"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", type=Path, help="published.py --json output of the course cases")
+    rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
+            if r["id"].startswith("nim1.0-dli-") and r["status"] == "ok"]
+    ttft: dict[tuple[str, str], list[float]] = defaultdict(list)
+    itl: dict[str, dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        setting, lengths, clients = parts(r["id"])
+        ttft[(lengths, band(clients))].append(r["metrics"]["mean_ttft_ms"]["error"])
+        if clients == 1:
+            itl[setting][lengths] = r["metrics"]["mean_tpot_ms"]["error"]
+    print("1. mean TTFT by lengths and clients: cases, within 15%, signed median error")
+    for (lengths, clients), errors in sorted(ttft.items()):
+        within = sum(abs(e) < 0.15 for e in errors) / len(errors)
+        print(f"   {lengths:10s} {clients:>7s} clients  {len(errors):3d}  {within:4.0%}  "
+              f"{statistics.median(errors):+7.1%}")
+    print("2. one-client ITL error, 200/200 and 7000/1000")
+    for setting, errors in sorted(itl.items()):
+        print(f"   {setting:34s} {errors.get('200/200', float('nan')):+7.1%}  "
+              f"{errors.get('7000/1000', float('nan')):+7.1%}")
+
+
+if __name__ == "__main__":
+    main()
