@@ -434,7 +434,8 @@ TRTLLM_WALK_SOURCE = (
     f"{TRTLLM_WALK_CYCLES:g} SM cycles per context token and layer, fitted by "
     "benchmarks/decode_walk_fit.py to NIM 1.0's one-client A100 rows")
 TRTLLM_012_MULTI_BLOCK_SOURCE = (
-    "0.12-0.17: as 0.11, but multi-block mode became a runtime option, on unless turned off "
+    "0.12 on (until 1.0): as 0.11, but multi-block mode became a runtime option, on unless "
+    "turned off "
     "(executor ExtendedRuntimePerfKnobConfig(bool multiBlockMode = true, ...), search-index "
     "file id 3290353992; 0.12 release notes: 'The multi_block_mode argument is moved from "
     "build stage ... to the runtime'): no decode walk")
