@@ -36,6 +36,8 @@ MODELS = {"meta-llama3-8b-instruct": ("llama-3-8b", "meta/llama3-8b-instruct"),
 # GenAI-Perf measured three 12 s windows a run (the course's per-request exports:
 # window_boundaries 12 s apart, stability_percentage 999 so the first three count)
 MEASURED_S = 36.0
+ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
+REPEAT = "-run2"  # the second run of a point the table measured twice
 NOTES = (
     "GenAI-Perf 2.48-era concurrency run against NIM's OpenAI chat endpoint (streaming, "
     "max_tokens = min_tokens = the output length, ignore_eos), synthetic prompts of a fixed "
@@ -65,9 +67,9 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
             isl = int(row["input_config-synthetic_input_tokens_mean"])
             osl = int(row["input_config-output_tokens_mean"])
             clients = int(row["input_config-concurrency"])
-            cid = f"nim1.0-dli-{gpu}-{model}-{precision}-tp{tp}-{isl}-{osl}-c{clients}"
+            cid = f"{ID_PREFIX}{gpu}-{model}-{precision}-tp{tp}-{isl}-{osl}-c{clients}"
             if cid in seen:
-                cid += "-run2"
+                cid += REPEAT
             seen.add(cid)
             e2e_s = float(row["request_latency-avg"]) / 1e9
             rounds = max(1, round(MEASURED_S / e2e_s))
@@ -96,6 +98,12 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 "metrics": metrics,
             })
     return out
+
+
+def parse_id(case_id: str) -> tuple[str, str, int]:
+    """(setting, "input/output", clients) of a case id :func:`cases` wrote."""
+    fields = case_id.removesuffix(REPEAT).removeprefix(ID_PREFIX).split("-")
+    return "-".join(fields[:-3]), f"{fields[-3]}/{fields[-2]}", int(fields[-1][1:])
 
 
 def _value(v: object) -> str:

@@ -19,12 +19,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-
-def parts(case_id: str) -> tuple[str, str, int]:
-    """(setting, lengths, clients) of a case id such as
-    ``nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c25-run2``."""
-    fields = case_id.removesuffix("-run2").removeprefix("nim1.0-dli-").split("-")
-    return "-".join(fields[:-3]), f"{fields[-3]}/{fields[-2]}", int(fields[-1][1:])
+from nim_dli_cases import ID_PREFIX, parse_id
 
 
 def band(clients: int) -> str:
@@ -36,11 +31,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", type=Path, help="published.py --json output of the course cases")
     rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
-            if r["id"].startswith("nim1.0-dli-") and r["status"] == "ok"]
+            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
     ttft: dict[tuple[str, str], list[float]] = defaultdict(list)
     itl: dict[str, dict[str, float]] = defaultdict(dict)
     for r in rows:
-        setting, lengths, clients = parts(r["id"])
+        setting, lengths, clients = parse_id(r["id"])
         ttft[(lengths, band(clients))].append(r["metrics"]["mean_ttft_ms"]["error"])
         if clients == 1:
             itl[setting][lengths] = r["metrics"]["mean_tpot_ms"]["error"]

@@ -5,8 +5,8 @@ batching near saturation, one replica, one core. Prints the median of ``--repeat
 runs, per wall-clock second and per CPU-second (``time.process_time`` around ``simulate``:
 steadier than the wall clock on a shared machine). Usage:
 ``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]
-[--step-log full|summary|none] [--gpu G]`` (``[run] step_log``: what the full step log costs is the
-difference between ``full`` and ``none``).
+[--step-log full|summary|none] [--gpu G] [--stack NAME[@VERSION]]`` (``[run] step_log``:
+what the full step log costs is the difference between ``full`` and ``none``).
 ``benchmarks/instructions.py`` counts the instructions of the same workloads
 (:func:`point`, :func:`request_table`).
 """
@@ -37,19 +37,25 @@ SCENARIO = {
 
 
 def point(requests: int, rate: float, policy_name: str, long_prompts: bool,
-          step_log: str = "full", gpu: str = "h100-sxm") -> dict[str, Any]:
+          step_log: str = "full", gpu: str = "h100-sxm", stack: str = "") -> dict[str, Any]:
     """The benchmark's scenario: chat lengths, or ~8k-token prompts with a 2,048-token
     budget (``long_prompts``: chunked prefill's slow case); ``step_log``: ``[run]
     step_log``; ``gpu``: the catalogue GPU (a100-40gb prices steps from its sibling's
-    tables: simulator/costs/sibling.py)."""
+    tables: simulator/costs/sibling.py); ``stack``: ``name`` or ``name@version``, a
+    ``[stack]`` preset with its cost terms (``trtllm@0.11`` against ``trtllm@0.12``: what
+    the decode walk costs, simulator/costs/decode_walk.py), none by default."""
     workload = {"arrival": "poisson", "num_requests": requests, "rate": rate}
     policy: dict[str, Any] = {"name": policy_name}
     if long_prompts:
         workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
                      "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
         policy |= {"max_num_batched_tokens": 2048}
-    return {**SCENARIO, "hardware": {"gpu": gpu}, "policy": policy, "workload": workload,
-            "run": {"step_log": step_log}}
+    out = {**SCENARIO, "hardware": {"gpu": gpu}, "policy": policy, "workload": workload,
+           "run": {"step_log": step_log}}
+    if stack:
+        name, _, version = stack.partition("@")
+        out["stack"] = {"name": name, "version": version}
+    return out
 
 
 def request_table(scenario: dict[str, Any]) -> tuple[Deployment, pd.DataFrame]:
@@ -71,9 +77,11 @@ def main() -> None:
     ap.add_argument("--step-log", choices=STEP_LOG_MODES, default="full",
                     help="[run] step_log: every row (default), aggregated, or nothing")
     ap.add_argument("--gpu", default="h100-sxm", help="catalogue GPU (default h100-sxm)")
+    ap.add_argument("--stack", default="", help="a [stack] preset, name or name@version "
+                    "(default: none)")
     args = ap.parse_args()
     dep, table = request_table(point(args.requests, args.rate, args.policy, args.long_prompts,
-                                     args.step_log, args.gpu))
+                                     args.step_log, args.gpu, args.stack))
     rates, cpu_rates, events, walls = [], [], [], []
     for _ in range(args.repeats):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -90,7 +98,8 @@ def main() -> None:
         stats.busy_s if stats.kept == "summary" else math.nan)
     busy = "unknown: no step log" if math.isnan(busy_s) else \
         f"{busy_s / res.requests.finish_s.max():.0%} of the time"
-    print(f"{args.gpu}, policy {args.policy}, {args.requests} requests at {args.rate} req/s "
+    print(f"{args.gpu}{', stack ' + args.stack if args.stack else ''}, policy {args.policy}, "
+          f"{args.requests} requests at {args.rate} req/s "
           f"(replica busy {busy}), "
           f"{num_steps} steps, step log {args.step_log}, "
           f"{'compiled' if accel_active() else 'Python'} core (simulator/accel.py)")

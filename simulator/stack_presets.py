@@ -12,7 +12,7 @@ under a scenario's own values.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -151,11 +151,13 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             budget_rule: Callable[[ModelSpec, bool], int] | None = None,
             fp8_kv_with: tuple[str, ...] | None = None,
             fp8_needs_fp8_math: bool = False,
-            xqa_groups: frozenset[int] | None = None) -> StackPreset:
+            xqa_groups: frozenset[int] | None = None,
+            decode_walk_cycles: float = 0.0) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups)
+                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups,
+                       decode_walk_cycles)
 
 
 GIB = 2**30
@@ -176,9 +178,8 @@ def _trtllm_010(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """TensorRT-LLM 0.10's engines: ``trtllm-build`` left ``max_num_tokens`` unset by
     default, and the builder then sets it to max_batch_size x max_seq_len
     (TRTLLM_010_BUDGET_SOURCE): every waiting prompt fits one step's token budget."""
-    context = model.max_context_tokens
-    return {"max_model_len": context,
-            "max_num_batched_tokens": TRTLLM_MAX_NUM_SEQS * context}
+    return {**_context(model, hw),
+            "max_num_batched_tokens": TRTLLM_MAX_NUM_SEQS * model.max_context_tokens}
 
 
 def _vllm_v0_budget(model: ModelSpec, chunked: bool) -> int:
@@ -563,17 +564,16 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
     only on GPUs with FP8 math."""
-    preset = _preset("trtllm", version, dict(TRTLLM_POLICY),
+    walk = (TRTLLM_WALK_SOURCE,) if walk_cycles > 0 else ()
+    return _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9,
                     "prefix_caching": block_reuse},
-                   (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE),
+                   (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE,
+                    *walk),
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
-                   fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups)
-    if walk_cycles <= 0:
-        return preset
-    return replace(preset, decode_walk_cycles=walk_cycles,
-                   sources=(*preset.sources, TRTLLM_WALK_SOURCE))
+                   fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups,
+                   decode_walk_cycles=walk_cycles)
 
 
 # Each stack's versions, oldest first; the last is the default.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.costs.base import CostModel, DecodePricer, Num, check_number, decode_pricer
+from simulator.costs.base import CostModel, DecodePricer, check_number, decode_pricer
 from simulator.costs.kv_reads import context_term_s
 from simulator.shapes import StepShape, StepShapes
 
@@ -45,26 +45,33 @@ class DecodeWalkCost:
         check_number("decode_walk_s", self.walk_s)
         check_number("decode_context_s", self.context_s)
 
-    def _extra(self, d: Num, c: Num) -> Num:
-        """Seconds the walk adds to steps of ``d`` decode rows attending ``c`` tokens."""
-        rows = np.maximum(d, 1)
-        return np.maximum(self.walk_s * c / rows - self.context_s * c, 0.0)
+    def _extra(self, d: float, c: float) -> float:
+        """Seconds the walk adds to a step of ``d`` decode rows attending ``c`` tokens (plain
+        floats: the scalar pricers run it every decode step)."""
+        extra = self.walk_s * c / (d if d > 1.0 else 1.0) - self.context_s * c
+        return extra if extra > 0.0 else 0.0
 
     def step_time(self, shape: StepShape) -> float:
-        extra = self._extra(float(shape.num_decode_seqs), float(shape.decode_context_tokens))
-        return self.inner.step_time(shape) + float(extra)
+        return self.inner.step_time(shape) + self._extra(
+            float(shape.num_decode_seqs), float(shape.decode_context_tokens))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)
         c = shapes.decode_context_tokens.astype(np.float64)
-        return self.inner.step_times(shapes) + self._extra(d, c)
+        extra = self.walk_s * c / np.maximum(d, 1.0) - self.context_s * c
+        return self.inner.step_times(shapes) + np.maximum(extra, 0.0)
 
     def decode_pricer(self) -> DecodePricer | None:
         inner = decode_pricer(self.inner)
         if inner is None:
             return None
-        extra = self._extra
-        return lambda d, c, f: inner(d, c, f) + float(extra(float(d), float(c)))
+        walk, context = self.walk_s, self.context_s
+
+        def price(d: int, c: int, f: int) -> float:  # _extra inlined: every decode step
+            extra = walk * c / (d if d > 1 else 1) - context * c
+            return inner(d, c, f) + (extra if extra > 0.0 else 0.0)
+
+        return price
 
 
 def with_decode_walk(cost: CostModel, walk_s: float, layers: int) -> CostModel:

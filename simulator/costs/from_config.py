@@ -133,8 +133,7 @@ def cost_model_from_config(
                                  low=1.0, high=64.0)
             cost = with_decode_kv_reads(cost, reads, f"{where}.decode_kv_reads")
             used = f"{used}, decode KV cache read {reads:g}x a step"
-        elif (stack_kv_reads > 1.0 and "profile" not in section and "form" not in section
-              and scales_decode_reads(cost)):
+        elif stack_kv_reads > 1.0 and _stack_tables(section, cost):
             cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
             used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
                     f"{stack_kv_reads:.3g}x a step")
@@ -158,6 +157,12 @@ def cost_model_from_config(
     return cost, used
 
 
+def _stack_tables(section: dict[str, Any], cost: CostModel) -> bool:
+    """Whether a stack's kernel terms apply: its own tables price the steps (not a profile
+    or form the scenario gives, nor a prior, which keeps no decode-context term apart)."""
+    return "profile" not in section and "form" not in section and scales_decode_reads(cost)
+
+
 def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: ModelSpec,
                  stack_walk_s: float, where: str) -> tuple[CostModel, str]:
     """``cost`` with decode walks: the section's ``decode_walk_s``, else the stack's for
@@ -169,8 +174,7 @@ def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: Mod
                 f"{where}.decode_walk_s={walk:g}: applies to a fitted profile (linear or "
                 f"piecewise), whose decode-context term the walk is compared with; these "
                 f"steps are priced by {type(cost).__name__}")
-    elif stack_walk_s > 0 and "profile" not in section and "form" not in section \
-            and scales_decode_reads(cost):
+    elif stack_walk_s > 0 and _stack_tables(section, cost):
         walk = stack_walk_s
     else:
         return cost, used
