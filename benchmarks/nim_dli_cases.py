@@ -3,9 +3,11 @@
 
 Each row of the table is one GenAI-Perf run against NIM (TensorRT-LLM engines): a model,
 GPU, GPU count, precision, fixed input / output lengths and a concurrency, with the client's
-mean TTFT, mean inter-token latency and output throughput. Every row becomes one held-out
-case; the table measured concurrency 5 twice per setting, and the second run is its own case
-(``-run2``). The replay is a closed loop of C clients that all start together and stay in
+mean TTFT, mean inter-token latency and output throughput. Every row becomes one case; the
+table measured concurrency 5 twice per setting, and the second run is its own case
+(``-run2``). The cases are held out but for the A100 one-client rows, which are in sample
+(``fitted``: the trtllm 0.10 preset's decode walk and all-reduce handshake were fitted on
+them). The replay is a closed loop of C clients that all start together and stay in
 lockstep, as the course's per-request exports show GenAI-Perf's clients do
 (``python benchmarks/nim_dli_check.py``).
 
@@ -38,6 +40,12 @@ MODELS = {"meta-llama3-8b-instruct": ("llama-3-8b", "meta/llama3-8b-instruct"),
 MEASURED_S = 36.0
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
+# The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on the A100
+# (their ITL slopes: the decode walk; their ITL gaps: the all-reduce handshake). In sample.
+FITTED_GPU, FITTED_CLIENTS = "a100-80gb", 1
+FITTED = ("TensorRT-LLM 0.10-0.11 decode walk cycles and all-reduce handshake (benchmarks/"
+          "decode_walk_fit.py, benchmarks/allreduce_sync_fit.py; simulator/stack_presets.py "
+          "TRTLLM_WALK_CYCLES, TRTLLM_ALLREDUCE_SYNC): this setting's one-client rows")
 NOTES = (
     "GenAI-Perf 2.48-era concurrency run against NIM's OpenAI chat endpoint (streaming, "
     "max_tokens = min_tokens = the output length, ignore_eos), synthetic prompts of a fixed "
@@ -96,6 +104,8 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              "num_prompts": clients * rounds, "arrival": "closed",
                              "concurrency": clients, "client_start": "together"},
                 "metrics": metrics,
+                **({"fitted": FITTED} if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS)
+                   else {}),
             })
     return out
 
@@ -121,7 +131,8 @@ def render(rows: list[dict[str, object]]) -> str:
         "# NIM concurrency sweeps from NVIDIA's 'Sizing LLM Inference Systems' course (GenAI-Perf",
         "# against NIM's TensorRT-LLM engines: Llama-3-8B and -70B on A100-SXM4-80GB and H100 SXM,",
         "# fp16 / bf16 / fp8, TP 1-8, six input/output lengths, 1-250 clients), replayed by",
-        "# benchmarks/published.py. A TEST SET: nothing is fitted on these cases.",
+        "# benchmarks/published.py. A TEST SET but for the A100 one-client rows (`fitted`), which",
+        "# the trtllm 0.10 preset's decode walk and all-reduce handshake were fitted on.",
         "#",
         "# Written by `python benchmarks/nim_dli_cases.py` from",
         "# benchmarks/published_runs/nim_dli/nim_sweeps.csv; do not edit by hand.",

@@ -6,7 +6,9 @@ benchmarks/published_cases_nim_dli.toml --json F``:
 1. per input/output length and concurrency band (1-5, 10-50, 100-250 clients): the share of
    cases within 15% and the signed median error of the mean TTFT;
 2. per setting (GPU, model, precision, GPU count): the one-client ITL error at the shortest
-   (200/200) and the longest (7000/1000) context.
+   (200/200) and the longest (7000/1000) context;
+3. per setting, at 200/2000: measured minus simulated ITL in ms (a fixed time per step shows
+   as the same gap at every client count), 1 to 100 clients.
 
     python benchmarks/nim_dli_groups.py F
 """
@@ -19,7 +21,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import ID_PREFIX, parse_id
+from nim_dli_cases import ID_PREFIX, REPEAT, parse_id
 
 
 def band(clients: int) -> str:
@@ -34,11 +36,15 @@ def main(argv: list[str] | None = None) -> None:
             if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
     ttft: dict[tuple[str, str], list[float]] = defaultdict(list)
     itl: dict[str, dict[str, float]] = defaultdict(dict)
+    gap: dict[str, dict[int, float]] = defaultdict(dict)
     for r in rows:
         setting, lengths, clients = parse_id(r["id"])
         ttft[(lengths, band(clients))].append(r["metrics"]["mean_ttft_ms"]["error"])
+        tpot = r["metrics"]["mean_tpot_ms"]
         if clients == 1:
-            itl[setting][lengths] = r["metrics"]["mean_tpot_ms"]["error"]
+            itl[setting][lengths] = tpot["error"]
+        if lengths == "200/2000" and clients <= 100 and not r["id"].endswith(REPEAT):
+            gap[setting][clients] = tpot["published"] - tpot["simulated"]
     print("1. mean TTFT by lengths and clients: cases, within 15%, signed median error")
     for (lengths, clients), errors in sorted(ttft.items()):
         within = sum(abs(e) < 0.15 for e in errors) / len(errors)
@@ -48,6 +54,10 @@ def main(argv: list[str] | None = None) -> None:
     for setting, errors in sorted(itl.items()):
         print(f"   {setting:34s} {errors.get('200/200', float('nan')):+7.1%}  "
               f"{errors.get('7000/1000', float('nan')):+7.1%}")
+    print("3. ITL measured minus simulated, ms, 200/2000, by clients")
+    for setting, by_clients in sorted(gap.items()):
+        print(f"   {setting:34s} " + " ".join(f"c{c}:{g:+5.1f}"
+                                              for c, g in sorted(by_clients.items())))
 
 
 if __name__ == "__main__":

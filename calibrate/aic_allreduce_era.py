@@ -31,15 +31,11 @@ import pandas as pd
 
 from calibrate.aic_tables import SystemTables, allreduce_curve_ms
 from calibrate.aiconfigurator import Composer, cli_root
+from simulator.costs.allreduce_sync import workspace_bytes
 from simulator.errors import ConfigError
 from simulator.specs.models import MODELS
 
 MODEL = "llama-3.1-70b"
-# The plugin's IPC workspace: messages above it always go to NCCL (tensorrt_llm/plugin/
-# plugin.py CustomAllReduceHelper.max_workspace_size_auto, kept in sync with
-# cpp/tensorrt_llm/common/customAllReduceUtils.h getMaxRequiredWorkspaceSize).
-WORKSPACE_BYTES = {2: 16_000_000}  # tp <= 2; more GPUs: DEFAULT_WORKSPACE_BYTES
-DEFAULT_WORKSPACE_BYTES = 8_000_000
 # AUTO's one-shot limit inside the workspace: tp 2 always, tp 3-4 under 1 MB, else 500 KB.
 ONESHOT_BELOW_BYTES_TP4 = 1_000_000
 ONESHOT_BELOW_BYTES = 500_000
@@ -59,7 +55,7 @@ def plugin_strategy(message_bytes: int, tp: int, two_shot: bool = False) -> str:
     #2575); True the earlier rule, which took two-shot where this one takes NCCL."""
     if tp < 2:
         raise ConfigError(f"{tp=}: an all-reduce needs at least 2 GPUs")
-    if message_bytes > WORKSPACE_BYTES.get(tp, DEFAULT_WORKSPACE_BYTES):
+    if message_bytes > workspace_bytes(tp):  # the plugin's IPC workspace
         return "nccl"
     if tp <= 2 or message_bytes < (ONESHOT_BELOW_BYTES_TP4 if tp <= 4 else ONESHOT_BELOW_BYTES):
         return "oneshot"

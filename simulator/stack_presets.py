@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from simulator.costs.collectives import allreduce_curve
 from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 
@@ -68,6 +69,18 @@ class StackPreset:
     # cycles one thread block takes per context token and layer to walk a sequence's cache
     # (simulator/costs/decode_walk.py); 0: the kernel tables' multi-block kernels
     decode_walk_cycles: float = 0.0
+    # The 2024 TensorRT engines' custom all-reduce: a copy and a cross-GPU handshake per
+    # all-reduce beyond the kernel tables' 1.x kernel, in multiples of the GPU's NCCL
+    # small-message latency at that TP (simulator/costs/allreduce_sync.py); 0: none
+    allreduce_sync: float = 0.0
+
+    def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
+        """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
+        the stack adds none, or when no NCCL curve is listed for the GPU at that TP)."""
+        if self.allreduce_sync <= 0 or tp < 2:
+            return 0.0
+        curve = allreduce_curve(hardware.name, tp)
+        return 0.0 if curve is None else self.allreduce_sync * curve.latency_s
 
     def decode_walk_s(self, hardware: HardwareSpec) -> float:
         """Seconds per context token and layer of one decode walk on ``hardware`` (0 when
@@ -123,13 +136,15 @@ class StackPreset:
 def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec, tp: int,
               kv_dtype: str) -> dict[str, Any]:
     """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
-    folder, its decode attention's KV reads and walk time (none, 1 and 0 without a
-    stack)."""
+    folder, its decode attention's KV reads and walk time, its all-reduce handshake (none,
+    1, 0 and 0 without a stack)."""
     if preset is None:
-        return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0}
+        return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0,
+                "stack_sync_s": 0.0}
     return {"stack": preset.profiles,
             "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype),
-            "stack_walk_s": preset.decode_walk_s(hardware)}
+            "stack_walk_s": preset.decode_walk_s(hardware),
+            "stack_sync_s": preset.allreduce_sync_s(hardware, tp)}
 
 
 def query_group(model: ModelSpec, tp: int) -> int:
@@ -152,12 +167,13 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             fp8_kv_with: tuple[str, ...] | None = None,
             fp8_needs_fp8_math: bool = False,
             xqa_groups: frozenset[int] | None = None,
-            decode_walk_cycles: float = 0.0) -> StackPreset:
+            decode_walk_cycles: float = 0.0,
+            allreduce_sync: float = 0.0) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
                        kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups,
-                       decode_walk_cycles)
+                       decode_walk_cycles, allreduce_sync)
 
 
 GIB = 2**30
@@ -429,11 +445,27 @@ TRTLLM_010_BUDGET_SOURCE = (
 # median one-client ITL slope of NIM 1.0's four A100 settings (benchmarks/published_cases_
 # nim_dli.toml) x the A100's 1.41 GHz; the H100 rows and every multi-client row held out.
 TRTLLM_WALK_CYCLES = 17.2
+# 0.10-0.11 engines' custom all-reduce: a copy into the IPC workspace and flag barriers
+# across the GPUs per all-reduce (simulator/costs/allreduce_sync.py), in multiples of the
+# GPU's NCCL small-message latency at that TP. Fitted by `python benchmarks/allreduce_sync_fit.py`
+# to NIM 1.0's one-client A100 multi-GPU rows; the H100 rows and every multi-client row
+# held out.
+TRTLLM_ALLREDUCE_SYNC = 1.27
 TRTLLM_WALK_SOURCE = (
     "decode attention without multi-block mode: 0.10/0.11-era tensorrt_llm/plugin/plugin.py "
     "PluginConfig _multi_block_mode default False (search-index file id 2747049588); "
     f"{TRTLLM_WALK_CYCLES:g} SM cycles per context token and layer, fitted by "
     "benchmarks/decode_walk_fit.py to NIM 1.0's one-client A100 rows")
+TRTLLM_ALLREDUCE_SYNC_SOURCE = (
+    "all-reduce: the 2024 AllReduce plugin's custom kernel for messages within its IPC "
+    "workspace (16 MB at TP 2, else 8 MB: tensorrt_llm/plugin/plugin.py "
+    "CustomAllReduceHelper.max_workspace_size_auto, search-index file id 2747049588) copies "
+    "its input into the workspace and meets the other ranks at flag barriers "
+    "(customAllReduceKernels AllReduceParams peer_barrier_ptrs_in/_out, ping-pong buffers; "
+    "file id 2807819442); "
+    f"{TRTLLM_ALLREDUCE_SYNC:g} x the GPU's NCCL small-message latency more per all-reduce "
+    "than the 1.x tables, fitted by benchmarks/allreduce_sync_fit.py to NIM 1.0's "
+    "one-client A100 rows")
 TRTLLM_012_MULTI_BLOCK_SOURCE = (
     "0.12 on (until 1.0): as 0.11, but multi-block mode became a runtime option, on unless "
     "turned off "
@@ -560,20 +592,22 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    overhead: dict[str, float] | None = None,
                    kv16_reread: float = 0.0,
                    xqa_groups: frozenset[int] | None = None,
-                   block_reuse: bool = False, walk_cycles: float = 0.0) -> StackPreset:
+                   block_reuse: bool = False, walk_cycles: float = 0.0,
+                   allreduce_sync: float = 0.0) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
     only on GPUs with FP8 math."""
     walk = (TRTLLM_WALK_SOURCE,) if walk_cycles > 0 else ()
+    sync = (TRTLLM_ALLREDUCE_SYNC_SOURCE,) if allreduce_sync > 0 else ()
     return _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9,
                     "prefix_caching": block_reuse},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE,
-                    *walk),
+                    *walk, *sync),
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups,
-                   decode_walk_cycles=walk_cycles)
+                   decode_walk_cycles=walk_cycles, allreduce_sync=allreduce_sync)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -626,9 +660,9 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
                        adapt=_trtllm_010, overhead={"token_s": TRTLLM_010_TOKEN_S},
                        kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8}),
-                       walk_cycles=TRTLLM_WALK_CYCLES),
+                       walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD,
-                       walk_cycles=TRTLLM_WALK_CYCLES),
+                       walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
         _trtllm_preset("0.12", 32, (*TRTLLM_011_SOURCES, TRTLLM_012_MULTI_BLOCK_SOURCE),
                        kv16_reread=TRTLLM_011_KV16_REREAD),
         _trtllm_preset("1.0", 32, (

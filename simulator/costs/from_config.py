@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simulator.costs.allreduce_sync import with_allreduce_sync
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
 from simulator.costs.decode_walk import with_decode_walk
 from simulator.costs.host import Overhead, split_host, with_overhead
@@ -70,9 +71,9 @@ ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lookup.py)
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
-                "decode_kv_reads", "decode_walk_s", *COEFFICIENT_KEYS)
+                "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
-                    "decode_kv_reads", "decode_walk_s")
+                    "decode_kv_reads", "decode_walk_s", "allreduce_sync_s")
 
 
 def cost_model_from_config(
@@ -86,6 +87,7 @@ def cost_model_from_config(
     stack: str | None = None,
     stack_kv_reads: float = 1.0,
     stack_walk_s: float = 0.0,
+    stack_sync_s: float = 0.0,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -95,7 +97,9 @@ def cost_model_from_config(
     ``decode_kv_reads`` itself (a prior, or a profile or form the scenario gives, keeps one
     read); ``stack_walk_s`` (the preset's decode walk, s per context token and layer)
     likewise adds decode attention's longest walk unless the section sets
-    ``decode_walk_s`` (simulator/costs/decode_walk.py). Errors name the field as
+    ``decode_walk_s`` (simulator/costs/decode_walk.py); ``stack_sync_s`` (the preset's
+    all-reduce handshake, s per all-reduce) unless it sets ``allreduce_sync_s``
+    (simulator/costs/allreduce_sync.py). Errors name the field as
     ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
@@ -128,16 +132,20 @@ def cost_model_from_config(
         # kernel-level, before jitter and time_scale: the section's own read count, else
         # the stack's for its own tables (not a profile or form the scenario gives, not a
         # prior, which keeps no decode-context term apart)
+        own = _stack_tables(section, cost)
         if "decode_kv_reads" in section:
             reads = check_number(f"{where}.decode_kv_reads", section["decode_kv_reads"],
                                  low=1.0, high=64.0)
             cost = with_decode_kv_reads(cost, reads, f"{where}.decode_kv_reads")
             used = f"{used}, decode KV cache read {reads:g}x a step"
-        elif stack_kv_reads > 1.0 and _stack_tables(section, cost):
+        elif stack_kv_reads > 1.0 and own:
             cost = with_decode_kv_reads(cost, stack_kv_reads, f"{where}.decode_kv_reads")
             used = (f"{used}, the stack's 16-bit decode attention reading the KV cache "
                     f"{stack_kv_reads:.3g}x a step")
-        cost, used = _decode_walk(cost, used, section, model, stack_walk_s, where)
+        cost, used = _decode_walk(cost, used, section, model, stack_walk_s if own else 0.0,
+                                  where)
+        cost, used = _allreduce_sync(cost, used, section, model, tp,
+                                     stack_sync_s if own else 0.0, where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -165,8 +173,9 @@ def _stack_tables(section: dict[str, Any], cost: CostModel) -> bool:
 
 def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: ModelSpec,
                  stack_walk_s: float, where: str) -> tuple[CostModel, str]:
-    """``cost`` with decode walks: the section's ``decode_walk_s``, else the stack's for
-    its own tables (as ``decode_kv_reads``); unchanged when neither applies."""
+    """``cost`` with decode walks: the section's ``decode_walk_s``, else ``stack_walk_s``
+    (the stack's, 0 unless its own tables price the steps); unchanged when neither
+    applies."""
     if "decode_walk_s" in section:
         walk = check_number(f"{where}.decode_walk_s", section["decode_walk_s"], high=1e-6)
         if walk > 0 and not scales_decode_reads(cost):
@@ -174,7 +183,7 @@ def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: Mod
                 f"{where}.decode_walk_s={walk:g}: applies to a fitted profile (linear or "
                 f"piecewise), whose decode-context term the walk is compared with; these "
                 f"steps are priced by {type(cost).__name__}")
-    elif stack_walk_s > 0 and _stack_tables(section, cost):
+    elif stack_walk_s > 0:
         walk = stack_walk_s
     else:
         return cost, used
@@ -183,6 +192,24 @@ def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: Mod
     note = (f"{used}, decode attention walking each sequence alone ({walk * 1e9:.3g} ns a "
             "token and layer)")
     return with_decode_walk(cost, walk, model.num_layers), note
+
+
+def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: ModelSpec,
+                    tp: int, stack_sync_s: float, where: str) -> tuple[CostModel, str]:
+    """``cost`` with an all-reduce handshake: the section's ``allreduce_sync_s`` (any cost
+    model), else ``stack_sync_s`` (the stack's, 0 unless its own tables price the steps);
+    unchanged on one GPU or with neither."""
+    if "allreduce_sync_s" in section:
+        sync = check_number(f"{where}.allreduce_sync_s", section["allreduce_sync_s"],
+                            high=1e-3)
+    elif stack_sync_s > 0:
+        sync = stack_sync_s
+    else:
+        return cost, used
+    if sync <= 0 or tp < 2:
+        return cost, used
+    note = f"{used}, each all-reduce's handshake {sync * 1e6:.3g} us"
+    return with_allreduce_sync(cost, sync, model.num_layers, tp, model.hidden_size), note
 
 
 def _from_profile(

@@ -1,0 +1,94 @@
+"""Fit the 2024 TensorRT engines' all-reduce handshake (simulator/costs/allreduce_sync.py)
+to NIM 1.0's one-client A100 rows, in multiples of the GPU's NCCL small-message latency.
+
+At one client every decode step is one token per GPU, so a fixed cost per all-reduce shows
+as a fixed gap per step. Per setting (GPU, model, precision, GPU count) the gap is the
+median over its six lengths of measured minus simulated ITL, from a run without the term::
+
+    python benchmarks/published.py --cases-file benchmarks/published_cases_nim_dli.toml \\
+        --set cost.allreduce_sync_s=0 --json F
+    python benchmarks/allreduce_sync_fit.py F
+
+A one-GPU setting's gap per layer (the same GPU and precision, Llama-3-8B) is what the
+kernels miss without any all-reduce; the rest of a multi-GPU setting's gap, over its 2L
+all-reduces, is the handshake: ``y = (gap - L a) / 2L``, and ``k = y / t0`` with t0 the
+NCCL curve's small-message latency (simulator/costs/collectives.json). The fit is the
+median k of the three A100 multi-GPU settings; the six H100 ones are held out, as is
+every multi-client row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from nim_dli_cases import ID_PREFIX, parse_id
+
+from simulator.costs.collectives import allreduce_curve
+from simulator.specs.models import get_model
+from simulator.stack_presets import TRTLLM_ALLREDUCE_SYNC
+
+FIT_GPU = "a100-80gb"
+
+
+def split(setting: str) -> tuple[str, str, str, int]:
+    """``a100-80gb-llama-3-70b-bf16-tp8`` -> (GPU, model, precision class, TP); bf16 and
+    fp16 cost the same."""
+    head, tp = setting.rsplit("-tp", 1)
+    head, dtype = head.rsplit("-", 1)
+    gpu, model = head.split("-llama-", 1)
+    return gpu, f"llama-{model}", "fp8" if dtype == "fp8" else "fp16", int(tp)
+
+
+def one_client_gaps(rows: list[dict]) -> dict[str, float]:
+    """Per setting: median over its lengths of measured minus simulated one-client ITL, s."""
+    gaps: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        setting, _, clients = parse_id(r["id"])
+        tpot = r["metrics"].get("mean_tpot_ms") or {}
+        if clients == 1 and tpot.get("simulated") is not None:
+            gaps[setting].append((tpot["published"] - tpot["simulated"]) / 1e3)
+    return {s: statistics.median(v) for s, v in gaps.items()}
+
+
+def handshakes(gaps: dict[str, float]) -> list[tuple[str, float, float, float]]:
+    """(setting, y in s, t0 in s, k) for every multi-GPU setting with a one-GPU sibling."""
+    per_layer = {}
+    for setting, gap in gaps.items():
+        gpu, model, dtype, tp = split(setting)
+        if tp == 1:
+            per_layer[(gpu, dtype)] = gap / get_model(model).num_layers
+    out = []
+    for setting, gap in sorted(gaps.items()):
+        gpu, model, dtype, tp = split(setting)
+        curve = allreduce_curve(gpu, tp)
+        if tp == 1 or (gpu, dtype) not in per_layer or curve is None:
+            continue
+        layers = get_model(model).num_layers
+        y = (gap - layers * per_layer[(gpu, dtype)]) / (2 * layers)
+        out.append((setting, y, curve.latency_s, y / curve.latency_s))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", type=Path, help="published.py --json of the course cases, "
+                    "run with --set cost.allreduce_sync_s=0")
+    rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
+            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
+    found = handshakes(one_client_gaps(rows))
+    fit = statistics.median(k for s, _, _, k in found if split(s)[0] == FIT_GPU)
+    print(f"fit on {FIT_GPU}: k = {fit:.2f} x NCCL's small-message latency "
+          f"(the trtllm 0.10/0.11 presets: {TRTLLM_ALLREDUCE_SYNC:g})")
+    print("setting                              handshake  NCCL t0      k   fit's  (held out?)")
+    for setting, y, t0, k in found:
+        held = "" if split(setting)[0] == FIT_GPU else "held out"
+        print(f"   {setting:34s} {y * 1e6:6.1f} us {t0 * 1e6:6.1f} us {k:6.2f} "
+              f"{fit * t0 * 1e6:6.1f} us  {held}")
+
+
+if __name__ == "__main__":
+    main()
