@@ -1,8 +1,15 @@
 """Fit the ``trtllm 0.11`` preset's 16-bit decode-attention term to one GPU's published rows,
-and score it on every other GPU's.
+and score it on every other GPU's; or the ``trtllm 0.10`` preset's masked-MHA one.
 
     python benchmarks/trtllm_kv16_fit.py                 # fit on the A100 rows (default)
     python benchmarks/trtllm_kv16_fit.py --fit-gpu h100-sxm
+    python benchmarks/trtllm_kv16_fit.py --preset 0.10 --fit-gpu all
+
+``--preset 0.10`` takes the 0.10 rows whose query-group size has no XQA kernel in that
+release (``StackPreset.xqa_groups``: the masked MHA kernel, one read per query head, some
+of them served from L2) and fits ``TRTLLM_010_MASKED_REREAD`` the same way; ``--fit-gpu
+all`` fits on every GPU's rows, leaving the held-out check to another source (NIM 1.0's
+sizing-course rows, which run the same preset: docs/stacks.md).
 
 TensorRT-LLM's 0.11-0.17 max-throughput tables with a 16-bit KV cache run faster in the
 simulator than they were measured, and the more so the more query heads share a KV head (G)
@@ -40,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from benchmarks.published import replay_point  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
 from benchmarks.published_fit import bounded_soft_l1, share_within  # noqa: E402
+from simulator.costs.host import split_host  # noqa: E402
 from simulator.costs.kv_reads import scales_decode_reads  # noqa: E402
 from simulator.deployment import resolve  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
@@ -49,27 +57,35 @@ from simulator.stack_presets import query_group  # noqa: E402
 from simulator.stacks import StackSection  # noqa: E402
 
 METRIC = "output_throughput"
-PRESET = "0.11"
+PRESETS = ("0.11", "0.10")
+ALL = "all"  # --fit-gpu: every GPU's rows
 
 
-def rows(cases: list[Case]) -> list[tuple[Case, dict, int]]:
-    """(case, its replay point, G) for every held-out 16-bit-cache max-throughput row of
-    the releases the ``trtllm 0.11`` preset covers, priced by a measured table."""
+def rows(cases: list[Case], version: str = "0.11") -> list[tuple[Case, dict, int]]:
+    """(case, its replay point, G) for every 16-bit-cache max-throughput row of the releases
+    the ``trtllm <version>`` preset covers, priced by a measured table, that no other fit
+    used; under a preset with ``xqa_groups``, only the rows whose G has no XQA kernel."""
     out = []
     for case in cases:
-        if (case.stack != "trtllm" or case.fitted or METRIC not in case.metrics
+        fitted_else = case.fitted and "trtllm_kv16_fit" not in case.fitted
+        if (case.stack != "trtllm" or fitted_else or METRIC not in case.metrics
                 or case.kv_dtype not in ("fp16", "bf16") or catalogue_name(case.model) is None):
             continue
         try:
             preset = StackSection(name="trtllm", version=case.stack_version).preset()
         except ConfigError:  # a release older than every preset
             continue
-        if preset is None or preset.version != PRESET:
+        if preset is None or preset.version != version:
             continue
-        point, _ = replay_point(case, max_prompts=1000, burst_rate=math.inf)
-        if not scales_decode_reads(resolve(point).cost):
-            continue  # a roofline prior: the term does not apply
         group = query_group(get_model(str(catalogue_name(case.model))), case.tp)
+        if preset.xqa_groups is not None and group in preset.xqa_groups:
+            continue  # XQA: one read, nothing to fit
+        point, _ = replay_point(case, max_prompts=1000, burst_rate=math.inf)
+        # the kernel-level cost under the stack's walk, all-reduce and host wrappers
+        bare = {**point, "cost": {**point.get("cost", {}), "decode_walk_s": 0,
+                                  "allreduce_sync_s": 0}}
+        if not scales_decode_reads(split_host(resolve(bare).cost)[0]):
+            continue  # a roofline prior: the term does not apply
         out.append((case, point, group))
     return out
 
@@ -110,11 +126,14 @@ def table(picked: list[tuple[Case, dict, int]], beta: float) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fit-gpu", default="a100-80gb", help="fit on this GPU's rows")
+    ap.add_argument("--fit-gpu", default="a100-80gb",
+                    help=f"fit on this GPU's rows ({ALL!r}: every GPU's)")
+    ap.add_argument("--preset", default="0.11", choices=PRESETS,
+                    help="the trtllm preset whose term to fit")
     args = ap.parse_args(argv)
-    picked = rows(load_cases())
-    fitting = [r for r in picked if r[0].gpu == args.fit_gpu]
-    held = [r for r in picked if r[0].gpu != args.fit_gpu]
+    picked = rows(load_cases(), args.preset)
+    fitting = [r for r in picked if args.fit_gpu in (ALL, r[0].gpu)]
+    held = [r for r in picked if args.fit_gpu not in (ALL, r[0].gpu)]
     if not fitting:
         print(f"trtllm_kv16_fit: error: no row on {args.fit_gpu!r}", file=sys.stderr)
         return 2
@@ -123,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
           f"(G = 4: {1 + 3 * beta:.2f} reads, G = 8: {1 + 7 * beta:.2f})")
     print(f"in sample ({len(fitting)} rows):")
     print("\n".join(table(fitting, beta)))
-    print(f"held out ({len(held)} rows):")
-    print("\n".join(table(held, beta)))
+    if held:
+        print(f"held out ({len(held)} rows):")
+        print("\n".join(table(held, beta)))
     return 0
 
 

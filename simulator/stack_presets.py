@@ -73,6 +73,9 @@ class StackPreset:
     # all-reduce beyond the kernel tables' 1.x kernel, in multiples of the GPU's NCCL
     # small-message latency at that TP (simulator/costs/allreduce_sync.py); 0: none
     allreduce_sync: float = 0.0
+    # The masked MHA kernel's re-read term over a 16-bit cache, for the group sizes outside
+    # ``xqa_groups`` (0: ``kv16_reread`` there too): 1 + beta (G - 1) reads a step
+    kv16_masked_reread: float = 0.0
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -94,16 +97,19 @@ class StackPreset:
         """How many times a step this stack's decode attention reads the KV cache, in units
         of the kernel tables' one read (``[cost] decode_kv_reads``): G, the query heads per
         KV head, over an FP8 cache where the release has no XQA kernel for G
-        (``xqa_groups``: the masked MHA kernel reads the cache once per query head); else 1
-        unless the cache is 16-bit and the preset has a re-read term (which is what a
-        16-bit masked MHA kernel's rows read: docs/stacks.md, "TensorRT-LLM 0.10")."""
+        (``xqa_groups``: the masked MHA kernel reads the cache once per query head); over a
+        16-bit cache 1 + beta (G - 1), beta the masked kernel's ``kv16_masked_reread``
+        there (L2 serves some of its G reads) and ``kv16_reread`` elsewhere; else 1
+        (docs/stacks.md, "TensorRT-LLM 0.10")."""
         group = query_group(model, tp)
-        if (self.xqa_groups is not None and group not in self.xqa_groups
-                and kv_dtype.lower() == "fp8"):
+        masked = self.xqa_groups is not None and group not in self.xqa_groups
+        if masked and kv_dtype.lower() == "fp8":
             return float(group)
-        if self.kv16_reread <= 0 or kv_dtype.lower() not in ("fp16", "bf16"):
+        beta = (self.kv16_masked_reread if masked and self.kv16_masked_reread > 0
+                else self.kv16_reread)
+        if beta <= 0 or kv_dtype.lower() not in ("fp16", "bf16"):
             return 1.0
-        return 1.0 + self.kv16_reread * (group - 1)
+        return 1.0 + beta * (group - 1)
 
     def policy_for(self, model: ModelSpec, hardware: HardwareSpec,
                    own: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -168,12 +174,13 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             fp8_needs_fp8_math: bool = False,
             xqa_groups: frozenset[int] | None = None,
             decode_walk_cycles: float = 0.0,
-            allreduce_sync: float = 0.0) -> StackPreset:
+            allreduce_sync: float = 0.0,
+            kv16_masked_reread: float = 0.0) -> StackPreset:
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
                        MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
                        kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups,
-                       decode_walk_cycles, allreduce_sync)
+                       decode_walk_cycles, allreduce_sync, kv16_masked_reread)
 
 
 GIB = 2**30
@@ -472,13 +479,21 @@ TRTLLM_012_MULTI_BLOCK_SOURCE = (
     "(executor ExtendedRuntimePerfKnobConfig(bool multiBlockMode = true, ...), search-index "
     "file id 3290353992; 0.12 release notes: 'The multi_block_mode argument is moved from "
     "build stage ... to the runtime'): no decode walk")
+# 0.10's masked MHA kernel over a 16-bit cache (the group sizes XQA lacked: 4 query heads
+# per KV head): 1 + TRTLLM_010_MASKED_REREAD x (G - 1) reads a step, L2 serving the rest of
+# its G. Fitted by `python benchmarks/trtllm_kv16_fit.py --preset 0.10 --fit-gpu all` to the
+# 16 held-out FP16 rows of 0.10's perf-overview table it applies to (Llama-3-8B, Mixtral-8x7B
+# on A100 and H100), which are in sample since; NIM 1.0's FP16 Llama-3-8B rows held out.
+TRTLLM_010_MASKED_REREAD = 0.234
 TRTLLM_010_XQA_SOURCE = (
     "TensorRT-LLM v0.10.0 (commit 9bd15f19) decoderXQARunner.h DecoderXQARunner::shouldUse: "
     "single-token decode only for 8 or 1 query heads per KV head (cubin/xqa_kernel_cubin.h: "
     "nqpkv_8 kernels); decoderXQARunner.cpp: JIT XQA never on SM90, elsewhere only with "
     "TRTLLM_ENABLE_XQA_JIT=1; so 4 query heads per KV head (Llama-3-8B, Mistral-7B, "
-    "Mixtral-8x7B) run the masked MHA kernel: an FP8 KV cache read 4x a step (a 16-bit one "
-    "keeps the re-read term, which its rows match)")
+    "Mixtral-8x7B) run the masked MHA kernel: an FP8 KV cache read 4x a step, a 16-bit one "
+    f"1 + {TRTLLM_010_MASKED_REREAD:g} (G - 1) = {1 + 3 * TRTLLM_010_MASKED_REREAD:.2f}x at G = 4 "
+    "(L2 serves the rest; fitted by benchmarks/trtllm_kv16_fit.py --preset 0.10 --fit-gpu all "
+    "to 0.10's 16 FP16 rows at G = 4)")
 TRTLLM_010_SOURCES = (
     "0.10 TensorRT engines: tensorrt_llm/plugin/plugin.py PluginConfig (0.10/0.11): "
     "tokens_per_block 64, use_fp8_context_fmha off; KV fraction 0.9 as 0.10's "
@@ -593,7 +608,8 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    kv16_reread: float = 0.0,
                    xqa_groups: frozenset[int] | None = None,
                    block_reuse: bool = False, walk_cycles: float = 0.0,
-                   allreduce_sync: float = 0.0) -> StackPreset:
+                   allreduce_sync: float = 0.0,
+                   kv16_masked_reread: float = 0.0) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
     only on GPUs with FP8 math."""
@@ -607,7 +623,8 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups,
-                   decode_walk_cycles=walk_cycles, allreduce_sync=allreduce_sync)
+                   decode_walk_cycles=walk_cycles, allreduce_sync=allreduce_sync,
+                   kv16_masked_reread=kv16_masked_reread)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -660,7 +677,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
                        adapt=_trtllm_010, overhead={"token_s": TRTLLM_010_TOKEN_S},
                        kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8}),
-                       walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
+                       walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC,
+                       kv16_masked_reread=TRTLLM_010_MASKED_REREAD),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD,
                        walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
         _trtllm_preset("0.12", 32, (*TRTLLM_011_SOURCES, TRTLLM_012_MULTI_BLOCK_SOURCE),
