@@ -5,8 +5,9 @@ batching near saturation, one replica, one core. Prints the median of ``--repeat
 runs, per wall-clock second and per CPU-second (``time.process_time`` around ``simulate``:
 steadier than the wall clock on a shared machine). Usage:
 ``python benchmarks/sim_speed.py [--requests N] [--rate R] [--repeats K] [--long-prompts]
-[--step-log full|summary|none] [--gpu G] [--stack NAME[@VERSION]]`` (``[run] step_log``:
-what the full step log costs is the difference between ``full`` and ``none``).
+[--step-log full|summary|none] [--gpu G] [--tp N] [--stack NAME[@VERSION]]
+[--cost KEY=VALUE ...]`` (``[run] step_log``: what the full step log costs is the
+difference between ``full`` and ``none``).
 ``benchmarks/instructions.py`` counts the instructions of the same workloads
 (:func:`point`, :func:`request_table`).
 """
@@ -37,21 +38,26 @@ SCENARIO = {
 
 
 def point(requests: int, rate: float, policy_name: str, long_prompts: bool,
-          step_log: str = "full", gpu: str = "h100-sxm", stack: str = "") -> dict[str, Any]:
+          step_log: str = "full", gpu: str = "h100-sxm", stack: str = "", tp: int = 1,
+          cost: dict[str, float] | None = None) -> dict[str, Any]:
     """The benchmark's scenario: chat lengths, or ~8k-token prompts with a 2,048-token
     budget (``long_prompts``: chunked prefill's slow case); ``step_log``: ``[run]
     step_log``; ``gpu``: the catalogue GPU (a100-40gb prices steps from its sibling's
     tables: simulator/costs/sibling.py); ``stack``: ``name`` or ``name@version``, a
     ``[stack]`` preset with its cost terms (``trtllm@0.11`` against ``trtllm@0.12``: what
-    the decode walk costs, simulator/costs/decode_walk.py), none by default."""
+    the decode walk costs, simulator/costs/decode_walk.py), none by default; ``tp``: GPUs
+    in tensor parallel; ``cost``: ``[cost]`` keys (``allreduce_sync_s=0`` against the
+    preset's: what the all-reduce handshake costs, simulator/costs/allreduce_sync.py)."""
     workload = {"arrival": "poisson", "num_requests": requests, "rate": rate}
     policy: dict[str, Any] = {"name": policy_name}
     if long_prompts:
         workload |= {"prompt": {"dist": "lognormal", "mean": 8000, "sigma": 0.3},
                      "output": {"dist": "lognormal", "mean": 256, "sigma": 0.7}}
         policy |= {"max_num_batched_tokens": 2048}
-    out = {**SCENARIO, "hardware": {"gpu": gpu}, "policy": policy, "workload": workload,
-           "run": {"step_log": step_log}}
+    out = {**SCENARIO, "hardware": {"gpu": gpu, "tp": tp}, "policy": policy,
+           "workload": workload, "run": {"step_log": step_log}}
+    if cost:
+        out["cost"] = dict(cost)
     if stack:
         name, _, version = stack.partition("@")
         out["stack"] = {"name": name, "version": version}
@@ -79,9 +85,16 @@ def main() -> None:
     ap.add_argument("--gpu", default="h100-sxm", help="catalogue GPU (default h100-sxm)")
     ap.add_argument("--stack", default="", help="a [stack] preset, name or name@version "
                     "(default: none)")
+    ap.add_argument("--tp", type=int, default=1, help="GPUs in tensor parallel (default 1)")
+    ap.add_argument("--cost", action="append", default=[], metavar="KEY=VALUE",
+                    help="a [cost] key with a number, e.g. allreduce_sync_s=0 (repeatable)")
     args = ap.parse_args()
+    try:
+        cost = {k: float(v) for k, _, v in (c.partition("=") for c in args.cost)}
+    except ValueError:
+        ap.error(f"--cost takes KEY=NUMBER, got {args.cost}")
     dep, table = request_table(point(args.requests, args.rate, args.policy, args.long_prompts,
-                                     args.step_log, args.gpu, args.stack))
+                                     args.step_log, args.gpu, args.stack, args.tp, cost))
     rates, cpu_rates, events, walls = [], [], [], []
     for _ in range(args.repeats):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -98,7 +111,8 @@ def main() -> None:
         stats.busy_s if stats.kept == "summary" else math.nan)
     busy = "unknown: no step log" if math.isnan(busy_s) else \
         f"{busy_s / res.requests.finish_s.max():.0%} of the time"
-    print(f"{args.gpu}{', stack ' + args.stack if args.stack else ''}, policy {args.policy}, "
+    print(f"{args.gpu} x{args.tp}{', stack ' + args.stack if args.stack else ''}"
+          f"{', cost ' + ' '.join(args.cost) if args.cost else ''}, policy {args.policy}, "
           f"{args.requests} requests at {args.rate} req/s "
           f"(replica busy {busy}), "
           f"{num_steps} steps, step log {args.step_log}, "
