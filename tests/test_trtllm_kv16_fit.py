@@ -52,3 +52,22 @@ def test_beta_is_recovered_and_g_1_rows_do_not_move() -> None:
     high = fit.errors(rows, 2 * BETA)
     assert high[1] == pytest.approx(0.0, abs=1e-12)
     assert high[0] < -0.02
+
+
+def test_the_0_10_fit_takes_the_masked_kernels_16_bit_rows_only() -> None:
+    # Under 0.10 only G = 4 has no XQA kernel: Llama-3.1-8B (32 / 8 heads) is taken at TP 1
+    # and 2, Llama-3.1-70B (G = 8) is not, nor an FP8 cache, nor a row another fit used;
+    # a row this fit used is (its walk, handshake and host cost wrap the tables it scales)
+    def case(cid: str, model: str, tp: int, kv: str, fitted: str = "") -> object:
+        return pc.Case(id=cid, source="test", stack="trtllm", stack_version="0.10",
+                       gpu="h100-sxm", model=model, weight_dtype=kv, kv_dtype=kv, tp=tp,
+                       workload={"prompt_tokens": 128, "output_tokens": 128,
+                                 "num_prompts": 8, "arrival": "burst"},
+                       metrics={"output_throughput": 1.0}, fitted=fitted)
+    cases = [case("a", "llama-3.1-8b", 1, "fp16"), case("b", "llama-3.1-8b", 2, "bf16"),
+             case("c", "llama-3.1-70b", 4, "fp16"), case("d", "llama-3.1-8b", 1, "fp8"),
+             case("e", "llama-3.1-8b", 1, "fp16", fitted="another preset's term"),
+             case("f", "llama-3.1-8b", 1, "fp16", fitted="benchmarks/trtllm_kv16_fit.py")]
+    picked = fit.rows(cases, "0.10")
+    assert [(c.id, g) for c, _, g in picked] == [("a", 4), ("b", 4), ("f", 4)]
+    assert fit.rows(cases, "0.11") == []  # none of them is a 0.11 release
