@@ -138,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trtllm_kv16_fit: error: no row on {args.fit_gpu!r}", file=sys.stderr)
         return 2
     beta = fit(fitting)
-    print(f"fitted on {len(fitting)} {args.fit_gpu} rows: beta = {beta:.3f} "
-          f"(G = 4: {1 + 3 * beta:.2f} reads, G = 8: {1 + 7 * beta:.2f})")
+    reads = ", ".join(f"G = {g}: {1 + (g - 1) * beta:.2f} reads"
+                      for g in sorted({g for _, _, g in fitting if g > 1}))
+    print(f"fitted on {len(fitting)} {args.fit_gpu} rows: beta = {beta:.3f} ({reads})")
     print(f"in sample ({len(fitting)} rows):")
     print("\n".join(table(fitting, beta)))
     if held:
