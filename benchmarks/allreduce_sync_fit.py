@@ -25,7 +25,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import ID_PREFIX, parse_id
+from nim_dli_cases import ID_PREFIX, parse_id, parse_setting
 
 from simulator.costs.collectives import allreduce_curve
 from simulator.specs.models import get_model
@@ -37,10 +37,8 @@ FIT_GPU = "a100-80gb"
 def split(setting: str) -> tuple[str, str, str, int]:
     """``a100-80gb-llama-3-70b-bf16-tp8`` -> (GPU, model, precision class, TP); bf16 and
     fp16 cost the same."""
-    head, tp = setting.rsplit("-tp", 1)
-    head, dtype = head.rsplit("-", 1)
-    gpu, model = head.split("-llama-", 1)
-    return gpu, f"llama-{model}", "fp8" if dtype == "fp8" else "fp16", int(tp)
+    gpu, model, precision, tp = parse_setting(setting)
+    return gpu, model, "fp8" if precision == "fp8" else "fp16", tp
 
 
 def one_client_gaps(rows: list[dict]) -> dict[str, float]:

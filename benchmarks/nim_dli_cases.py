@@ -75,7 +75,7 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
             isl = int(row["input_config-synthetic_input_tokens_mean"])
             osl = int(row["input_config-output_tokens_mean"])
             clients = int(row["input_config-concurrency"])
-            cid = f"{ID_PREFIX}{gpu}-{model}-{precision}-tp{tp}-{isl}-{osl}-c{clients}"
+            cid = f"{ID_PREFIX}{setting_id(gpu, model, precision, tp)}-{isl}-{osl}-c{clients}"
             if cid in seen:
                 cid += REPEAT
             seen.add(cid)
@@ -108,6 +108,19 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                    else {}),
             })
     return out
+
+
+def setting_id(gpu: str, model: str, precision: str, tp: int) -> str:
+    """A setting's part of a case id: ``a100-80gb-llama-3-70b-bf16-tp8``."""
+    return f"{gpu}-{model}-{precision}-tp{tp}"
+
+
+def parse_setting(setting: str) -> tuple[str, str, str, int]:
+    """(GPU, model, precision, GPU count) of a :func:`setting_id`."""
+    head, tp = setting.rsplit("-tp", 1)
+    head, precision = head.rsplit("-", 1)
+    gpu = next(g for g, _ in GPUS.values() if head.startswith(f"{g}-"))
+    return gpu, head.removeprefix(f"{gpu}-"), precision, int(tp)
 
 
 def parse_id(case_id: str) -> tuple[str, str, int]:

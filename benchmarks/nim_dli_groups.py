@@ -23,7 +23,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import ID_PREFIX, REPEAT, parse_id
+from nim_dli_cases import ID_PREFIX, REPEAT, parse_id, parse_setting
 
 
 def band(clients: int) -> str:
@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         if lengths == "200/2000" and clients <= 100 and not r["id"].endswith(REPEAT):
             gap[setting][clients] = tpot["published"] - tpot["simulated"]
         if clients >= 10 and not r.get("fitted"):
-            kind = setting.rsplit("-tp", 1)[0]
+            gpu, model, precision, _ = parse_setting(setting)
+            kind = f"{gpu}-{model}-{precision}"
             for metric in ("mean_tpot_ms", "output_throughput"):
                 busy[kind][metric].append(r["metrics"][metric]["error"])
     print("1. mean TTFT by lengths and clients: cases, within 15%, signed median error")

@@ -47,9 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from benchmarks.published import replay_point  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
 from benchmarks.published_fit import bounded_soft_l1, share_within  # noqa: E402
-from simulator.costs.host import split_host  # noqa: E402
-from simulator.costs.kv_reads import scales_decode_reads  # noqa: E402
-from simulator.deployment import resolve  # noqa: E402
+from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 from simulator.specs.models import catalogue_name, get_model  # noqa: E402
@@ -81,11 +79,12 @@ def rows(cases: list[Case], version: str = "0.11") -> list[tuple[Case, dict, int
         if preset.xqa_groups is not None and group in preset.xqa_groups:
             continue  # XQA: one read, nothing to fit
         point, _ = replay_point(case, max_prompts=1000, burst_rate=math.inf)
-        # the kernel-level cost under the stack's walk, all-reduce and host wrappers
-        bare = {**point, "cost": {**point.get("cost", {}), "decode_walk_s": 0,
-                                  "allreduce_sync_s": 0}}
-        if not scales_decode_reads(split_host(resolve(bare).cost)[0]):
-            continue  # a roofline prior: the term does not apply
+        # the cost builder says whether the reads apply (a measured table, under whatever
+        # the stack wraps it in), not a roofline prior
+        _, prior = priced_reads({**point, "cost": {**point.get("cost", {}),
+                                                   "decode_kv_reads": 1.0}})
+        if prior is not None:
+            continue
         out.append((case, point, group))
     return out
 

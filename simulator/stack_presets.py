@@ -166,21 +166,12 @@ def _preset(stack: str, version: str, policy: dict[str, Any], kv: dict[str, Any]
             sources: tuple[str, ...], *, profiles: str | None = None,
             per_layer: dict[str, float] | None = None,
             overhead: dict[str, float] | None = None,
-            multi_gpu: dict[str, float] | None = None,
-            adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]] | None = None,
-            kv16_reread: float = 0.0,
-            budget_rule: Callable[[ModelSpec, bool], int] | None = None,
-            fp8_kv_with: tuple[str, ...] | None = None,
-            fp8_needs_fp8_math: bool = False,
-            xqa_groups: frozenset[int] | None = None,
-            decode_walk_cycles: float = 0.0,
-            allreduce_sync: float = 0.0,
-            kv16_masked_reread: float = 0.0) -> StackPreset:
+            multi_gpu: dict[str, float] | None = None, **rest: Any) -> StackPreset:
+    """A :class:`StackPreset` with its mappings frozen; ``rest``: its other fields by name
+    (``adapt``, ``kv16_reread``, ``xqa_groups``, ``decode_walk_cycles``, ...)."""
     return StackPreset(stack, version, MappingProxyType(policy), MappingProxyType(kv),
                        MappingProxyType(overhead or {}), MappingProxyType(per_layer or {}),
-                       MappingProxyType(multi_gpu or {}), profiles, sources, adapt,
-                       kv16_reread, budget_rule, fp8_kv_with, fp8_needs_fp8_math, xqa_groups,
-                       decode_walk_cycles, allreduce_sync, kv16_masked_reread)
+                       MappingProxyType(multi_gpu or {}), profiles, sources, **rest)
 
 
 GIB = 2**30
