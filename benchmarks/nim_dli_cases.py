@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -35,9 +36,20 @@ GPUS = {"A100-SXM4-80GB": ("a100-80gb", "A100-SXM4-80GB"),
         "H100_80GB_HBM3": ("h100-sxm", "H100 80GB HBM3 (the SXM part)")}
 MODELS = {"meta-llama3-8b-instruct": ("llama-3-8b", "meta/llama3-8b-instruct"),
           "meta-llama3-70b-instruct": ("llama-3-70b", "meta/llama3-70b-instruct")}
-# GenAI-Perf measured three 12 s windows a run (the course's per-request exports:
-# window_boundaries 12 s apart, stability_percentage 999 so the first three count)
-MEASURED_S = 36.0
+# perf_analyzer's windows in the table's runs: --measurement-interval 60 s (72 s windows:
+# every one-client row scored the requests that end in three of them, 216 s;
+# benchmarks/nim_dli_windows.py), --stability-percentage 999 (the table's column), and
+# perf_analyzer's default --max-trials 10 (simulator/measured/perf_analyzer.py). The
+# course's own per-request exports used GenAI-Perf's default 10 s (12 s windows).
+INTERVAL_S = 60.0
+STABILITY_PERCENTAGE = 999.0
+# Requests simulated first: C x the rounds that fill four windows at the published mean
+# latency, plus one; the replay doubles them while the load would stop before the windows
+# do (benchmarks/published.py)
+FIRST_WINDOWS = 4
+# The rows the engines' token budget is fitted on (benchmarks/nim_dli_budget_fit.py); the
+# other GPU's rows hold it out
+FIT_GPU = "a100-80gb"
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
 # The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on the A100
@@ -49,13 +61,18 @@ FITTED = ("TensorRT-LLM 0.10-0.11 decode walk cycles and all-reduce handshake (b
 NOTES = (
     "GenAI-Perf 2.48-era concurrency run against NIM's OpenAI chat endpoint (streaming, "
     "max_tokens = min_tokens = the output length, ignore_eos), synthetic prompts of a fixed "
-    "length (stddev 0), three 12 s measurement windows. TTFT and ITL are per-request means "
-    "at the client; GenAI-Perf's ITL = (E2E - TTFT) / (output - 1), servesim's mean TPOT; "
+    "length (stddev 0). Scored as perf_analyzer scored them: the requests that ended in its "
+    "72 s measurement windows (--measurement-interval 60 s, inferred from the table's request "
+    "counts: benchmarks/nim_dli_windows.py), from the start until three in a row are stable "
+    "(--stability-percentage 999) or ten have run (simulator/measured/perf_analyzer.py), so "
+    "the first round is in. TTFT and ITL are per-request means at the client; "
+    "GenAI-Perf's ITL = (E2E - TTFT) / (output - 1), servesim's mean TPOT; "
     "output throughput in tokens a second. Replayed as C clients that start together and "
     "stay in lockstep (perf_analyzer sends all C at once; the course's per-request exports "
     "at C 1, 2 and 5 show every later round sent and answered together: "
-    "benchmarks/nim_dli_check.py). Requests: C x the rounds that fit 36 s at the published "
-    "mean request latency (at least one round). Not stated, assumed: the TensorRT-LLM "
+    "benchmarks/nim_dli_check.py). Requests: C x the rounds that fill four windows at the "
+    "published mean request latency, plus one, doubled while the load would stop before the "
+    "windows do. Not stated, assumed: the TensorRT-LLM "
     "release (NIM 1.0's engines, 2024: the trtllm 0.10 preset), the engine's scheduler "
     "settings (the 0.10 preset's: max_num_tokens unset, so every waiting prompt fits a "
     "step), the KV cache dtype (fp16 with fp16 weights, fp8 with fp8: NIM's FP8 profiles), "
@@ -80,7 +97,7 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 cid += REPEAT
             seen.add(cid)
             e2e_s = float(row["request_latency-avg"]) / 1e9
-            rounds = max(1, round(MEASURED_S / e2e_s))
+            rounds = math.ceil(FIRST_WINDOWS * 1.2 * INTERVAL_S / e2e_s) + 1
             kv = "fp8" if precision == "fp8" else precision
             metrics = {
                 "mean_ttft_ms": round(float(row["time_to_first_token-avg"]) / 1e6, 3),
@@ -102,7 +119,9 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 "notes": NOTES,
                 "workload": {"prompt_tokens": isl, "output_tokens": osl,
                              "num_prompts": clients * rounds, "arrival": "closed",
-                             "concurrency": clients, "client_start": "together"},
+                             "concurrency": clients, "client_start": "together",
+                             "client": "perf-analyzer", "measurement_interval_s": INTERVAL_S,
+                             "stability_percentage": STABILITY_PERCENTAGE},
                 "metrics": metrics,
                 **({"fitted": FITTED} if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS)
                    else {}),

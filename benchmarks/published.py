@@ -40,6 +40,7 @@ from benchmarks.published_cases import (  # noqa: E402
     CASES_GLOB,
     HEADLINE,
     MEASURE_FROM,
+    PA_WINDOWS,
     UNITS,
     Case,
     burst_rate_accepted,
@@ -52,6 +53,7 @@ from benchmarks.published_cases import (  # noqa: E402
 from benchmarks.trtllm_kv_memory import BUFFER_READINGS  # noqa: E402
 from benchmarks.trtllm_xqa import priced_reads  # noqa: E402
 from simulator.errors import ConfigError  # noqa: E402
+from simulator.measured.perf_analyzer import LoadStopped, TimeWindows, scored_by_windows  # noqa: E402
 from simulator.metrics import summarize  # noqa: E402
 from simulator.runner import PointResult, run_point  # noqa: E402
 from simulator.scenario import apply_overrides  # noqa: E402
@@ -84,13 +86,23 @@ def replay_point(case: Case, *, max_prompts: int, burst_rate: float,
     return point, notes
 
 
-def scored_summary(res: PointResult, measure_from: tuple[int, float] | None
-                   ) -> dict[str, Any]:
+def scored_summary(res: PointResult, measure_from: tuple[int, float] | None,
+                   windows: TimeWindows | None = None) -> dict[str, Any]:
     """The run's summary, or, for a case whose first requests only warm a cache
     (``MEASURE_FROM``: the first scored request id and its send time), the summary of the
-    requests from that id and the steps from that time (ITL, utilisation); the run-wide
-    keys only the whole run has (stack, cost source, prefix-cache counts) stay the whole
-    run's."""
+    requests from that id and the steps from that time (ITL, utilisation); for a case
+    measured by perf_analyzer's time ``windows``, the summary of the requests they score
+    and the steps before their end (:class:`LoadStopped` when the run is too short to
+    tell). The run-wide keys only the whole run has (stack, cost source, prefix-cache
+    counts) stay the whole run's."""
+    if windows is not None:
+        requests, steps = res.result.requests, res.result.steps
+        score = scored_by_windows(requests, windows)
+        start = float(requests["arrival_s"].min())
+        scored = summarize(requests[score.scored], steps[steps["start_s"] < start + score.end_s],
+                           res.deployment.slo, kv_blocks_total=res.deployment.kv_blocks)
+        return {**res.summary, **scored, "windows": score.windows,
+                "windows_stable": score.stable}
     if measure_from is None:
         return res.summary
     first, start = measure_from
@@ -100,6 +112,21 @@ def scored_summary(res: PointResult, measure_from: tuple[int, float] | None
     scored = summarize(requests[requests["request_id"] >= first],
                        steps[steps["start_s"] >= start], dep.slo, kv_blocks_total=dep.kv_blocks)
     return {**res.summary, **scored}
+
+
+def _windowed_summary(point: dict[str, Any], doublings: int = 20) -> dict[str, Any]:
+    """:func:`scored_summary` of a perf_analyzer case: the closed loop's requests doubled
+    until the load still runs when its windows stop (the case's ``num_prompts`` first;
+    the windows stop by ``max_trials`` at the latest, so this ends)."""
+    windows = TimeWindows(*point[PA_WINDOWS])
+    for _ in range(doublings):
+        try:
+            return scored_summary(run_point({}, point), None, windows)
+        except LoadStopped:
+            wl = point["workload"]
+            point = {**point, "workload": {**wl, "num_requests": 2 * int(wl["num_requests"])}}
+    raise ConfigError(f"{point['name']}: {doublings} doublings of the requests did not "
+                      f"outlast perf_analyzer's windows ({windows.horizon_s:g} s)")
 
 
 def run_case(case: Case, *, max_prompts: int, burst_rate: float,
@@ -119,9 +146,15 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
         if overrides:
             point = apply_overrides(point, overrides)
             notes.append(f"--set {' '.join(overrides)}")
-        summary = scored_summary(run_point({}, point), point.get(MEASURE_FROM))
+        summary = _windowed_summary(point) if PA_WINDOWS in point else scored_summary(
+            run_point({}, point), point.get(MEASURE_FROM))
     except ConfigError as exc:
         return {**row, "status": f"refused: {exc}", "notes": notes}
+    if "windows" in summary:
+        notes.append(f"perf_analyzer scored {summary['completed']} requests ending in "
+                     f"its first {summary['windows']} windows of "
+                     f"{TimeWindows(*point[PA_WINDOWS]).window_s:g} s"
+                     + ("" if summary["windows_stable"] else " (max_trials: not stable)"))
     metrics = {}
     for key, published in case.metrics.items():
         sim = simulated_value(key, summary)

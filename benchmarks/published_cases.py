@@ -32,6 +32,7 @@ from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
 from simulator.errors import ConfigError
+from simulator.measured.perf_analyzer import TimeWindows
 from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
 from simulator.specs.hardware import HARDWARE
@@ -68,6 +69,12 @@ ARRIVALS = ("burst", "poisson", "closed")
 PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "internlm-20b",
                   "phi-2", "mistral-7b-v0.3")
 FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
+# workload.client: the benchmark client whose rule a case replays, and the arrival it needs
+CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
+# A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (interval_s,
+# stability_percentage, max_trials: simulator/measured/perf_analyzer.py TimeWindows) score
+# the requests of a ``client = "perf-analyzer"`` case
+PA_WINDOWS = "_perf_analyzer_windows"
 # A point key (ignored by the scenario schema, which skips "_" keys): (first request id,
 # its send time in s) of the requests a case scores, the ones before only warm a cache
 MEASURE_FROM = "_measure_from"
@@ -177,13 +184,28 @@ def _check(c: Mapping[str, Any], where: str) -> None:
     if "warm" in wl and ("run" not in wl or "warm_rate" not in wl):
         raise ConfigError(f"{where}: workload.warm needs run (the measured run's file) and "
                           "warm_rate (the warming run's request rate, inf for a burst)")
-    if wl.get("client", "vllm-bench") != "vllm-bench" or (
-            "client" in wl and wl["arrival"] != "poisson"):
-        raise ConfigError(f"{where}: workload.client = {wl['client']!r}: only 'vllm-bench' "
-                          "(its send times at a finite rate, arrival = 'poisson')")
+    client = wl.get("client")
+    if client not in (None, *CLIENT_ARRIVALS) or (
+            client is not None and wl["arrival"] != CLIENT_ARRIVALS[client]):
+        raise ConfigError(f"{where}: workload.client = {client!r}: 'vllm-bench' (its send "
+                          "times at a finite rate, arrival = 'poisson') or 'perf-analyzer' "
+                          "(its time windows over a closed loop, arrival = 'closed')")
+    if client == "perf-analyzer":
+        _windows(wl, where)
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read
+
+
+def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
+    """perf_analyzer's windows of a ``client = "perf-analyzer"`` workload
+    (``measurement_interval_s``, ``stability_percentage``, ``max_trials``; GenAI-Perf's and
+    perf_analyzer's defaults where absent)."""
+    given = {k: wl[k] for k in ("stability_percentage", "max_trials") if k in wl}
+    try:
+        return TimeWindows(interval_s=float(wl.get("measurement_interval_s", 10.0)), **given)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: workload: perf_analyzer's windows: {exc}") from None
 
 
 def catalogue_status(case: Case) -> str | None:
@@ -308,6 +330,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         point["stack"] = {"name": case.stack}
     if measure_from is not None:  # scored from this request id and time (MEASURE_FROM)
         point[MEASURE_FROM] = measure_from
+    if wl.get("client") == "perf-analyzer":  # scored by its windows (PA_WINDOWS)
+        w = _windows(wl, case.id)
+        point[PA_WINDOWS] = (w.interval_s, w.stability_percentage, w.max_trials)
     return point, notes
 
 

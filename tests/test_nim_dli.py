@@ -24,6 +24,7 @@ sys.path.insert(0, str(BENCH))
 
 import nim_dli_cases  # noqa: E402
 import nim_dli_check  # noqa: E402
+import nim_dli_windows  # noqa: E402
 from published_cases import load_cases  # noqa: E402
 
 
@@ -78,6 +79,43 @@ def test_case_file_is_the_table() -> None:
     assert c.metrics["mean_tpot_ms"] == pytest.approx(45.61, abs=0.01)
     assert c.metrics["output_throughput"] == pytest.approx(4380.2, abs=0.1)
     assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "together")
-    # three 12 s windows at 11.4 s a request: 3 rounds of 250
-    assert c.workload["num_prompts"] == 750
+    assert (c.workload["client"], c.workload["measurement_interval_s"]) == ("perf-analyzer", 60)
+    # four 72 s windows at 11.4 s a request: ceil(25.3) + 1 = 27 rounds of 250
+    assert c.workload["num_prompts"] == 27 * 250
     assert sum(1 for i in cases if i.endswith("-run2")) == 72
+
+
+def test_least_count_makes_the_mean_length_whole() -> None:
+    # 199.6577142857143 = 349,401 / 1,750; 1999.6448598130842 = 213,962 / 107
+    assert nim_dli_windows.least_count(199.6577142857143) == 1750
+    assert nim_dli_windows.least_count(1999.6448598130842) == 107
+    assert nim_dli_windows.least_count(200.0) == 1
+
+
+def test_the_table_was_scored_over_three_72_s_windows() -> None:
+    # one client scores floor(216 s / latency) requests; the table's means allow that
+    # count on 68 of 72 one-client rows, and no other interval comes near
+    rows = nim_dli_windows.one_client_rows()
+    fits = {i: nim_dli_windows.fits(rows, 3 * 1.2 * i) for i in nim_dli_windows.INTERVALS_S}
+    assert len(rows) == 72
+    assert fits[60.0] == 68
+    assert max(v for i, v in fits.items() if i != 60.0) <= 34
+
+
+def test_replay_scores_what_ended_in_perf_analyzers_windows() -> None:
+    import dataclasses
+
+    from published import run_case
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    case = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp1-200-200-c1"]
+    # a run far too short for three 72 s windows: the replay doubles it until the load
+    # outlasts the windows, then scores one client's requests that ended within 216 s
+    short = dataclasses.replace(case, workload={**case.workload, "num_prompts": 2})
+    row = run_case(short, max_prompts=1000, burst_rate=float("inf"))
+    assert row["status"] == "ok"
+    note = next(n for n in row["notes"] if n.startswith("perf_analyzer scored"))
+    scored = int(note.split()[2])
+    assert "first 3 windows of 72 s" in note
+    # one client, back to back: 200 tokens a request at the simulated rate, for 216 s
+    tok_s = row["metrics"]["output_throughput"]["simulated"]
+    assert abs(scored - 216.0 * tok_s / 200) <= 2
