@@ -5,11 +5,13 @@ Each row of the table is one GenAI-Perf run against NIM (TensorRT-LLM engines): 
 GPU, GPU count, precision, fixed input / output lengths and a concurrency, with the client's
 mean TTFT, mean inter-token latency and output throughput. Every row becomes one case; the
 table measured concurrency 5 twice per setting, and the second run is its own case
-(``-run2``). The cases are held out but for the A100 one-client rows, which are in sample
-(``fitted``: the trtllm 0.10 preset's decode walk and all-reduce handshake were fitted on
-them). The replay is a closed loop of C clients that all start together and stay in
-lockstep, as the course's per-request exports show GenAI-Perf's clients do
-(``python benchmarks/nim_dli_check.py``).
+(``-run2``). The H100 rows are held out; the A100 rows are in sample (``fitted``: the
+engines' token budget, which NIM does not state, was fitted on them, and the trtllm 0.10
+preset's decode walk and all-reduce handshake on their one-client rows). The replay is a
+closed loop of C clients that all start together and stay in lockstep, as the course's
+per-request exports show GenAI-Perf's clients do (``python benchmarks/nim_dli_check.py``),
+scored as perf_analyzer scored it (its measurement windows:
+simulator/measured/perf_analyzer.py).
 
     python benchmarks/nim_dli_cases.py            # (re)write the case file
     python benchmarks/nim_dli_cases.py --check    # exit 1 when the file is stale
@@ -47,9 +49,14 @@ STABILITY_PERCENTAGE = 999.0
 # latency, plus one; the replay doubles them while the load would stop before the windows
 # do (benchmarks/published.py)
 FIRST_WINDOWS = 4
-# The rows the engines' token budget is fitted on (benchmarks/nim_dli_budget_fit.py); the
-# other GPU's rows hold it out
+# The engines' token budget a step (max_num_tokens), which NIM 1.0 does not state: fitted
+# on the A100 rows (FIT_GPU; benchmarks/nim_dli_budget_fit.py: the most mean-TTFT errors
+# within 15% over 8,192-65,536); the H100 rows hold it out. Every case carries it as the
+# knob max_num_batched_tokens.
 FIT_GPU = "a100-80gb"
+ENGINE_BUDGET = 32768
+BUDGET_FITTED = ("the NIM 1.0 engines' token budget (benchmarks/nim_dli_budget_fit.py; "
+                 "benchmarks/nim_dli_cases.py ENGINE_BUDGET): the A100 rows")
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
 # The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on the A100
@@ -75,7 +82,9 @@ NOTES = (
     "windows do. Not stated, assumed: the TensorRT-LLM "
     "release (NIM 1.0's engines, 2024: the trtllm 0.10 preset), the engine's scheduler "
     "settings (the 0.10 preset's: max_num_tokens unset, so every waiting prompt fits a "
-    "step), the KV cache dtype (fp16 with fp16 weights, fp8 with fp8: NIM's FP8 profiles), "
+    "step; overridden here by the budget fitted on the A100 rows, knobs.max_num_batched_tokens "
+    "= 32768: benchmarks/nim_dli_budget_fit.py), the KV cache dtype (fp16 with fp16 "
+    "weights, fp8 with fp8: NIM's FP8 profiles), "
     "'fp16' as written (fp16 and bf16 cost the same).")
 
 
@@ -123,10 +132,18 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              "client": "perf-analyzer", "measurement_interval_s": INTERVAL_S,
                              "stability_percentage": STABILITY_PERCENTAGE},
                 "metrics": metrics,
-                **({"fitted": FITTED} if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS)
-                   else {}),
+                "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
+                **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),
             })
     return out
+
+
+def fitted(gpu: str, clients: int) -> str:
+    """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
+    parts = [BUDGET_FITTED] if gpu == FIT_GPU else []
+    if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS):
+        parts.append(FITTED)
+    return "; ".join(parts)
 
 
 def setting_id(gpu: str, model: str, precision: str, tp: int) -> str:
@@ -163,8 +180,9 @@ def render(rows: list[dict[str, object]]) -> str:
         "# NIM concurrency sweeps from NVIDIA's 'Sizing LLM Inference Systems' course (GenAI-Perf",
         "# against NIM's TensorRT-LLM engines: Llama-3-8B and -70B on A100-SXM4-80GB and H100 SXM,",
         "# fp16 / bf16 / fp8, TP 1-8, six input/output lengths, 1-250 clients), replayed by",
-        "# benchmarks/published.py. A TEST SET but for the A100 one-client rows (`fitted`), which",
-        "# the trtllm 0.10 preset's decode walk and all-reduce handshake were fitted on.",
+        "# benchmarks/published.py. A TEST SET but for the A100 rows (`fitted`): the engines'",
+        "# token budget (max_num_batched_tokens, not stated by NIM) was fitted on them, and the",
+        "# trtllm 0.10 preset's decode walk and all-reduce handshake on their one-client rows.",
         "#",
         "# Written by `python benchmarks/nim_dli_cases.py` from",
         "# benchmarks/published_runs/nim_dli/nim_sweeps.csv; do not edit by hand.",

@@ -104,7 +104,8 @@ class Case:
     tp: int
     workload: Mapping[str, Any]  # lengths, num_prompts, arrival (burst | poisson + rate)
     metrics: Mapping[str, float]  # published figures, keys of UNITS
-    knobs: Mapping[str, Any] = field(default_factory=dict)  # scheduler settings stated
+    # scheduler settings the source states, or a fit set (its notes and ``fitted`` say so)
+    knobs: Mapping[str, Any] = field(default_factory=dict)
     notes: str = ""
     quote: str = ""  # the row as published
     # what a preset fitted on this case ("" = none: a held-out test case); the report
