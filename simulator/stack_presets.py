@@ -76,6 +76,9 @@ class StackPreset:
     # The masked MHA kernel's re-read term over a 16-bit cache, for the group sizes outside
     # ``xqa_groups`` (0: ``kv16_reread`` there too): 1 + beta (G - 1) reads a step
     kv16_masked_reread: float = 0.0
+    # Passes over the weights a step that prefills takes beyond the kernel tables
+    # (simulator/costs/prefill_pass.py: k x weight bytes per GPU / HBM bandwidth); 0: none
+    prefill_weight_passes: float = 0.0
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -142,15 +145,16 @@ class StackPreset:
 def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec, tp: int,
               kv_dtype: str) -> dict[str, Any]:
     """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
-    folder, its decode attention's KV reads and walk time, its all-reduce handshake (none,
-    1, 0 and 0 without a stack)."""
+    folder, its decode attention's KV reads and walk time, its all-reduce handshake, its
+    prefill steps' extra weight passes (none, 1, 0, 0 and 0 without a stack)."""
     if preset is None:
         return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0,
-                "stack_sync_s": 0.0}
+                "stack_sync_s": 0.0, "stack_prefill_passes": 0.0}
     return {"stack": preset.profiles,
             "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype),
             "stack_walk_s": preset.decode_walk_s(hardware),
-            "stack_sync_s": preset.allreduce_sync_s(hardware, tp)}
+            "stack_sync_s": preset.allreduce_sync_s(hardware, tp),
+            "stack_prefill_passes": preset.prefill_weight_passes}
 
 
 def query_group(model: ModelSpec, tp: int) -> int:
@@ -476,6 +480,17 @@ TRTLLM_012_MULTI_BLOCK_SOURCE = (
 # 16 held-out FP16 rows of 0.10's perf-overview table it applies to (Llama-3-8B, Mixtral-8x7B
 # on A100 and H100), which are in sample since; NIM 1.0's FP16 Llama-3-8B rows held out.
 TRTLLM_010_MASKED_REREAD = 0.234
+# 0.10's engines took longer to a first token than the 1.x tables price, at short prompts
+# about one pass over each GPU's weights per prefill step (simulator/costs/prefill_pass.py);
+# the passes fitted by `python benchmarks/prefill_pass_fit.py F` (F: the course cases run
+# with `--set cost.prefill_pass_s=0`) on NIM 1.0's four A100 settings' one-client rows of
+# 200-token prompts (in sample); the H100 settings' held out.
+TRTLLM_010_PREFILL_PASSES = 0.95
+TRTLLM_PREFILL_PASS_SOURCE = (
+    f"TensorRT-LLM 0.10 engines: a step that prefills takes {TRTLLM_010_PREFILL_PASSES:g} "
+    "passes over the GPU's weights (at peak HBM bandwidth) more than the 1.x kernel tables: "
+    "empirical, fitted by benchmarks/prefill_pass_fit.py to NIM 1.0's A100 one-client "
+    "200-token rows (docs/stacks.md, 'TensorRT-LLM 0.10')")
 TRTLLM_010_XQA_SOURCE = (
     "TensorRT-LLM v0.10.0 (commit 9bd15f19) decoderXQARunner.h DecoderXQARunner::shouldUse: "
     "single-token decode only for 8 or 1 query heads per KV head (cubin/xqa_kernel_cubin.h: "
@@ -600,22 +615,25 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    xqa_groups: frozenset[int] | None = None,
                    block_reuse: bool = False, walk_cycles: float = 0.0,
                    allreduce_sync: float = 0.0,
-                   kv16_masked_reread: float = 0.0) -> StackPreset:
+                   kv16_masked_reread: float = 0.0,
+                   prefill_weight_passes: float = 0.0) -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
     size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
     only on GPUs with FP8 math."""
     walk = (TRTLLM_WALK_SOURCE,) if walk_cycles > 0 else ()
     sync = (TRTLLM_ALLREDUCE_SYNC_SOURCE,) if allreduce_sync > 0 else ()
+    passes = (TRTLLM_PREFILL_PASS_SOURCE,) if prefill_weight_passes > 0 else ()
     return _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9,
                     "prefix_caching": block_reuse},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE,
-                    *walk, *sync),
+                    *walk, *sync, *passes),
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups,
                    decode_walk_cycles=walk_cycles, allreduce_sync=allreduce_sync,
-                   kv16_masked_reread=kv16_masked_reread)
+                   kv16_masked_reread=kv16_masked_reread,
+                   prefill_weight_passes=prefill_weight_passes)
 
 
 # Each stack's versions, oldest first; the last is the default.
@@ -669,7 +687,8 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
                        adapt=_trtllm_010, overhead={"token_s": TRTLLM_010_TOKEN_S},
                        kv16_reread=TRTLLM_011_KV16_REREAD, xqa_groups=frozenset({1, 8}),
                        walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC,
-                       kv16_masked_reread=TRTLLM_010_MASKED_REREAD),
+                       kv16_masked_reread=TRTLLM_010_MASKED_REREAD,
+                       prefill_weight_passes=TRTLLM_010_PREFILL_PASSES),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD,
                        walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
         _trtllm_preset("0.12", 32, (*TRTLLM_011_SOURCES, TRTLLM_012_MULTI_BLOCK_SOURCE),

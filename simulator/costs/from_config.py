@@ -46,6 +46,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
+from simulator.costs.prefill_pass import weight_pass_s, with_prefill_pass
 from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
 from simulator.costs.profile import (
     FITTED,
@@ -71,9 +72,10 @@ ROOFLINE_ON_THE_FLY = "roofline prior (built on the fly)"
 Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lookup.py)
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
-                "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", *COEFFICIENT_KEYS)
+                "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
+                *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
-                    "decode_kv_reads", "decode_walk_s", "allreduce_sync_s")
+                    "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s")
 
 
 def cost_model_from_config(
@@ -88,6 +90,7 @@ def cost_model_from_config(
     stack_kv_reads: float = 1.0,
     stack_walk_s: float = 0.0,
     stack_sync_s: float = 0.0,
+    stack_prefill_passes: float = 0.0,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -99,7 +102,9 @@ def cost_model_from_config(
     likewise adds decode attention's longest walk unless the section sets
     ``decode_walk_s`` (simulator/costs/decode_walk.py); ``stack_sync_s`` (the preset's
     all-reduce handshake, s per all-reduce) unless it sets ``allreduce_sync_s``
-    (simulator/costs/allreduce_sync.py). Errors name the field as
+    (simulator/costs/allreduce_sync.py); ``stack_prefill_passes`` (the preset's extra
+    weight passes a prefilling step) unless it sets ``prefill_pass_s``
+    (simulator/costs/prefill_pass.py). Errors name the field as
     ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
@@ -146,6 +151,9 @@ def cost_model_from_config(
                                   where)
         cost, used = _allreduce_sync(cost, used, section, model, tp,
                                      stack_sync_s if own else 0.0, where)
+        passes = stack_prefill_passes if own else 0.0
+        cost, used = _prefill_pass(cost, used, section,
+                                   passes * weight_pass_s(model, hw, tp, weight_dtype), where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -210,6 +218,20 @@ def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: 
         return cost, used
     note = f"{used}, each all-reduce's handshake {sync * 1e6:.3g} us"
     return with_allreduce_sync(cost, sync, model.num_layers, tp, model.hidden_size), note
+
+
+def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pass_s: float,
+                  where: str) -> tuple[CostModel, str]:
+    """``cost`` with a fixed time on every step that prefills: the section's
+    ``prefill_pass_s`` (any cost model), else ``stack_pass_s`` (the stack's, 0 unless its
+    own tables price the steps); unchanged with neither."""
+    if "prefill_pass_s" in section:
+        pass_s = check_number(f"{where}.prefill_pass_s", section["prefill_pass_s"], high=1.0)
+    else:
+        pass_s = stack_pass_s
+    if pass_s <= 0:
+        return cost, used
+    return with_prefill_pass(cost, pass_s), f"{used}, each prefill step {pass_s * 1e3:.3g} ms more"
 
 
 def _from_profile(

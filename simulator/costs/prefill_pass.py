@@ -1,0 +1,64 @@
+"""``[cost] prefill_pass_s``: a fixed time on a step that only prefills, beyond the tables.
+
+The composed kernel tables price a prefill step from TensorRT-LLM 1.x's kernels. NIM 1.0's
+TensorRT-LLM 0.10 engines took longer to first token at one client than those tables
+price, and at short prompts the shortfall is about the time one pass over the GPU's share
+of the weights takes at its peak memory bandwidth, on both GPUs and at every GPU count but
+two (docs/stacks.md, "A prefill step's extra weight pass"; ``python
+benchmarks/prefill_pass_fit.py F``). Decode steps at one client are priced right (their
+ITL reads within a few percent), so the time belongs to steps that carry a prompt: what
+0.10's context phase did beyond the 1.x kernels is not in any source read here, so this
+is an empirical term, fitted, not derived. It was seen on steps that only prefill (one
+client; lockstep rounds); on steps that mix a prompt with decode rows (0.10's
+max-throughput runs) adding it read worse, so those keep the tables' time.
+
+:class:`PrefillPassCost` adds ``pass_s`` to every step with prefill tokens and no decode
+rows (other steps unchanged). A stack preset sets it as a number of weight passes
+(``StackPreset.prefill_weight_passes``: ``k x weight bytes per GPU / HBM bandwidth``); a
+scenario sets its own with ``[cost] prefill_pass_s`` (seconds, 0 for none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.costs.base import CostModel, DecodePricer, check_number, decode_pricer
+from simulator.shapes import StepShape, StepShapes
+from simulator.specs.hardware import HardwareSpec
+from simulator.specs.model_spec import ModelSpec
+
+
+def weight_pass_s(model: ModelSpec, hardware: HardwareSpec, tp: int, weight_dtype: str) -> float:
+    """Seconds one pass over a GPU's share of ``model``'s weights takes at ``hardware``'s
+    peak memory bandwidth on ``tp`` GPUs."""
+    return model.weight_bytes(weight_dtype) / tp / (hardware.bandwidth_gbps * 1e9)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillPassCost:
+    """``inner``'s step time plus ``pass_s`` for every step that prefills (see the
+    module)."""
+
+    inner: CostModel
+    pass_s: float  # seconds a step with prefill tokens adds
+
+    def __post_init__(self) -> None:
+        check_number("prefill pass_s", self.pass_s)
+
+    def step_time(self, shape: StepShape) -> float:
+        alone = shape.num_prefill_tokens > 0 and shape.num_decode_seqs == 0
+        return self.inner.step_time(shape) + (self.pass_s if alone else 0.0)
+
+    def step_times(self, shapes: StepShapes) -> np.ndarray:
+        alone = (shapes.num_prefill_tokens > 0) & (shapes.num_decode_seqs == 0)
+        return self.inner.step_times(shapes) + np.where(alone, self.pass_s, 0.0)
+
+    def decode_pricer(self) -> DecodePricer | None:
+        return decode_pricer(self.inner)  # decode-only steps: nothing added
+
+
+def with_prefill_pass(cost: CostModel, pass_s: float) -> CostModel:
+    """``cost`` with ``pass_s`` more on every step that prefills; unchanged at 0."""
+    return cost if pass_s <= 0 else PrefillPassCost(cost, pass_s)
