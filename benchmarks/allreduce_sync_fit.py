@@ -20,18 +20,15 @@ every multi-client row.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import ID_PREFIX, parse_id, parse_setting
+from nim_dli_cases import FIT_GPU, course_rows, fitted_k, held_out, parse_id, parse_setting
 
 from simulator.costs.collectives import allreduce_curve
 from simulator.specs.models import get_model
 from simulator.stack_presets import TRTLLM_ALLREDUCE_SYNC
-
-FIT_GPU = "a100-80gb"
 
 
 def split(setting: str) -> tuple[str, str, str, int]:
@@ -75,17 +72,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", type=Path, help="published.py --json of the course cases, "
                     "run with --set cost.allreduce_sync_s=0")
-    rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
-            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
+    rows = course_rows(ap.parse_args(argv).json)
     found = handshakes(one_client_gaps(rows))
-    fit = statistics.median(k for s, _, _, k in found if split(s)[0] == FIT_GPU)
+    fit = fitted_k(found)
     print(f"fit on {FIT_GPU}: k = {fit:.2f} x NCCL's small-message latency "
           f"(the trtllm 0.10/0.11 presets: {TRTLLM_ALLREDUCE_SYNC:g})")
     print("setting                              handshake  NCCL t0      k   fit's  (held out?)")
     for setting, y, t0, k in found:
-        held = "" if split(setting)[0] == FIT_GPU else "held out"
         print(f"   {setting:34s} {y * 1e6:6.1f} us {t0 * 1e6:6.1f} us {k:6.2f} "
-              f"{fit * t0 * 1e6:6.1f} us  {held}")
+              f"{fit * t0 * 1e6:6.1f} us  {held_out(setting)}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ import argparse
 import csv
 import json
 import math
+import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -144,6 +146,24 @@ def fitted(gpu: str, clients: int) -> str:
     if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)
+
+
+def course_rows(path: Path) -> list[dict]:
+    """The simulated course rows of a ``published.py --json`` file (status ok)."""
+    return [r for r in json.loads(Path(path).read_text())["rows"]
+            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
+
+
+def fitted_k(found: Iterable[tuple[str, float, float, float]]) -> float:
+    """The median k of the fit set's settings (FIT_GPU) in rows of (setting, _, _, k): a
+    one-client fit's figure (benchmarks/allreduce_sync_fit.py, prefill_pass_fit.py)."""
+    return statistics.median(k for setting, _, _, k in found
+                             if parse_setting(setting)[0] == FIT_GPU)
+
+
+def held_out(setting: str) -> str:
+    """"held out" for a setting outside the fit set, else ""."""
+    return "" if parse_setting(setting)[0] == FIT_GPU else "held out"
 
 
 def setting_id(gpu: str, model: str, precision: str, tp: int) -> str:

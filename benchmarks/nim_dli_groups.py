@@ -18,12 +18,11 @@ benchmarks/published_cases_nim_dli.toml --json F``:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import ID_PREFIX, REPEAT, parse_id, parse_setting
+from nim_dli_cases import REPEAT, course_rows, parse_id, parse_setting
 
 
 def band(clients: int) -> str:
@@ -34,8 +33,7 @@ def band(clients: int) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", type=Path, help="published.py --json output of the course cases")
-    rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
-            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
+    rows = course_rows(ap.parse_args(argv).json)
     ttft: dict[tuple[str, str], list[float]] = defaultdict(list)
     itl: dict[str, dict[str, float]] = defaultdict(dict)
     gap: dict[str, dict[int, float]] = defaultdict(dict)

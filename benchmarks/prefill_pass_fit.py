@@ -19,12 +19,11 @@ every multi-client row.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import FIT_GPU, ID_PREFIX, parse_id, parse_setting
+from nim_dli_cases import FIT_GPU, course_rows, fitted_k, held_out, parse_id, parse_setting
 
 from simulator.costs.prefill_pass import weight_pass_s
 from simulator.specs.hardware import get_hardware
@@ -61,17 +60,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", type=Path, help="published.py --json of the course cases, "
                     "run with --set cost.prefill_pass_s=0")
-    rows = [r for r in json.loads(ap.parse_args(argv).json.read_text())["rows"]
-            if r["id"].startswith(ID_PREFIX) and r["status"] == "ok"]
+    rows = course_rows(ap.parse_args(argv).json)
     found = passes(one_client_gaps(rows))
-    fit = statistics.median(k for s, _, _, k in found if parse_setting(s)[0] == FIT_GPU)
+    fit = fitted_k(found)
     print(f"fit on {FIT_GPU}: k = {fit:.2f} weight passes a prefill step "
           f"(the trtllm 0.10 preset: {TRTLLM_010_PREFILL_PASSES:g})")
     print("setting                                gap   one pass      k   fit's  (held out?)")
     for setting, gap, one, k in found:
-        held = "" if parse_setting(setting)[0] == FIT_GPU else "held out"
         print(f"   {setting:34s} {gap * 1e3:6.2f} ms {one * 1e3:6.2f} ms {k:6.2f} "
-              f"{fit * one * 1e3:6.2f} ms  {held}")
+              f"{fit * one * 1e3:6.2f} ms  {held_out(setting)}")
 
 
 if __name__ == "__main__":
