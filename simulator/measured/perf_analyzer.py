@@ -117,8 +117,8 @@ def scored_by_windows(requests: pd.DataFrame, windows: TimeWindows,
         lat.append(float(latency[in_window].mean()) if n else float("inf"))
         if len(ips) >= STABILITY_WINDOW and _stable(ips[-STABILITY_WINDOW:],
                                                     lat[-STABILITY_WINDOW:], limit):
-            return _score(index, w + 1, True, t0, width, counts)
-    return _score(index, windows.max_trials, False, t0, width, counts)
+            return _score(index, w + 1, True, width, counts)
+    return _score(index, windows.max_trials, False, width, counts)
 
 
 def _stable(ips: list[float], lat: list[float], limit: float) -> bool:
@@ -129,7 +129,7 @@ def _stable(ips: list[float], lat: list[float], limit: float) -> bool:
     return max(ips) / min(ips) <= limit and max(lat) / min(lat) <= limit
 
 
-def _score(index: np.ndarray, windows: int, stable: bool, t0: float, width: float,
+def _score(index: np.ndarray, windows: int, stable: bool, width: float,
            counts: list[int]) -> WindowScore:
     """The :class:`WindowScore` of ``windows`` measured windows."""
     return WindowScore(scored=(index >= 0) & (index < windows), windows=windows,
