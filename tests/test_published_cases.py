@@ -199,6 +199,26 @@ def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
         pc.load_cases(bad)
 
 
+@pytest.mark.parametrize(("extra", "message"), [
+    ('client = "genai-perf"', r"\(z\).*workload.client = 'genai-perf'"),
+    ('client = "perf-analyzer", arrival = "poisson", rate = 1.0',
+     r"\(z\).*workload.client = 'perf-analyzer'.*arrival = 'closed'"),
+    ('client = "perf-analyzer", arrival = "closed", concurrency = 2, '
+     'measurement_interval_s = 0', r"\(z\).*perf_analyzer's windows: interval_s = 0"),
+    ('client = "perf-analyzer", arrival = "closed", concurrency = 2, max_trials = 2',
+     r"\(z\).*max_trials = 2: must be >= 3"),
+])
+def test_a_bad_client_is_refused_with_its_id(tmp_path: Path, extra: str, message: str) -> None:
+    bad = tmp_path / "cases.toml"
+    arrival = "" if "arrival" in extra else 'arrival = "burst", '
+    bad.write_text('[[case]]\nid = "z"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                   'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+                   f'{arrival}{extra} }}\nmetrics = {{ mean_ttft_ms = 1.0 }}\n')
+    with pytest.raises(ConfigError, match=message):
+        pc.load_cases(bad)
+
+
 def test_headline_reads_each_case_in_the_first_form_it_gives() -> None:
     def row(cid: str, group: str, fitted: str = "", **errs: float) -> dict:
         return {"id": cid, "group": group, "fitted": fitted,
