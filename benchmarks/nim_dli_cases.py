@@ -61,12 +61,15 @@ BUDGET_FITTED = ("the NIM 1.0 engines' token budget (benchmarks/nim_dli_budget_f
                  "benchmarks/nim_dli_cases.py ENGINE_BUDGET): the A100 rows")
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
-# The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on the A100
-# (their ITL slopes: the decode walk; their ITL gaps: the all-reduce handshake). In sample.
-FITTED_GPU, FITTED_CLIENTS = "a100-80gb", 1
-FITTED = ("TensorRT-LLM 0.10-0.11 decode walk cycles and all-reduce handshake (benchmarks/"
-          "decode_walk_fit.py, benchmarks/allreduce_sync_fit.py; simulator/stack_presets.py "
-          "TRTLLM_WALK_CYCLES, TRTLLM_ALLREDUCE_SYNC): this setting's one-client rows")
+# The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on FIT_GPU
+# (their ITL slopes: the decode walk; their ITL gaps: the all-reduce handshake; their
+# short prompts' TTFT: the prefill pass). In sample.
+FITTED_CLIENTS = 1
+FITTED = ("TensorRT-LLM 0.10-0.11 decode walk cycles and all-reduce handshake, and 0.10's "
+          "prefill weight passes (benchmarks/decode_walk_fit.py, benchmarks/"
+          "allreduce_sync_fit.py, benchmarks/prefill_pass_fit.py; simulator/stack_presets.py "
+          "TRTLLM_WALK_CYCLES, TRTLLM_ALLREDUCE_SYNC, TRTLLM_010_PREFILL_PASSES): this "
+          "setting's one-client rows")
 NOTES = (
     "GenAI-Perf 2.48-era concurrency run against NIM's OpenAI chat endpoint (streaming, "
     "max_tokens = min_tokens = the output length, ignore_eos), synthetic prompts of a fixed "
@@ -143,7 +146,7 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
     parts = [BUDGET_FITTED] if gpu == FIT_GPU else []
-    if (gpu, clients) == (FITTED_GPU, FITTED_CLIENTS):
+    if (gpu, clients) == (FIT_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
@@ -27,11 +28,12 @@ INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate inte
 
 
 def least_count(mean: float, most: int = 10_000) -> int:
-    """The smallest number of requests whose integer lengths average to ``mean``."""
-    for n in range(1, most):
-        if abs(mean * n - round(mean * n)) < 1e-6:  # the float mean is exact to ~1e-9 here
-            return n
-    raise ValueError(f"no count up to {most} gives the mean {mean!r}")
+    """The smallest number of requests whose integer lengths average to ``mean``: the
+    denominator of the closest fraction with one of at most ``most``."""
+    ratio = Fraction(mean).limit_denominator(most)
+    if abs(float(ratio) - mean) * ratio.denominator >= 1e-6:  # the float is exact to ~1e-9
+        raise ValueError(f"no count up to {most} gives the mean {mean!r}")
+    return ratio.denominator
 
 
 def one_client_rows(table: Path = TABLE) -> list[tuple[float, int]]:

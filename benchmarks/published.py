@@ -98,11 +98,11 @@ def scored_summary(res: PointResult, measure_from: tuple[int, float] | None,
     if windows is not None:
         requests, steps = res.result.requests, res.result.steps
         score = scored_by_windows(requests, windows)
-        start = float(requests["arrival_s"].min())
-        scored = summarize(requests[score.scored], steps[steps["start_s"] < start + score.end_s],
+        scored = summarize(requests[score.scored],
+                           steps[steps["start_s"] < score.start_s + score.end_s],
                            res.deployment.slo, kv_blocks_total=res.deployment.kv_blocks)
         return {**res.summary, **scored, "windows": score.windows,
-                "windows_stable": score.stable}
+                "window_s": windows.window_s, "windows_stable": score.stable}
     if measure_from is None:
         return res.summary
     first, start = measure_from
@@ -119,9 +119,10 @@ def _windowed_summary(point: dict[str, Any], doublings: int = 20) -> dict[str, A
     until the load still runs when its windows stop (the case's ``num_prompts`` first;
     the windows stop by ``max_trials`` at the latest, so this ends)."""
     windows = TimeWindows(*point[PA_WINDOWS])
-    for _ in range(doublings):
+    for run in range(1, doublings + 1):
         try:
-            return scored_summary(run_point({}, point), None, windows)
+            return {**scored_summary(run_point({}, point), None, windows),
+                    "windows_runs": run}
         except LoadStopped:
             wl = point["workload"]
             point = {**point, "workload": {**wl, "num_requests": 2 * int(wl["num_requests"])}}
@@ -151,10 +152,12 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
     except ConfigError as exc:
         return {**row, "status": f"refused: {exc}", "notes": notes}
     if "windows" in summary:
+        runs = summary["windows_runs"]
         notes.append(f"perf_analyzer scored {summary['completed']} requests ending in "
-                     f"its first {summary['windows']} windows of "
-                     f"{TimeWindows(*point[PA_WINDOWS]).window_s:g} s"
-                     + ("" if summary["windows_stable"] else " (max_trials: not stable)"))
+                     f"its first {summary['windows']} windows of {summary['window_s']:g} s"
+                     + ("" if summary["windows_stable"] else " (max_trials: not stable)")
+                     + (f"; simulated {runs} times, the requests doubled until the load "
+                        "outlasted the windows" if runs > 1 else ""))
     metrics = {}
     for key, published in case.metrics.items():
         sim = simulated_value(key, summary)

@@ -69,3 +69,14 @@ def test_settings_are_checked():
         TimeWindows(max_trials=2)
     assert TimeWindows(interval_s=60).window_s == pytest.approx(72.0)
     assert TimeWindows(interval_s=60).horizon_s == pytest.approx(720.0)
+
+
+def test_windows_count_from_the_loads_start() -> None:
+    # the first test's timeline, 100 s later: the same windows and requests
+    sends, ends = [0, 0, 1, 2, 14, 20, 40], [5, 13, 14, 25, 30, 37, np.nan]
+    later = records([s + 100 for s in sends], [e + 100 for e in ends])
+    score = scored_by_windows(later, TimeWindows(interval_s=10.0))
+    assert score.start_s == 100.0 and score.end_s == pytest.approx(36.0)
+    assert score.counts == (1, 2, 2)
+    assert scored_by_windows(later, TimeWindows(interval_s=10.0), start_s=90.0).counts[:2] == (
+        0, 2)  # a load started at 90 s: ends at 105 s fall in window 2

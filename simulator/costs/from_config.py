@@ -179,22 +179,26 @@ def _stack_tables(section: dict[str, Any], cost: CostModel) -> bool:
     return "profile" not in section and "form" not in section and scales_decode_reads(cost)
 
 
+def _own_or_stack(section: dict[str, Any], key: str, stack_value: float, high: float,
+                  where: str) -> float:
+    """The section's own ``key`` (checked: a number in [0, ``high``]), else the stack's
+    value (0 unless the stack's own tables price the steps)."""
+    if key in section:
+        return check_number(f"{where}.{key}", section[key], high=high)
+    return stack_value
+
+
 def _decode_walk(cost: CostModel, used: str, section: dict[str, Any], model: ModelSpec,
                  stack_walk_s: float, where: str) -> tuple[CostModel, str]:
     """``cost`` with decode walks: the section's ``decode_walk_s``, else ``stack_walk_s``
     (the stack's, 0 unless its own tables price the steps); unchanged when neither
     applies."""
-    if "decode_walk_s" in section:
-        walk = check_number(f"{where}.decode_walk_s", section["decode_walk_s"], high=1e-6)
-        if walk > 0 and not scales_decode_reads(cost):
-            raise ConfigError(
-                f"{where}.decode_walk_s={walk:g}: applies to a fitted profile (linear or "
-                f"piecewise), whose decode-context term the walk is compared with; these "
-                f"steps are priced by {type(cost).__name__}")
-    elif stack_walk_s > 0:
-        walk = stack_walk_s
-    else:
-        return cost, used
+    walk = _own_or_stack(section, "decode_walk_s", stack_walk_s, 1e-6, where)
+    if "decode_walk_s" in section and walk > 0 and not scales_decode_reads(cost):
+        raise ConfigError(
+            f"{where}.decode_walk_s={walk:g}: applies to a fitted profile (linear or "
+            f"piecewise), whose decode-context term the walk is compared with; these "
+            f"steps are priced by {type(cost).__name__}")
     if walk <= 0:
         return cost, used
     note = (f"{used}, decode attention walking each sequence alone ({walk * 1e9:.3g} ns a "
@@ -207,13 +211,7 @@ def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: 
     """``cost`` with an all-reduce handshake: the section's ``allreduce_sync_s`` (any cost
     model), else ``stack_sync_s`` (the stack's, 0 unless its own tables price the steps);
     unchanged on one GPU or with neither."""
-    if "allreduce_sync_s" in section:
-        sync = check_number(f"{where}.allreduce_sync_s", section["allreduce_sync_s"],
-                            high=1e-3)
-    elif stack_sync_s > 0:
-        sync = stack_sync_s
-    else:
-        return cost, used
+    sync = _own_or_stack(section, "allreduce_sync_s", stack_sync_s, 1e-3, where)
     if sync <= 0 or tp < 2:
         return cost, used
     note = f"{used}, each all-reduce's handshake {sync * 1e6:.3g} us"
@@ -222,13 +220,10 @@ def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: 
 
 def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pass_s: float,
                   where: str) -> tuple[CostModel, str]:
-    """``cost`` with a fixed time on every step that prefills: the section's
+    """``cost`` with a fixed time on every step that only prefills: the section's
     ``prefill_pass_s`` (any cost model), else ``stack_pass_s`` (the stack's, 0 unless its
     own tables price the steps); unchanged with neither."""
-    if "prefill_pass_s" in section:
-        pass_s = check_number(f"{where}.prefill_pass_s", section["prefill_pass_s"], high=1.0)
-    else:
-        pass_s = stack_pass_s
+    pass_s = _own_or_stack(section, "prefill_pass_s", stack_pass_s, 1.0, where)
     if pass_s <= 0:
         return cost, used
     return with_prefill_pass(cost, pass_s), f"{used}, each prefill step {pass_s * 1e3:.3g} ms more"

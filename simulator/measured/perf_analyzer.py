@@ -78,7 +78,8 @@ class WindowScore:
     scored: np.ndarray  # bool per request row: ended inside a measured window
     windows: int  # windows measured
     stable: bool  # stopped on stability (False: ran out of max_trials)
-    end_s: float  # end of the last measured window (from the load's start)
+    start_s: float  # the load's start, s (the first window's)
+    end_s: float  # end of the last measured window, s from the load's start
     counts: tuple[int, ...]  # requests scored per window
 
 
@@ -117,8 +118,8 @@ def scored_by_windows(requests: pd.DataFrame, windows: TimeWindows,
         lat.append(float(latency[in_window].mean()) if n else float("inf"))
         if len(ips) >= STABILITY_WINDOW and _stable(ips[-STABILITY_WINDOW:],
                                                     lat[-STABILITY_WINDOW:], limit):
-            return _score(index, w + 1, True, width, counts)
-    return _score(index, windows.max_trials, False, width, counts)
+            return _score(index, w + 1, True, t0, width, counts)
+    return _score(index, windows.max_trials, False, t0, width, counts)
 
 
 def _stable(ips: list[float], lat: list[float], limit: float) -> bool:
@@ -129,8 +130,9 @@ def _stable(ips: list[float], lat: list[float], limit: float) -> bool:
     return max(ips) / min(ips) <= limit and max(lat) / min(lat) <= limit
 
 
-def _score(index: np.ndarray, windows: int, stable: bool, width: float,
+def _score(index: np.ndarray, windows: int, stable: bool, start_s: float, width: float,
            counts: list[int]) -> WindowScore:
-    """The :class:`WindowScore` of ``windows`` measured windows."""
+    """The :class:`WindowScore` of ``windows`` measured windows from ``start_s``."""
     return WindowScore(scored=(index >= 0) & (index < windows), windows=windows,
-                       stable=stable, end_s=windows * width, counts=tuple(counts[:windows]))
+                       stable=stable, start_s=start_s, end_s=windows * width,
+                       counts=tuple(counts[:windows]))
