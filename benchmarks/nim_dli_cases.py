@@ -59,6 +59,12 @@ FIT_GPU = "a100-80gb"
 ENGINE_BUDGET = 32768
 BUDGET_FITTED = ("the NIM 1.0 engines' token budget (benchmarks/nim_dli_budget_fit.py; "
                  "benchmarks/nim_dli_cases.py ENGINE_BUDGET): the A100 rows")
+# The client's turnaround, from a request's last response to its next send: 155 us, the mean
+# over the course's per-request exports (A100, 1, 2 and 5 clients; part 4 of
+# benchmarks/nim_dli_check.py). A measurement of GenAI-Perf's client, not a fit of the
+# simulator. Replayed as the cases' think time (exponential with that mean), which is what
+# scatters a lockstep round's sends by a fraction of a millisecond, as in the exports.
+CLIENT_TURNAROUND_S = 155e-6
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
 # The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on FIT_GPU
@@ -82,9 +88,12 @@ NOTES = (
     "output throughput in tokens a second. Replayed as C clients that start together and "
     "stay in lockstep (perf_analyzer sends all C at once; the course's per-request exports "
     "at C 1, 2 and 5 show every later round sent and answered together: "
-    "benchmarks/nim_dli_check.py). Requests: C x the rounds that fill four windows at the "
-    "published mean request latency, plus one, doubled while the load would stop before the "
-    "windows do. Not stated, assumed: the TensorRT-LLM "
+    "benchmarks/nim_dli_check.py), each client sending its next request a think time after "
+    "its last response: exponential with the exports' mean turnaround, 155 us (their sends "
+    "of a round spread over 0-0.5 ms; benchmarks/nim_dli_check.py part 4). Requests: C x "
+    "the rounds that fill four windows at the published mean request latency, plus one, "
+    "doubled while the load would stop before the windows do. Not stated, assumed: the "
+    "TensorRT-LLM "
     "release (NIM 1.0's engines, 2024: the trtllm 0.10 preset), the engine's scheduler "
     "settings (the 0.10 preset's: max_num_tokens unset, so every waiting prompt fits a "
     "step; overridden here by the budget fitted on the A100 rows, knobs.max_num_batched_tokens "
@@ -134,6 +143,7 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 "workload": {"prompt_tokens": isl, "output_tokens": osl,
                              "num_prompts": clients * rounds, "arrival": "closed",
                              "concurrency": clients, "client_start": "together",
+                             "think_time_s": CLIENT_TURNAROUND_S,
                              "client": "perf-analyzer", "measurement_interval_s": INTERVAL_S,
                              "stability_percentage": STABILITY_PERCENTAGE},
                 "metrics": metrics,

@@ -11,6 +11,10 @@ Prints, from benchmarks/published_runs/nim_dli/ (the course's GenAI-Perf exports
 3. Decode at batch 1: per setting, the inter-token latency at one client against the
    context length (six input/output shapes), as a slope in ns per context token and
    layer.
+4. The client's turnaround in the same exports: from a request's last response to the
+   next send of a client (the n-th send of a round after the n-th end of the round before),
+   its mean, spread and range, and the mean over all three exports (the think time the
+   course's cases replay: benchmarks/nim_dli_cases.py CLIENT_TURNAROUND_S).
 
     python benchmarks/nim_dli_check.py
 """
@@ -47,6 +51,23 @@ def lockstep(clients: int) -> dict[str, float]:
     return {"rounds": len(rs), "sent_together": sent, "answered_together": answered,
             "first_round_ttft_ms": statistics.fmean(ttft[0]),
             "later_ttft_ms": statistics.fmean(later) if later else float("nan")}
+
+
+def turnarounds(clients: int) -> list[float]:
+    """Microseconds from an end to the next send, in every round after the first of the
+    export at ``clients``: the round's sends in order, each after the previous round's
+    ends in order (the client whose request ended first sends first)."""
+    rs = rounds(HERE / f"llama3-8b-200-50-c{clients}.csv", clients)
+    out: list[float] = []
+    for before, now in zip(rs, rs[1:], strict=False):
+        ends = sorted(x["send_us"] + x["last_response_us"] for x in before)
+        out += [s - e for e, s in zip(ends, sorted(x["send_us"] for x in now), strict=True)]
+    return out
+
+
+def mean_turnaround_s() -> float:
+    """The mean turnaround over the three exports' rounds, in seconds."""
+    return statistics.fmean([t for c in (1, 2, 5) for t in turnarounds(c)]) / 1e6
 
 
 def table() -> list[dict[str, str]]:
@@ -115,6 +136,13 @@ def main() -> None:
     for key, shortest, slope in decode_slopes(rows):
         print(f"   {key[0]:26s} {key[1]:15s} x{key[2]} {key[3]:5s}  ITL {shortest:6.2f} ms, "
               f"+{slope:5.1f} ns per context token and layer")
+    print("4. the client's turnaround, last response to next send (the exports of part 1):")
+    for clients in (1, 2, 5):
+        t = turnarounds(clients)
+        print(f"   {clients} client(s): {len(t)} sends, mean {statistics.fmean(t):.0f} us, "
+              f"median {statistics.median(t):.0f}, sd {statistics.pstdev(t):.0f}, "
+              f"{min(t):.0f}-{max(t):.0f} us")
+    print(f"   all: mean {mean_turnaround_s() * 1e6:.0f} us")
 
 
 if __name__ == "__main__":

@@ -119,3 +119,17 @@ def test_replay_scores_what_ended_in_perf_analyzers_windows() -> None:
     # one client, back to back: 200 tokens a request at the simulated rate, for 216 s
     tok_s = row["metrics"]["output_throughput"]["simulated"]
     assert abs(scored - 216.0 * tok_s / 200) <= 2
+
+
+def test_client_turnaround_is_the_exports_mean() -> None:
+    # the one-client export's first two requests: the first's last response at
+    # 0 + 670,205.2 us, the second sent at 670,298.6 us: 93.4 us later
+    assert nim_dli_check.turnarounds(1)[0] == pytest.approx(93.4, abs=0.05)
+    assert [len(nim_dli_check.turnarounds(c)) for c in (1, 2, 5)] == [52, 102, 230]
+    assert nim_dli_check.mean_turnaround_s() == pytest.approx(
+        nim_dli_cases.CLIENT_TURNAROUND_S, abs=1e-6)
+
+
+def test_every_case_thinks_for_the_clients_turnaround() -> None:
+    cases = load_cases(nim_dli_cases.OUT)
+    assert {c.workload["think_time_s"] for c in cases} == {nim_dli_cases.CLIENT_TURNAROUND_S}
