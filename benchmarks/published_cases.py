@@ -71,6 +71,17 @@ PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "int
 FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
 # workload.client: the benchmark client whose rule a case replays, and the arrival it needs
 CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
+# Every key a case's workload may carry (a key no replay reads is refused, not ignored):
+# the arrival, the lengths (fixed; uniform; ShareGPT's log-normal means and sigmas; a
+# published run's own), a closed loop's clients, start and think time (exponential with
+# mean think_time_s, a measured client turnaround), the benchmark client and its windows,
+# and a warming run.
+WORKLOAD_KEYS = (
+    "arrival", "num_prompts", "rate", "max_concurrency", "concurrency", "client_start",
+    "think_time_s", "client", "measurement_interval_s", "stability_percentage", "max_trials",
+    "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
+    "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
+    "output_sigma", "run", "warm", "warm_rate")
 # A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (interval_s,
 # stability_percentage, max_trials: simulator/measured/perf_analyzer.py TimeWindows) score
 # the requests of a ``client = "perf-analyzer"`` case
@@ -176,12 +187,20 @@ def _check(c: Mapping[str, Any], where: str) -> None:
         if not isinstance(value, (int, float)) or not value > 0:
             raise ConfigError(f"{where}: metrics.{key} = {value!r}: must be a number > 0")
     wl = c["workload"]
+    for key in wl:
+        if key not in WORKLOAD_KEYS:
+            raise ConfigError(f"{where}: workload.{key}: unknown key; known: {list(WORKLOAD_KEYS)}")
     if wl.get("arrival") not in ARRIVALS:
         raise ConfigError(f"{where}: workload.arrival = {wl.get('arrival')!r}: one of {ARRIVALS}")
     if wl["arrival"] == "closed" and (not isinstance(wl.get("concurrency"), int)
                                       or wl["concurrency"] < 1):
         raise ConfigError(f"{where}: workload.concurrency = {wl.get('concurrency')!r}: a "
                           "closed loop needs an int >= 1")
+    think = wl.get("think_time_s", 0.0)
+    if (isinstance(think, bool) or not isinstance(think, (int, float)) or not think >= 0
+            or not math.isfinite(think) or (think and wl["arrival"] != "closed")):
+        raise ConfigError(f"{where}: workload.think_time_s = {think!r}: a closed loop's mean "
+                          "think time, a number >= 0 in seconds")
     if "warm" in wl and ("run" not in wl or "warm_rate" not in wl):
         raise ConfigError(f"{where}: workload.warm needs run (the measured run's file) and "
                           "warm_rate (the warming run's request rate, inf for a burst)")
@@ -364,7 +383,8 @@ def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any
     """The ``[workload]`` arrival keys replaying a case's load (ARRIVALS)."""
     if wl["arrival"] == "closed":
         return {"arrival": "closed", "concurrency": int(wl["concurrency"]), "num_requests": n,
-                "client_start": str(wl.get("client_start", "together"))}
+                "client_start": str(wl.get("client_start", "together")),
+                "think_time_s": float(wl.get("think_time_s", 0.0))}
     rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
     out: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n}
     if wl.get("max_concurrency") is not None:

@@ -189,6 +189,20 @@ def test_an_open_loop_case_keeps_its_rate_and_cap(cases: list, tmp_path: Path) -
     assert point["workload"]["max_concurrency"] == 16
 
 
+def test_a_closed_case_thinks_for_its_think_time(tmp_path: Path) -> None:
+    good = tmp_path / "cases.toml"
+    good.write_text('[[case]]\nid = "t"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+                    'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                    'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+                    'arrival = "closed", concurrency = 2, think_time_s = 0.0002 }\n'
+                    'metrics = { mean_ttft_ms = 1.0 }\n')
+    (case,) = pc.load_cases(good)
+    point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    assert point["workload"]["think_time_s"] == 0.0002
+    assert point["workload"]["concurrency"] == 2
+
+
 def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
     bad = tmp_path / "cases.toml"
     bad.write_text('[[case]]\nid = "y"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
@@ -207,6 +221,10 @@ def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
      'measurement_interval_s = 0', r"\(z\).*perf_analyzer's windows: interval_s = 0"),
     ('client = "perf-analyzer", arrival = "closed", concurrency = 2, max_trials = 2',
      r"\(z\).*max_trials = 2: must be >= 3"),
+    ('think_time = 0.001', r"\(z\).*workload.think_time: unknown key"),
+    ('think_time_s = 0.001', r"\(z\).*workload.think_time_s = 0.001: a closed loop's"),
+    ('arrival = "closed", concurrency = 2, think_time_s = -1',
+     r"\(z\).*workload.think_time_s = -1: a closed loop's mean think time"),
 ])
 def test_a_bad_client_is_refused_with_its_id(tmp_path: Path, extra: str, message: str) -> None:
     bad = tmp_path / "cases.toml"
