@@ -70,6 +70,20 @@ def mean_turnaround_s() -> float:
     return statistics.fmean([t for c in (1, 2, 5) for t in turnarounds(c)]) / 1e6
 
 
+def table_turnarounds(rows: list[dict[str, str]]) -> dict[int, list[float]]:
+    """Per output length, each one-client row's time per request beyond its mean latency,
+    in us: output tokens / output throughput - mean request latency (an upper bound of the
+    turnaround: it also holds the first send's lead and the windows' edges)."""
+    out: dict[int, list[float]] = defaultdict(list)
+    for row in rows:
+        if row["input_config-concurrency"] == "1":
+            osl = int(row["input_config-output_tokens_mean"])
+            per_request_s = float(row["num_output_token-avg"]) / float(
+                row["output_token_throughput-avg"])
+            out[osl].append((per_request_s - float(row["request_latency-avg"]) / 1e9) * 1e6)
+    return out
+
+
 def table() -> list[dict[str, str]]:
     """The sweep table's rows."""
     with open(HERE / "nim_sweeps.csv", newline="") as f:
@@ -143,6 +157,10 @@ def main() -> None:
               f"median {statistics.median(t):.0f}, sd {statistics.pstdev(t):.0f}, "
               f"{min(t):.0f}-{max(t):.0f} us")
     print(f"   all: mean {mean_turnaround_s() * 1e6:.0f} us")
+    print("   the table's one-client rows, output tokens / throughput - mean latency:")
+    for osl, gaps in sorted(table_turnarounds(rows).items()):
+        print(f"   {osl:5d} output tokens: {len(gaps)} rows, median {statistics.median(gaps):.0f} "
+              f"us, {min(gaps):.0f}-{max(gaps):.0f} us")
 
 
 if __name__ == "__main__":

@@ -133,3 +133,9 @@ def test_client_turnaround_is_the_exports_mean() -> None:
 def test_every_case_thinks_for_the_clients_turnaround() -> None:
     cases = load_cases(nim_dli_cases.OUT)
     assert {c.workload["think_time_s"] for c in cases} == {nim_dli_cases.CLIENT_TURNAROUND_S}
+
+
+def test_one_client_rows_leave_a_fraction_of_a_millisecond_a_request() -> None:
+    gaps = nim_dli_check.table_turnarounds(nim_dli_check.table())
+    assert {osl: len(g) for osl, g in gaps.items()} == {200: 24, 1000: 24, 2000: 24}
+    assert 170 < min(gaps[200]) and max(gaps[200]) < 300  # us: 177-288
