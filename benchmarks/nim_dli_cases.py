@@ -83,7 +83,9 @@ NOTES = (
     "72 s measurement windows (--measurement-interval 60 s, inferred from the table's request "
     "counts: benchmarks/nim_dli_windows.py), from the start until three in a row are stable "
     "(--stability-percentage 999) or ten have run (simulator/measured/perf_analyzer.py), so "
-    "the first round is in. TTFT and ITL are per-request means at the client; "
+    "the first round is in; where the row's own count says its run scored more windows than "
+    "three can give (workload.measured_windows: the fewest its count allows, "
+    "benchmarks/nim_dli_windows.py), that many. TTFT and ITL are per-request means at the client; "
     "GenAI-Perf's ITL = (E2E - TTFT) / (output - 1), servesim's mean TPOT; "
     "output throughput in tokens a second. Replayed as C clients that start together and "
     "stay in lockstep (perf_analyzer sends all C at once; the course's per-request exports "
@@ -104,6 +106,8 @@ NOTES = (
 
 def cases(table: Path = TABLE) -> list[dict[str, object]]:
     """One case per row of ``table``, in the table's order."""
+    sys.path.insert(0, str(HERE.parent))  # the repository, for benchmarks.*, run anyhow
+    from benchmarks.nim_dli_windows import scored_windows  # it reads this module's TABLE
     out: list[dict[str, object]] = []
     seen: set[str] = set()
     with open(table, newline="") as f:
@@ -120,7 +124,9 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 cid += REPEAT
             seen.add(cid)
             e2e_s = float(row["request_latency-avg"]) / 1e9
-            rounds = math.ceil(FIRST_WINDOWS * 1.2 * INTERVAL_S / e2e_s) + 1
+            measured = scored_windows(row, INTERVAL_S)
+            rounds = math.ceil(max(FIRST_WINDOWS, (measured or 0) + 1) * 1.2 * INTERVAL_S
+                               / e2e_s) + 1
             kv = "fp8" if precision == "fp8" else precision
             metrics = {
                 "mean_ttft_ms": round(float(row["time_to_first_token-avg"]) / 1e6, 3),
@@ -145,7 +151,8 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              "concurrency": clients, "client_start": "together",
                              "think_time_s": CLIENT_TURNAROUND_S,
                              "client": "perf-analyzer", "measurement_interval_s": INTERVAL_S,
-                             "stability_percentage": STABILITY_PERCENTAGE},
+                             "stability_percentage": STABILITY_PERCENTAGE,
+                             **({"measured_windows": measured} if measured else {})},
                 "metrics": metrics,
                 "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
                 **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),

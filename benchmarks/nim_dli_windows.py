@@ -9,13 +9,23 @@ have a count that the table's mean allows. perf_analyzer's windows are 1.2 x
 --measurement-interval (simulator/measured/perf_analyzer.py); with one client every window
 scores a request and the first three are stable, so the scored time is three windows.
 
+Then, for every row, the windows its count says it scored: the count is a multiple of the
+least count, and the requests scored span from the first send (the first round, at the
+start) to a response in the last window, so n / throughput lies within a window (or a
+request latency, if shorter) of that window's end. A row whose count three windows cannot
+give scored the fewest windows its count can (:func:`scored_windows`; the cases replay
+that many: benchmarks/nim_dli_cases.py). Many of the runs at 100-250 clients went on to
+4-10 windows, where perf_analyzer's stop rule, applied to the replay, stops at three.
+
     python benchmarks/nim_dli_windows.py
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import sys
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,6 +35,9 @@ from benchmarks.nim_dli_cases import TABLE  # noqa: E402
 from simulator.measured.perf_analyzer import SLEEP_FACTOR, STABILITY_WINDOW  # noqa: E402
 
 INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate intervals
+INTERVAL_S = 60.0  # the one the one-client rows pick (benchmarks/nim_dli_cases.py INTERVAL_S)
+MAX_TRIALS = 10  # perf_analyzer's default --max-trials: the most windows a run measures
+SPAN_SLACK = 0.02  # a scored span may overrun its windows by this share (sleep and wake-up)
 
 
 def least_count(mean: float, most: int = 10_000) -> int:
@@ -50,6 +63,37 @@ def fits(rows: list[tuple[float, int]], scored_s: float) -> int:
                if (n := int(scored_s // latency)) > 0 and n % least == 0)
 
 
+def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int | None:
+    """The windows a table row's count says its run scored, when three cannot give it
+    (None: three can, or the mean fixes no count). A count n = k x the least count spans
+    n / throughput seconds, from the first round's send to a response inside the last
+    window W: within W windows, and no earlier than W windows less one window or one
+    request latency, whichever is shorter (less SPAN_SLACK)."""
+    try:
+        least = least_count(float(row["num_input_token-avg"]))
+    except ValueError:
+        return None
+    per_request_s = least / float(row["request_throughput-avg"])
+    latency_s = float(row["request_latency-avg"]) / 1e9
+    width = SLEEP_FACTOR * interval_s
+
+    def fits(windows: int) -> bool:
+        end = windows * width
+        low, high = end - min(latency_s, width) - SPAN_SLACK * end, end * (1 + SPAN_SLACK)
+        k = max(1, math.ceil(low / per_request_s))
+        return k * per_request_s <= high
+
+    if fits(STABILITY_WINDOW):
+        return None
+    return next((w for w in range(STABILITY_WINDOW + 1, MAX_TRIALS + 1) if fits(w)), None)
+
+
+def table_windows(table: Path = TABLE) -> list[int | None]:
+    """:func:`scored_windows` of every row of ``table``, in its order."""
+    with open(table, newline="") as f:
+        return [scored_windows(row) for row in csv.DictReader(f)]
+
+
 def main() -> int:
     rows = one_client_rows()
     print(f"{len(rows)} one-client rows; scored time = {STABILITY_WINDOW} windows of "
@@ -58,6 +102,11 @@ def main() -> int:
     for interval in INTERVALS_S:
         scored = STABILITY_WINDOW * SLEEP_FACTOR * interval
         print(f"{interval:10g} {scored:9g} {fits(rows, scored):>8} of {len(rows)}")
+    found = Counter(table_windows())
+    print(f"windows scored by the table's {sum(found.values())} rows, from their counts "
+          f"(None: three windows can give the count, or the mean fixes none):")
+    for windows, rows_n in sorted(found.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        print(f"{windows!s:>10} {rows_n:>5} rows")
     return 0
 
 

@@ -79,6 +79,7 @@ CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
 WORKLOAD_KEYS = (
     "arrival", "num_prompts", "rate", "max_concurrency", "concurrency", "client_start",
     "think_time_s", "client", "measurement_interval_s", "stability_percentage", "max_trials",
+    "measured_windows",
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
     "output_sigma", "run", "warm", "warm_rate")
@@ -86,6 +87,7 @@ WORKLOAD_KEYS = (
 # stability_percentage, max_trials: simulator/measured/perf_analyzer.py TimeWindows) score
 # the requests of a ``client = "perf-analyzer"`` case
 PA_WINDOWS = "_perf_analyzer_windows"
+PA_KEYS = ("measurement_interval_s", "stability_percentage", "max_trials", "measured_windows")
 # A point key (ignored by the scenario schema, which skips "_" keys): (first request id,
 # its send time in s) of the requests a case scores, the ones before only warm a cache
 MEASURE_FROM = "_measure_from"
@@ -212,6 +214,11 @@ def _check(c: Mapping[str, Any], where: str) -> None:
                           "(its time windows over a closed loop, arrival = 'closed')")
     if client == "perf-analyzer":
         _windows(wl, where)
+    else:
+        for key in PA_KEYS:
+            if key in wl:
+                raise ConfigError(f"{where}: workload.{key}: perf_analyzer's setting, only "
+                                  "with client = 'perf-analyzer'")
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read
@@ -220,8 +227,10 @@ def _check(c: Mapping[str, Any], where: str) -> None:
 def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
     """perf_analyzer's windows of a ``client = "perf-analyzer"`` workload
     (``measurement_interval_s``, ``stability_percentage``, ``max_trials``; GenAI-Perf's and
-    perf_analyzer's defaults where absent)."""
-    given = {k: wl[k] for k in ("stability_percentage", "max_trials") if k in wl}
+    perf_analyzer's defaults where absent; ``measured_windows``: the windows the source's
+    counts say the run scored)."""
+    given = {k: wl[k] for k in ("stability_percentage", "max_trials", "measured_windows")
+             if k in wl}
     try:
         return TimeWindows(interval_s=float(wl.get("measurement_interval_s", 10.0)), **given)
     except (TypeError, ValueError) as exc:
@@ -352,7 +361,8 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         point[MEASURE_FROM] = measure_from
     if wl.get("client") == "perf-analyzer":  # scored by its windows (PA_WINDOWS)
         w = _windows(wl, case.id)
-        point[PA_WINDOWS] = (w.interval_s, w.stability_percentage, w.max_trials)
+        point[PA_WINDOWS] = (w.interval_s, w.stability_percentage, w.max_trials,
+                             w.measured_windows)
     return point, notes
 
 

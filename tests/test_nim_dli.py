@@ -80,8 +80,10 @@ def test_case_file_is_the_table() -> None:
     assert c.metrics["output_throughput"] == pytest.approx(4380.2, abs=0.1)
     assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "together")
     assert (c.workload["client"], c.workload["measurement_interval_s"]) == ("perf-analyzer", 60)
-    # four 72 s windows at 11.4 s a request: ceil(25.3) + 1 = 27 rounds of 250
-    assert c.workload["num_prompts"] == 27 * 250
+    # its count says its run scored 4 windows: 4 + 1 windows of 72 s at 11.4 s a request,
+    # ceil(31.6) + 1 = 33 rounds of 250
+    assert c.workload["measured_windows"] == 4
+    assert c.workload["num_prompts"] == 33 * 250
     assert sum(1 for i in cases if i.endswith("-run2")) == 72
 
 
@@ -139,3 +141,24 @@ def test_one_client_rows_leave_a_fraction_of_a_millisecond_a_request() -> None:
     gaps = nim_dli_check.table_turnarounds(nim_dli_check.table())
     assert {osl: len(g) for osl, g in gaps.items()} == {200: 24, 1000: 24, 2000: 24}
     assert 170 < min(gaps[200]) and max(gaps[200]) < 300  # us: 177-288
+
+
+def test_a_row_whose_count_three_windows_cannot_give_scored_the_fewest_its_count_allows():
+    rows = {(r["task_inputs-GPU"], r["task_inputs-n_gpus"], r["task_inputs-precision"],
+             r["input_config-synthetic_input_tokens_mean"],
+             r["input_config-concurrency"], r["task_inputs-model"]): r
+            for r in nim_dli_check.table()}
+    # H100 FP16 Llama-3-8B on one GPU, 7000/1000 at 100 clients: its mean input length
+    # makes the count a multiple of 689; 689 requests at 1.083 a second span 636 s, in
+    # window 9 of 72 s (576-648 s), and three windows (216 s) cannot hold them
+    row = rows[("H100_80GB_HBM3", "1", "fp16", "7000", "100", "meta-llama3-8b-instruct")]
+    assert nim_dli_windows.least_count(float(row["num_input_token-avg"])) == 689
+    assert nim_dli_windows.scored_windows(row) == 9
+    # the same setting at one client: three windows hold its count (None: the stop rule's)
+    one = rows[("H100_80GB_HBM3", "1", "fp16", "7000", "1", "meta-llama3-8b-instruct")]
+    assert nim_dli_windows.scored_windows(one) is None
+    found = nim_dli_windows.table_windows()
+    assert sum(w is not None for w in found) == 179
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    case = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp16-tp1-7000-1000-c100"]
+    assert case.workload["measured_windows"] == 9

@@ -80,3 +80,23 @@ def test_windows_count_from_the_loads_start() -> None:
     assert score.counts == (1, 2, 2)
     assert scored_by_windows(later, TimeWindows(interval_s=10.0), start_s=90.0).counts[:2] == (
         0, 2)  # a load started at 90 s: ends at 105 s fall in window 2
+
+
+def test_a_measured_window_count_scores_that_many_windows_even_past_a_stable_three():
+    # the first timeline's ends (5 | 13, 14 | 25, 30 | 37) with more load: stable at three,
+    # but a source that says its run scored five windows gets five (60 s: ends 37, 50, 55)
+    req = records([0, 0, 1, 2, 14, 20, 25, 40, 70],
+                  [5, 13, 14, 25, 30, 37, 50, 55, np.nan])
+    score = scored_by_windows(req, TimeWindows(interval_s=10.0, measured_windows=5))
+    assert score.windows == 5 and score.end_s == pytest.approx(60.0)
+    assert score.counts == (1, 2, 2, 1, 2)
+    assert int(score.scored.sum()) == 8
+    assert TimeWindows(interval_s=10.0, measured_windows=5).horizon_s == pytest.approx(60.0)
+    with pytest.raises(LoadStopped):  # the last send at 70 s: window 6 would end at 72 s
+        scored_by_windows(req, TimeWindows(interval_s=10.0, measured_windows=6))
+
+
+@pytest.mark.parametrize("windows", [0, 11, 2.5, True])
+def test_a_measured_window_count_outside_one_to_max_trials_is_refused(windows: object):
+    with pytest.raises(ValueError, match="measured_windows"):
+        TimeWindows(measured_windows=windows)  # type: ignore[arg-type]

@@ -254,3 +254,20 @@ def test_headline_reads_each_case_in_the_first_form_it_gives() -> None:
     assert not any(f == "TPOT (median, else mean)" for f, _ in table)
     # and per version, across its GPUs: vllm-v0-0.6 is a and b again
     assert table[("TTFT (mean, else median)", "vllm-v0-0.6")]["n"] == 2
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('arrival = "closed", concurrency = 2, measured_windows = 4',
+     r"\(w\).*workload.measured_windows: perf_analyzer's setting"),
+    ('arrival = "closed", concurrency = 2, client = "perf-analyzer", measured_windows = 11',
+     r"\(w\).*measured_windows = 11: must be 1 to max_trials"),
+])
+def test_a_measured_window_count_is_perf_analyzers_and_within_its_trials(
+        tmp_path: Path, extra: str, message: str) -> None:
+    bad = tmp_path / "cases.toml"
+    bad.write_text('[[case]]\nid = "w"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                   'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+                   f'{extra} }}\nmetrics = {{ mean_ttft_ms = 1.0 }}\n')
+    with pytest.raises(ConfigError, match=message):
+        pc.load_cases(bad)

@@ -24,6 +24,10 @@ perf_analyzer's profile export. How that export is filled (perf_analyzer
 So a run's figures include the first round, which every client sends at once, and then
 whatever ended before the windows stopped; requests sent in the last windows and not
 ended are not scored. :func:`scored_by_windows` applies that rule to simulated records.
+Where a source's own request counts say how many windows a run measured (a table's mean
+input length fixes the count: benchmarks/nim_dli_windows.py), ``measured_windows`` scores
+exactly that many instead of deciding the stop: some published runs went on past three
+windows for reasons the replay does not reproduce.
 GenAI-Perf's defaults: ``--measurement-interval`` 10,000 ms, ``--stability-percentage``
 999 (so, in practice, three windows each with a completion).
 """
@@ -51,6 +55,8 @@ class TimeWindows:
     interval_s: float = 10.0  # --measurement-interval, in s (GenAI-Perf's default 10,000 ms)
     stability_percentage: float = 999.0  # --stability-percentage (GenAI-Perf's default)
     max_trials: int = 10  # --max-trials (perf_analyzer's default)
+    # the windows the measured run scored, where its source says (None: the stop rule's)
+    measured_windows: int | None = None
 
     def __post_init__(self) -> None:
         if not self.interval_s > 0:
@@ -59,6 +65,11 @@ class TimeWindows:
             raise ValueError(f"stability_percentage = {self.stability_percentage}: must be >= 0")
         if self.max_trials < STABILITY_WINDOW:
             raise ValueError(f"max_trials = {self.max_trials}: must be >= {STABILITY_WINDOW}")
+        mw = self.measured_windows
+        if mw is not None and (isinstance(mw, bool) or not isinstance(mw, int)
+                               or not 1 <= mw <= self.max_trials):
+            raise ValueError(f"measured_windows = {self.measured_windows}: must be 1 to "
+                             f"max_trials ({self.max_trials})")
 
     @property
     def window_s(self) -> float:
@@ -67,8 +78,9 @@ class TimeWindows:
 
     @property
     def horizon_s(self) -> float:
-        """The end of the last window perf_analyzer may measure (``max_trials`` windows)."""
-        return self.max_trials * self.window_s
+        """The end of the last window perf_analyzer may measure (``max_trials`` windows,
+        or the measured run's own)."""
+        return (self.measured_windows or self.max_trials) * self.window_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +101,10 @@ def scored_by_windows(requests: pd.DataFrame, windows: TimeWindows,
     ``status``) perf_analyzer's ``windows`` score, the load starting at ``start_s``
     (default: the first arrival). A request scores when it finished inside a measured
     window; the windows stop at the first three in a row that are stable, or at
-    ``max_trials``. Raises when the records end before that stop could be
-    decided: a window can be judged only while the load still runs, so the last send
-    must come after it (:class:`LoadStopped`: simulate more requests)."""
+    ``max_trials`` (at ``measured_windows``, when given, whatever their stability).
+    Raises when the records end before that stop could be decided: a window can be
+    judged only while the load still runs, so the last send must come after it
+    (:class:`LoadStopped`: simulate more requests)."""
     arrivals = requests["arrival_s"].to_numpy(dtype=float)
     finishes = requests["finish_s"].to_numpy(dtype=float)
     done = (requests["status"].to_numpy() == "finished") & np.isfinite(finishes)
@@ -105,7 +118,8 @@ def scored_by_windows(requests: pd.DataFrame, windows: TimeWindows,
     lat: list[float] = []
     counts: list[int] = []
     limit = 1.0 + windows.stability_percentage / 100.0
-    for w in range(windows.max_trials):
+    fixed = windows.measured_windows
+    for w in range(fixed or windows.max_trials):
         if t0 + (w + 1) * width > last_send:
             raise LoadStopped(
                 f"the last request was sent at {last_send - t0:.1f} s, before window "
@@ -116,9 +130,12 @@ def scored_by_windows(requests: pd.DataFrame, windows: TimeWindows,
         counts.append(n)
         ips.append(n / width)
         lat.append(float(latency[in_window].mean()) if n else float("inf"))
-        if len(ips) >= STABILITY_WINDOW and _stable(ips[-STABILITY_WINDOW:],
-                                                    lat[-STABILITY_WINDOW:], limit):
+        stable = len(ips) >= STABILITY_WINDOW and _stable(ips[-STABILITY_WINDOW:],
+                                                          lat[-STABILITY_WINDOW:], limit)
+        if stable and fixed is None:
             return _score(index, w + 1, True, t0, width, counts)
+    if fixed is not None:  # the measured run's windows; stable: whether its last three were
+        return _score(index, fixed, stable, t0, width, counts)
     return _score(index, windows.max_trials, False, t0, width, counts)
 
 
