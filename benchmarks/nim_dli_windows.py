@@ -107,6 +107,12 @@ def main() -> int:
           f"(None: three windows can give the count, or the mean fixes none):")
     for windows, rows_n in sorted(found.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
         print(f"{windows!s:>10} {rows_n:>5} rows")
+    with open(TABLE, newline="") as f:
+        clients = [int(r["input_config-concurrency"]) for r in csv.DictReader(f)]
+    more = Counter(c for c, w in zip(clients, table_windows(), strict=True) if w is not None)
+    every = Counter(clients)
+    print("rows that scored more than three windows, by clients: "
+          + ", ".join(f"{c}: {more[c]} of {every[c]}" for c in sorted(every)))
     return 0
 
 
