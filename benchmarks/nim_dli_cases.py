@@ -131,7 +131,9 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
             metrics = {
                 "mean_ttft_ms": round(float(row["time_to_first_token-avg"]) / 1e6, 3),
                 "mean_tpot_ms": round(float(row["inter_token_latency-avg"]) / 1e6, 4),
-                "output_throughput": round(float(row["output_token_throughput-avg"]), 3)}
+                "output_throughput": round(float(row["output_token_throughput-avg"]), 3),
+                "p95_ttft_ms": round(float(row["time_to_first_token-p95"]) / 1e6, 3),
+                "p95_tpot_ms": round(float(row["inter_token_latency-p95"]) / 1e6, 4)}
             read = ", ".join(f"{k} = {v}" for k, v in metrics.items())
             out.append({
                 "id": cid,

@@ -86,6 +86,10 @@ def replay_point(case: Case, *, max_prompts: int, burst_rate: float,
     return point, notes
 
 
+# GenAI-Perf's percentiles (numpy's linear rule, as servesim's): its export gives p95 too
+PA_PERCENTILES = (50, 90, 95, 99)
+
+
 def scored_summary(res: PointResult, measure_from: tuple[int, float] | None,
                    windows: TimeWindows | None = None) -> dict[str, Any]:
     """The run's summary, or, for a case whose first requests only warm a cache
@@ -100,7 +104,8 @@ def scored_summary(res: PointResult, measure_from: tuple[int, float] | None,
         score = scored_by_windows(requests, windows)
         scored = summarize(requests[score.scored],
                            steps[steps["start_s"] < score.start_s + score.end_s],
-                           res.deployment.slo, kv_blocks_total=res.deployment.kv_blocks)
+                           res.deployment.slo, kv_blocks_total=res.deployment.kv_blocks,
+                           percentiles=PA_PERCENTILES)
         return {**res.summary, **scored, "windows": score.windows,
                 "window_s": windows.window_s, "windows_stable": score.stable}
     if measure_from is None:

@@ -78,6 +78,9 @@ def test_case_file_is_the_table() -> None:
     assert c.metrics["mean_ttft_ms"] == pytest.approx(2319.5, abs=0.1)
     assert c.metrics["mean_tpot_ms"] == pytest.approx(45.61, abs=0.01)
     assert c.metrics["output_throughput"] == pytest.approx(4380.2, abs=0.1)
+    # and its p95s: TTFT 3,056,9..,... ns, ITL 51,4..,... ns
+    assert c.metrics["p95_ttft_ms"] == pytest.approx(3056.9, abs=0.1)
+    assert c.metrics["p95_tpot_ms"] == pytest.approx(51.4, abs=0.05)
     assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "together")
     assert (c.workload["client"], c.workload["measurement_interval_s"]) == ("perf-analyzer", 60)
     # its count says its run scored 4 windows: 4 + 1 windows of 72 s at 11.4 s a request,
@@ -162,3 +165,21 @@ def test_a_row_whose_count_three_windows_cannot_give_scored_the_fewest_its_count
     cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
     case = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp16-tp1-7000-1000-c100"]
     assert case.workload["measured_windows"] == 9
+
+
+def test_a_course_case_compares_its_p95s_over_the_windows_requests() -> None:
+    import math
+
+    import published
+    case = {c.id: c for c in load_cases(nim_dli_cases.OUT)}[
+        "nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c1"]
+    row = published.run_case(case, max_prompts=1000, burst_rate=math.inf)
+    m = row["metrics"]
+    assert row["status"] == "ok" and 95 in published.PA_PERCENTILES
+    # one client: every request's first token is one 200-token prefill step, so the p95
+    # TTFT is the mean; the p95 TPOT is the mean too (every request decodes alone)
+    assert m["p95_ttft_ms"]["simulated"] == pytest.approx(m["mean_ttft_ms"]["simulated"],
+                                                          rel=0.01)
+    assert m["p95_tpot_ms"]["simulated"] == pytest.approx(m["mean_tpot_ms"]["simulated"],
+                                                          rel=0.01)
+    assert m["p95_ttft_ms"]["published"] == pytest.approx(24.9, abs=0.05)
