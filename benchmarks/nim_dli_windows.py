@@ -31,12 +31,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.nim_dli_cases import TABLE  # noqa: E402
-from simulator.measured.perf_analyzer import SLEEP_FACTOR, STABILITY_WINDOW  # noqa: E402
+from benchmarks.nim_dli_cases import INTERVAL_S, TABLE  # noqa: E402
+from simulator.measured.perf_analyzer import (  # noqa: E402
+    SLEEP_FACTOR,
+    STABILITY_WINDOW,
+    TimeWindows,
+)
 
 INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate intervals
-INTERVAL_S = 60.0  # the one the one-client rows pick (benchmarks/nim_dli_cases.py INTERVAL_S)
-MAX_TRIALS = 10  # perf_analyzer's default --max-trials: the most windows a run measures
+MAX_TRIALS = TimeWindows().max_trials  # perf_analyzer's default: the most windows a run has
 SPAN_SLACK = 0.02  # a scored span may overrun its windows by this share (sleep and wake-up)
 
 

@@ -107,7 +107,8 @@ def scored_summary(res: PointResult, measure_from: tuple[int, float] | None,
                            res.deployment.slo, kv_blocks_total=res.deployment.kv_blocks,
                            percentiles=PA_PERCENTILES)
         return {**res.summary, **scored, "windows": score.windows,
-                "window_s": windows.window_s, "windows_stable": score.stable}
+                "window_s": windows.window_s, "windows_stable": score.stable,
+                "windows_measured": windows.measured_windows is not None}
     if measure_from is None:
         return res.summary
     first, start = measure_from
@@ -160,7 +161,9 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
         runs = summary["windows_runs"]
         notes.append(f"perf_analyzer scored {summary['completed']} requests ending in "
                      f"its first {summary['windows']} windows of {summary['window_s']:g} s"
-                     + ("" if summary["windows_stable"] else " (max_trials: not stable)")
+                     + (" (as many as its published count says)"
+                        if summary["windows_measured"]
+                        else "" if summary["windows_stable"] else " (max_trials: not stable)")
                      + (f"; simulated {runs} times, the requests doubled until the load "
                         "outlasted the windows" if runs > 1 else ""))
     metrics = {}
