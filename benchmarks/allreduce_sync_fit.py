@@ -24,7 +24,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import FIT_GPU, course_rows, fitted_k, held_out, parse_id, parse_setting
+from nim_dli_cases import FIT_GPU, course_rows, fitted_k, parse_id, parse_setting, print_fit
 
 from simulator.costs.collectives import allreduce_curve
 from simulator.specs.models import get_model
@@ -77,10 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     fit = fitted_k(found)
     print(f"fit on {FIT_GPU}: k = {fit:.2f} x NCCL's small-message latency "
           f"(the trtllm 0.10/0.11 presets: {TRTLLM_ALLREDUCE_SYNC:g})")
-    print("setting                              handshake  NCCL t0      k   fit's  (held out?)")
-    for setting, y, t0, k in found:
-        print(f"   {setting:34s} {y * 1e6:6.1f} us {t0 * 1e6:6.1f} us {k:6.2f} "
-              f"{fit * t0 * 1e6:6.1f} us  {held_out(setting)}")
+    print_fit(found, fit, 1e6, "us", "handshake", "NCCL t0")
 
 
 if __name__ == "__main__":

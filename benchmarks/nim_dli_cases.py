@@ -26,7 +26,10 @@ import math
 import statistics
 import sys
 from collections.abc import Iterable
+from fractions import Fraction
 from pathlib import Path
+
+from simulator.measured.perf_analyzer import STABILITY_WINDOW, TimeWindows
 
 HERE = Path(__file__).parent
 TABLE = HERE / "published_runs" / "nim_dli" / "nim_sweeps.csv"
@@ -51,6 +54,11 @@ STABILITY_PERCENTAGE = 999.0
 # latency, plus one; the replay doubles them while the load would stop before the windows
 # do (benchmarks/published.py)
 FIRST_WINDOWS = 4
+# Reading a row's windows from its count (scored_windows): the most windows a run has
+# (perf_analyzer's default --max-trials), and how far a scored span may overrun its
+# windows (the 1.2 x sleep's wake-up)
+MAX_TRIALS = TimeWindows().max_trials
+SPAN_SLACK = 0.02
 # The engines' token budget a step (max_num_tokens), which NIM 1.0 does not state: fitted
 # on the A100 rows (FIT_GPU; benchmarks/nim_dli_budget_fit.py: the most mean-TTFT errors
 # within 15% over 8,192-65,536); the H100 rows hold it out. Every case carries it as the
@@ -106,8 +114,6 @@ NOTES = (
 
 def cases(table: Path = TABLE) -> list[dict[str, object]]:
     """One case per row of ``table``, in the table's order."""
-    sys.path.insert(0, str(HERE.parent))  # the repository, for benchmarks.*, run anyhow
-    from benchmarks.nim_dli_windows import scored_windows  # it reads this module's TABLE
     out: list[dict[str, object]] = []
     seen: set[str] = set()
     with open(table, newline="") as f:
@@ -125,8 +131,8 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
             seen.add(cid)
             e2e_s = float(row["request_latency-avg"]) / 1e9
             measured = scored_windows(row, INTERVAL_S)
-            rounds = math.ceil(max(FIRST_WINDOWS, (measured or 0) + 1) * 1.2 * INTERVAL_S
-                               / e2e_s) + 1
+            rounds = math.ceil(max(FIRST_WINDOWS, (measured or 0) + 1)
+                               * TimeWindows(INTERVAL_S).window_s / e2e_s) + 1
             kv = "fp8" if precision == "fp8" else precision
             metrics = {
                 "mean_ttft_ms": round(float(row["time_to_first_token-avg"]) / 1e6, 3),
@@ -162,6 +168,40 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
     return out
 
 
+def least_count(mean: float, most: int = 10_000) -> int:
+    """The smallest number of requests whose integer lengths average to ``mean``: the
+    denominator of the closest fraction with one of at most ``most``."""
+    ratio = Fraction(mean).limit_denominator(most)
+    if abs(float(ratio) - mean) * ratio.denominator >= 1e-6:  # the float is exact to ~1e-9
+        raise ValueError(f"no count up to {most} gives the mean {mean!r}")
+    return ratio.denominator
+
+
+def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int | None:
+    """The windows a table row's count says its run scored, when three cannot give it
+    (None: three can, or the mean fixes no count). A count n = k x the least count spans
+    n / throughput seconds, from the first round's send to a response inside the last
+    window W: within W windows, and no earlier than W windows less one window or one
+    request latency, whichever is shorter (less SPAN_SLACK)."""
+    try:
+        least = least_count(float(row["num_input_token-avg"]))
+    except ValueError:
+        return None
+    per_request_s = least / float(row["request_throughput-avg"])
+    latency_s = float(row["request_latency-avg"]) / 1e9
+    width = TimeWindows(interval_s).window_s
+
+    def holds(windows: int) -> bool:
+        end = windows * width
+        low, high = end - min(latency_s, width) - SPAN_SLACK * end, end * (1 + SPAN_SLACK)
+        k = max(1, math.ceil(low / per_request_s))
+        return k * per_request_s <= high
+
+    if holds(STABILITY_WINDOW):
+        return None
+    return next((w for w in range(STABILITY_WINDOW + 1, MAX_TRIALS + 1) if holds(w)), None)
+
+
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
     parts = [BUDGET_FITTED] if gpu == FIT_GPU else []
@@ -181,6 +221,17 @@ def fitted_k(found: Iterable[tuple[str, float, float, float]]) -> float:
     one-client fit's figure (benchmarks/allreduce_sync_fit.py, prefill_pass_fit.py)."""
     return statistics.median(k for setting, _, _, k in found
                              if parse_setting(setting)[0] == FIT_GPU)
+
+
+def print_fit(found: Iterable[tuple[str, float, float, float]], fit: float, scale: float,
+              unit: str, measured: str, per: str) -> None:
+    """The table of a one-client fit (benchmarks/allreduce_sync_fit.py, prefill_pass_fit.py):
+    per setting, its measured figure, the unit it is counted in, k, and the fit's k x unit,
+    in ``unit`` (``scale`` of a second), with whether the setting was held out."""
+    print(f"setting                            {measured:>10} {per:>8}      k   fit's  (held out?)")
+    for setting, value, one, k in found:
+        print(f"   {setting:34s} {value * scale:6.2f} {unit} {one * scale:6.2f} {unit} {k:6.2f} "
+              f"{fit * one * scale:6.2f} {unit}  {held_out(setting)}")
 
 
 def held_out(setting: str) -> str:

@@ -23,7 +23,14 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import FIT_GPU, course_rows, fitted_k, held_out, parse_id, parse_setting
+from nim_dli_cases import (
+    FIT_GPU,
+    course_rows,
+    fitted_k,
+    parse_id,
+    parse_setting,
+    print_fit,
+)
 
 from simulator.costs.prefill_pass import weight_pass_s
 from simulator.specs.hardware import get_hardware
@@ -65,10 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     fit = fitted_k(found)
     print(f"fit on {FIT_GPU}: k = {fit:.2f} weight passes a prefill step "
           f"(the trtllm 0.10 preset: {TRTLLM_010_PREFILL_PASSES:g})")
-    print("setting                                gap   one pass      k   fit's  (held out?)")
-    for setting, gap, one, k in found:
-        print(f"   {setting:34s} {gap * 1e3:6.2f} ms {one * 1e3:6.2f} ms {k:6.2f} "
-              f"{fit * one * 1e3:6.2f} ms  {held_out(setting)}")
+    print_fit(found, fit, 1e3, "ms", "gap", "one pass")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ takes, with the case's ``[stack]`` when the scenario schema has one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 import tomllib
@@ -84,8 +85,8 @@ WORKLOAD_KEYS = (
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
     "output_sigma", "run", "warm", "warm_rate")
-# A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (interval_s,
-# stability_percentage, max_trials: simulator/measured/perf_analyzer.py TimeWindows) score
+# A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (the fields of
+# simulator/measured/perf_analyzer.py TimeWindows, in order) score
 # the requests of a ``client = "perf-analyzer"`` case
 PA_WINDOWS = "_perf_analyzer_windows"
 PA_KEYS = ("measurement_interval_s", "stability_percentage", "max_trials", "measured_windows")
@@ -230,8 +231,7 @@ def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
     (``measurement_interval_s``, ``stability_percentage``, ``max_trials``; GenAI-Perf's and
     perf_analyzer's defaults where absent; ``measured_windows``: the windows the source's
     counts say the run scored)."""
-    given = {k: wl[k] for k in ("stability_percentage", "max_trials", "measured_windows")
-             if k in wl}
+    given = {k: wl[k] for k in PA_KEYS if k in wl and k != "measurement_interval_s"}
     try:
         return TimeWindows(interval_s=float(wl.get("measurement_interval_s", 10.0)), **given)
     except (TypeError, ValueError) as exc:
@@ -362,8 +362,7 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         point[MEASURE_FROM] = measure_from
     if wl.get("client") == "perf-analyzer":  # scored by its windows (PA_WINDOWS)
         w = _windows(wl, case.id)
-        point[PA_WINDOWS] = (w.interval_s, w.stability_percentage, w.max_trials,
-                             w.measured_windows)
+        point[PA_WINDOWS] = dataclasses.astuple(w)  # TimeWindows(*it) in published.py
     return point, notes
 
 

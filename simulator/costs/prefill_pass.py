@@ -38,11 +38,11 @@ def weight_pass_s(model: ModelSpec, hardware: HardwareSpec, tp: int, weight_dtyp
 
 @dataclass(frozen=True, slots=True)
 class PrefillPassCost:
-    """``inner``'s step time plus ``pass_s`` for every step that prefills (see the
+    """``inner``'s step time plus ``pass_s`` for every step that only prefills (see the
     module)."""
 
     inner: CostModel
-    pass_s: float  # seconds a step with prefill tokens adds
+    pass_s: float  # seconds a step with prefill tokens and no decode rows adds
 
     def __post_init__(self) -> None:
         check_number("prefill pass_s", self.pass_s)
@@ -60,5 +60,5 @@ class PrefillPassCost:
 
 
 def with_prefill_pass(cost: CostModel, pass_s: float) -> CostModel:
-    """``cost`` with ``pass_s`` more on every step that prefills; unchanged at 0."""
+    """``cost`` with ``pass_s`` more on every step that only prefills; unchanged at 0."""
     return cost if pass_s <= 0 else PrefillPassCost(cost, pass_s)
