@@ -15,6 +15,13 @@ Prints, from benchmarks/published_runs/nim_dli/ (the course's GenAI-Perf exports
    next send of a client (the n-th send of a round after the n-th end of the round before),
    its mean, spread and range, and the mean over all three exports (the think time the
    course's cases replay: benchmarks/nim_dli_cases.py CLIENT_TURNAROUND_S).
+5. ITL percentiles: per concurrency, the rows whose p95 inter-token latency is below their
+   mean. GenAI-Perf before 2024-06-06 (github:triton-inference-server/client f35df0fd,
+   "Update ITL calculation") took its ITL statistics over every gap between two responses,
+   pooled over the requests; after it, over one (E2E - TTFT) / (output - 1) a request. A
+   pooled p95 falls below the mean where a few gaps hold a prefill; per-request ITLs of
+   requests that share their steps hardly spread so (the course's cases compare servesim's
+   pooled p95 ITL: benchmarks/nim_dli_cases.py).
 
     python benchmarks/nim_dli_check.py
 """
@@ -133,6 +140,18 @@ def decode_slopes(rows: list[dict[str, str]]) -> list[tuple[tuple[str, ...], flo
     return out
 
 
+def itl_p95_below_mean(rows: list[dict[str, str]]) -> dict[int, tuple[int, int]]:
+    """Per concurrency: (rows, rows whose p95 inter-token latency is below its mean). Per
+    request ITLs of requests that share every step sit near their mean; gaps pooled over
+    every response do not: most are one decode step, a few hold a prefill."""
+    out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        counts = out[int(row["input_config-concurrency"])]
+        counts[0] += 1
+        counts[1] += float(row["inter_token_latency-p95"]) < float(row["inter_token_latency-avg"])
+    return {c: (n, below) for c, (n, below) in sorted(out.items())}
+
+
 def main() -> None:
     print("1. lockstep in the per-request exports (Llama-3-8B, 200 in / 50 out, NIM 1.0.3):")
     for clients in (1, 2, 5):
@@ -161,6 +180,10 @@ def main() -> None:
     for osl, gaps in sorted(table_turnarounds(rows).items()):
         print(f"   {osl:5d} output tokens: {len(gaps)} rows, median {statistics.median(gaps):.0f} "
               f"us, {min(gaps):.0f}-{max(gaps):.0f} us")
+    print("5. ITL percentiles: rows whose p95 inter-token latency is below its mean")
+    found = itl_p95_below_mean(rows)
+    print("   " + ", ".join(f"{c} clients {below} of {n}" for c, (n, below) in found.items()))
+    print(f"   all: {sum(b for _, b in found.values())} of {len(rows)} rows")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ def case_files() -> list[Path]:
 UNITS: Mapping[str, str] = {
     "mean_ttft_ms": "ms", "median_ttft_ms": "ms", "median_tpot_ms": "ms", "mean_tpot_ms": "ms",
     "mean_itl_ms": "ms", "median_itl_ms": "ms", "mean_e2el_ms": "ms", "median_e2el_ms": "ms",
-    "p95_ttft_ms": "ms", "p95_tpot_ms": "ms",  # a perf_analyzer case's (its windows' requests)
+    # a perf_analyzer case's: TTFT over its windows' requests, ITL over their steps' gaps
+    "p95_ttft_ms": "ms", "p95_itl_ms": "ms",
     "batch_latency_ms": "ms",  # derived: an offline batch's wall time = duration
     "output_throughput": "tok/s", "total_token_throughput": "tok/s",
     "input_throughput": "tok/s",  # derived: total_input_tokens / duration
