@@ -91,6 +91,8 @@ WORKLOAD_KEYS = (
 # the requests of a ``client = "perf-analyzer"`` case
 PA_WINDOWS = "_perf_analyzer_windows"
 PA_KEYS = ("measurement_interval_s", "stability_percentage", "max_trials", "measured_windows")
+# the metrics only a perf_analyzer case is scored on (benchmarks/published.py PA_PERCENTILES)
+PA_METRICS = ("p95_ttft_ms", "p95_itl_ms")
 # A point key (ignored by the scenario schema, which skips "_" keys): (first request id,
 # its send time in s) of the requests a case scores, the ones before only warm a cache
 MEASURE_FROM = "_measure_from"
@@ -222,6 +224,10 @@ def _check(c: Mapping[str, Any], where: str) -> None:
             if key in wl:
                 raise ConfigError(f"{where}: workload.{key}: perf_analyzer's setting, only "
                                   "with client = 'perf-analyzer'")
+        for key in c["metrics"]:
+            if key in PA_METRICS:
+                raise ConfigError(f"{where}: metrics.{key}: a p95 is compared only for "
+                                  "client = 'perf-analyzer' (over its windows' requests)")
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read

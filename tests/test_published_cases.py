@@ -271,3 +271,20 @@ def test_a_measured_window_count_is_perf_analyzers_and_within_its_trials(
                    f'{extra} }}\nmetrics = {{ mean_ttft_ms = 1.0 }}\n')
     with pytest.raises(ConfigError, match=message):
         pc.load_cases(bad)
+
+
+def test_a_p95_is_compared_only_over_perf_analyzers_windows(tmp_path: Path) -> None:
+    # published.py takes p95s only of a perf_analyzer case: elsewhere it would read none
+    def case(client: str) -> Path:
+        path = tmp_path / f"cases{len(client)}.toml"
+        path.write_text(
+            '[[case]]\nid = "p"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+            'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+            'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+            f'arrival = "closed", concurrency = 2{client} }}\n'
+            'metrics = { mean_ttft_ms = 1.0, p95_itl_ms = 2.0 }\n')
+        return path
+    with pytest.raises(ConfigError, match=r"\(p\).*metrics.p95_itl_ms: a p95 is compared only"):
+        pc.load_cases(case(""))
+    (ok,) = pc.load_cases(case(', client = "perf-analyzer"'))
+    assert ok.metrics["p95_itl_ms"] == 2.0
