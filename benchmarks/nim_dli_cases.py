@@ -171,6 +171,12 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
     return out
 
 
+def table_rows(table: Path = TABLE) -> list[dict[str, str]]:
+    """The sweep table's rows, as the CSV gives them."""
+    with open(table, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def least_count(mean: float, most: int = 10_000) -> int:
     """The smallest number of requests whose integer lengths average to ``mean``: the
     denominator of the closest fraction with one of at most ``most``."""

@@ -33,6 +33,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from nim_dli_cases import table_rows
+
 HERE = Path(__file__).parent / "published_runs" / "nim_dli"
 LAYERS = {"meta-llama3-8b-instruct": 32, "meta-llama3-70b-instruct": 80}
 
@@ -92,9 +94,8 @@ def table_turnarounds(rows: list[dict[str, str]]) -> dict[int, list[float]]:
 
 
 def table() -> list[dict[str, str]]:
-    """The sweep table's rows."""
-    with open(HERE / "nim_sweeps.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    """The sweep table's rows (benchmarks/nim_dli_cases.py TABLE)."""
+    return table_rows()
 
 
 def setting(row: dict[str, str]) -> tuple[str, ...]:

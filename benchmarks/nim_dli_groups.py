@@ -10,7 +10,10 @@ benchmarks/published_cases_nim_dli.toml --json F``:
 3. per setting, at 200/2000: measured minus simulated ITL in ms (a fixed time per step shows
    as the same gap at every client count), 1 to 100 clients;
 4. per GPU, model and precision (both GPU counts), held-out rows at 10 clients or more:
-   cases, signed median error and share within 15% of the ITL and the throughput.
+   cases, signed median error and share within 15% of the ITL and the throughput;
+5. per GPU, the in-sample A100 rows (FIT_GPU) apart from the held-out H100 rows, every
+   metric the cases compare: cases, median |error|, share within 15%, signed median
+   (published.py's group table, which leaves the in-sample rows out).
 
     python benchmarks/nim_dli_groups.py F
 """
@@ -22,7 +25,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from nim_dli_cases import REPEAT, course_rows, parse_id, parse_setting
+from nim_dli_cases import FIT_GPU, REPEAT, course_rows, parse_id, parse_setting
+from published import WITHIN, group_table
 
 
 def band(clients: int) -> str:
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
                 busy[kind][metric].append(r["metrics"][metric]["error"])
     print("1. mean TTFT by lengths and clients: cases, within 15%, signed median error")
     for (lengths, clients), errors in sorted(ttft.items()):
-        within = sum(abs(e) < 0.15 for e in errors) / len(errors)
+        within = sum(abs(e) <= WITHIN for e in errors) / len(errors)
         print(f"   {lengths:10s} {clients:>7s} clients  {len(errors):3d}  {within:4.0%}  "
               f"{statistics.median(errors):+7.1%}")
     print("2. one-client ITL error, 200/200 and 7000/1000")
@@ -66,10 +70,27 @@ def main(argv: list[str] | None = None) -> None:
                                               for c, g in sorted(by_clients.items())))
     print("4. held out, 10 clients or more: cases; ITL and throughput signed median, within 15%")
     for kind, metrics in sorted(busy.items()):
-        cells = [f"{statistics.median(v):+7.1%} {sum(abs(e) < 0.15 for e in v) / len(v):4.0%}"
+        cells = [f"{statistics.median(v):+7.1%} {sum(abs(e) <= WITHIN for e in v) / len(v):4.0%}"
                  for v in metrics.values()]
         print(f"   {kind:28s} {len(metrics['mean_tpot_ms']):3d}  ITL {cells[0]}  "
               f"throughput {cells[1]}")
+    print("5. per GPU, every metric: cases, median |error|, within 15%, signed median")
+    for g in gpu_table(rows):
+        if g["group"] != "all":
+            print(f"   {g['group']:24s} {g['metric']:18s} {g['n']:4d}  "
+                  f"{g['median_abs_error']:6.1%}  {g['within_15']:4.0%}  "
+                  f"{g['signed_median']:+7.1%}")
+
+
+def gpu_table(rows: list[dict]) -> list[dict]:
+    """published.py's group table of ``rows`` grouped by GPU, the in-sample rows kept (they
+    are FIT_GPU's, so they stay apart from the held-out ones)."""
+    by_gpu = []
+    for r in rows:
+        gpu = parse_setting(parse_id(r["id"])[0])[0]
+        label = f"{gpu} ({'in sample' if gpu == FIT_GPU else 'held out'})"
+        by_gpu.append({**r, "group": label, "fitted": ""})
+    return group_table(by_gpu)
 
 
 if __name__ == "__main__":

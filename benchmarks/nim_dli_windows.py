@@ -23,14 +23,18 @@ stops at three.
 
 from __future__ import annotations
 
-import csv
 import sys
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.nim_dli_cases import TABLE, least_count, scored_windows  # noqa: E402
+from benchmarks.nim_dli_cases import (  # noqa: E402
+    TABLE,
+    least_count,
+    scored_windows,
+    table_rows,
+)
 from simulator.measured.perf_analyzer import SLEEP_FACTOR, STABILITY_WINDOW  # noqa: E402
 
 INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate intervals
@@ -38,10 +42,8 @@ INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate inte
 
 def one_client_rows(table: Path = TABLE) -> list[tuple[float, int]]:
     """(mean request latency in s, least scored count) of every one-client row."""
-    with open(table, newline="") as f:
-        return [(float(r["request_latency-avg"]) / 1e9,
-                 least_count(float(r["num_input_token-avg"])))
-                for r in csv.DictReader(f) if r["input_config-concurrency"] == "1"]
+    return [(float(r["request_latency-avg"]) / 1e9, least_count(float(r["num_input_token-avg"])))
+            for r in table_rows(table) if r["input_config-concurrency"] == "1"]
 
 
 def fits(rows: list[tuple[float, int]], scored_s: float) -> int:
@@ -52,8 +54,7 @@ def fits(rows: list[tuple[float, int]], scored_s: float) -> int:
 
 def table_windows(table: Path = TABLE) -> list[int | None]:
     """:func:`scored_windows` of every row of ``table``, in its order."""
-    with open(table, newline="") as f:
-        return [scored_windows(row) for row in csv.DictReader(f)]
+    return [scored_windows(row) for row in table_rows(table)]
 
 
 def main() -> int:
@@ -64,8 +65,7 @@ def main() -> int:
     for interval in INTERVALS_S:
         scored = STABILITY_WINDOW * SLEEP_FACTOR * interval
         print(f"{interval:10g} {scored:9g} {fits(rows, scored):>8} of {len(rows)}")
-    with open(TABLE, newline="") as f:
-        table = list(csv.DictReader(f))
+    table = table_rows()
     scored = [scored_windows(row) for row in table]
     found = Counter(scored)
     print(f"windows scored by the table's {len(table)} rows, from their counts "

@@ -184,28 +184,31 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
 
 
 def group_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Median |error| and share within 15% per (group, metric), then per metric overall.
+    """Median |error|, share within 15% and signed median per (group, metric), then per
+    metric overall.
 
     ``n`` counts every case giving the metric; ``no_result`` those the simulator could not
-    produce it for (they are outside 15%, and left out of the median)."""
+    produce it for (they are outside 15%, and left out of the medians)."""
     cells: dict[tuple[str, str], list[float | None]] = {}
     for r in rows:  # a metric the run could not give (requests refused) counts as a miss
         if r.get("fitted"):
             continue  # in sample: a preset was fitted on it
         for key, m in (r.get("metrics") or {}).items():
-            err = None if m["error"] is None else abs(m["error"])
             for group in (r["group"], "all"):
-                cells.setdefault((group, key), []).append(err)
+                cells.setdefault((group, key), []).append(m["error"])
+    # the metrics in UNITS' order; one a JSON of an older case file has (a key since
+    # renamed) after them
     order = {k: i for i, k in enumerate([*HEADLINE, *UNITS])}
     out = []
     for (group, key), all_errs in sorted(cells.items(),
                                          key=lambda kv: (kv[0][0] == "all", kv[0][0],
-                                                         order[kv[0][1]])):
+                                                         order.get(kv[0][1], len(order)))):
         errs = [e for e in all_errs if e is not None]
         out.append({"group": group, "metric": key, "n": len(all_errs),
                     "no_result": len(all_errs) - len(errs),
-                    "median_abs_error": statistics.median(errs) if errs else None,
-                    "within_15": sum(e <= WITHIN for e in errs) / len(all_errs)})
+                    "median_abs_error": statistics.median(map(abs, errs)) if errs else None,
+                    "within_15": sum(abs(e) <= WITHIN for e in errs) / len(all_errs),
+                    "signed_median": statistics.median(errs) if errs else None})
     return out
 
 

@@ -91,8 +91,9 @@ WORKLOAD_KEYS = (
 # the requests of a ``client = "perf-analyzer"`` case
 PA_WINDOWS = "_perf_analyzer_windows"
 PA_KEYS = ("measurement_interval_s", "stability_percentage", "max_trials", "measured_windows")
-# the metrics only a perf_analyzer case is scored on (benchmarks/published.py PA_PERCENTILES)
-PA_METRICS = ("p95_ttft_ms", "p95_itl_ms")
+# the metrics only a perf_analyzer case is scored on, its p95s (benchmarks/published.py
+# PA_PERCENTILES)
+PA_METRICS = tuple(k for k in UNITS if k.startswith("p95_"))
 # A point key (ignored by the scenario schema, which skips "_" keys): (first request id,
 # its send time in s) of the requests a case scores, the ones before only warm a cache
 MEASURE_FROM = "_measure_from"

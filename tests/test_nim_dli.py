@@ -207,3 +207,19 @@ def test_a_course_case_pools_its_p95_itl_over_the_steps_gaps() -> None:
     assert m["p95_itl_ms"]["published"] == pytest.approx(29.04, abs=0.01)
     assert m["p95_itl_ms"]["published"] < 0.7 * m["mean_tpot_ms"]["published"]
     assert m["p95_itl_ms"]["simulated"] < 0.7 * m["mean_tpot_ms"]["simulated"]
+
+
+def test_groups_part5_keeps_the_in_sample_rows_apart() -> None:
+    import nim_dli_groups
+
+    def row(cid: str, err: float, fitted: str = "") -> dict:
+        return {"id": f"nim1.0-dli-{cid}", "group": "trtllm-nim-1.0/x", "fitted": fitted,
+                "metrics": {"mean_ttft_ms": {"error": err}}}
+    rows = [row("a100-80gb-llama-3-8b-fp16-tp1-200-200-c1", 0.30, "budget"),
+            row("h100-sxm-llama-3-8b-fp16-tp1-200-200-c1", -0.10),
+            row("h100-sxm-llama-3-8b-fp8-tp1-200-200-c1", 0.20)]
+    table = {g["group"]: g for g in nim_dli_groups.gpu_table(rows)}
+    a100, h100 = table["a100-80gb (in sample)"], table["h100-sxm (held out)"]
+    assert (a100["n"], a100["within_15"], a100["signed_median"]) == (1, 0.0, 0.30)
+    assert (h100["n"], h100["within_15"]) == (2, 0.5)
+    assert h100["signed_median"] == pytest.approx(0.05)

@@ -147,6 +147,7 @@ def test_group_table_median_and_share_within_15() -> None:
     assert (g["group"], g["n"], g["no_result"]) == ("g", 4, 1)
     assert g["median_abs_error"] == pytest.approx(0.10)  # of 0.05, 0.10, 0.20
     assert g["within_15"] == pytest.approx(2 / 4)  # the missing result is a miss
+    assert g["signed_median"] == pytest.approx(0.05)  # of -0.20, 0.05, 0.10
     assert overall["group"] == "all" and overall["n"] == 4
 
 
@@ -288,3 +289,14 @@ def test_a_p95_is_compared_only_over_perf_analyzers_windows(tmp_path: Path) -> N
         pc.load_cases(case(""))
     (ok,) = pc.load_cases(case(', client = "perf-analyzer"'))
     assert ok.metrics["p95_itl_ms"] == 2.0
+
+
+def test_group_table_reads_a_json_whose_metric_was_since_renamed() -> None:
+    # a --json of an older case file (p95_tpot_ms, before stop 38's p95_itl_ms) still groups
+    rows = [{"group": "g", "metrics": {"p95_tpot_ms": {"error": -0.2},
+                                       "mean_ttft_ms": {"error": 0.1}}}]
+    table = published.group_table(rows)
+    assert [(g["group"], g["metric"]) for g in table] == [
+        ("g", "mean_ttft_ms"), ("g", "p95_tpot_ms"), ("all", "mean_ttft_ms"),
+        ("all", "p95_tpot_ms")]
+    assert table[1]["signed_median"] == pytest.approx(-0.2)
