@@ -6,8 +6,10 @@
 
 For the held-out cases both runs simulated, it prints per group (stack-version/GPU) and
 overall: n, share within 15% and median |error| before and after, over every case and
-over the cases whose simulated value changed. The before/after figures docs/gpu-profiles.md
-quotes for a change were printed this way.
+over the cases whose simulated value changed; then the held-out cases only the second run
+simulated (a model or GPU newly covered), per group: n, share within 15%, median |error|
+and signed median. The before/after figures docs/gpu-profiles.md quotes for a change were
+printed this way.
 """
 
 from __future__ import annotations
@@ -58,13 +60,28 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return lines
 
 
+def newly_simulated(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The report's lines for the cases only ``after`` simulated, per group and overall;
+    none when there are none."""
+    new = sorted(set(after) - set(before))
+    if not new:
+        return []
+    lines = [f"only the second run simulated: {'group':<26} {'cases':>5} {'within':>7} "
+             f"{'median':>7} {'signed':>7}"]
+    for group in sorted({after[i][0] for i in new}) + ["all"]:
+        errs = [after[i][2] for i in new if group == "all" or after[i][0] == group]
+        lines.append(f"{'':31s}{group:<26} {figures(errs)} {statistics.median(errs):+7.1%}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--metric", default="output_throughput")
     args = ap.parse_args(argv)
-    print("\n".join(compare(errors(args.before, args.metric), errors(args.after, args.metric))))
+    before, after = errors(args.before, args.metric), errors(args.after, args.metric)
+    print("\n".join(compare(before, after) + newly_simulated(before, after)))
     return 0
 
 

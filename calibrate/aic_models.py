@@ -18,6 +18,7 @@ KV-head count collected at that head width.
     qwen2.5-7b      28      3584    28/4      18944   152064   tp 1, 2
     qwen-72b        80      8192    64/64     24576   152064   tp 2, 4, 8
     internlm2-20b   48      6144    48/8      16384   92544    tp 1, 2
+    llama-3.1-405b  126     16384   128/8     53248   128256   tp 4, 8
 
 in bf16 on A100-80GB, H100 SXM and H200, and in fp8 (weights and KV) on the last two.
 Phi-2 (GELU MLP of two matrices, head width 80) is not LLAMAModel's dense op list and
@@ -65,6 +66,7 @@ MODELS_COMPOSED: dict[str, tuple[str, tuple[int, ...]]] = {
     "qwen2.5-7b": ("Qwen/Qwen2.5-7B", (1, 2)),
     "qwen-72b": ("Qwen/Qwen-72B", (2, 4, 8)),
     "internlm2-20b": ("internlm/internlm2-20b", (1, 2)),
+    "llama-3.1-405b": ("meta-llama/Meta-Llama-3.1-405B", (4, 8)),
 }
 
 MODELS_TPS = {model: tps for model, (_, tps) in MODELS_COMPOSED.items()}

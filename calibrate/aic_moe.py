@@ -1,4 +1,4 @@
-"""Mixtral-8x7B profiles composed from AIConfigurator's dense and MoE tables.
+"""Mixtral-8x7B and -8x22B profiles composed from AIConfigurator's dense and MoE tables.
 
     python -m calibrate.aic_moe [--backend trtllm|vllm|sglang] [--check] [--data DIR]
                                 [--out DIR]
@@ -9,8 +9,9 @@ calibrate/aiconfigurator.py's ``Composer`` prices them at Mixtral's shapes (32 l
 MLP's three ops (``gate_ffn1_gemm``, ``act_gate``, ``ffn2_gemm``) are replaced by one
 ``moe`` op, ``num_layers`` x the latency of AIConfigurator 0.12.0's
 ``data/<system>/moe/<backend>/<version>/moe_perf.parquet`` at the step's token count
-(hidden 4,096, inter 14,336, 8 experts, top 2, moe_tp = tp, ep 1, balanced routing; the
-same rows benchmarks/moe_table_check.py reads). Between collected token counts the
+(Mixtral-8x7B: hidden 4,096, inter 14,336; Mixtral-8x22B: hidden 6,144, inter 16,384,
+56 layers, 48 query / 8 KV heads; both 8 experts, top 2, moe_tp = tp, ep 1, balanced
+routing; the 8x7B rows are the ones benchmarks/moe_table_check.py reads). Between collected token counts the
 latency is linear in tokens; outside the table's range (1-16,384 tokens in every table
 read) the composer refuses (ConfigError) rather than extrapolate: the sweep's largest
 step is 16,384 tokens, inside it. Where a table holds several kernels for one dtype
@@ -50,8 +51,11 @@ from simulator.errors import ConfigError
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import MODELS
 
-MODEL = "mixtral-8x7b"
-HF_ID = "mistralai/Mixtral-8x7B-v0.1"
+# catalogue name -> Hugging Face id (AIConfigurator 0.12.0 ships both configs and collected
+# both shapes in its MoE tables)
+MOE_MODELS = {"mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
+              "mixtral-8x22b": "mistralai/Mixtral-8x22B-v0.1"}
+MODEL = "mixtral-8x7b"  # the default of the functions below
 TP_DEGREES = (1, 2, 4, 8)
 MLP_OPS = ("gate_ffn1_gemm", "act_gate", "ffn2_gemm")  # the dense MLP the MoE op replaces
 MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8"}  # moe_perf.parquet's moe_dtype
@@ -86,16 +90,20 @@ def moe_table(root: Path, system: str, version: str, backend: str) -> Path:
 POWER_LAWS = ("power_law_1.01", "power_law_1.2")  # the skewed routings tables collect, least first
 REFERENCE_GPU = "h100-sxm"  # whose table, same backend, gives the balanced / power-law ratio
 SMOOTH = 5  # token counts in the running median of that ratio
+# balanced / power-law at the reference's fewest tokens (one token reads k experts whatever
+# the routing): outside this band its power-law rows at that tp are not comparable
+ONE_TOKEN_BAND = (0.8, 1.25)
+REFERENCE_TPS = (1, 2, 4, 8, 16, 32)  # moe_tp sizes a reference may be read at
 
 
-def _mixtral_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int
-                  ) -> tuple[Path, pd.DataFrame] | None:
-    """One MoE table and Mixtral-8x7B's rows of it at ``tp`` (moe_tp = tp, ep 1), every
+def _mixtral_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
+                  model: str = MODEL) -> tuple[Path, pd.DataFrame] | None:
+    """One MoE table and ``model``'s rows of it at ``tp`` (moe_tp = tp, ep 1), every
     routing; None when the system has no such table."""
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
-    m = MODELS[MODEL]
+    m = MODELS[model]
     d = pd.read_parquet(path)
     return path, d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
                    & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
@@ -114,17 +122,17 @@ def _curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | Non
 
 
 def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
-              tp: int) -> MoeCurve | None:
-    """Mixtral-8x7B's balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
+              tp: int, model: str = MODEL) -> MoeCurve | None:
+    """``model``'s balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
     absent. A table with only power-law routing for the shape (TensorRT-LLM's and vLLM's
     A100 tables) gets :func:`balanced_from_power_law` of its power-law rows."""
-    table = _mixtral_rows(root, system, version, backend, dtype, tp)
+    table = _mixtral_rows(root, system, version, backend, dtype, tp, model)
     if table is None:
         return None
     path, rows = table
     balanced = _curve(rows, "balanced")
     if balanced is None:
-        return balanced_from_power_law(root, path, rows, backend, dtype, tp)
+        return balanced_from_power_law(root, path, rows, backend, dtype, tp, model)
     latency, kernel = balanced
     return MoeCurve(tokens=latency.index.to_numpy(dtype=float),
                     latency_ms=latency.to_numpy(dtype=float),
@@ -132,37 +140,49 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
 
 
 def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend: str,
-                            dtype: str, tp: int) -> MoeCurve | None:
-    """Balanced routing for a table (``path``, its Mixtral ``rows`` at ``tp``) that
+                            dtype: str, tp: int, model: str = MODEL) -> MoeCurve | None:
+    """Balanced routing for a table (``path``, its ``model`` ``rows`` at ``tp``) that
     collected only power-law routing: its least skewed power-law latency x the balanced /
     power-law ratio that the same backend's H100 table measured at the same tp and token
     count (log-linear between counts). The ratio is capped at 1 (skew never helps) and
     smoothed by a running median of ``SMOOTH`` counts: single counts of the reference jump
-    (a kernel tactic changing, not routing). None when no power law has rows in both
-    tables."""
-    reference = _mixtral_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype, tp)
-    if reference is None:
-        return None
-    ref_path, ref = reference
-    ref_bal = _curve(ref, "balanced")
-    for law in POWER_LAWS:
-        own, ref_law = _curve(rows, law), _curve(ref, law)
-        if own is None or ref_bal is None or ref_law is None:
-            continue
-        (bal, _), (skew, _), (latency, kernel) = ref_bal, ref_law, own
-        both = bal.index.intersection(skew.index)
-        ratio = (bal[both] / skew[both]).sort_index().clip(upper=1.0)
-        ratio = ratio.rolling(SMOOTH, center=True, min_periods=1).median()
-        tokens = latency.index.to_numpy(dtype=float)
-        scale = np.interp(np.log(tokens), np.log(ratio.index.to_numpy(dtype=float)),
-                          ratio.to_numpy(dtype=float))
-        return MoeCurve(tokens=tokens, latency_ms=latency.to_numpy(dtype=float) * scale,
-                        table=str(path.relative_to(root)), kernel_source=kernel,
-                        derived=(f"balanced routing = its {law} rows x balanced / {law} of "
-                                 f"{ref_path.relative_to(root)} at tp {tp}, capped at 1, "
-                                 f"running median of {SMOOTH} (x{scale.min():.2f}-"
-                                 f"{scale.max():.2f}; it holds no balanced rows for this "
-                                 "shape)"))
+    (a kernel tactic changing, not routing). A reference tp whose ratio at its fewest
+    tokens falls outside ``ONE_TOKEN_BAND`` is not comparable (there, every routing reads
+    the same top-k experts) and the nearest tp that is takes its place: with ep 1 every GPU
+    holds a slice of every expert, so the skew's cost does not depend on tp (H100 trtllm,
+    Mixtral-8x22B, 2,048 tokens: 0.71-0.78 at tp 1, 2, 4, 16, 32; its tp 8 power-law rows
+    read 3.8x balanced at one token). None when no power law has rows in both tables."""
+    for ref_tp in sorted(REFERENCE_TPS, key=lambda t: (abs(np.log2(t / tp)), t)):
+        reference = _mixtral_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype,
+                                  ref_tp, model)
+        if reference is None:
+            return None
+        ref_path, ref = reference
+        ref_bal = _curve(ref, "balanced")
+        for law in POWER_LAWS:
+            own, ref_law = _curve(rows, law), _curve(ref, law)
+            if own is None or ref_bal is None or ref_law is None:
+                continue
+            (bal, _), (skew, _), (latency, kernel) = ref_bal, ref_law, own
+            both = bal.index.intersection(skew.index)
+            if both.empty:
+                continue
+            raw = (bal[both] / skew[both]).sort_index()
+            if not ONE_TOKEN_BAND[0] <= raw.iloc[0] <= ONE_TOKEN_BAND[1]:
+                continue
+            ratio = raw.clip(upper=1.0).rolling(SMOOTH, center=True, min_periods=1).median()
+            tokens = latency.index.to_numpy(dtype=float)
+            scale = np.interp(np.log(tokens), np.log(ratio.index.to_numpy(dtype=float)),
+                              ratio.to_numpy(dtype=float))
+            at = f"at tp {ref_tp}" + ("" if ref_tp == tp else
+                                      f" (its tp {tp} rows fail the one-token check)")
+            return MoeCurve(tokens=tokens, latency_ms=latency.to_numpy(dtype=float) * scale,
+                            table=str(path.relative_to(root)), kernel_source=kernel,
+                            derived=(f"balanced routing = its {law} rows x balanced / {law} "
+                                     f"of {ref_path.relative_to(root)} {at}, capped at 1, "
+                                     f"running median of {SMOOTH} (x{scale.min():.2f}-"
+                                     f"{scale.max():.2f}; it holds no balanced rows for "
+                                     "this shape)"))
     return None
 
 
@@ -186,27 +206,30 @@ class MoeComposer(Composer):
         return ops
 
 
-def deployments(backend: str = BACKEND) -> Iterator[tuple[str, str, int]]:
-    """(hardware, dtype, tp): bf16 on every GPU of ``backend``'s shipped set, fp8 where it
-    has FP8 math, at each tp of ``TP_DEGREES`` whose weights fit."""
+def deployments(backend: str = BACKEND) -> Iterator[tuple[str, str, str, int]]:
+    """(hardware, model, dtype, tp): each of ``MOE_MODELS``, bf16 on every GPU of
+    ``backend``'s shipped set, fp8 where it has FP8 math, at each tp of ``TP_DEGREES``
+    whose weights fit."""
     for hw in systems(backend):
         dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
-        for dtype in dtypes:
-            for tp in TP_DEGREES:
-                if _weights_fit(MODELS[MODEL], hw, dtype, tp):
-                    yield hw, dtype, tp
+        for model in MOE_MODELS:
+            for dtype in dtypes:
+                for tp in TP_DEGREES:
+                    if _weights_fit(MODELS[model], hw, dtype, tp):
+                        yield hw, model, dtype, tp
 
 
-def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve) -> dict[str, Any]:
+def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve, model: str = MODEL
+                   ) -> dict[str, Any]:
     """calibrate/aiconfigurator.py's provenance, naming this module and the MoE table."""
     out = provenance(tables, date)
-    out["notes"] = (f"python -m calibrate.aic_moe: {MODEL} composed with "
+    out["notes"] = (f"python -m calibrate.aic_moe: {model} composed with "
                     "calibrate/aiconfigurator.py's op list at its own shapes, the dense MLP "
                     f"replaced by num_layers x {curve.table} ({curve.kernel_source}, "
                     "8 experts top 2, moe_tp = tp, ep 1, balanced routing, linear in "
                     f"tokens{'; ' + curve.derived if curve.derived else ''}); "
                     + out["notes"].split("; ", 1)[1])
-    out["aiconfigurator"]["model"] = {MODEL: HF_ID}
+    out["aiconfigurator"]["model"] = {model: MOE_MODELS[model]}
     out["aiconfigurator"]["moe_table"] = curve.table
     out["aiconfigurator"]["moe_kernel_source"] = curve.kernel_source
     if curve.derived:
@@ -221,19 +244,19 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
     out: list[tuple[CostProfile, FitReport]] = []
     skipped: list[str] = []
     loaded: dict[str, SystemTables] = {}
-    for hw, dtype, tp in deployments(backend):
+    for hw, model, dtype, tp in deployments(backend):
         system, version = systems(backend)[hw]
-        name = profile_file_name(hw, MODEL, dtype, tp)
-        curve = moe_curve(root, system, version, backend, dtype, tp)
+        name = profile_file_name(hw, model, dtype, tp)
+        curve = moe_curve(root, system, version, backend, dtype, tp, model)
         if curve is None:
             where = moe_table(root, system, version, backend).relative_to(root)
             skipped.append(f"skip {name}: no {MOE_DTYPE[dtype]} moe_tp {tp} rows for "
-                           f"{MODEL} in {where}")
+                           f"{model} in {where}")
             continue
         if hw not in loaded:
             loaded[hw] = SystemTables(root, system, version, backend)
-        fitted = fit_composition(MoeComposer(loaded[hw], MODELS[MODEL], dtype, tp, moe=curve),
-                                 moe_provenance(loaded[hw], date, curve), skipped)
+        fitted = fit_composition(MoeComposer(loaded[hw], MODELS[model], dtype, tp, moe=curve),
+                                 moe_provenance(loaded[hw], date, curve, model), skipped)
         if fitted is not None:
             out.append(fitted)
     return out, skipped

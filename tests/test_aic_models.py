@@ -23,8 +23,17 @@ A100, H100 = get_hardware("a100-80gb"), get_hardware("h100-sxm")
 
 
 def test_the_composed_set() -> None:
-    # 5 models x their tps (bf16 on 3 GPUs, fp8 on 2); every model on B200, and at tp 1 on L40S
-    assert len(DEPLOYMENTS) == 105
+    # 5 models x their tps (bf16 on 3 GPUs, fp8 on 2); every model on B200, and at tp 1 on L40S;
+    # Llama-3.1-405B where its weights fit 90% of each GPU (below): 105 + 4 + 3
+    assert len(DEPLOYMENTS) == 112
+    big = sorted((hw, dtype, tp) for hw, model, dtype, tp in DEPLOYMENTS
+                 if model == "llama-3.1-405b")
+    # 405.85B parameters: 811.7 GB in bf16, 405.9 GB in fp8. bf16 at tp 8 is 101.5 GB a GPU:
+    # only the H200 (141 GB) and B200 hold it at 90%; fp8 at tp 4 is the same 101.5 GB,
+    # at tp 8 50.7 GB (the H100 too); the A100 has no FP8 and no room
+    assert big == [("b200", "bf16", 8), ("b200", "fp8", 4), ("b200", "fp8", 8),
+                   ("h100-sxm", "fp8", 8), ("h200", "bf16", 8), ("h200", "fp8", 4),
+                   ("h200", "fp8", 8)]
     assert ("l40s", "llama-3.1-8b", "fp8", 1) in DEPLOYMENTS
     assert ("l40s", "llama-3.1-70b", "fp8", 2) not in DEPLOYMENTS  # its all-reduce: see the module
     assert ("a100-80gb", "codellama-34b", "bf16", 2) in DEPLOYMENTS  # the peer's deployment

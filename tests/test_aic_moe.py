@@ -1,4 +1,4 @@
-"""Mixtral-8x7B composed from AIConfigurator's dense and MoE tables (calibrate/aic_moe.py):
+"""Mixtral-8x7B and -8x22B composed from AIConfigurator's dense and MoE tables (calibrate/aic_moe.py):
 which deployments, what the shipped files say, a step op by op by hand, and which file a
 scenario finds."""
 
@@ -27,31 +27,43 @@ H100 = get_hardware("h100-sxm")
 # (backend, hardware, dtype, tp) of the shipped files: the deployments whose MoE rows each
 # backend's tables hold (per-tensor fp8: TensorRT-LLM's and vLLM's; A100 in TensorRT-LLM's
 # and vLLM's with power-law routing only, made balanced by H100's measured ratio)
-SHIPPED = [(b, hw, dtype, tp) for b in ("trtllm", "vllm", "sglang")
-           for hw, dtype, tp in aic_moe.deployments(b) if not (dtype == "fp8" and b == "sglang")]
+SHIPPED = [(b, hw, model, dtype, tp) for b in ("trtllm", "vllm", "sglang")
+           for hw, model, dtype, tp in aic_moe.deployments(b)
+           if not (dtype == "fp8" and b == "sglang")]
 MAPE_BOUND = {"trtllm": 0.12, "vllm": 0.18, "sglang": 0.10}  # docs/gpu-profiles.md lists each
 # (trtllm: A100 TP 8, composed from power-law rows made balanced, fits at 11.0%)
 
 
 def test_the_deployments() -> None:
-    d = list(aic_moe.deployments("trtllm"))
+    every = list(aic_moe.deployments("trtllm"))
+    d = [(hw, dtype, tp) for hw, model, dtype, tp in every if model == "mixtral-8x7b"]
     # 93.4 GB of bf16 weights: tp >= 2 on 80 GB GPUs, tp 1 on the H200 (141 GB x 0.9)
     assert MIXTRAL.weight_bytes("bf16") == pytest.approx(2 * 46.7e9, rel=0.01)
     assert ("a100-80gb", "bf16", 1) not in d and ("a100-80gb", "bf16", 2) in d
     assert ("h100-sxm", "bf16", 1) not in d and ("h200", "bf16", 1) in d
     assert ("h100-sxm", "fp8", 1) in d and ("a100-80gb", "fp8", 2) not in d  # A100: no FP8
     assert len(d) == 3 + 3 + 4 + 4 + 4  # a100 bf16, h100 bf16, h100 fp8, h200 bf16, fp8
-    assert len(SHIPPED) == 18 + 18 + 10
+    # Mixtral-8x22B: 281 GB in bf16, 141 GB in fp8: bf16 at tp 4 and 8 on 80 GB GPUs
+    # (70.3 GB <= 72) and on the H200 (tp 2: 141 > 127); fp8 from tp 2 (70.3 GB)
+    big = [(hw, dtype, tp) for hw, model, dtype, tp in every if model == "mixtral-8x22b"]
+    assert MODELS["mixtral-8x22b"].weight_bytes("bf16") == pytest.approx(2 * 140.6e9, rel=0.01)
+    assert sorted(big) == [("a100-80gb", "bf16", 4), ("a100-80gb", "bf16", 8),
+                           ("h100-sxm", "bf16", 4), ("h100-sxm", "bf16", 8),
+                           ("h100-sxm", "fp8", 2), ("h100-sxm", "fp8", 4), ("h100-sxm", "fp8", 8),
+                           ("h200", "bf16", 4), ("h200", "bf16", 8), ("h200", "fp8", 2),
+                           ("h200", "fp8", 4), ("h200", "fp8", 8)]
+    assert len(SHIPPED) == (18 + 12) + (18 + 12) + (10 + 6)
 
 
 @pytest.mark.parametrize("shipped", SHIPPED, ids=lambda d: "-".join(map(str, d)))
-def test_shipped_files_name_their_source(shipped: tuple[str, str, str, int]) -> None:
-    backend, hw, dtype, tp = shipped
+def test_shipped_files_name_their_source(shipped: tuple[str, str, str, str, int]) -> None:
+    backend, hw, model, dtype, tp = shipped
     folder = PROFILES_DIR if backend == "trtllm" else PROFILES_DIR / "stacks" / backend
-    p = load_profile(folder / profile_file_name(hw, "mixtral-8x7b", dtype, tp))
-    assert (p.model, p.weight_dtype, p.kv_dtype, p.tp, p.form) == ("mixtral-8x7b", dtype,
-                                                                    dtype, tp, aic.FORM)
-    assert p.provenance["notes"].startswith("python -m calibrate.aic_moe: mixtral-8x7b ")
+    p = load_profile(folder / profile_file_name(hw, model, dtype, tp))
+    assert (p.model, p.weight_dtype, p.kv_dtype, p.tp, p.form) == (model, dtype, dtype, tp,
+                                                                    aic.FORM)
+    assert p.provenance["notes"].startswith(f"python -m calibrate.aic_moe: {model} ")
+    assert p.provenance["aiconfigurator"]["model"] == {model: aic_moe.MOE_MODELS[model]}
     system, version = systems(backend)[hw]
     table = f"data/{system}/moe/{backend}/{version}/moe_perf.parquet"
     assert p.provenance["aiconfigurator"]["moe_table"] == table
@@ -173,3 +185,38 @@ def test_balanced_from_power_law_by_hand(tmp_path: Path) -> None:
     _table(h100, [("balanced", n, 1.0) for n in ratios])
     assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
                              2) is None
+
+
+def test_a_reference_tp_that_fails_the_one_token_check_is_passed_over(tmp_path: Path) -> None:
+    a100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm")
+    h100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["h100-sxm"], "trtllm")
+    _table(a100, [("power_law_1.01", n, ms) for n, ms in [(1, 1.0), (1000, 10.0)]])
+    # H100 at tp 2: power law 4x balanced at one token (where routing cannot matter): not
+    # comparable; at tp 1 and 4 (equally near tp 2 in log2; the lower first): ratio 1.0 at
+    # one token, 0.5 at 1,000 (tp 1) or 0.7 (tp 4)
+    rows = [("balanced", 1, 1.0), ("power_law_1.01", 1, 4.0), ("balanced", 1000, 1.0),
+            ("power_law_1.01", 1000, 4.0)]
+    _table(h100, rows)
+    assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
+                             2) is None  # only tp 2 in the reference, and it fails
+    frame = pd.read_parquet(h100)
+    extra = [{**frame.iloc[0].to_dict(), "moe_tp_size": t, "distribution": d,
+              "num_tokens": n, "latency": ms}
+             for t, r in ((1, 0.5), (4, 0.7))
+             for d, n, ms in (("balanced", 1, 2.0), ("power_law_1.01", 1, 2.0),
+                              ("balanced", 1000, 2.0 * r), ("power_law_1.01", 1000, 2.0))]
+    pd.concat([frame, pd.DataFrame(extra)]).to_parquet(h100)
+    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2)
+    assert curve is not None
+    assert "at tp 1 (its tp 2 rows fail the one-token check)" in curve.derived
+    # two counts: the running median of (1.0, 0.5) is their mean at both ends
+    assert curve.query(1) == pytest.approx(1.0 * 0.75)
+    assert curve.query(1000) == pytest.approx(10.0 * 0.75)
+
+
+def test_shipped_a100_8x22b_tp8_reads_the_h100_ratio_at_tp4() -> None:
+    # H100's trtllm tp 8 power-law rows for Mixtral-8x22B read 3.8x its balanced ones at a
+    # single token: derived through them, the A100 layer came out faster than the H100's
+    p = load_profile(PROFILES_DIR / "a100-80gb__mixtral-8x22b__bf16__tp8.json")
+    routing = p.provenance["aiconfigurator"]["moe_routing"]
+    assert "at tp 4 (its tp 8 rows fail the one-token check)" in routing

@@ -19,6 +19,8 @@ PUBLISHED = {
     "mistral-7b": 7.24e9,  # mistralai/Mistral-7B-v0.1
     "mistral-7b-v0.3": 7.25e9,  # mistralai/Mistral-7B-v0.3
     "mixtral-8x7b": 46.7e9,  # mistralai/Mixtral-8x7B-v0.1
+    "llama-3.1-405b": 406e9,  # meta-llama/Meta-Llama-3.1-405B
+    "mixtral-8x22b": 141e9,  # mistralai/Mixtral-8x22B-v0.1
 }
 
 
@@ -59,6 +61,8 @@ def test_mistral_vocabularies() -> None:
     ("microsoft/phi-2", "phi-2"),
     ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
     ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+    ("meta-llama/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b"),
+    ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
 ])
 def test_hugging_face_ids_are_aliases(hf_id: str, key: str) -> None:
     assert catalogue_name(hf_id) == key
@@ -67,3 +71,20 @@ def test_hugging_face_ids_are_aliases(hf_id: str, key: str) -> None:
 
 def test_every_alias_names_a_catalogue_model() -> None:
     assert all(key in MODELS and alias == alias.lower() for alias, key in MODEL_ALIASES.items())
+
+
+def test_large_models_match_the_configs_aiconfigurator_ships() -> None:
+    # meta-llama--Meta-Llama-3.1-405B_config.json and mistralai--Mixtral-8x22B-v0.1_config.json
+    # in aiconfigurator-core 0.12.0's model_configs/: (layers, hidden, heads, KV heads, MLP,
+    # vocab, experts, top-k). Hand count of 405B: embeddings 2 x 128,256 x 16,384 = 4.20B;
+    # a layer 2 x 16,384^2 + 2 x 16,384 x 1,024 (attention) + 3 x 16,384 x 53,248 (MLP)
+    # = 3.188B, x 126 = 401.65B; 405.85B in all.
+    shapes = {"llama-3.1-405b": (126, 16384, 128, 8, 53248, 128256, 1, 1),
+              "mixtral-8x22b": (56, 6144, 48, 8, 16384, 32000, 8, 2)}
+    for name, shape in shapes.items():
+        m = MODELS[name]
+        assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.intermediate_size,
+                m.vocab_size, m.num_experts, m.experts_per_token) == shape
+    assert MODELS["llama-3.1-405b"].params_total == pytest.approx(405.85e9, rel=1e-4)
+    # Mixtral-8x22B's active parameters: 2 of 8 experts a token, 39B (Mistral's "39B active")
+    assert MODELS["mixtral-8x22b"].params_active == pytest.approx(39e9, rel=0.01)

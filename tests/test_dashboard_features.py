@@ -150,8 +150,11 @@ def test_measured_acceptance_counts_round_trip_and_can_be_replaced_by_alpha():
 
 
 def test_draft_choices_come_from_the_catalogue_and_the_target():
-    # same 128,256-token vocabulary as llama-3.1-8b; the 32,000-token llamas are not offered
-    assert draft_models("llama-3.1-8b") == ("llama-3-8b", "llama-3-70b", "llama-3.1-70b")
+    # same 128,256-token vocabulary as llama-3.1-8b and no larger (Llama-3-8B: the same
+    # 8.03B); the 32,000-token llamas and the 70B and 405B models are not offered
+    assert draft_models("llama-3.1-8b") == ("llama-3-8b",)
+    assert draft_models("llama-3.1-405b") == ("llama-3-8b", "llama-3-70b", "llama-3.1-8b",
+                                              "llama-3.1-70b")
     assert draft_models("phi-2") == ()  # nothing shares its vocabulary: first layers only
     assert draft_layer_bounds("llama-3.1-8b") == (1, 31)
     assert draft_layer_bounds("smollm2-135m") == (1, 29)

@@ -34,3 +34,17 @@ def test_changed_rows_and_shares_by_hand(tmp_path: Path) -> None:
     # all: a, b, c; within 1/3 -> 3/3; changed b and c: 0/2 -> 2/2
     assert rows["all"].split()[1:4] == ["3", "33.3%", "20.0%"]
     assert rows["all"].endswith("changed:     2    0.0%  ->   100.0%")
+
+
+def test_cases_only_the_second_run_simulated(tmp_path: Path) -> None:
+    before = _run(tmp_path / "b.json", [("a", "g1", 100.0, 0.10, "")])
+    after = _run(tmp_path / "a.json", [("a", "g1", 100.0, 0.10, ""), ("n1", "g2", 5.0, -0.30, ""),
+                                       ("n2", "g2", 5.0, 0.05, ""), ("n3", "g3", 5.0, 0.10, ""),
+                                       ("n4", "g3", 5.0, 0.9, "in sample")])
+    b, a = cmp.errors(before, "output_throughput"), cmp.errors(after, "output_throughput")
+    assert cmp.newly_simulated(b, b) == []
+    rows = {line.split()[0]: line.split() for line in cmp.newly_simulated(b, a)[1:]}
+    # g2: -30% and +5%: one within, median |e| 17.5%, signed median -12.5%; n4 is in sample
+    assert rows["g2"] == ["g2", "2", "50.0%", "17.5%", "-12.5%"]
+    # all: -30%, +5%, +10%: two within, median |e| 10%, signed median +5%
+    assert rows["all"] == ["all", "3", "66.7%", "10.0%", "+5.0%"]

@@ -101,7 +101,7 @@ def test_dtype_tables_and_errors() -> None:
 def test_get_model_lookup() -> None:
     assert get_model("Llama-3.1-8B") is MODELS["llama-3.1-8b"]
     assert get_model("meta-llama/Llama-3.1-8B") is MODELS["llama-3.1-8b"]
-    with pytest.raises(ConfigError, match=r"'gpt-5'.*known: llama-2-7b, .*mixtral-8x7b, tiny"):
+    with pytest.raises(ConfigError, match=r"'gpt-5'.*known: llama-2-7b, .*mixtral-8x7b, .*tiny"):
         get_model("gpt-5")
 
 

@@ -73,9 +73,11 @@ def supports_spec(policy: str) -> bool:
 
 def draft_models(target: str) -> tuple[str, ...]:
     """Catalogue models that can draft for ``target``: those sharing its vocabulary (the
-    simulator refuses any other, simulator/costs/speculative.py), the target excepted."""
-    vocab = get_model(target).vocab_size
-    return tuple(n for n, m in MODELS.items() if n != target and m.vocab_size == vocab)
+    simulator refuses any other, simulator/costs/speculative.py) and no larger than it (a
+    larger draft never saves time), the target excepted."""
+    t = get_model(target)
+    return tuple(n for n, m in MODELS.items() if n != target and m.vocab_size == t.vocab_size
+                 and m.params_total <= t.params_total)
 
 
 def draft_layer_bounds(target: str) -> tuple[int, int]:

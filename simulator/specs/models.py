@@ -69,6 +69,11 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # count is 2.7790B against 2.7797B published (-0.03%).
         "phi-2": _llama("phi-2", 32, 2560, 32, 32, 6827, 51200, 2048),
         "mixtral-8x7b": _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, (8, 2)),
+        # The two large models of TensorRT-LLM's performance overview, from their Hugging
+        # Face configs (the ones AIConfigurator 0.12.0 ships in model_configs/):
+        # meta-llama/Meta-Llama-3.1-405B and mistralai/Mixtral-8x22B-v0.1.
+        "llama-3.1-405b": _llama("llama-3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072),
+        "mixtral-8x22b": _llama("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32000, 65536, (8, 2)),
         # Llama-shaped toys for CPU runs: tiny ~19.5M params, small ~100M (tied embeddings).
         "tiny": _llama("tiny", 4, 256, 4, 2, 768, 32000, 2048),
         "small": _llama("small", 12, 768, 12, 4, 2048, 32000, 2048, tied=True),
@@ -107,6 +112,14 @@ _HF_IDS = {
     "internlm2-20b": ("internlm/internlm2-20b", "internlm/internlm2-chat-20b"),
     "phi-2": ("microsoft/phi-2",),
     "mixtral-8x7b": ("mistralai/mixtral-8x7b-v0.1", "mistralai/mixtral-8x7b-instruct-v0.1"),
+    "llama-3.1-405b": ("meta-llama/meta-llama-3.1-405b", "meta-llama/llama-3.1-405b",
+                       "meta-llama/meta-llama-3.1-405b-instruct",
+                       "meta-llama/llama-3.1-405b-instruct",
+                       "meta-llama/meta-llama-3.1-405b-fp8", "meta-llama/llama-3.1-405b-fp8",
+                       "meta-llama/meta-llama-3.1-405b-instruct-fp8",
+                       "meta-llama/llama-3.1-405b-instruct-fp8"),
+    "mixtral-8x22b": ("mistralai/mixtral-8x22b-v0.1", "mistralai/mixtral-8x22b-instruct-v0.1",
+                      "mistral-community/mixtral-8x22b-v0.1"),
 }
 MODEL_ALIASES: Mapping[str, str] = MappingProxyType(
     {alias: key for key, aliases in _HF_IDS.items() for alias in aliases}
