@@ -11,17 +11,19 @@ MLP's three ops (``gate_ffn1_gemm``, ``act_gate``, ``ffn2_gemm``) are replaced b
 ``data/<system>/moe/<backend>/<version>/moe_perf.parquet`` at the step's token count
 (Mixtral-8x7B: hidden 4,096, inter 14,336; Mixtral-8x22B: hidden 6,144, inter 16,384,
 56 layers, 48 query / 8 KV heads; both 8 experts, top 2, moe_tp = tp, ep 1, balanced
-routing; the 8x7B rows are the ones benchmarks/moe_table_check.py reads). Between collected token counts the
-latency is linear in tokens; outside the table's range (1-16,384 tokens in every table
-read) the composer refuses (ConfigError) rather than extrapolate: the sweep's largest
-step is 16,384 tokens, inside it. Where a table holds several kernels for one dtype
-(``kernel_source``), the first in sorted order is read, and named in the provenance.
+routing; the 8x7B rows are the ones benchmarks/moe_table_check.py reads). Between
+collected token counts the latency is linear in tokens; outside the table's range
+(1-16,384 tokens in every table read) the composer refuses (ConfigError) rather than
+extrapolate: the sweep's largest step is 16,384 tokens, inside it. Where a table holds
+several kernels for one dtype (``kernel_source``), the first in sorted order is read, and
+named in the provenance.
 
 Deployments: bf16 on A100-80GB, H100 SXM and H200, fp8 (weights and KV; the table's
 per-tensor ``fp8`` rows, not ``fp8_block``) on the last two, at each tp in 1, 2, 4, 8
 whose weights fit. A deployment whose MoE rows the table lacks is skipped and listed,
-never invented (TensorRT-LLM's and vLLM's A100 tables hold no Mixtral shape; SGLang's
-hold no per-tensor fp8). The files replace the roofline priors of the same name, as
+never invented (SGLang's hold no per-tensor fp8); TensorRT-LLM's and vLLM's A100 tables
+hold the shapes with power-law routing only, made balanced by H100's measured ratio
+(:func:`balanced_from_power_law`). The files replace the roofline priors of the same name, as
 calibrate/aic_models.py's do; ``--backend vllm``/``sglang`` write into
 ``simulator/profiles/stacks/<backend>/``.
 """

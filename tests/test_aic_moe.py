@@ -1,6 +1,6 @@
-"""Mixtral-8x7B and -8x22B composed from AIConfigurator's dense and MoE tables (calibrate/aic_moe.py):
-which deployments, what the shipped files say, a step op by op by hand, and which file a
-scenario finds."""
+"""Mixtral-8x7B and -8x22B composed from AIConfigurator's dense and MoE tables
+(calibrate/aic_moe.py): which deployments, what the shipped files say, a step op by op by
+hand, and which file a scenario finds."""
 
 from __future__ import annotations
 
