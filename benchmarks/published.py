@@ -141,8 +141,8 @@ def run_case(case: Case, *, max_prompts: int, burst_rate: float,
     """Simulate one case; a row with per-metric simulated, published and error.
     ``overrides``: ``section.key=value`` settings put on the replayed point (``--set``, as
     ``servesim run`` takes them): a what-if on every case, named in the row's notes."""
-    row: dict[str, Any] = {"id": case.id, "group": case.group, "source": case.source,
-                           "fitted": case.fitted}
+    row: dict[str, Any] = {"id": case.id, "group": case.group, "model": case.model,
+                           "source": case.source, "fitted": case.fitted}
     skipped = catalogue_status(case)
     if skipped:
         return {**row, "status": skipped}

@@ -7,9 +7,9 @@
 For the held-out cases both runs simulated, it prints per group (stack-version/GPU) and
 overall: n, share within 15% and median |error| before and after, over every case and
 over the cases whose simulated value changed; then the held-out cases only the second run
-simulated (a model or GPU newly covered), per group: n, share within 15%, median |error|
-and signed median. The before/after figures docs/gpu-profiles.md quotes for a change were
-printed this way.
+simulated (a model or GPU newly covered), per group (``--by model``: per model, from runs
+that record it): n, share within 15%, median |error| and signed median. The before/after
+figures docs/gpu-profiles.md quotes for a change were printed this way.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from typing import Any
 WITHIN = 0.15
 
 
-def errors(path: Path, metric: str) -> dict[str, tuple[str, float, float]]:
-    """Case id -> (group, simulated value, relative error) of ``metric``, held out only."""
+def errors(path: Path, metric: str) -> dict[str, tuple[str, float, float, str]]:
+    """Case id -> (group, simulated value, relative error, model) of ``metric``, held out
+    only (model "?" where the run did not record it)."""
     out = {}
     for row in json.loads(path.read_text())["rows"]:
         m = (row.get("metrics") or {}).get(metric)
         if row.get("fitted") or not m or m.get("error") is None:
             continue
-        out[row["id"]] = (row["group"], m["simulated"], m["error"])
+        out[row["id"]] = (row["group"], m["simulated"], m["error"], row.get("model", "?"))
     return out
 
 
@@ -60,16 +61,18 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return lines
 
 
-def newly_simulated(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """The report's lines for the cases only ``after`` simulated, per group and overall;
-    none when there are none."""
+def newly_simulated(before: dict[str, Any], after: dict[str, Any], by: str = "group"
+                    ) -> list[str]:
+    """The report's lines for the cases only ``after`` simulated, per group (or per model,
+    ``by`` "model") and overall; none when there are none."""
     new = sorted(set(after) - set(before))
     if not new:
         return []
-    lines = [f"only the second run simulated: {'group':<26} {'cases':>5} {'within':>7} "
+    key = 3 if by == "model" else 0
+    lines = [f"only the second run simulated: {by:<26} {'cases':>5} {'within':>7} "
              f"{'median':>7} {'signed':>7}"]
-    for group in sorted({after[i][0] for i in new}) + ["all"]:
-        errs = [after[i][2] for i in new if group == "all" or after[i][0] == group]
+    for group in sorted({after[i][key] for i in new}) + ["all"]:
+        errs = [after[i][2] for i in new if group == "all" or after[i][key] == group]
         lines.append(f"{'':31s}{group:<26} {figures(errs)} {statistics.median(errs):+7.1%}")
     return lines
 
@@ -79,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--metric", default="output_throughput")
+    ap.add_argument("--by", choices=("group", "model"), default="group",
+                    help="how the newly simulated cases are grouped")
     args = ap.parse_args(argv)
     before, after = errors(args.before, args.metric), errors(args.after, args.metric)
-    print("\n".join(compare(before, after) + newly_simulated(before, after)))
+    print("\n".join(compare(before, after) + newly_simulated(before, after, args.by)))
     return 0
 
 

@@ -19,12 +19,18 @@ KV-head count collected at that head width.
     qwen-72b        80      8192    64/64     24576   152064   tp 2, 4, 8
     internlm2-20b   48      6144    48/8      16384   92544    tp 1, 2
     llama-3.1-405b  126     16384   128/8     53248   128256   tp 4, 8
+    gpt-j-6b        28      4096    16/16     10923*  50400    tp 1, 2
+    falcon-180b     80      14848   232/8     39595*  65024    tp 4, 8
+
+(* a SwiGLU of 2/3 the width of their two-matrix GELU MLP: the same weights and FLOPs;
+their parallel attention + MLP block takes one all-reduce a layer, ModelSpec.parallel_block)
 
 in bf16 on A100-80GB, H100 SXM and H200, and in fp8 (weights and KV) on the last two.
-Phi-2 (GELU MLP of two matrices, head width 80) is not LLAMAModel's dense op list and
-keeps its prior; Mixtral (MoE) is composed by calibrate/aic_moe.py. Deployments whose
-shapes a backend's tables lack are skipped and listed (vLLM's generation-attention tables
-hold 1-8 KV heads only, so its MHA deployments at low tp are skipped).
+Phi-2 (head width 80: no table holds it) keeps its prior; GPT-J (256) and Falcon-180B (64)
+have no A100 attention rows (width 128 only) and keep the prior there; Mixtral (MoE) is
+composed by calibrate/aic_moe.py. Deployments whose shapes a backend's tables lack are
+skipped and listed (vLLM's generation-attention tables hold 1-8 KV heads only, so its MHA
+deployments at low tp are skipped).
 
 The files are the ones an empty ``[cost]`` section finds for the model (they replace the
 roofline priors of the same name, which calibrate/roofline_profiles.py then leaves alone,
@@ -67,6 +73,8 @@ MODELS_COMPOSED: dict[str, tuple[str, tuple[int, ...]]] = {
     "qwen-72b": ("Qwen/Qwen-72B", (2, 4, 8)),
     "internlm2-20b": ("internlm/internlm2-20b", (1, 2)),
     "llama-3.1-405b": ("meta-llama/Meta-Llama-3.1-405B", (4, 8)),
+    "gpt-j-6b": ("EleutherAI/gpt-j-6b", (1, 2)),
+    "falcon-180b": ("tiiuae/falcon-180B", (4, 8)),
 }
 
 MODELS_TPS = {model: tps for model, (_, tps) in MODELS_COMPOSED.items()}

@@ -31,7 +31,8 @@ n_q / n_kv of width d, vocabulary V and tensor parallelism t, one step is
     act_gate                    L x mem(2 bytes x (2I/t + I/t) per token)
     down GEMM                   L x gemm(x, h, I/t)
     logits GEMM (bf16)          1 x gemm(m=rows sampling a token, V/t, h)
-    all-reduce (t > 1)          (1 + 2L) x allreduce(x h elements) over t GPUs
+    all-reduce (t > 1)          (1 + 2L) x allreduce(x h elements) over t GPUs (1 + L for
+                                a parallel attention + MLP block: GPT-J, Falcon, Phi-2)
 
 where ``mem(bytes) = bytes / (0.8 x peak bandwidth) + 3 us`` (the system file's empirical
 factors; AIConfigurator models norms, activation and embedding analytically, not from
@@ -217,7 +218,8 @@ class Composer:
             lat = t.generation_attention(count, ctx, n_q, n_kv, d, kv_dtype)
             ops["generation_attention"] += layers * lat / 1e3
         if tp > 1:
-            ops["allreduce"] = (1 + 2 * layers) * t.allreduce(x * h, tp) / 1e3
+            ops["allreduce"] = ((1 + self.model.allreduces_per_layer * layers)
+                                * t.allreduce(x * h, tp) / 1e3)
         return ops
 
     def step_time(self, chunks: Sequence[tuple[int, int]] = (),

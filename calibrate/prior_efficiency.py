@@ -10,12 +10,14 @@ cache reads. Their defaults (0.6, 0.8, 0.8) are assumptions. Where servesim ship
 composed from measured per-operator tables for a GPU (AIConfigurator 0.12.0's TensorRT-LLM
 tables: calibrate/aiconfigurator.py, aic_models.py, aic_moe.py), this fits them: for every
 such profile on the GPU, the prior of the same deployment prices pure decodes of 1-512 rows
-over 500-3,000 tokens of context each and prefills of 256-8,192 tokens, and
-``scipy.optimize.least_squares`` minimises the log of prior / measured over all of them
-(every shape weighs the same; the step overhead, all-reduce and per-request terms keep their
-defaults). Fitted per GPU and weight dtype (FP8 kernels reach a different share of FP8 peak
-than bf16 ones of theirs); a deployment without composed profiles on its GPU and dtype keeps
-the defaults. The result is data, with its provenance, read by
+over 500-3,000 tokens of context each and prefills of 256-8,192 tokens, those inside the
+steps the profile was fitted to (its fit's ``ranges``: a large model at low tp is composed
+only up to the context its KV cache holds, and its piecewise form read past that is not a
+measurement), and ``scipy.optimize.least_squares`` minimises the log of prior / measured
+over all of them (every shape weighs the same; the step overhead, all-reduce and
+per-request terms keep their defaults). Fitted per GPU and weight dtype (FP8 kernels reach
+a different share of FP8 peak than bf16 ones of theirs); a deployment without composed
+profiles on its GPU and dtype keeps the defaults. The result is data, with its provenance, read by
 :func:`simulator.costs.prior_efficiency.prior_knobs` wherever the simulator builds a prior.
 """
 
@@ -52,23 +54,15 @@ def shapes() -> list[StepShape]:
     return out + [StepShape(p, p * p / 2.0, 0, 0) for p in PREFILLS]
 
 
-# Composed after the fit and left out of it: their low-tp profiles (Mixtral-8x22B bf16 at
-# tp 4 on an A100 composes up to 65,536 tokens of context) are priced here far past what
-# they were composed over (512 rows x 3,000 tokens), and that extrapolation alone moves the
-# A100's eff_m from 0.862 to 0.703. Fitting every profile on its composed range only is the
-# better rule, but it moves every GPU's prior (L40S fp8 eff_m 0.706 -> 0.923): its own
-# change, with its own check against the published rows (docs/gpu-profiles.md).
-NOT_FITTED = ("llama-3.1-405b", "mixtral-8x22b")
 
 
 def measured_by_gpu() -> dict[str, dict[str, list[CostProfile]]]:
     """The shipped profiles composed from measured operator tables, by GPU and weight
-    dtype (``NOT_FITTED``'s models left out)."""
+    dtype."""
     found: dict[str, dict[str, list[CostProfile]]] = {}
     for path in shipped_profiles():
         profile = load_profile(path)
-        if (profile.provenance.get("source", "").startswith(SOURCE_PREFIX)
-                and profile.model not in NOT_FITTED):
+        if profile.provenance.get("source", "").startswith(SOURCE_PREFIX):
             by_dtype = found.setdefault(profile.hardware, {})
             by_dtype.setdefault(profile.weight_dtype, []).append(profile)
     return found
@@ -85,8 +79,18 @@ def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_
         prior = RooflineCost(model, hw, profile.tp, profile.weight_dtype, profile.kv_dtype,
                              compute_efficiency=eff_c, memory_efficiency=eff_m,
                              kv_memory_efficiency=eff_kv, layer_overhead_s=layer_us * 1e-6)
-        out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()]
+        out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()
+                if composed_over(profile, s)]
     return np.array(out)
+
+
+def composed_over(profile: CostProfile, shape: StepShape) -> bool:
+    """Whether ``shape`` lies inside the steps ``profile`` was fitted to (its fit's
+    ``ranges``; a profile without them counts every shape)."""
+    ranges = profile.fit.get("ranges") or {}
+    return all(getattr(shape, key) <= ranges[key][1] for key in
+               ("num_prefill_tokens", "num_decode_seqs", "decode_context_tokens")
+               if key in ranges)
 
 
 def fit_params(profiles: Sequence[CostProfile], floor: bool) -> tuple[float, ...]:
@@ -152,7 +156,8 @@ def fitted() -> dict[str, object]:
             "prior/measured step time) to the shipped profiles composed from "
             "AIConfigurator 0.12.0's measured TensorRT-LLM operator tables on that GPU in "
             "that dtype; pure decodes of 1-512 rows x 500-3,000 tokens and prefills "
-            "of 256-8,192 tokens; other GPUs and dtypes keep the defaults"),
+            "of 256-8,192 tokens, each profile's inside the steps it was fitted to; "
+            "other GPUs and dtypes keep the defaults"),
         "gpus": gpus,
     }
 

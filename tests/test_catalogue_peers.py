@@ -21,6 +21,8 @@ PUBLISHED = {
     "mixtral-8x7b": 46.7e9,  # mistralai/Mixtral-8x7B-v0.1
     "llama-3.1-405b": 406e9,  # meta-llama/Meta-Llama-3.1-405B
     "mixtral-8x22b": 141e9,  # mistralai/Mixtral-8x22B-v0.1
+    "gpt-j-6b": 6.05e9,  # EleutherAI/gpt-j-6b (6,053,381,344 with its biases)
+    "falcon-180b": 180e9,  # tiiuae/falcon-180B
 }
 
 
@@ -88,3 +90,26 @@ def test_large_models_match_the_configs_aiconfigurator_ships() -> None:
     assert MODELS["llama-3.1-405b"].params_total == pytest.approx(405.85e9, rel=1e-4)
     # Mixtral-8x22B's active parameters: 2 of 8 experts a token, 39B (Mistral's "39B active")
     assert MODELS["mixtral-8x22b"].params_active == pytest.approx(39e9, rel=0.01)
+
+
+def test_gelu_models_keep_their_mlp_weights() -> None:
+    # GPT-J-6B and Falcon-180B: a two-matrix GELU MLP of 4 x hidden, approximated by a SwiGLU
+    # of 2/3 that width (three matrices): the same weights and FLOPs per token
+    for name, hidden in (("gpt-j-6b", 4096), ("falcon-180b", 14848)):
+        m = MODELS[name]
+        assert 3 * m.intermediate_size == pytest.approx(2 * 4 * hidden, abs=3)
+    # GPT-J by hand: 2 x 50,400 x 4,096 embeddings + 28 x (4 x 4,096^2 + 2 x 4,096 x 16,384)
+    # = 0.413B + 5.637B = 6.050B, the published 6,053,381,344 less its 3.0M biases
+    assert MODELS["gpt-j-6b"].params_total == pytest.approx(6_050_000_000, rel=2e-4)
+    assert MODELS["gpt-j-6b"].head_dim == 256 and MODELS["falcon-180b"].head_dim == 64
+
+
+def test_parallel_blocks_are_marked_and_checked() -> None:
+    import dataclasses
+
+    from simulator.errors import ConfigError
+
+    parallel = {n for n, m in MODELS.items() if m.parallel_block}
+    assert parallel == {"phi-2", "gpt-j-6b", "falcon-180b"}
+    with pytest.raises(ConfigError, match="parallel_block=1 not bool"):
+        dataclasses.replace(MODELS["phi-2"], parallel_block=1)

@@ -94,3 +94,22 @@ def test_the_prior_built_on_the_fly_starts_from_the_fitted_efficiencies() -> Non
     assert isinstance(kernel, RooflineCost) and kernel.memory_efficiency == 0.5
     assert kernel.compute_efficiency == knobs["compute_efficiency"]
     assert used.count("memory_efficiency=0.5") == 1
+
+
+def test_a_profile_is_fitted_only_over_the_steps_it_was_composed_over() -> None:
+    from calibrate.prior_efficiency import composed_over, shapes
+    from simulator.shapes import StepShape
+
+    # Composed up to 65,536 tokens of context (where its KV fits) and 16,384-token prefills
+    p = synthetic("llama-3.1-8b", 1, compute_efficiency=0.7)
+    p.fit["ranges"] = {"num_prefill_tokens": [0.0, 16384.0], "num_decode_seqs": [0.0, 512.0],
+                       "decode_context_tokens": [0.0, 65536.0]}
+    assert composed_over(p, StepShape(0, 0.0, 16, 16 * 3000))  # 48,000 tokens: inside
+    assert not composed_over(p, StepShape(0, 0.0, 64, 64 * 1500))  # 96,000: past it
+    assert composed_over(p, StepShape(8192, 8192**2 / 2, 0, 0))
+    # of the fit's 26 shapes, the decodes within 65,536 tokens (1-16 rows at any of 500,
+    # 1,500, 3,000 tokens; 64 rows at 500; 128 at 500: 64,000) and the five prefills
+    inside = [s for s in shapes() if composed_over(p, s)]
+    assert len(inside) == 3 * 3 + 1 + 1 + 5
+    # a profile without ranges counts every shape
+    assert all(composed_over(synthetic("llama-3.1-8b", 1), s) for s in shapes())

@@ -223,7 +223,7 @@ def test_bad_sections_name_the_field(section: dict, message: str) -> None:
 
 def test_every_shipped_profile_loads_and_builds() -> None:
     paths = shipped_profiles()
-    assert 20 <= len(paths) <= 240  # ~4 KB each; calibrate.aic_models added 54
+    assert 20 <= len(paths) <= 300  # ~4 KB each; calibrate.aic_models added 54, stop 39 37
     for path in paths:
         p = load_profile(path)
         label = dtype_label(p.weight_dtype, p.kv_dtype)  # fp8-kvbf16: a dtype pair

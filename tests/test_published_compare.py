@@ -48,3 +48,19 @@ def test_cases_only_the_second_run_simulated(tmp_path: Path) -> None:
     assert rows["g2"] == ["g2", "2", "50.0%", "17.5%", "-12.5%"]
     # all: -30%, +5%, +10%: two within, median |e| 10%, signed median +5%
     assert rows["all"] == ["all", "3", "66.7%", "10.0%", "+5.0%"]
+    # by model: these rows record none, so all three are "?"
+    by_model = {line.split()[0]: line.split() for line in cmp.newly_simulated(b, a, "model")[1:]}
+    assert by_model["?"] == ["?", "3", "66.7%", "10.0%", "+5.0%"]
+
+
+def test_newly_simulated_by_model(tmp_path: Path) -> None:
+    rows = [{"id": i, "group": "g", "model": m, "fitted": "",
+             "metrics": {"output_throughput": {"simulated": 1.0, "error": e}}}
+            for i, m, e in (("a", "m1", 0.1), ("b", "m2", -0.3), ("c", "m2", 0.1))]
+    after = tmp_path / "a.json"
+    after.write_text(json.dumps({"rows": rows}))
+    lines = cmp.newly_simulated({}, cmp.errors(after, "output_throughput"), "model")
+    got = {line.split()[0]: line.split() for line in lines[1:]}
+    # m2: -30% and +10%: one within 15%, median |e| 20%, signed median -10%
+    assert got["m2"] == ["m2", "2", "50.0%", "20.0%", "-10.0%"]
+    assert got["m1"][1:3] == ["1", "100.0%"]

@@ -32,7 +32,9 @@ def test_size_classes() -> None:
     assert ps.size("llama-3-70b") == "large"  # 70.6B parameters
     assert ps.size("llama-3-8b") == "small"
     assert ps.size("mixtral-8x7b") == "moe"
-    assert ps.size("gpt-j-6b") == "?"  # outside the catalogue
+    assert ps.size("gpt-j-6b") == "small"  # 6.05B, in the catalogue since stop 39
+    assert ps.size("falcon-180b") == "large"
+    assert ps.size("qwen3-235b-a22b") == "?"  # outside the catalogue
 
 
 def test_error_splits_by_hand() -> None:

@@ -31,13 +31,16 @@ class ModelSpec:
     num_experts: int = 1  # E: experts per MoE layer (1 = dense)
     experts_per_token: int = 1  # k: experts each token is routed to (1 = dense)
     tie_embeddings: bool = False  # lm_head shares the embedding matrix
+    # attention and MLP read the same normed input and their outputs are summed (GPT-J,
+    # Falcon, Phi-2): under tensor parallelism one all-reduce a layer, not two
+    parallel_block: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"model.name={self.name!r} must be a non-empty string")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name not in ("name", "tie_embeddings") and (
+            if f.name not in ("name", "tie_embeddings", "parallel_block") and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise ConfigError(f"model {self.name}: {f.name}={value!r} must be an int >= 1")
@@ -51,8 +54,15 @@ class ModelSpec:
                 f"model {self.name}: experts_per_token={self.experts_per_token} must be "
                 f"<= num_experts={self.num_experts}"
             )
-        if not isinstance(self.tie_embeddings, bool):
-            raise ConfigError(f"model {self.name}: tie_embeddings={self.tie_embeddings!r} not bool")
+        for flag in ("tie_embeddings", "parallel_block"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"model {self.name}: {flag}={getattr(self, flag)!r} not bool")
+
+    @property
+    def allreduces_per_layer(self) -> int:
+        """Tensor-parallel all-reduces a layer: after attention and after the MLP, or one
+        for both in a parallel block."""
+        return 1 if self.parallel_block else 2
 
     @property
     def params_attention_per_layer(self) -> int:

@@ -29,11 +29,14 @@ def _llama(
     context: int,
     experts: tuple[int, int] = (1, 1),
     tied: bool = False,
+    parallel: bool = False,
 ) -> ModelSpec:
-    """A Llama-family spec with head_dim = hidden / heads; ``experts`` is (E, k)."""
+    """A Llama-family spec with head_dim = hidden / heads; ``experts`` is (E, k);
+    ``parallel``: attention and MLP in parallel (one all-reduce a layer)."""
     head_dim = hidden // heads
     return ModelSpec(
-        name, layers, hidden, heads, kv_heads, head_dim, inter, vocab, context, *experts, tied
+        name, layers, hidden, heads, kv_heads, head_dim, inter, vocab, context, *experts, tied,
+        parallel,
     )
 
 
@@ -67,13 +70,25 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # SwiGLU of width 6,827 (~2/3 x 10,240): the same MLP weights and FLOPs per token
         # (3 x 6,827 vs 2 x 10,240 per hidden unit, +0.005%); biases (0.9M) left out. The
         # count is 2.7790B against 2.7797B published (-0.03%).
-        "phi-2": _llama("phi-2", 32, 2560, 32, 32, 6827, 51200, 2048),
+        "phi-2": _llama("phi-2", 32, 2560, 32, 32, 6827, 51200, 2048, parallel=True),
         "mixtral-8x7b": _llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, (8, 2)),
         # The two large models of TensorRT-LLM's performance overview, from their Hugging
         # Face configs (the ones AIConfigurator 0.12.0 ships in model_configs/):
         # meta-llama/Meta-Llama-3.1-405B and mistralai/Mixtral-8x22B-v0.1.
         "llama-3.1-405b": _llama("llama-3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072),
         "mixtral-8x22b": _llama("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32000, 65536, (8, 2)),
+        # Two older models of the same overview, not Llama-shaped; approximated as Phi-2 is
+        # (a SwiGLU of 2/3 the width: the same MLP weights and FLOPs per token; LayerNorm,
+        # partial rotary and biases left out). Their attention and MLP run in parallel, as
+        # Phi-2's: one tensor-parallel all-reduce a layer (``parallel``).
+        # EleutherAI/gpt-j-6b: 28 layers, hidden 4096, 16 heads of 256 (MHA), a GELU MLP
+        # of 16,384 (SwiGLU 10,923), vocab 50,400, 2,048 positions: 6.05B.
+        "gpt-j-6b": _llama("gpt-j-6b", 28, 4096, 16, 16, 10923, 50400, 2048, parallel=True),
+        # tiiuae/falcon-180B: 80 layers, hidden 14,848, 232 heads of 64 with 8 KV heads, a
+        # GELU MLP of 59,392 (SwiGLU 39,595), vocab 65,024 (embeddings tied), 2,048
+        # positions: 178.6B.
+        "falcon-180b": _llama("falcon-180b", 80, 14848, 232, 8, 39595, 65024, 2048, tied=True,
+                              parallel=True),
         # Llama-shaped toys for CPU runs: tiny ~19.5M params, small ~100M (tied embeddings).
         "tiny": _llama("tiny", 4, 256, 4, 2, 768, 32000, 2048),
         "small": _llama("small", 12, 768, 12, 4, 2048, 32000, 2048, tied=True),
@@ -118,6 +133,8 @@ _HF_IDS = {
                        "meta-llama/meta-llama-3.1-405b-fp8", "meta-llama/llama-3.1-405b-fp8",
                        "meta-llama/meta-llama-3.1-405b-instruct-fp8",
                        "meta-llama/llama-3.1-405b-instruct-fp8"),
+    "gpt-j-6b": ("eleutherai/gpt-j-6b", "gpt-j-6b", "gptj-6b"),
+    "falcon-180b": ("tiiuae/falcon-180b", "tiiuae/falcon-180b-chat"),
     "mixtral-8x22b": ("mistralai/mixtral-8x22b-v0.1", "mistralai/mixtral-8x22b-instruct-v0.1",
                       "mistral-community/mixtral-8x22b-v0.1"),
 }
