@@ -98,7 +98,7 @@ ONE_TOKEN_BAND = (0.8, 1.25)
 REFERENCE_TPS = (1, 2, 4, 8, 16, 32)  # moe_tp sizes a reference may be read at
 
 
-def _mixtral_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
+def _moe_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
                   model: str = MODEL) -> tuple[Path, pd.DataFrame] | None:
     """One MoE table and ``model``'s rows of it at ``tp`` (moe_tp = tp, ep 1), every
     routing; None when the system has no such table."""
@@ -128,7 +128,7 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
     """``model``'s balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
     absent. A table with only power-law routing for the shape (TensorRT-LLM's and vLLM's
     A100 tables) gets :func:`balanced_from_power_law` of its power-law rows."""
-    table = _mixtral_rows(root, system, version, backend, dtype, tp, model)
+    table = _moe_rows(root, system, version, backend, dtype, tp, model)
     if table is None:
         return None
     path, rows = table
@@ -155,7 +155,7 @@ def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend:
     Mixtral-8x22B, 2,048 tokens: 0.71-0.78 at tp 1, 2, 4, 16, 32; its tp 8 power-law rows
     read 3.8x balanced at one token). None when no power law has rows in both tables."""
     for ref_tp in sorted(REFERENCE_TPS, key=lambda t: (abs(np.log2(t / tp)), t)):
-        reference = _mixtral_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype,
+        reference = _moe_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype,
                                   ref_tp, model)
         if reference is None:
             return None
