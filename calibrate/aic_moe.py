@@ -239,6 +239,18 @@ def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve, model: str 
     return out
 
 
+def skip_reason(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
+                model: str) -> str:
+    """Why :func:`moe_curve` found nothing: no rows at all, or power-law rows only with no
+    comparable reference (:func:`balanced_from_power_law`)."""
+    where = moe_table(root, system, version, backend).relative_to(root)
+    own = _moe_rows(root, system, version, backend, dtype, tp, model)
+    if own is None or own[1].empty:
+        return f"no {MOE_DTYPE[dtype]} moe_tp {tp} rows for {model} in {where}"
+    return (f"{where} holds only power-law rows for {model} at moe_tp {tp}, and "
+            f"{REFERENCE_GPU}'s table no comparable balanced / power-law pair at any tp")
+
+
 def compose_and_fit(root: Path, date: str, backend: str = BACKEND
                     ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
     """Every deployment whose dense and MoE rows ``backend``'s tables hold, fitted; and
@@ -251,9 +263,8 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
         name = profile_file_name(hw, model, dtype, tp)
         curve = moe_curve(root, system, version, backend, dtype, tp, model)
         if curve is None:
-            where = moe_table(root, system, version, backend).relative_to(root)
-            skipped.append(f"skip {name}: no {MOE_DTYPE[dtype]} moe_tp {tp} rows for "
-                           f"{model} in {where}")
+            skipped.append(f"skip {name}: "
+                           + skip_reason(root, system, version, backend, dtype, tp, model))
             continue
         if hw not in loaded:
             loaded[hw] = SystemTables(root, system, version, backend)

@@ -220,3 +220,20 @@ def test_shipped_a100_8x22b_tp8_reads_the_h100_ratio_at_tp4() -> None:
     p = load_profile(PROFILES_DIR / "a100-80gb__mixtral-8x22b__bf16__tp8.json")
     routing = p.provenance["aiconfigurator"]["moe_routing"]
     assert "at tp 4 (its tp 8 rows fail the one-token check)" in routing
+
+
+def test_a_skip_says_whether_rows_or_a_reference_were_missing(tmp_path: Path) -> None:
+    a100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm")
+    h100 = aic_moe.moe_table(tmp_path, *systems("trtllm")["h100-sxm"], "trtllm")
+    _table(a100, [("power_law_1.01", n, ms) for n, ms in [(1, 1.0), (1000, 10.0)]])
+    # the H100 reference fails the one-token check (4x at one token) at its only tp
+    _table(h100, [("balanced", 1, 1.0), ("power_law_1.01", 1, 4.0), ("balanced", 1000, 1.0),
+                  ("power_law_1.01", 1000, 4.0)])
+    assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
+                             2) is None
+    where = (*systems("trtllm")["a100-80gb"], "trtllm", "bf16")
+    why = aic_moe.skip_reason(tmp_path, *where, 2, "mixtral-8x7b")
+    assert "holds only power-law rows" in why and "no comparable" in why
+    # no rows at tp 4 at all: said so
+    assert aic_moe.skip_reason(tmp_path, *where, 4, "mixtral-8x7b").startswith(
+        "no bfloat16 moe_tp 4 rows for mixtral-8x7b")
