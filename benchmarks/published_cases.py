@@ -134,6 +134,10 @@ class Case:
     # release rather than the stack's (NIM 1.0 serves TensorRT-LLM 0.10 engines); "" = the
     # stack_version itself
     preset: str = ""
+    # how the source spread the model over its GPUs: "" = tensor parallel over ``tp``;
+    # "dep" = attention data parallel + expert parallel (TensorRT-LLM's DEP), which servesim
+    # does not model, so such a case is reported skipped whatever the catalogue holds
+    parallelism: str = ""
 
     @property
     def group(self) -> str:
@@ -178,13 +182,20 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
             kv_dtype=c.get("kv_dtype", c["weight_dtype"]), tp=int(c["tp"]),
             workload=dict(c["workload"]), metrics=dict(c["metrics"]),
             knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
-            fitted=c.get("fitted", ""), preset=str(c.get("preset", ""))))
+            fitted=c.get("fitted", ""), preset=str(c.get("preset", "")),
+            parallelism=str(c.get("parallelism", ""))))
     return cases
+
+
+PARALLELISMS = ("", "dep")  # Case.parallelism
 
 
 def _check(c: Mapping[str, Any], where: str) -> None:
     if not str(c["source"]).strip():
         raise ConfigError(f"{where}: source is empty")
+    if c.get("parallelism", "") not in PARALLELISMS:
+        raise ConfigError(f"{where}: parallelism = {c['parallelism']!r}: must be one of "
+                          f"{list(PARALLELISMS)}")
     if c["stack"] not in STACKS:
         raise ConfigError(f"{where}: stack = {c['stack']!r}: must be one of {list(STACKS)}")
     if not c["metrics"]:
@@ -247,7 +258,11 @@ def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
 
 
 def catalogue_status(case: Case) -> str | None:
-    """None when the case's GPU and model are in servesim's catalogues, else why not."""
+    """None when the case's GPU and model are in servesim's catalogues and its parallelism
+    is one servesim models, else why not."""
+    if case.parallelism == "dep":
+        return ("skipped: attention data parallel + expert parallel (DEP) is not modelled "
+                "(a TP replay would misprice it)")
     if case.gpu not in HARDWARE:
         return f"skipped: GPU {case.gpu!r} not in catalogue"
     if catalogue_name(case.model) is None:

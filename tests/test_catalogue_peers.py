@@ -113,3 +113,17 @@ def test_parallel_blocks_are_marked_and_checked() -> None:
     assert parallel == {"phi-2", "gpt-j-6b", "falcon-180b"}
     with pytest.raises(ConfigError, match="parallel_block=1 not bool"):
         dataclasses.replace(MODELS["phi-2"], parallel_block=1)
+
+
+def test_qwen3_moe_matches_the_config_aiconfigurator_ships() -> None:
+    # Qwen--Qwen3-235B-A22B_config.json: 94 layers, hidden 4,096, 64 / 4 heads of 128 (wider
+    # than hidden / heads = 64), 128 experts of 1,536, 8 a token, vocab 151,936
+    m = MODELS["qwen3-235b-a22b"]
+    assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.head_dim,
+            m.intermediate_size, m.num_experts, m.experts_per_token, m.vocab_size) == (
+        94, 4096, 64, 4, 128, 1536, 128, 8, 151936)
+    # "235B total, 22B activated": an expert 3 x 4,096 x 1,536 = 18.9M a layer; attention
+    # 2 x 4,096 x 8,192 + 2 x 4,096 x 512 = 71.3M a layer
+    assert m.params_total == pytest.approx(235.09e9, rel=1e-3)
+    assert m.params_active == pytest.approx(22.19e9, rel=1e-3)
+    assert get_model("Qwen/Qwen3-235B-A22B-FP8") is m

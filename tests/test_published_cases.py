@@ -300,3 +300,23 @@ def test_group_table_reads_a_json_whose_metric_was_since_renamed() -> None:
         ("g", "mean_ttft_ms"), ("g", "p95_tpot_ms"), ("all", "mean_ttft_ms"),
         ("all", "p95_tpot_ms")]
     assert table[1]["signed_median"] == pytest.approx(-0.2)
+
+
+def test_dep_cases_are_skipped_whatever_the_catalogue_holds(cases: list, tmp_path: Path) -> None:
+    # TensorRT-LLM's attention-data-parallel + expert-parallel rows (23: Qwen3-235B, GPT-OSS
+    # 120B, Llama-4-Maverick, DeepSeek-R1) are marked and skipped, even where the model is
+    # in the catalogue (Qwen3-235B is): a TP replay would misprice them
+    dep = [c for c in cases if c.parallelism == "dep"]
+    assert len(dep) == 23 and all("-dep" in c.id for c in dep)
+    assert not [c for c in cases if "-dep" in c.id and c.parallelism != "dep"]
+    qwen = next(c for c in dep if c.model == "qwen3-235b-a22b")
+    assert catalogue_name(qwen.model) == "qwen3-235b-a22b"
+    assert pc.catalogue_status(qwen).startswith("skipped: attention data parallel")
+    text = ('[[case]]\nid = "z"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.x"\n'
+            'gpu = "h200"\nmodel = "qwen3-235b-a22b"\nweight_dtype = "fp8"\ntp = 4\n'
+            'parallelism = "PARALLEL"\nworkload = { prompt_tokens = 10, output_tokens = 10, '
+            'num_prompts = 5, arrival = "burst" }\nmetrics = { output_throughput = 1.0 }\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("PARALLEL", "ep"))
+    with pytest.raises(ConfigError, match=r"\(z\).*parallelism = 'ep'"):
+        pc.load_cases(bad)

@@ -34,7 +34,8 @@ def test_size_classes() -> None:
     assert ps.size("mixtral-8x7b") == "moe"
     assert ps.size("gpt-j-6b") == "small"  # 6.05B, in the catalogue since stop 39
     assert ps.size("falcon-180b") == "large"
-    assert ps.size("qwen3-235b-a22b") == "?"  # outside the catalogue
+    assert ps.size("qwen3-235b-a22b") == "moe"
+    assert ps.size("deepseek-r1") == "?"  # outside the catalogue
 
 
 def test_error_splits_by_hand() -> None:

@@ -61,14 +61,18 @@ def test_invariants_with_speculative_steps(rows, policy, acceptance, kv_blocks, 
 @given(rows=requests, kv_blocks=st.integers(4, 40), chunked=st.booleans())
 def test_alpha_zero_emits_what_plain_decoding_emits(rows, kv_blocks, chunked) -> None:  # type: ignore[no-untyped-def]
     """alpha = 0 and a cost blind to drafts: the same schedule as plain decoding, except
-    that the token budget is taken by the drafts too, so compare with a budget no step
-    reaches."""
+    that the token budget and the KV cache are taken by the drafts too (a verify step
+    holds its rows' lookahead blocks, as vLLM's lookahead slots do), so compare with a
+    budget no step reaches and a cache that holds every request at once with its drafts:
+    under KV pressure the lookahead blocks rightly change who is preempted when."""
     plain = ContinuousPolicy(max_num_batched_tokens=4096, chunked_prefill=chunked)
     spec = ContinuousPolicy(max_num_batched_tokens=4096, chunked_prefill=chunked,
                             num_speculative_tokens=3)
     reqs = table(sorted(rows))
-    a = simulate(reqs, ClusterSpec(plain, COST, kv_blocks=kv_blocks + 64, block_size=4))
-    b = simulate(reqs, ClusterSpec(spec, COST, kv_blocks=kv_blocks + 64, block_size=4,
+    room = kv_blocks + sum(-(-(p + o + 3) // 4) for _, p, o in rows)  # blocks of 4 tokens
+    a = simulate(reqs, ClusterSpec(plain, COST, kv_blocks=room, block_size=4))
+    b = simulate(reqs, ClusterSpec(spec, COST, kv_blocks=room, block_size=4,
                                    speculative=Acceptance(alpha=0.0)))
+    assert a.requests["preemptions"].sum() == b.requests["preemptions"].sum() == 0
     cols = ["status", "scheduled_s", "first_token_s", "finish_s"]
     pd.testing.assert_frame_equal(a.requests[cols], b.requests[cols])

@@ -77,6 +77,12 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # meta-llama/Meta-Llama-3.1-405B and mistralai/Mixtral-8x22B-v0.1.
         "llama-3.1-405b": _llama("llama-3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072),
         "mixtral-8x22b": _llama("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32000, 65536, (8, 2)),
+        # Qwen/Qwen3-235B-A22B (AIConfigurator 0.12.0's model_configs/ copy): 94 layers,
+        # hidden 4,096, 64 query / 4 KV heads of 128 (wider than hidden / heads), every
+        # layer a mixture of 128 experts of 1,536, 8 a token, no shared expert, vocab
+        # 151,936, 40,960 positions: 235.1B, 22.2B active. Its QK norms are left out.
+        "qwen3-235b-a22b": ModelSpec("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 1536, 151936,
+                                     40960, 128, 8),
         # Two older models of the same overview, not Llama-shaped; approximated as Phi-2 is
         # (a SwiGLU of 2/3 the width: the same MLP weights and FLOPs per token; LayerNorm,
         # partial rotary and biases left out). Their attention and MLP run in parallel, as
@@ -133,6 +139,8 @@ _HF_IDS = {
                        "meta-llama/meta-llama-3.1-405b-fp8", "meta-llama/llama-3.1-405b-fp8",
                        "meta-llama/meta-llama-3.1-405b-instruct-fp8",
                        "meta-llama/llama-3.1-405b-instruct-fp8"),
+    "qwen3-235b-a22b": ("qwen/qwen3-235b-a22b", "qwen/qwen3-235b-a22b-fp8",
+                        "nvidia/qwen3-235b-a22b-fp8"),
     "gpt-j-6b": ("eleutherai/gpt-j-6b", "gpt-j-6b", "gptj-6b"),
     "falcon-180b": ("tiiuae/falcon-180b", "tiiuae/falcon-180b-chat"),
     "mixtral-8x22b": ("mistralai/mixtral-8x22b-v0.1", "mistralai/mixtral-8x22b-instruct-v0.1",
