@@ -62,8 +62,8 @@ def handshakes(gaps: dict[str, float]) -> list[tuple[str, float, float, float]]:
         curve = allreduce_curve(gpu, tp)
         if tp == 1 or (gpu, dtype) not in per_layer or curve is None:
             continue
-        layers = get_model(model).num_layers
-        y = (gap - layers * per_layer[(gpu, dtype)]) / (2 * layers)
+        spec = get_model(model)
+        y = (gap - spec.num_layers * per_layer[(gpu, dtype)]) / spec.layer_allreduces
         out.append((setting, y, curve.latency_s, y / curve.latency_s))
     return out
 

@@ -2,6 +2,7 @@
 
     python benchmarks/moe_table_check.py [--backend trtllm|vllm|sglang]
     python benchmarks/moe_table_check.py --routing
+    python benchmarks/moe_table_check.py --reference mixtral-8x22b [--backend vllm]
 
 Written when Mixtral ran on the roofline prior; calibrate/aic_moe.py now composes its
 profiles the same way. This prints, for a few step shapes at TP 2, the prior's step time
@@ -13,6 +14,10 @@ routing; A100's TensorRT-LLM and vLLM tables derive it from power-law rows).
 
 ``--routing`` checks that derivation: the derived A100 curves of TensorRT-LLM and vLLM
 beside SGLang's A100 table, which collected balanced routing itself, at tp 2, 4 and 8.
+``--reference MODEL`` prints the reference the derivation reads: H100's balanced /
+power-law latency for MODEL at each moe_tp its table holds, at 1 and 2,048 tokens (one
+token reads the top-k experts whatever the routing, so a ratio far from 1 there marks rows
+that are not comparable: calibrate/aic_moe.py ``ONE_TOKEN_BAND``).
 Needs the aiconfigurator extra. Diagnostic only: it writes nothing.
 """
 
@@ -48,7 +53,8 @@ def routing(root: Path) -> None:
     """The A100 MoE curves derived from power-law rows beside SGLang's balanced ones."""
     print("A100 Mixtral bf16, ms per MoE layer (balanced routing)")
     for tp in (2, 4, 8):
-        curves = {b: aic_moe.moe_curve(root, *systems(b)["a100-80gb"], b, "bf16", tp)
+        curves = {b: aic_moe.moe_curve(root, *systems(b)["a100-80gb"], b, "bf16", tp,
+                                     "mixtral-8x7b")
                   for b in ("sglang", "trtllm", "vllm")}
         for tokens in ROUTING_TOKENS:
             cells = "  ".join(f"{b} {c.query(tokens):7.3f}{' (derived)' if c.derived else ''}"
@@ -59,11 +65,36 @@ def routing(root: Path) -> None:
                 print(f"  tp {tp} {b}: {c.derived}")
 
 
+def reference(root: Path, backend: str, model: str, tokens: tuple[int, ...] = (1, 2048)
+              ) -> list[str]:
+    """Lines of H100's bf16 balanced / power-law ratios for ``model`` per moe_tp."""
+    table = aic_moe.shape_rows(root, *systems(backend)[aic_moe.REFERENCE_GPU], backend,
+                               "bf16", model)
+    if table is None:
+        return [f"no {aic_moe.REFERENCE_GPU} MoE table for {backend}"]
+    path, rows = table
+    out = [f"{path.relative_to(root)}: {model} bf16, balanced / power-law latency"]
+    for tp in sorted(set(rows.moe_tp_size)):
+        at = rows[rows.moe_tp_size == tp]
+        bal = aic_moe.routing_curve(at, "balanced")
+        for law in aic_moe.POWER_LAWS:
+            skew = aic_moe.routing_curve(at, law)
+            if bal is None or skew is None:
+                continue
+            cells = "  ".join(f"{n} tokens {bal[0][n] / skew[0][n]:.2f} "
+                              f"({bal[0][n]:.3f} / {skew[0][n]:.3f} ms)"
+                              for n in tokens if n in bal[0].index and n in skew[0].index)
+            out.append(f"  tp {tp:2d} {law}: {cells}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=BACKENDS, default="trtllm")
     parser.add_argument("--routing", action="store_true",
                         help="the A100 curves derived from power-law routing, checked")
+    parser.add_argument("--reference", choices=tuple(aic_moe.HF_IDS), default=None,
+                        help="H100's balanced / power-law ratios for this model, per tp")
     args = parser.parse_args(argv)
     root = aic.find_data_root()
     if root is None:
@@ -72,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.routing:
         routing(root)
         return 0
+    if args.reference:
+        print("\n".join(reference(root, args.backend, args.reference)))
+        return 0
     model = MODELS["mixtral-8x7b"]
     for hw, (system, version) in systems(args.backend).items():
         tables = SystemTables(root, system, version, args.backend)
         for dtype in ("bf16", "fp8"):
-            curve = aic_moe.moe_curve(root, system, version, args.backend, dtype, 2)
+            curve = aic_moe.moe_curve(root, system, version, args.backend, dtype, 2,
+                                      "mixtral-8x7b")
             if curve is None:
                 continue
             composer = aic.Composer(tables, model, dtype, 2)

@@ -8,8 +8,9 @@ For the held-out cases both runs simulated, it prints per group (stack-version/G
 overall: n, share within 15% and median |error| before and after, over every case and
 over the cases whose simulated value changed; then the held-out cases only the second run
 simulated (a model or GPU newly covered), per group (``--by model``: per model, from runs
-that record it): n, share within 15%, median |error| and signed median. The before/after
-figures docs/gpu-profiles.md quotes for a change were printed this way.
+that record it; ``--by both``: per model and group): n, share within 15%, median |error|
+and signed median. The before/after figures docs/gpu-profiles.md quotes for a change were
+printed this way.
 """
 
 from __future__ import annotations
@@ -18,20 +19,28 @@ import argparse
 import json
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 WITHIN = 0.15
 
 
-def errors(path: Path, metric: str) -> dict[str, tuple[str, float, float, str]]:
-    """Case id -> (group, simulated value, relative error, model) of ``metric``, held out
-    only (model "?" where the run did not record it)."""
+class Row(NamedTuple):
+    """One held-out case's ``metric`` in one run."""
+
+    group: str
+    simulated: float
+    error: float
+    model: str  # "?" where the run did not record it
+
+
+def errors(path: Path, metric: str) -> dict[str, Row]:
+    """Case id -> its :class:`Row` of ``metric``, held out only."""
     out = {}
     for row in json.loads(path.read_text())["rows"]:
         m = (row.get("metrics") or {}).get(metric)
         if row.get("fitted") or not m or m.get("error") is None:
             continue
-        out[row["id"]] = (row["group"], m["simulated"], m["error"], row.get("model", "?"))
+        out[row["id"]] = Row(row["group"], m["simulated"], m["error"], row.get("model", "?"))
     return out
 
 
@@ -41,39 +50,42 @@ def figures(errs: list[float]) -> str:
     return f"{len(errs):5d} {within:7.1%} {statistics.median(abs(e) for e in errs):7.1%}"
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def compare(before: dict[str, Row], after: dict[str, Row]) -> list[str]:
     """The report's lines: per group and overall, all cases and the changed ones."""
     common = sorted(set(before) & set(after))
-    changed = {i for i in common if before[i][1] != after[i][1]}
+    changed = {i for i in common if before[i].simulated != after[i].simulated}
     lines = [f"{'group':<26} {'cases':>5} {'within':>7} {'median':>7}  ->  "
              f"{'within':>7} {'median':>7}   changed: {'n':>5} {'within':>7}  ->  {'within':>7}"]
-    groups = sorted({before[i][0] for i in common}) + ["all"]
+    groups = sorted({before[i].group for i in common}) + ["all"]
     for group in groups:
-        ids = [i for i in common if group == "all" or before[i][0] == group]
+        ids = [i for i in common if group == "all" or before[i].group == group]
         moved = [i for i in ids if i in changed]
-        line = (f"{group:<26} {figures([before[i][2] for i in ids])}  ->  "
-                f"{figures([after[i][2] for i in ids])[6:]}")
+        line = (f"{group:<26} {figures([before[i].error for i in ids])}  ->  "
+                f"{figures([after[i].error for i in ids])[6:]}")
         if moved:
-            b = sum(abs(before[i][2]) <= WITHIN for i in moved) / len(moved)
-            a = sum(abs(after[i][2]) <= WITHIN for i in moved) / len(moved)
+            b = sum(abs(before[i].error) <= WITHIN for i in moved) / len(moved)
+            a = sum(abs(after[i].error) <= WITHIN for i in moved) / len(moved)
             line += f"   changed: {len(moved):5d} {b:7.1%}  ->  {a:7.1%}"
         lines.append(line)
     return lines
 
 
-def newly_simulated(before: dict[str, Any], after: dict[str, Any], by: str = "group"
+def newly_simulated(before: dict[str, Row], after: dict[str, Row], by: str = "group"
                     ) -> list[str]:
-    """The report's lines for the cases only ``after`` simulated, per group (or per model,
-    ``by`` "model") and overall; none when there are none."""
+    """The report's lines for the cases only ``after`` simulated, per group (``by``
+    "group"), model ("model") or both ("both") and overall; none when there are none."""
     new = sorted(set(after) - set(before))
     if not new:
         return []
-    key = 3 if by == "model" else 0
-    lines = [f"only the second run simulated: {by:<26} {'cases':>5} {'within':>7} "
+    width = 40 if by == "both" else 26
+    lines = [f"only the second run simulated: {by:<{width}} {'cases':>5} {'within':>7} "
              f"{'median':>7} {'signed':>7}"]
-    for group in sorted({after[i][key] for i in new}) + ["all"]:
-        errs = [after[i][2] for i in new if group == "all" or after[i][key] == group]
-        lines.append(f"{'':31s}{group:<26} {figures(errs)} {statistics.median(errs):+7.1%}")
+    def key(row: Row) -> str:
+        return f"{row.model} {row.group}" if by == "both" else getattr(row, by)
+
+    for group in sorted({key(after[i]) for i in new}) + ["all"]:
+        errs = [after[i].error for i in new if group == "all" or key(after[i]) == group]
+        lines.append(f"{'':31s}{group:<{width}} {figures(errs)} {statistics.median(errs):+7.1%}")
     return lines
 
 
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--metric", default="output_throughput")
-    ap.add_argument("--by", choices=("group", "model"), default="group",
+    ap.add_argument("--by", choices=("group", "model", "both"), default="group",
                     help="how the newly simulated cases are grouped")
     args = ap.parse_args(argv)
     before, after = errors(args.before, args.metric), errors(args.after, args.metric)

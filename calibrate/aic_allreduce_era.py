@@ -116,7 +116,7 @@ def era_allreduce_ms(composer: Composer, nccl: NcclTable, tokens: int) -> tuple[
     strategy = plugin_strategy(elements * 2, tp)
     per = (composer.tables.allreduce(elements, tp) if strategy == "oneshot"
            else nccl.allreduce(elements, tp))
-    return strategy, (1 + m.allreduces_per_layer * m.num_layers) * per
+    return strategy, (1 + m.layer_allreduces) * per
 
 
 def rows(root: Path) -> Iterator[EraRow]:

@@ -41,13 +41,15 @@ as it does every measured profile); ``--backend vllm``/``sglang`` write into
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from calibrate.aic_backends import EXTRA_VERSIONS, profiles_dir, systems
 from calibrate.aic_tables import BACKEND, SystemTables
 from calibrate.aiconfigurator import (
+    FIT_HEADER,
     FORM,
     MODEL_IDS,
     Composer,
@@ -56,6 +58,7 @@ from calibrate.aiconfigurator import (
     _without_date,
     cli_parser,
     cli_root,
+    fit_line,
     profile_table,
     provenance,
 )
@@ -178,21 +181,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_cli(argv: list[str] | None, doc: str, prog: str,
-            compose: Callable[[Path, str, str], tuple[list[tuple[CostProfile, FitReport]],
-                                                      list[str]]] = compose_and_fit) -> int:
+            compose: Callable[..., tuple[list[tuple[CostProfile, FitReport]],
+                                         list[str]]] = compose_and_fit,
+            models: Sequence[str] = ()) -> int:
     """A composing command (this module's, calibrate/aic_moe.py's): compose, fit, write or
-    check, print each fit and what was skipped or written."""
-    args = cli_parser(doc).parse_args(argv)
+    check, print each fit (held-out MAPE, worst point, MAPE by phase) and what was skipped
+    or written. ``models``: the choices of a ``--model`` option that composes that one
+    model only (``compose`` then takes ``models=``), composed by default or not."""
+    parser = cli_parser(doc)
+    if models:
+        parser.add_argument("--model", choices=models, default=None,
+                            help="compose this model only (with --check: write nothing)")
+    args = parser.parse_args(argv)
     root = cli_root(args, prog)
     if root is None:
         return 2
+    if getattr(args, "model", None):
+        compose = partial(compose, models=(args.model,))
     out = args.out or profiles_dir(args.backend)
     changes, fitted, skipped = sync(root, out, args.check, args.date, args.backend, compose)
+    print(FIT_HEADER)
     for profile, report in fitted:
-        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
-                                 profile.tp)
-        print(f"{name:46s} {report.n_points:4d} points  held-out MAPE {report.mape:6.2%}  "
-              f"max {report.max_ape:6.2%}")
+        print(fit_line(profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
+                                         profile.tp), report))
     for line in (*skipped, *changes):
         print(line)
     print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}, "

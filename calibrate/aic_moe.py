@@ -1,7 +1,10 @@
 """Mixtral-8x7B and -8x22B profiles composed from AIConfigurator's dense and MoE tables.
 
     python -m calibrate.aic_moe [--backend trtllm|vllm|sglang] [--check] [--data DIR]
-                                [--out DIR]
+                                [--out DIR] [--model NAME]
+
+(``--model``: that MoE model only, one of ``HF_IDS``, shipped or not; with ``--check``
+nothing is written.)
 
 Mixtral's attention, norms, logits and TP all-reduce are Llama's, so
 calibrate/aiconfigurator.py's ``Composer`` prices them at Mixtral's shapes (32 layers, hidden
@@ -53,15 +56,17 @@ from simulator.errors import ConfigError
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import MODELS
 
-# catalogue name -> Hugging Face id (AIConfigurator 0.12.0 ships both configs and collected
-# both shapes in its MoE tables)
-# Not Qwen3-235B-A22B (128 experts, 8 a token), though the tables hold its shape: its
-# decode steps' expert reads grow with the batch until all 128 are read, which the
-# piecewise form cannot follow (decode held-out MAPE 27% on the H200, bf16 tp 4; 21-25% in
-# vLLM's fp8 tables); it keeps the prior (docs/gpu-profiles.md).
-MOE_MODELS = {"mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
-              "mixtral-8x22b": "mistralai/Mixtral-8x22B-v0.1"}
-MODEL = "mixtral-8x7b"  # the default of the functions below
+# catalogue name -> Hugging Face id of the MoE models whose shapes AIConfigurator 0.12.0's
+# MoE tables collected (it ships their configs too)
+HF_IDS = {"mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
+          "mixtral-8x22b": "mistralai/Mixtral-8x22B-v0.1",
+          "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B"}
+# The ones composed and shipped. Not Qwen3-235B-A22B (128 experts, 8 a token): its decode
+# steps' expert reads grow with the batch until all 128 are read, which the piecewise form
+# cannot follow (`python -m calibrate.aic_moe --model qwen3-235b-a22b --check` prints the
+# fits: decode held-out MAPE 27% on the H200 in bf16 at tp 4); it keeps the prior
+# (docs/gpu-profiles.md).
+MOE_MODELS = ("mixtral-8x7b", "mixtral-8x22b")
 TP_DEGREES = (1, 2, 4, 8)
 MLP_OPS = ("gate_ffn1_gemm", "act_gate", "ffn2_gemm")  # the dense MLP the MoE op replaces
 MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8"}  # moe_perf.parquet's moe_dtype
@@ -99,13 +104,12 @@ SMOOTH = 5  # token counts in the running median of that ratio
 # balanced / power-law at the reference's fewest tokens (one token reads k experts whatever
 # the routing): outside this band its power-law rows at that tp are not comparable
 ONE_TOKEN_BAND = (0.8, 1.25)
-REFERENCE_TPS = (1, 2, 4, 8, 16, 32)  # moe_tp sizes a reference may be read at
 
 
-def _moe_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
-                  model: str = MODEL) -> tuple[Path, pd.DataFrame] | None:
-    """One MoE table and ``model``'s rows of it at ``tp`` (moe_tp = tp, ep 1), every
-    routing; None when the system has no such table."""
+def shape_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str
+                ) -> tuple[Path, pd.DataFrame] | None:
+    """One MoE table and ``model``'s rows of it at every moe_tp (ep 1), every routing;
+    None when the system has no such table."""
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
@@ -113,11 +117,20 @@ def _moe_rows(root: Path, system: str, version: str, backend: str, dtype: str, t
     d = pd.read_parquet(path)
     return path, d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
                    & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
-                   & (d.moe_tp_size == tp) & (d.moe_ep_size == 1)
-                   & (d.moe_dtype == MOE_DTYPE[dtype])]
+                   & (d.moe_ep_size == 1) & (d.moe_dtype == MOE_DTYPE[dtype])]
 
 
-def _curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | None:
+def _moe_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,
+              model: str) -> tuple[Path, pd.DataFrame] | None:
+    """:func:`shape_rows` at ``tp`` (moe_tp = tp)."""
+    table = shape_rows(root, system, version, backend, dtype, model)
+    if table is None:
+        return None
+    path, rows = table
+    return path, rows[rows.moe_tp_size == tp]
+
+
+def routing_curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | None:
     """Median latency by token count of ``distribution``'s rows, first kernel in sorted
     order, and the kernel's name; None when the routing has no rows."""
     rows = rows[rows.distribution == distribution]
@@ -128,7 +141,7 @@ def _curve(rows: pd.DataFrame, distribution: str) -> tuple[pd.Series, str] | Non
 
 
 def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
-              tp: int, model: str = MODEL) -> MoeCurve | None:
+              tp: int, model: str) -> MoeCurve | None:
     """``model``'s balanced-routing rows at ``tp`` (moe_tp = tp, ep 1), or None if
     absent. A table with only power-law routing for the shape (TensorRT-LLM's and vLLM's
     A100 tables) gets :func:`balanced_from_power_law` of its power-law rows."""
@@ -136,7 +149,7 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
     if table is None:
         return None
     path, rows = table
-    balanced = _curve(rows, "balanced")
+    balanced = routing_curve(rows, "balanced")
     if balanced is None:
         return balanced_from_power_law(root, path, rows, backend, dtype, tp, model)
     latency, kernel = balanced
@@ -146,7 +159,7 @@ def moe_curve(root: Path, system: str, version: str, backend: str, dtype: str,
 
 
 def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend: str,
-                            dtype: str, tp: int, model: str = MODEL) -> MoeCurve | None:
+                            dtype: str, tp: int, model: str) -> MoeCurve | None:
     """Balanced routing for a table (``path``, its ``model`` ``rows`` at ``tp``) that
     collected only power-law routing: its least skewed power-law latency x the balanced /
     power-law ratio that the same backend's H100 table measured at the same tp and token
@@ -158,15 +171,16 @@ def balanced_from_power_law(root: Path, path: Path, rows: pd.DataFrame, backend:
     holds a slice of every expert, so the skew's cost does not depend on tp (H100 trtllm,
     Mixtral-8x22B, 2,048 tokens: 0.71-0.78 at tp 1, 2, 4, 16, 32; its tp 8 power-law rows
     read 3.8x balanced at one token). None when no power law has rows in both tables."""
-    for ref_tp in sorted(REFERENCE_TPS, key=lambda t: (abs(np.log2(t / tp)), t)):
-        reference = _moe_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype,
-                                  ref_tp, model)
-        if reference is None:
-            return None
-        ref_path, ref = reference
-        ref_bal = _curve(ref, "balanced")
+    reference = shape_rows(root, *systems(backend)[REFERENCE_GPU], backend, dtype, model)
+    if reference is None:
+        return None
+    ref_path, ref_all = reference
+    # the reference's own moe_tp sizes, the nearest to ``tp`` first (log2; ties: the lower)
+    for ref_tp in sorted(set(ref_all.moe_tp_size), key=lambda t: (abs(np.log2(t / tp)), t)):
+        ref = ref_all[ref_all.moe_tp_size == ref_tp]
+        ref_bal = routing_curve(ref, "balanced")
         for law in POWER_LAWS:
-            own, ref_law = _curve(rows, law), _curve(ref, law)
+            own, ref_law = routing_curve(rows, law), routing_curve(ref, law)
             if own is None or ref_bal is None or ref_law is None:
                 continue
             (bal, _), (skew, _), (latency, kernel) = ref_bal, ref_law, own
@@ -212,20 +226,21 @@ class MoeComposer(Composer):
         return ops
 
 
-def deployments(backend: str = BACKEND) -> Iterator[tuple[str, str, str, int]]:
-    """(hardware, model, dtype, tp): each of ``MOE_MODELS``, bf16 on every GPU of
+def deployments(backend: str = BACKEND, models: Sequence[str] = MOE_MODELS
+                ) -> Iterator[tuple[str, str, str, int]]:
+    """(hardware, model, dtype, tp): each of ``models``, bf16 on every GPU of
     ``backend``'s shipped set, fp8 where it has FP8 math, at each tp of ``TP_DEGREES``
     whose weights fit."""
     for hw in systems(backend):
         dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
-        for model in MOE_MODELS:
+        for model in models:
             for dtype in dtypes:
                 for tp in TP_DEGREES:
                     if _weights_fit(MODELS[model], hw, dtype, tp):
                         yield hw, model, dtype, tp
 
 
-def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve, model: str = MODEL
+def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve, model: str
                    ) -> dict[str, Any]:
     """calibrate/aiconfigurator.py's provenance, naming this module and the MoE table."""
     out = provenance(tables, date)
@@ -235,7 +250,7 @@ def moe_provenance(tables: SystemTables, date: str, curve: MoeCurve, model: str 
                     "8 experts top 2, moe_tp = tp, ep 1, balanced routing, linear in "
                     f"tokens{'; ' + curve.derived if curve.derived else ''}); "
                     + out["notes"].split("; ", 1)[1])
-    out["aiconfigurator"]["model"] = {model: MOE_MODELS[model]}
+    out["aiconfigurator"]["model"] = {model: HF_IDS[model]}
     out["aiconfigurator"]["moe_table"] = curve.table
     out["aiconfigurator"]["moe_kernel_source"] = curve.kernel_source
     if curve.derived:
@@ -255,14 +270,15 @@ def skip_reason(root: Path, system: str, version: str, backend: str, dtype: str,
             f"{REFERENCE_GPU}'s table no comparable balanced / power-law pair at any tp")
 
 
-def compose_and_fit(root: Path, date: str, backend: str = BACKEND
+def compose_and_fit(root: Path, date: str, backend: str = BACKEND,
+                    models: Sequence[str] = MOE_MODELS
                     ) -> tuple[list[tuple[CostProfile, FitReport]], list[str]]:
-    """Every deployment whose dense and MoE rows ``backend``'s tables hold, fitted; and
-    the ones skipped, why."""
+    """Every deployment of ``models`` whose dense and MoE rows ``backend``'s tables hold,
+    fitted; and the ones skipped, why."""
     out: list[tuple[CostProfile, FitReport]] = []
     skipped: list[str] = []
     loaded: dict[str, SystemTables] = {}
-    for hw, model, dtype, tp in deployments(backend):
+    for hw, model, dtype, tp in deployments(backend, models):
         system, version = systems(backend)[hw]
         name = profile_file_name(hw, model, dtype, tp)
         curve = moe_curve(root, system, version, backend, dtype, tp, model)
@@ -280,7 +296,7 @@ def compose_and_fit(root: Path, date: str, backend: str = BACKEND
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli(argv, __doc__ or "", "calibrate.aic_moe", compose_and_fit)
+    return run_cli(argv, __doc__ or "", "calibrate.aic_moe", compose_and_fit, tuple(HF_IDS))
 
 
 if __name__ == "__main__":

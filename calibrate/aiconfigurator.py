@@ -218,8 +218,7 @@ class Composer:
             lat = t.generation_attention(count, ctx, n_q, n_kv, d, kv_dtype)
             ops["generation_attention"] += layers * lat / 1e3
         if tp > 1:
-            ops["allreduce"] = ((1 + self.model.allreduces_per_layer * layers)
-                                * t.allreduce(x * h, tp) / 1e3)
+            ops["allreduce"] = (1 + self.model.layer_allreduces) * t.allreduce(x * h, tp) / 1e3
         return ops
 
     def step_time(self, chunks: Sequence[tuple[int, int]] = (),
@@ -377,6 +376,19 @@ def sync(root: Path, out_dir: Path, check: bool, date: str, table_out: Path | No
     return changes, fitted
 
 
+FIT_HEADER = (f"{'profile':46s} {'pts':>4s} {'MAPE':>7s} {'max':>7s} {'prefill':>7s} "
+              f"{'decode':>7s} {'mixed':>7s}")  # the columns of fit_line
+
+
+def fit_line(name: str, report: FitReport) -> str:
+    """One composed profile's fit: points, held-out MAPE and worst point, and held-out
+    MAPE by phase (what every composing command prints)."""
+    q = report.by_phase
+    return (f"{name:46s} {report.n_points:4d} {report.mape:7.2%} {report.max_ape:7.2%} "
+            + " ".join(f"{q[p]['mape']:7.2%}" if p in q else f"{'-':>7s}"
+                       for p in ("prefill", "decode", "mixed")))
+
+
 def cli_parser(doc: str) -> argparse.ArgumentParser:
     """The options every composing command shares (this one, aic_models, aic_dtype_pairs)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
@@ -413,15 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or profiles_dir(args.backend)
     changes, fitted = sync(root, out, args.check, args.date, args.table_out, args.backend)
-    print(f"{'profile':42s} {'pts':>4s} {'MAPE':>7s} {'max':>7s} {'prefill':>8s} "
-          f"{'decode':>7s} {'mixed':>7s}")
+    print(FIT_HEADER)
     for profile, report in fitted:
-        name = profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
-                                 profile.tp)
-        q = report.by_phase
-        print(f"{name:42s} {report.n_points:4d} {report.mape:7.2%} {report.max_ape:7.2%} "
-              + " ".join(f"{q[p]['mape']:7.2%}" if p in q else f"{'-':>7s}"
-                         for p in ("prefill", "decode", "mixed")))
+        print(fit_line(profile_file_name(profile.hardware, profile.model, profile.weight_dtype,
+                                         profile.tp), report))
     for line in changes:
         print(line)
     print(f"{len(changes)} change(s); {len(fitted)} composed profiles in {out}")

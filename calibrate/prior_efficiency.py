@@ -17,8 +17,9 @@ measurement), and ``scipy.optimize.least_squares`` minimises the log of prior / 
 over all of them (every shape weighs the same; the step overhead, all-reduce and
 per-request terms keep their defaults). Fitted per GPU and weight dtype (FP8 kernels reach
 a different share of FP8 peak than bf16 ones of theirs); a deployment without composed
-profiles on its GPU and dtype keeps the defaults. The result is data, with its provenance, read by
-:func:`simulator.costs.prior_efficiency.prior_knobs` wherever the simulator builds a prior.
+profiles on its GPU and dtype keeps the defaults. The result is data, with its provenance,
+read by :func:`simulator.costs.prior_efficiency.prior_knobs` wherever the simulator builds a
+prior.
 """
 
 from __future__ import annotations
@@ -54,15 +55,14 @@ def shapes() -> list[StepShape]:
     return out + [StepShape(p, p * p / 2.0, 0, 0) for p in PREFILLS]
 
 
-
-
-def measured_by_gpu() -> dict[str, dict[str, list[CostProfile]]]:
+def measured_by_gpu(exclude: Sequence[str] = ()) -> dict[str, dict[str, list[CostProfile]]]:
     """The shipped profiles composed from measured operator tables, by GPU and weight
-    dtype."""
+    dtype, but ``exclude``'s models'."""
     found: dict[str, dict[str, list[CostProfile]]] = {}
     for path in shipped_profiles():
         profile = load_profile(path)
-        if profile.provenance.get("source", "").startswith(SOURCE_PREFIX):
+        if (profile.provenance.get("source", "").startswith(SOURCE_PREFIX)
+                and profile.model not in exclude):
             by_dtype = found.setdefault(profile.hardware, {})
             by_dtype.setdefault(profile.weight_dtype, []).append(profile)
     return found
@@ -141,11 +141,11 @@ def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
     }
 
 
-def fitted() -> dict[str, object]:
-    """The file's contents: each GPU and weight dtype with composed profiles, fitted, and
-    the provenance."""
+def fitted(exclude: Sequence[str] = ()) -> dict[str, object]:
+    """The file's contents: each GPU and weight dtype with composed profiles (but
+    ``exclude``'s models'), fitted, and the provenance."""
     gpus = {gpu: {dtype: fit_gpu(profiles) for dtype, profiles in sorted(by_dtype.items())}
-            for gpu, by_dtype in sorted(measured_by_gpu().items())}
+            for gpu, by_dtype in sorted(measured_by_gpu(exclude).items())}
     return {
         "version": 1,
         "provenance": (
@@ -166,8 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; 1 if stale")
     ap.add_argument("--out", type=Path, default=EFFICIENCY_FILE)
+    ap.add_argument("--exclude", default="",
+                    help="comma-separated models whose profiles the fit leaves out: a what-if "
+                         "that prints the fit and writes nothing")
     args = ap.parse_args(argv)
-    data = fitted()
+    exclude = tuple(m for m in args.exclude.split(",") if m)
+    data = fitted(exclude)
     rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
             for dtype, row in by_dtype.items()]
     for gpu, row in rows:
@@ -176,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
               f"held out {row['within_15pct_held_out']}; "
               f"median prior/measured {row['median_prior_over_measured']}, within 15% "
               f"{row['within_15pct']} over {row['shapes']} shapes")
+    if exclude:
+        return 0
     return write_or_check(args.out, data, args.check, "calibrate.prior_efficiency")
+
 
 if __name__ == "__main__":
     sys.exit(main())

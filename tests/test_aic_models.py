@@ -139,7 +139,7 @@ def test_a_parallel_block_has_one_all_reduce_a_layer() -> None:
     system, version = aic.SYSTEMS["h100-sxm"]
     tables = aic.SystemTables(ROOT, system, version)
     falcon = MODELS["falcon-180b"]
-    assert falcon.parallel_block and falcon.allreduces_per_layer == 1
+    assert falcon.parallel_block and falcon.layer_allreduces == 80
     ops = aic.Composer(tables, falcon, "fp8", 8).step_ops([], [1024] * 4)
     assert ops["allreduce"] == pytest.approx(81 * tables.allreduce(4 * 14848, 8) / 1e3,
                                              rel=1e-12)

@@ -22,7 +22,8 @@ from simulator.specs.models import MODELS
 ROOT = aic.find_data_root()
 needs_tables = pytest.mark.skipif(ROOT is None, reason=f"needs the aiconfigurator extra: "
                                                        f"{aic.EXTRA_HINT}")
-MIXTRAL = MODELS["mixtral-8x7b"]
+MIX = "mixtral-8x7b"
+MIXTRAL = MODELS[MIX]
 H100 = get_hardware("h100-sxm")
 # (backend, hardware, dtype, tp) of the shipped files: the deployments whose MoE rows each
 # backend's tables hold (per-tensor fp8: TensorRT-LLM's and vLLM's; A100 in TensorRT-LLM's
@@ -63,7 +64,7 @@ def test_shipped_files_name_their_source(shipped: tuple[str, str, str, str, int]
     assert (p.model, p.weight_dtype, p.kv_dtype, p.tp, p.form) == (model, dtype, dtype, tp,
                                                                     aic.FORM)
     assert p.provenance["notes"].startswith(f"python -m calibrate.aic_moe: {model} ")
-    assert p.provenance["aiconfigurator"]["model"] == {model: aic_moe.MOE_MODELS[model]}
+    assert p.provenance["aiconfigurator"]["model"] == {model: aic_moe.HF_IDS[model]}
     system, version = systems(backend)[hw]
     table = f"data/{system}/moe/{backend}/{version}/moe_perf.parquet"
     assert p.provenance["aiconfigurator"]["moe_table"] == table
@@ -83,7 +84,7 @@ def test_a_step_by_hand() -> None:
     assert ROOT is not None
     system, version = systems("trtllm")["h100-sxm"]
     tables = aic.SystemTables(ROOT, system, version)
-    curve = aic_moe.moe_curve(ROOT, system, version, "trtllm", "bf16", 2)
+    curve = aic_moe.moe_curve(ROOT, system, version, "trtllm", "bf16", 2, MIX)
     assert curve is not None
     moe = aic_moe.MoeComposer(tables, MIXTRAL, "bf16", 2, moe=curve)
     dense = aic.Composer(tables, MIXTRAL, "bf16", 2)
@@ -115,7 +116,7 @@ def test_a_step_by_hand() -> None:
 def test_missing_moe_rows_are_refused_not_invented() -> None:
     assert ROOT is not None
     system, version = systems("sglang")["h100-sxm"]  # SGLang: fp8_block rows only
-    assert aic_moe.moe_curve(ROOT, system, version, "sglang", "fp8", 2) is None
+    assert aic_moe.moe_curve(ROOT, system, version, "sglang", "fp8", 2, MIX) is None
     assert not (PROFILES_DIR / "stacks/sglang/h100-sxm__mixtral-8x7b__fp8__tp2.json").exists()
 
 
@@ -123,7 +124,7 @@ def test_missing_moe_rows_are_refused_not_invented() -> None:
 def test_power_law_only_tables_are_made_balanced_by_the_h100_ratio() -> None:
     assert ROOT is not None
     system, version = systems("trtllm")["a100-80gb"]
-    curve = aic_moe.moe_curve(ROOT, system, version, "trtllm", "bf16", 2)
+    curve = aic_moe.moe_curve(ROOT, system, version, "trtllm", "bf16", 2, MIX)
     assert curve is not None and "power_law_1.01" in curve.derived
     own = _mixtral(ROOT / curve.table, 2, "power_law_1.01")
     h100 = ROOT / aic_moe.moe_table(ROOT, *systems("trtllm")["h100-sxm"], "trtllm")
@@ -134,7 +135,7 @@ def test_power_law_only_tables_are_made_balanced_by_the_h100_ratio() -> None:
     assert curve.query(1024) == pytest.approx(own[1024] * sorted(ratio)[2], rel=1e-12)
     assert curve.query(1) == pytest.approx(own[1], rel=0.02)  # one token: no skew to undo
     # it agrees with SGLang's A100 table, which collected balanced routing itself
-    sglang = aic_moe.moe_curve(ROOT, *systems("sglang")["a100-80gb"], "sglang", "bf16", 2)
+    sglang = aic_moe.moe_curve(ROOT, *systems("sglang")["a100-80gb"], "sglang", "bf16", 2, MIX)
     assert sglang is not None and sglang.derived == ""
     assert curve.query(1024) == pytest.approx(sglang.query(1024), rel=0.1)
     p = load_profile(PROFILES_DIR / "a100-80gb__mixtral-8x7b__bf16__tp2.json")
@@ -171,7 +172,7 @@ def test_balanced_from_power_law_by_hand(tmp_path: Path) -> None:
     ratios = {1: 1.2, 10: 0.9, 100: 0.5, 1000: 0.8, 10000: 0.8}
     _table(h100, [(d, n, 4.0 * (r if d == "balanced" else 1.0)) for n, r in ratios.items()
                   for d in ("balanced", "power_law_1.01")])
-    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2)
+    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2, MIX)
     assert curve is not None and curve.derived.startswith("balanced routing = its "
                                                           "power_law_1.01 rows")
     # capped: 1.0, 0.9, 0.5, 0.8, 0.8; running median of 5 (centred, ends shortened):
@@ -184,7 +185,7 @@ def test_balanced_from_power_law_by_hand(tmp_path: Path) -> None:
     # no power-law rows in the reference: refused, not invented
     _table(h100, [("balanced", n, 1.0) for n in ratios])
     assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
-                             2) is None
+                             2, MIX) is None
 
 
 def test_a_reference_tp_that_fails_the_one_token_check_is_passed_over(tmp_path: Path) -> None:
@@ -198,7 +199,7 @@ def test_a_reference_tp_that_fails_the_one_token_check_is_passed_over(tmp_path: 
             ("power_law_1.01", 1000, 4.0)]
     _table(h100, rows)
     assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
-                             2) is None  # only tp 2 in the reference, and it fails
+                             2, MIX) is None  # only tp 2 in the reference, and it fails
     frame = pd.read_parquet(h100)
     extra = [{**frame.iloc[0].to_dict(), "moe_tp_size": t, "distribution": d,
               "num_tokens": n, "latency": ms}
@@ -206,7 +207,7 @@ def test_a_reference_tp_that_fails_the_one_token_check_is_passed_over(tmp_path: 
              for d, n, ms in (("balanced", 1, 2.0), ("power_law_1.01", 1, 2.0),
                               ("balanced", 1000, 2.0 * r), ("power_law_1.01", 1000, 2.0))]
     pd.concat([frame, pd.DataFrame(extra)]).to_parquet(h100)
-    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2)
+    curve = aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16", 2, MIX)
     assert curve is not None
     assert "at tp 1 (its tp 2 rows fail the one-token check)" in curve.derived
     # two counts: the running median of (1.0, 0.5) is their mean at both ends
@@ -230,10 +231,40 @@ def test_a_skip_says_whether_rows_or_a_reference_were_missing(tmp_path: Path) ->
     _table(h100, [("balanced", 1, 1.0), ("power_law_1.01", 1, 4.0), ("balanced", 1000, 1.0),
                   ("power_law_1.01", 1000, 4.0)])
     assert aic_moe.moe_curve(tmp_path, *systems("trtllm")["a100-80gb"], "trtllm", "bf16",
-                             2) is None
+                             2, MIX) is None
     where = (*systems("trtllm")["a100-80gb"], "trtllm", "bf16")
-    why = aic_moe.skip_reason(tmp_path, *where, 2, "mixtral-8x7b")
+    why = aic_moe.skip_reason(tmp_path, *where, 2, MIX)
     assert "holds only power-law rows" in why and "no comparable" in why
     # no rows at tp 4 at all: said so
-    assert aic_moe.skip_reason(tmp_path, *where, 4, "mixtral-8x7b").startswith(
+    assert aic_moe.skip_reason(tmp_path, *where, 4, MIX).startswith(
         "no bfloat16 moe_tp 4 rows for mixtral-8x7b")
+
+
+@needs_tables
+def test_a_model_left_out_is_composed_on_request_and_nothing_written(tmp_path: Path) -> None:
+    # Qwen3-235B-A22B: not in MOE_MODELS because its decode fits the piecewise form poorly
+    # (128 experts, 8 a token: a step's expert reads grow with the batch until all are read)
+    assert "qwen3-235b-a22b" in aic_moe.HF_IDS and "qwen3-235b-a22b" not in aic_moe.MOE_MODELS
+    assert ROOT is not None
+    fitted, _ = aic_moe.compose_and_fit(ROOT, "x", "trtllm", models=("qwen3-235b-a22b",))
+    decode = {p.hardware + f" {p.weight_dtype} tp{p.tp}": r.by_phase["decode"]["mape"]
+              for p, r in fitted}
+    assert decode["h200 bf16 tp4"] > 0.25  # docs/gpu-profiles.md: 27%
+    assert min(decode.values()) > 0.15  # every deployment's decode misses by 17% or more
+    assert aic_moe.main(["--model", "qwen3-235b-a22b", "--check", "--out", str(tmp_path)]) == 1
+    assert not list(tmp_path.iterdir())  # --check writes nothing
+
+
+@needs_tables
+def test_the_reference_ratios_a_script_prints() -> None:
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    check = importlib.import_module("benchmarks.moe_table_check")
+    assert ROOT is not None
+    lines = check.reference(ROOT, "trtllm", "mixtral-8x22b")
+    tp8 = next(line for line in lines if "tp  8 power_law_1.01" in line)
+    assert "1 tokens 0.26 (0.079 / 0.302 ms)" in tp8  # docs/gpu-profiles.md: 3.8x
+    tp4 = next(line for line in lines if "tp  4 power_law_1.01" in line)
+    assert "1 tokens 0.97" in tp4  # inside ONE_TOKEN_BAND

@@ -35,7 +35,7 @@ BASE = LinearCost(step_s=0.01)
 def test_every_step_within_the_workspace_pays_two_handshakes_a_layer() -> None:
     assert workspace_tokens(2, 4096) == 1953
     assert workspace_tokens(8, 8192) == 488  # 8,000,000 bytes beyond TP 2
-    cost = with_allreduce_sync(BASE, 10e-6, 32, 2, 4096)
+    cost = with_allreduce_sync(BASE, 10e-6, 2 * 32, 2, 4096)  # 32 layers, two each
     assert isinstance(cost, AllReduceSyncCost) and cost.max_tokens == 1953
     assert cost.step_time(StepShape(num_decode_seqs=1)) == pytest.approx(0.01064, abs=1e-12)
     assert cost.step_time(StepShape(num_decode_seqs=256)) == pytest.approx(0.01064, abs=1e-12)
@@ -45,12 +45,12 @@ def test_every_step_within_the_workspace_pays_two_handshakes_a_layer() -> None:
 
 
 def test_one_gpu_or_no_handshake_leaves_the_cost_alone() -> None:
-    assert with_allreduce_sync(BASE, 10e-6, 32, 1, 4096) is BASE
-    assert with_allreduce_sync(BASE, 0.0, 32, 4, 4096) is BASE
+    assert with_allreduce_sync(BASE, 10e-6, 64, 1, 4096) is BASE
+    assert with_allreduce_sync(BASE, 0.0, 64, 4, 4096) is BASE
 
 
 def test_array_scalar_and_decode_pricer_agree() -> None:
-    cost = with_allreduce_sync(BASE, 10e-6, 32, 2, 4096)
+    cost = with_allreduce_sync(BASE, 10e-6, 64, 2, 4096)
     shapes = StepShapes(num_prefill_tokens=np.array([0, 1953, 2000, 100]),
                         prefill_attn_work=np.zeros(4), num_decode_seqs=np.array([1, 0, 0, 50]),
                         decode_context_tokens=np.array([100, 0, 0, 5000]),

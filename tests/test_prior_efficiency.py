@@ -113,3 +113,14 @@ def test_a_profile_is_fitted_only_over_the_steps_it_was_composed_over() -> None:
     assert len(inside) == 3 * 3 + 1 + 1 + 5
     # a profile without ranges counts every shape
     assert all(composed_over(synthetic("llama-3.1-8b", 1), s) for s in shapes())
+
+
+def test_a_what_if_fit_leaves_models_out() -> None:
+    from calibrate.prior_efficiency import measured_by_gpu
+
+    def models(found: dict) -> set[str]:
+        return {p.model for by_dtype in found.values() for ps in by_dtype.values() for p in ps}
+
+    assert "mixtral-8x22b" in models(measured_by_gpu())
+    left = models(measured_by_gpu(exclude=("mixtral-8x22b", "falcon-180b")))
+    assert not {"mixtral-8x22b", "falcon-180b"} & left and "llama-3.1-70b" in left

@@ -64,3 +64,15 @@ def test_newly_simulated_by_model(tmp_path: Path) -> None:
     # m2: -30% and +10%: one within 15%, median |e| 20%, signed median -10%
     assert got["m2"] == ["m2", "2", "50.0%", "20.0%", "-10.0%"]
     assert got["m1"][1:3] == ["1", "100.0%"]
+
+
+def test_newly_simulated_by_model_and_group(tmp_path: Path) -> None:
+    rows = [{"id": i, "group": g, "model": "m", "fitted": "",
+             "metrics": {"output_throughput": {"simulated": 1.0, "error": e}}}
+            for i, g, e in (("a", "g1", 0.1), ("b", "g2", -0.3))]
+    after = tmp_path / "a.json"
+    after.write_text(json.dumps({"rows": rows}))
+    lines = cmp.newly_simulated({}, cmp.errors(after, "output_throughput"), "both")
+    got = [line.split() for line in lines[1:]]
+    assert got[0] == ["m", "g1", "1", "100.0%", "10.0%", "+10.0%"]
+    assert got[1] == ["m", "g2", "1", "0.0%", "30.0%", "-30.0%"]

@@ -85,12 +85,11 @@ class AllReduceSyncCost:
         return price
 
 
-def with_allreduce_sync(cost: CostModel, sync_s: float, layers: int, tp: int,
-                        hidden_size: int, per_layer: int = 2) -> CostModel:
-    """``cost`` with ``sync_s`` more per all-reduce (``per_layer`` a layer: 2, or 1 in a
-    parallel attention + MLP block) wherever a step's all-reduces fit the plugin's
-    workspace; unchanged on one GPU or with ``sync_s`` 0."""
+def with_allreduce_sync(cost: CostModel, sync_s: float, allreduces: int, tp: int,
+                        hidden_size: int) -> CostModel:
+    """``cost`` with ``sync_s`` more per all-reduce (``allreduces`` a step: the model's
+    ``layer_allreduces``) wherever a step's all-reduces fit the plugin's workspace;
+    unchanged on one GPU or with ``sync_s`` 0."""
     if tp < 2 or sync_s <= 0:
         return cost
-    return AllReduceSyncCost(cost, per_layer * layers * sync_s,
-                             workspace_tokens(tp, hidden_size))
+    return AllReduceSyncCost(cost, allreduces * sync_s, workspace_tokens(tp, hidden_size))

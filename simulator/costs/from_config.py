@@ -215,8 +215,7 @@ def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: 
     if sync <= 0 or tp < 2:
         return cost, used
     note = f"{used}, each all-reduce's handshake {sync * 1e6:.3g} us"
-    return with_allreduce_sync(cost, sync, model.num_layers, tp, model.hidden_size,
-                               model.allreduces_per_layer), note
+    return with_allreduce_sync(cost, sync, model.layer_allreduces, tp, model.hidden_size), note
 
 
 def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pass_s: float,

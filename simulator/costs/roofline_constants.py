@@ -64,7 +64,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         step_s=cost.step_overhead_s + m.num_layers * cost.layer_overhead_s,
         ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
         ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * cost.link_efficiency,
-        num_allreduces=m.allreduces_per_layer * m.num_layers if tp > 1 else 0,
+        num_allreduces=m.layer_allreduces if tp > 1 else 0,
         ar_message_bytes_per_token=m.hidden_size * b_act,
         ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
                   if tp > 1 and cost.allreduce_kind else None),

@@ -59,10 +59,10 @@ class ModelSpec:
                 raise ConfigError(f"model {self.name}: {flag}={getattr(self, flag)!r} not bool")
 
     @property
-    def allreduces_per_layer(self) -> int:
-        """Tensor-parallel all-reduces a layer: after attention and after the MLP, or one
-        for both in a parallel block."""
-        return 1 if self.parallel_block else 2
+    def layer_allreduces(self) -> int:
+        """Tensor-parallel all-reduces a step's layers take: two a layer (after attention
+        and after the MLP), one in a parallel block."""
+        return (1 if self.parallel_block else 2) * self.num_layers
 
     @property
     def params_attention_per_layer(self) -> int:
