@@ -27,8 +27,8 @@ default.
 servesim's kernel tables (TensorRT-LLM 1.x) read each KV head once, so those rows ran
 faster in the simulator than they did. Their replay now prices the repeated reads with
 ``[cost] decode_kv_reads = G`` (simulator/costs/kv_reads.py: the fitted profile's
-decode-context term times G, nothing fitted); a deployment priced by a roofline prior keeps
-one read and says so (:func:`priced_reads`).
+decode-context term, or a roofline prior's decode KV bytes, times G; nothing fitted); a
+deployment whose cost model takes neither keeps one read and says so (:func:`priced_reads`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def xqa_note(case: Case) -> list[str]:
 
 def priced_reads(point: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """``point`` as it is when its deployment prices ``cost.decode_kv_reads`` (a fitted
-    profile); else without it, and a note saying why (a roofline prior)."""
+    profile or a roofline prior); else without it, and a note saying why."""
     cost = point.get("cost") or {}
     if "decode_kv_reads" not in cost:
         return point, None

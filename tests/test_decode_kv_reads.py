@@ -2,7 +2,9 @@
 
 It multiplies a fitted profile's decode-context term by G and nothing else (worked by
 hand on an inline piecewise profile, on the shipped Mistral-7B H200 profile and behind a
-``time_scale``); a roofline prior and a value below 1 are refused naming the field.
+``time_scale``), and a roofline prior's decode KV bytes (its B_kv's C term: by hand on a
+KV-bound decode step, the scalar, array and decode pricers alike); a value below 1 is
+refused naming the field.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from simulator.costs.base import ScaledCost
 from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.kv_reads import with_decode_kv_reads
 from simulator.costs.piecewise import PiecewiseCost
+from simulator.costs.roofline import RooflineCost
 from simulator.costs.shape_equivalent import LogitsOffsetCost
 from simulator.errors import ConfigError
-from simulator.shapes import StepShape
+from simulator.shapes import StepShape, StepShapes
 from simulator.specs import get_hardware, get_model
 
 MODEL, H200 = get_model("mistral-7b"), get_hardware("h200")
@@ -61,8 +64,39 @@ def test_behind_a_time_scale() -> None:
     assert scaled.inner == dataclasses.replace(inner, decode_context_s=2e-6)
 
 
+def test_roofline_prior_by_hand() -> None:
+    # Mistral-7B bf16 on one H200: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes =
+    # 131,072 bytes of KV a token. A decode of 64 rows attending 64 x 4,000 tokens reads
+    # 64 x 4,000 x 131,072 bytes once; read 4 times, 3 x that more, at the prior's KV
+    # bandwidth (bandwidth x eff_kv), while its attention FLOPs (4 L n_h d_h C, at the
+    # attention peak) stay far below either: so the step grows by exactly those bytes.
+    once = RooflineCost(MODEL, H200)
+    four = RooflineCost(MODEL, H200, decode_kv_reads=4.0)
+    shape = StepShape(num_decode_seqs=64, decode_context_tokens=64 * 4000)
+    kv_bw = H200.bandwidth_gbps * 1e9 * once.kv_memory_efficiency
+    added = 3 * 64 * 4000 * 131_072 / kv_bw
+    assert MODEL.kv_bytes_per_token("bf16") == 131_072
+    flops_s = 4 * 32 * 32 * 128 * 64 * 4000 / H200.peak_flops("bf16") / once.compute_efficiency
+    assert flops_s < 64 * 4000 * 131_072 / kv_bw  # the attention is bound by its reads
+    assert four.step_time(shape) - once.step_time(shape) == pytest.approx(added, rel=1e-12)
+    assert four.step_time(PREFILL) == once.step_time(PREFILL)  # no decode rows: unchanged
+    # the array path and the decode pricer price the same step the same
+    many = StepShapes.from_shapes([shape, PREFILL])
+    assert four.step_times(many).tolist() == [four.step_time(shape), four.step_time(PREFILL)]
+    assert four.decode_pricer()(64, 64 * 4000, 0) == four.step_time(shape)
+
+
+def test_roofline_prior_through_the_config() -> None:
+    once, _ = _cost({"form": "roofline"})
+    four, used = _cost({"form": "roofline", "decode_kv_reads": 4})
+    assert isinstance(four, RooflineCost) and four.decode_kv_reads == 4.0
+    assert four.step_time(DECODE) > once.step_time(DECODE)
+    assert four.step_time(PREFILL) == once.step_time(PREFILL)
+    assert "decode KV cache read 4x a step" in used
+
+
 @pytest.mark.parametrize("section, message", [
-    ({"form": "roofline", "decode_kv_reads": 4}, "cost.decode_kv_reads=4: applies to a fitted"),
+    ({"form": "roofline", "decode_kv_reads": 0.5}, "cost.decode_kv_reads=0.5 must be a number"),
     ({**INLINE, "decode_kv_reads": 0.5}, "cost.decode_kv_reads=0.5 must be a number in [1.0"),
     ({**INLINE, "decode_kv_reads": "4"}, "cost.decode_kv_reads='4' must be a number"),
 ])

@@ -67,3 +67,14 @@ def test_the_repeated_reads_are_the_only_setting_changed() -> None:
     assert not [n for n in notes if n.startswith("decode attention:")]
     assert with_note.pop("cost") == {"decode_kv_reads": 4}  # 32 query heads / 8 KV heads
     assert {**with_note, "name": "probe"} == without
+
+
+def test_a_prior_priced_row_keeps_its_reads() -> None:
+    # Falcon-180B (232 query heads, 8 KV heads: 29 a KV head) on the A100 has no kernel
+    # tables at head width 64, so a roofline prior prices it; the prior takes the reads on
+    # its decode KV bytes, so the point keeps cost.decode_kv_reads = 29 and gets no note
+    case = CASES["trtllm0.6.1static-a100-80gb-falcon-180b-fp16-tp8-bs128-128-2048"]
+    point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
+    assert point["cost"] == {"decode_kv_reads": 29}
+    priced, note = xqa.priced_reads(point)
+    assert note is None and priced == point

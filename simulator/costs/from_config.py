@@ -97,9 +97,10 @@ def cost_model_from_config(
     ``stack`` (a serving stack's name) makes an empty section look in
     ``simulator/profiles/stacks/<stack>/`` first; ``stack_kv_reads`` (the stack preset's
     ``decode_kv_reads``) then scales that table's decode attention unless the section sets
-    ``decode_kv_reads`` itself (a prior, or a profile or form the scenario gives, keeps one
-    read); ``stack_walk_s`` (the preset's decode walk, s per context token and layer)
-    likewise adds decode attention's longest walk unless the section sets
+    ``decode_kv_reads`` itself (the stack's factor: a prior, or a profile or form the scenario
+    gives, keeps one read unless the section says otherwise); ``stack_walk_s`` (the
+    preset's decode walk, s per context token and layer) likewise adds decode attention's
+    longest walk unless the section sets
     ``decode_walk_s`` (simulator/costs/decode_walk.py); ``stack_sync_s`` (the preset's
     all-reduce handshake, s per all-reduce) unless it sets ``allreduce_sync_s``
     (simulator/costs/allreduce_sync.py); ``stack_prefill_passes`` (the preset's extra

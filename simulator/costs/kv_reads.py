@@ -12,10 +12,12 @@ its KV head's whole cache, so the cache is read G = query heads / KV heads times
 MLP, the other attention terms). A stack preset may set a factor of its own for the
 stack's kernel tables (``StackPreset.decode_kv_reads``: TensorRT-LLM's 2024 engine
 releases over a 16-bit cache, 1 + beta (G - 1) reads; docs/stacks.md), which
-:func:`scales_decode_reads` tells whether a cost model can take. Only the fitted forms
+:func:`scales_decode_reads` tells whether a cost model can take: the fitted forms, which
 keep the term apart (linear, piecewise, alone or behind a fitted ``time_scale``, a
-stand-in's vocabulary offset or narrow weights' saved reads); a roofline prior is
-refused with a message saying so.
+stand-in's vocabulary offset or narrow weights' saved reads). A roofline prior takes a
+scenario's own ``decode_kv_reads`` too, on the decode rows' KV bytes of its attention
+roofline (``RooflineCost.decode_kv_reads``: g C in B_kv, simulator/costs/roofline.py);
+the stack's own factor stays with the stack's tables, which a prior is not.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import dataclasses
 from simulator.costs.base import CostModel, ScaledCost
 from simulator.costs.linear import LinearCost
 from simulator.costs.piecewise import PiecewiseCost
+from simulator.costs.roofline import RooflineCost
 from simulator.costs.shape_equivalent import LogitsOffsetCost
 from simulator.costs.weight_only import NarrowWeightsCost
 from simulator.errors import ConfigError
@@ -58,11 +61,15 @@ def context_term_s(cost: CostModel) -> float:
 
 
 def with_decode_kv_reads(cost: CostModel, reads: float, field: str) -> CostModel:
-    """``cost`` with its decode-context term multiplied by ``reads`` (see the module)."""
+    """``cost`` with its decode-context term multiplied by ``reads``: a fitted profile's
+    seconds per context token, or a roofline prior's decode KV bytes (see the module)."""
     if isinstance(cost, PiecewiseCost | LinearCost):
         return dataclasses.replace(cost, decode_context_s=cost.decode_context_s * reads)
+    if isinstance(cost, RooflineCost):
+        return dataclasses.replace(cost, decode_kv_reads=cost.decode_kv_reads * reads)
     if isinstance(cost, WRAPPERS):
         return dataclasses.replace(cost, inner=with_decode_kv_reads(cost.inner, reads, field))
     raise ConfigError(f"{field}={reads:g}: applies to a fitted profile (linear or piecewise), "
-                      f"whose decode-context term it scales; these steps are priced by "
+                      f"whose decode-context term it scales, or a roofline prior, whose "
+                      f"decode KV reads it scales; these steps are priced by "
                       f"{type(cost).__name__}")

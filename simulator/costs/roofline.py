@@ -17,7 +17,9 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       E_T    = E (1 - (1 - k/E)^T)                  distinct experts hit (uniform routing)
       R      = max(0, A/P - P/2)                    cached context the prefill reads
       B_w    = b_w (N_sh + E_T N_e) / tp
-      B_kv   = kv (C + R + P + D) / min(tp, n_kv)   KV heads replicate past n_kv
+      B_kv   = kv (g C + R + P + D) / min(tp, n_kv) KV heads replicate past n_kv; g: the
+             decode kernel's reads of each KV head's cache a step (1; G for a masked-MHA
+             kernel, ``[cost] decode_kv_reads``: simulator/costs/kv_reads.py)
       t_mm   = max(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls
       t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_kv)) attention
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
@@ -145,12 +147,16 @@ class RooflineCost:
     # Which measured all-reduce curve prices t_ar (collectives.py); "" = the lat + link
     # formula. Falls back to the formula where the GPU/tp has no curve.
     allreduce_kind: str = DEFAULT_KIND
+    # g: times a decode step reads each KV head's cache (1: one read per KV head, as
+    # XQA / FlashDecoding do; G for the masked-MHA kernel: simulator/costs/kv_reads.py)
+    decode_kv_reads: float = 1.0
     _k: RooflineConstants = field(init=False, repr=False, compare=False)  # roofline_constants.py
     _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 
     def __post_init__(self) -> None:
         for name in KNOBS:
             check_knob(name, getattr(self, name))
+        check_number("decode_kv_reads", self.decode_kv_reads, low=1.0, high=64.0)
         self._check_tp()
         kinds = allreduce_kinds()
         if self.allreduce_kind != "" and self.allreduce_kind not in kinds:
@@ -158,7 +164,7 @@ class RooflineCost:
                               f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
-            self._k, self.allreduce_latency_s, self.per_request_s))
+            self._k, self.allreduce_latency_s, self.per_request_s, self.decode_kv_reads))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -192,7 +198,7 @@ class RooflineCost:
         flops_mm, weights, mm_c, mm_m = self._matmuls(t)
         flops_attn = k.attn_flops_per_pair * (a + c + w)
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
-        kv_bytes = k.kv_bytes_per_token * (c + cache_read + t)
+        kv_bytes = k.kv_bytes_per_token * (c * self.decode_kv_reads + cache_read + t)
         # in roofline_scalar.py's order, so one step's floats are the same
         attn_c = flops_attn * k.inv_peak_attn * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1
