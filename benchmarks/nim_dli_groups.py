@@ -13,7 +13,10 @@ benchmarks/published_cases_nim_dli.toml --json F``:
    cases, signed median error and share within 15% of the ITL and the throughput;
 5. per GPU, the in-sample A100 rows (FIT_GPU) apart from the held-out H100 rows, every
    metric the cases compare: cases, median |error|, share within 15%, signed median
-   (published.py's group table, which leaves the in-sample rows out).
+   (published.py's group table, which leaves the in-sample rows out);
+6. per GPU, prompt (200 tokens or longer) and concurrency band: the mean TTFT's and the p95
+   TTFT's share within 15% and signed median (a replay whose rounds prefill together reads
+   the p95 right and the mean high where the runs' rounds split).
 
     python benchmarks/nim_dli_groups.py F
 """
@@ -80,6 +83,32 @@ def main(argv: list[str] | None = None) -> None:
             print(f"   {g['group']:24s} {g['metric']:18s} {g['n']:4d}  "
                   f"{g['median_abs_error']:6.1%}  {g['within_15']:4.0%}  "
                   f"{g['signed_median']:+7.1%}")
+    print("6. mean and p95 TTFT by GPU, prompt and clients: cases; within 15%, signed median")
+    for key, cells in mean_and_tail(rows).items():
+        print(f"   {' '.join(key):28s} {cells['n']:4d}  mean {cells['mean_ttft_ms'][0]:4.0%} "
+              f"{cells['mean_ttft_ms'][1]:+7.1%}  p95 {cells['p95_ttft_ms'][0]:4.0%} "
+              f"{cells['p95_ttft_ms'][1]:+7.1%}")
+
+
+def mean_and_tail(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """Per (GPU, "short" (200-token) or "long" prompts, concurrency band), in that order:
+    the rows' count and, for the mean and the p95 TTFT, (share within 15%, signed median
+    error)."""
+    errors: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list))
+    for r in rows:
+        setting, lengths, clients = parse_id(r["id"])
+        prompt = "short" if lengths.split("/")[0] == "200" else "long"
+        key = (parse_setting(setting)[0], prompt, band(clients))
+        for metric in ("mean_ttft_ms", "p95_ttft_ms"):
+            errors[key][metric].append(r["metrics"][metric]["error"])
+    out = {}
+    for key in sorted(errors, key=lambda k: (k[0], k[1], int(k[2].split("-")[0]))):
+        cells: dict = {"n": len(errors[key]["mean_ttft_ms"])}
+        for metric, v in errors[key].items():
+            cells[metric] = (sum(abs(e) <= WITHIN for e in v) / len(v), statistics.median(v))
+        out[key] = cells
+    return out
 
 
 def gpu_table(rows: list[dict]) -> list[dict]:

@@ -223,3 +223,21 @@ def test_groups_part5_keeps_the_in_sample_rows_apart() -> None:
     assert (a100["n"], a100["within_15"], a100["signed_median"]) == (1, 0.0, 0.30)
     assert (h100["n"], h100["within_15"]) == (2, 0.5)
     assert h100["signed_median"] == pytest.approx(0.05)
+
+
+def test_groups_part6_sets_the_mean_beside_the_tail() -> None:
+    import nim_dli_groups
+
+    def row(cid: str, mean: float, p95: float) -> dict:
+        return {"id": f"nim1.0-dli-{cid}", "metrics": {"mean_ttft_ms": {"error": mean},
+                                                       "p95_ttft_ms": {"error": p95}}}
+    rows = [row("h100-sxm-llama-3-8b-fp8-tp1-200-200-c100", 0.60, -0.05),
+            row("h100-sxm-llama-3-8b-fp8-tp1-200-2000-c50", 0.10, -0.20),
+            row("h100-sxm-llama-3-8b-fp8-tp1-2000-200-c100", -0.30, -0.10)]
+    table = nim_dli_groups.mean_and_tail(rows)
+    assert list(table) == [("h100-sxm", "long", "100-250"), ("h100-sxm", "short", "10-50"),
+                           ("h100-sxm", "short", "100-250")]
+    short = table[("h100-sxm", "short", "100-250")]
+    assert short["n"] == 1 and short["mean_ttft_ms"] == (0.0, 0.60)
+    assert short["p95_ttft_ms"] == (1.0, -0.05)
+    assert table[("h100-sxm", "long", "100-250")]["mean_ttft_ms"] == (0.0, -0.30)
