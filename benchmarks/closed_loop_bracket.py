@@ -27,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.nim_dli_groups import band  # noqa: E402
 from benchmarks.published import WITHIN, run_case, select  # noqa: E402
 from benchmarks.published_cases import Case, burst_rate_accepted, load_cases  # noqa: E402
 
@@ -53,12 +54,6 @@ def inside(published: float, lockstep: float, random: float, widen: float = WITH
     """Whether ``published`` lies within the two replays, each end widened by ``widen``."""
     lo, hi = min(lockstep, random), max(lockstep, random)
     return lo * (1 - widen) <= published <= hi * (1 + widen)
-
-
-def band(clients: int) -> str:
-    """The concurrency band of ``clients``."""
-    return "1-5" if clients <= 5 else "10-50" if clients <= 50 else "100-250" \
-        if clients <= 250 else ">250"
 
 
 def bracket_row(case: Case, rate: float) -> dict[str, Any] | None:

@@ -31,10 +31,12 @@ from pathlib import Path
 from nim_dli_cases import FIT_GPU, REPEAT, course_rows, parse_id, parse_setting
 from published import WITHIN, group_table
 
+BANDS = ("1-5", "10-50", "100-250", ">250")  # concurrency bands, in order
+
 
 def band(clients: int) -> str:
-    """The concurrency band of ``clients``."""
-    return "1-5" if clients <= 5 else "10-50" if clients <= 50 else "100-250"
+    """The concurrency band of ``clients`` (one of BANDS)."""
+    return BANDS[(clients > 5) + (clients > 50) + (clients > 250)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,7 +105,7 @@ def mean_and_tail(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
         for metric in ("mean_ttft_ms", "p95_ttft_ms"):
             errors[key][metric].append(r["metrics"][metric]["error"])
     out = {}
-    for key in sorted(errors, key=lambda k: (k[0], k[1], int(k[2].split("-")[0]))):
+    for key in sorted(errors, key=lambda k: (k[0], k[1], BANDS.index(k[2]))):
         cells: dict = {"n": len(errors[key]["mean_ttft_ms"])}
         for metric, v in errors[key].items():
             cells[metric] = (sum(abs(e) <= WITHIN for e in v) / len(v), statistics.median(v))

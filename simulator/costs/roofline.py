@@ -164,7 +164,7 @@ class RooflineCost:
                               f"formula) or one of {', '.join(kinds)}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
-            self._k, self.allreduce_latency_s, self.per_request_s, self.decode_kv_reads))
+            self._k, self.allreduce_latency_s, self.per_request_s))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -198,7 +198,7 @@ class RooflineCost:
         flops_mm, weights, mm_c, mm_m = self._matmuls(t)
         flops_attn = k.attn_flops_per_pair * (a + c + w)
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
-        kv_bytes = k.kv_bytes_per_token * (c * self.decode_kv_reads + cache_read + t)
+        kv_bytes = k.kv_bytes_per_token * (c * k.decode_kv_reads + cache_read + t)
         # in roofline_scalar.py's order, so one step's floats are the same
         attn_c = flops_attn * k.inv_peak_attn * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1

@@ -28,6 +28,7 @@ class RooflineConstants(NamedTuple):
     num_experts: int  # E
     miss_prob: float  # 1 - k/E: chance one token skips a given expert
     kv_bytes_per_token: float  # kv / min(tp, n_kv)
+    decode_kv_reads: float  # g: reads of each KV head's cache a decode step
     mem_bw: float  # bw eff_m, bytes/s
     kv_mem_bw: float  # bw eff_kv, bytes/s
     compute_scale: float  # 1 / (tp eff_c)
@@ -58,6 +59,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         num_experts=m.num_experts,
         miss_prob=1.0 - m.experts_per_token / m.num_experts,
         kv_bytes_per_token=m.kv_bytes_per_token(cost.kv_dtype) / min(tp, m.num_kv_heads),
+        decode_kv_reads=cost.decode_kv_reads,
         mem_bw=hw.bandwidth_gbps * 1e9 * cost.memory_efficiency,
         kv_mem_bw=hw.bandwidth_gbps * 1e9 * cost.kv_memory_efficiency,
         compute_scale=1.0 / (tp * cost.compute_efficiency),

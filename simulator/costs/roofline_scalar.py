@@ -22,21 +22,20 @@ _MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thous
 class ScalarRoofline:
     """One step's roofline time from floats ``P, A, D, C, n_req`` (roofline.py's symbols)."""
 
-    __slots__ = ("_k", "_lat", "_step", "_per_req", "_reads", "_by_tokens", "_consts")
+    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
-                 per_request_s: float, decode_kv_reads: float = 1.0) -> None:
+                 per_request_s: float) -> None:
         self._k = k
-        self._reads = decode_kv_reads  # g: reads of each KV head's cache a decode step
         self._lat = allreduce_latency_s
         self._step = k.step_s  # t_step + L t_layer
         self._per_req = per_request_s
         self._by_tokens: dict[float, tuple[float, float]] = {}  # T -> _token_terms(T)
         # the constants of every step, unpacked at once (a NamedTuple field read costs a
         # descriptor call each): kv bytes per token, attention FLOPs per pair, 1 / attention
-        # peak, compute scale, bandwidth of the KV reads
+        # peak, compute scale, bandwidth of the KV reads, reads of a decode row's cache
         self._consts = (k.kv_bytes_per_token, k.attn_flops_per_pair, k.inv_peak_attn,
-                        k.compute_scale, k.kv_mem_bw)
+                        k.compute_scale, k.kv_mem_bw, k.decode_kv_reads)
 
     def _token_terms(self, t: float) -> tuple[float, float]:
         """(t_mm, t_ar) of a step of ``t`` tokens: the larger of the matmuls' compute and
@@ -72,11 +71,11 @@ class ScalarRoofline:
         t = p + d + s
         terms = self._by_tokens.get(t)
         matmul_s, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw = self._consts
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw, reads = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
         attn_c = attn_flops * (a + c + w) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (c * self._reads + cache_read + t) / kv_bw
+        attn_m = kv_bytes * (c * reads + cache_read + t) / kv_bw
         overhead_s = self._step + self._per_req * n_req
         return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
                 + allreduce_s)
@@ -87,10 +86,10 @@ class ScalarRoofline:
         t = 0.0 + d
         terms = self._by_tokens.get(t)
         matmul_s, allreduce_s = terms if terms is not None else self._token_terms(t)
-        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw = self._consts
+        kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw, reads = self._consts
         ctx = float(c)
         attn_c = attn_flops * (0.0 + ctx) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (ctx * self._reads + 0.0 + t) / kv_bw
+        attn_m = kv_bytes * (ctx * reads + 0.0 + t) / kv_bw
         overhead_s = self._step + self._per_req * num_finished
         return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
                 + allreduce_s)
