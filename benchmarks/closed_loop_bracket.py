@@ -9,8 +9,12 @@ case with a mean (else median) TTFT this replays both and prints, per group and
 concurrency band: the cases, the share whose published TTFT lies inside the two replays
 (widened by 15% either side), and the median position of the published value between them
 (0: the lockstep replay's TTFT, 1: the random-phase replay's; outside [0, 1] past either).
+``--by-prompt`` splits each group by the case's fixed prompt length too (the course's
+short prompts fall out of lockstep where its long ones do not); ``--in-sample`` prints the
+fitted cases' table as well.
 
-    python benchmarks/closed_loop_bracket.py [--case PREFIX] [--cases-file F] [--json F]
+    python benchmarks/closed_loop_bracket.py [--case PREFIX] [--cases-file F] [--by-prompt]
+        [--in-sample] [--json F]
 """
 
 from __future__ import annotations
@@ -72,16 +76,20 @@ def bracket_row(case: Case, rate: float) -> dict[str, Any] | None:
         sims[start] = float(sim)
     published = float(case.metrics[key])
     return {"id": case.id, "group": case.group, "fitted": case.fitted, "metric": key,
-            "clients": int(case.workload.get("concurrency", 0)), "published": published,
+            "clients": int(case.workload.get("concurrency", 0)),
+            "prompt": int(case.workload.get("prompt_tokens", 0)), "published": published,
             **sims, "position": position(published, sims["together"], sims["random"]),
             "inside": inside(published, sims["together"], sims["random"])}
 
 
-def table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (group, concurrency band), then all: cases, share inside, median position."""
+def table(rows: list[dict[str, Any]], by_prompt: bool = False) -> list[dict[str, Any]]:
+    """Per (group, concurrency band), then all: cases, share inside, median position;
+    ``by_prompt``: the group names its fixed prompt length too (``/200``; ``/-`` for a
+    case whose prompts vary)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        groups[(r["group"], band(r["clients"]))].append(r)
+        group = f"{r['group']}/{r.get('prompt') or '-'}" if by_prompt else r["group"]
+        groups[(group, band(r["clients"]))].append(r)
         groups[("all", "")].append(r)
     out = []
     for (group, clients), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all",
@@ -97,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", action="append", default=[], help="case id or id prefix")
     ap.add_argument("--cases-file", action="append", default=None, help="a case file")
+    ap.add_argument("--by-prompt", action="store_true",
+                    help="split each group by its cases' fixed prompt length")
+    ap.add_argument("--in-sample", action="store_true",
+                    help="print the fitted cases' table too")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args(argv)
     cases = [c for c in select(load_cases(args.cases_file), args.case, None)
@@ -107,10 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} closed-loop cases with a TTFT ({len(held_out)} held out, below); "
           "inside: the published TTFT within the lockstep and random-phase replays, 15% "
           "either side; position: 0 lockstep, 1 random phases")
-    print(f"{'group':28s} {'clients':>8s} {'n':>4s} {'inside':>7s} {'position':>9s}")
-    for t in table(held_out):
-        print(f"{t['group']:28s} {t['clients']:>8s} {t['n']:4d} {t['inside']:7.0%} "
-              f"{t['position']:+9.2f}")
+    tables = [("held out", held_out)]
+    if args.in_sample:
+        tables.append(("in sample (fitted)", [r for r in rows if r["fitted"]]))
+    for title, part in tables:
+        if not part:
+            continue
+        print(f"{title}:")
+        print(f"{'group':34s} {'clients':>8s} {'n':>4s} {'inside':>7s} {'position':>9s}")
+        for t in table(part, args.by_prompt):
+            print(f"{t['group']:34s} {t['clients']:>8s} {t['n']:4d} {t['inside']:7.0%} "
+                  f"{t['position']:+9.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -49,3 +49,14 @@ def test_only_closed_loops_with_a_ttft_are_bracketed() -> None:
     assert bracket.ttft_key(closed) == "mean_ttft_ms"
     burst = cases["vllm0.8dev-pr14431-h100-sxm-llama-3.1-8b-tp1-sharegpt1000"]
     assert bracket.ttft_key(burst) is None
+
+
+def test_table_by_prompt_splits_each_group_by_its_prompt_length() -> None:
+    rows = [{"group": "a", "clients": 25, "prompt": 200, "position": 0.6, "inside": True},
+            {"group": "a", "clients": 25, "prompt": 2000, "position": 0.0, "inside": True},
+            {"group": "a", "clients": 25, "prompt": 0, "position": 0.2, "inside": False}]
+    t = {(r["group"], r["clients"]): r for r in bracket.table(rows, by_prompt=True)}
+    assert t[("a/200", "10-50")]["position"] == pytest.approx(0.6)
+    assert t[("a/2000", "10-50")]["position"] == 0.0
+    assert t[("a/-", "10-50")]["n"] == 1  # prompts that vary: no fixed length
+    assert t[("all", "")]["n"] == 3 and t[("all", "")]["position"] == pytest.approx(0.2)
