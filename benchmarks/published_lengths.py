@@ -5,9 +5,12 @@ is under 4 tokens, whose prompt is over 1024, or whose prompt + output is over 2
 gives the kept sample's mean lengths; :func:`sharegpt_lengths` draws log-normal pairs, keeps
 them by the same filter, and scales the log-normals until the kept means are the case's.
 
-``sglang.bench_serving``'s random dataset draws each output length with
-``np.random.randint(int(output_len * range_ratio), output_len + 1)``: from 0 when the range
-ratio is 0. :func:`random_lengths` draws the same, and serves a 0 as one token.
+``sglang.bench_serving``'s random dataset draws each prompt length with
+``np.random.randint(max(int(input_len * range_ratio), 1), input_len + 1)`` and then each
+output length with ``np.random.randint(int(output_len * range_ratio), output_len + 1)``
+(from 0 when the range ratio is 0), after ``np.random.seed(args.seed)``, seed 1 by default.
+:func:`random_lengths` makes the same draws from the same legacy generator, so a case gets
+the very lengths its run sent (the printed totals check it), and serves a 0 as one token.
 
 A published run that kept its per-request lengths (a ``--save-result`` JSON, shipped in
 benchmarks/published_runs/) is replayed with them: :func:`run_lengths`; at a finite rate
@@ -66,24 +69,30 @@ def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
     return np.array(kept_p[:n]), np.array(kept_o[:n])
 
 
+SGLANG_BENCH_SEED = 1  # sglang.bench_serving's --seed default (np.random.seed(args.seed))
+
+
 def random_lengths(prompt_low: int, prompt_high: int, output_high: int, n: int,
-                   folder: Path) -> tuple[Path, str]:
+                   folder: Path, seed: int = SGLANG_BENCH_SEED) -> tuple[Path, str]:
     """``n`` (prompt, output) pairs as ``sglang.bench_serving``'s random dataset draws them
-    at range ratio 0: prompts uniform in [prompt_low, prompt_high], outputs uniform in [0,
-    output_high], written as a request table in ``folder``; also a note for the case.
+    at range ratio 0: prompts uniform in [prompt_low, prompt_high], then outputs uniform in
+    [0, output_high], from numpy's legacy generator seeded as the tool seeds it; written as
+    a request table in ``folder``; also a note for the case. The draws are the run's own:
+    seed 1 gives 6,101 input and 4,210 output tokens for 10 prompts of 1000/1000 and
+    152,612 / 160,347 for 300 of 1024/1024, as the runs printed.
 
     A request asking for 0 new tokens still gets the token its prefill samples (the server
     finishes a request once it holds ``max_new_tokens`` outputs, checked after each token),
-    so a 0 is served as 1. The benchmark's "Total generated tokens" counts the 0s as 0.
-    Seeded: the same pairs every run."""
-    rng = np.random.default_rng(0)
-    p = rng.integers(prompt_low, prompt_high + 1, size=n)
-    asked = rng.integers(0, output_high + 1, size=n)
+    so a 0 is served as 1. The benchmark's "Total generated tokens" counts the 0s as 0."""
+    rng = np.random.RandomState(seed)  # the tool's own generator: the same values
+    p = rng.randint(prompt_low, prompt_high + 1, size=n)
+    asked = rng.randint(0, output_high + 1, size=n)
     served = np.maximum(asked, 1)
     path = _burst_table(folder / f"random_{n}_{prompt_low}_{prompt_high}_0_{output_high}.csv",
                         p, served)
-    return path, (f"outputs uniform in [0, {output_high}] (bench_serving's random dataset): "
-                  f"{int((asked == 0).sum())} of {n} ask for 0 and are served 1; means "
+    return path, (f"outputs uniform in [0, {output_high}] (bench_serving's random dataset, "
+                  f"its seed-{seed} draws): {int((asked == 0).sum())} of {n} ask for 0 and are "
+                  f"served 1; totals {int(p.sum())} / {int(asked.sum())} asked, means "
                   f"{p.mean():.0f} / {asked.mean():.2f} asked, {served.mean():.2f} served")
 
 

@@ -115,10 +115,23 @@ def test_random_outputs_from_zero_are_served_one_token(tmp_path: Path) -> None:
     t = pd.read_csv(path)
     assert len(t) == 9000 and t.output_tokens.min() == 1 and t.output_tokens.max() == 8
     assert t.prompt_tokens.min() >= 1 and t.prompt_tokens.max() <= 8192
-    zeros = int(note.split(": ")[1].split(" of ")[0])
+    zeros = int(note.split("draws): ")[1].split(" of ")[0])
     assert 900 < zeros < 1100  # 9000 / 9 = 1000, sd 30
     assert 1800 < (t.output_tokens == 1).sum() < 2200  # asked 0 or 1: 2 / 9 of 9000
     assert t.output_tokens.mean() == pytest.approx(4.0 + 1 / 9, abs=0.08)
+
+
+def test_random_lengths_are_the_tools_own_seeded_draws(tmp_path: Path) -> None:
+    """sglang.bench_serving seeds numpy's legacy generator with 1 and draws the prompt
+    lengths, then the output lengths: the totals two published runs printed, exactly
+    (SGLang cookbook, 10 prompts of 1000/1000: 6101 / 4210; DataCrunch H200, 300 prompts of
+    1024/1024: 152612 / 160347)."""
+    for n, high, out_high, p_total, o_total in [(10, 1000, 1000, 6101, 4210),
+                                                (300, 1024, 1024, 152612, 160347)]:
+        path, note = pc.random_lengths(1, high, out_high, n, tmp_path)
+        t = pd.read_csv(path)
+        assert int(t.prompt_tokens.sum()) == p_total
+        assert f"totals {p_total} / {o_total} asked" in note
 
 
 def test_the_pr1060_case_replays_outputs_from_zero(cases: list, tmp_path: Path) -> None:
