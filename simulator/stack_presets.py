@@ -314,11 +314,33 @@ VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 # online runs, sgl-project/sglang benchmark/benchmark_vllm_060/README.md; its other runs are
 # held out, docs/stacks.md). request_s is the latency a request spends outside the engine
 # (tokenizer manager, ZMQ hops, detokenizer, HTTP streaming), step_s the scheduler's work
-# per step. The 0.5 preset has none: no 0.5 run with its GPU stated was found.
+# per step.
 SGLANG_03_HOST = {"request_s": 0.1943e-3, "step_s": 0.0484e-3}
 SGLANG_03_HOST_SOURCE = ("host: request_s 0.1943 ms x layers, step_s 0.0484 ms x layers, "
                          "fitted by benchmarks/published_fit.py to SGLang 0.3.0's RPS-4 runs "
                          "(benchmarks/published_cases.toml sglang0.3.0-readme060-*-rps4)")
+# SGLang 0.4's and 0.5's, fitted the same way on each release's own runs at light load
+# (stop 41; docs/stacks.md, "SGLang 0.4 and 0.5 host costs"): 0.4 on DataCrunch's two
+# Llama-3.3-70B runs on four H200s at 1 req/s (`python benchmarks/published_fit.py --case
+# sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps1 --case
+# sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps1-run1212 --heldout sglang0.4-dc-`),
+# 0.5 on the SGLang cookbook's two one-client Llama-3.1-70B runs on eight A100s
+# (`... --case sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-random1000-1000-n10-mc1
+# --case sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-random8000-1000-n10-mc1
+# --heldout sglang0.5.6-cookbook-`). Two sources, two GPUs, a year apart, and the same
+# terms within 6% (request) and 13% (step); their other runs are held out.
+SGLANG_04_HOST = {"request_s": 0.4700e-3, "step_s": 0.0256e-3}
+SGLANG_04_HOST_SOURCE = (
+    "host: request_s 0.4700 ms x layers, step_s 0.0256 ms x layers, fitted by "
+    "benchmarks/published_fit.py to SGLang 0.4's two 1 req/s runs of Llama-3.3-70B on 4 x "
+    "H200 (benchmarks/published_cases_result_files.toml "
+    "sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps1*)")
+SGLANG_05_HOST = {"request_s": 0.4974e-3, "step_s": 0.0224e-3}
+SGLANG_05_HOST_SOURCE = (
+    "host: request_s 0.4974 ms x layers, step_s 0.0224 ms x layers, fitted by "
+    "benchmarks/published_fit.py to SGLang 0.5.6's two one-client runs of Llama-3.1-70B on "
+    "8 x A100 (benchmarks/published_cases_docs.toml "
+    "sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-*-n10-mc1)")
 SGLANG_POLICY = {"name": "chunked", "max_num_seqs": 2048, "admission": "conservative",
                  "preemption": "fewest_outputs", "mixed_chunks": False}
 SGLANG_KV = {"block_size": 1, "gpu_memory_utilization": 0.88, "prefix_caching": True}
@@ -679,8 +701,10 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _sglang_preset("0.3", SGLANG_POLICY, (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE), _sglang_03,
             SGLANG_03_HOST),
-        _sglang_preset("0.4", SGLANG_POLICY, SGLANG_04_SOURCES, _sglang_04),
-        _sglang_preset("0.5", SGLANG_POLICY, SGLANG_SOURCES, _sglang),
+        _sglang_preset("0.4", SGLANG_POLICY, (*SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE),
+                       _sglang_04, SGLANG_04_HOST),
+        _sglang_preset("0.5", SGLANG_POLICY, (*SGLANG_SOURCES, SGLANG_05_HOST_SOURCE), _sglang,
+                       SGLANG_05_HOST),
     ),
     "trtllm": (
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
