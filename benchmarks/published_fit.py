@@ -15,6 +15,8 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
     step_s     (>= 0)  blocking: every engine step takes this much longer
     token_s    (>= 0)  blocking: per output token sampled in a step (streaming responses)
     seq_s      (>= 0)  blocking: per running decode row in a step
+    eager_s    (>= 0)  blocking: per pure-decode step past the preset's CUDA-graph limit
+                       (graph_max_rows; a preset without one never pays it)
 
 ``--flat`` fits the terms in seconds instead (the same for every model: host work per
 request or token that does not grow with the model's depth, as a C++ batch manager's).
@@ -59,7 +61,7 @@ from benchmarks.published_cases import (  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
 
-TERMS = ("request_s", "step_s", "token_s", "seq_s")
+TERMS = ("request_s", "step_s", "token_s", "seq_s", "eager_s")
 LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
 LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency_ms")
 

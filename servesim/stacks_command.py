@@ -65,7 +65,7 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": preset.policy_for(spec, hw),
             "kv": {**preset.kv, **({"kv_dtype": kv_dtype} if kv_dtype else {})},
-            "host_costs_s": preset.host_costs(spec.num_layers, tp),
+            "host_costs_s": preset.host_costs(spec.num_layers, tp, hw),
             "step_costs": step_costs, "sources": list(preset.sources)}
 
 
@@ -86,7 +86,8 @@ def render(views: list[dict[str, Any]], sources: bool) -> str:
                                                     if v["latest"] else ""))
         out.append(f"  policy: {_line(v['policy'])}")
         out.append(f"  kv: {_line(v['kv'])}")
-        host = ", ".join(f"{k} {_seconds(s)}" for k, s in v["host_costs_s"].items())
+        host = ", ".join(f"graph rows {s:g}" if k == "graph_max_rows" else f"{k} {_seconds(s)}"
+                         for k, s in v["host_costs_s"].items())
         out.append(f"  host costs: {host or 'none'}")
         out.append(f"  step costs: {v['step_costs']}")
         if sources:

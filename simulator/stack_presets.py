@@ -80,6 +80,10 @@ class StackPreset:
     # (simulator/costs/prefill_pass.py: k x weight bytes per GPU / HBM bandwidth); 0: none
     prefill_weight_passes: float = 0.0
 
+    # the largest decode batch the stack replays as a captured CUDA graph, by GPU and TP
+    # (the host term graph_max_rows: past it a decode step pays eager_s); None: no limit
+    graph_rows: Callable[[HardwareSpec, int], int] | None = None
+
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
         the stack adds none, or when no NCCL curve is listed for the GPU at that TP)."""
@@ -126,15 +130,19 @@ class StackPreset:
             extra["max_num_batched_tokens"] = self.budget_rule(model, own["chunked_prefill"])
         return {**self.policy, **extra}
 
-    def host_costs(self, num_layers: int, gpus: int = 1) -> dict[str, float]:
+    def host_costs(self, num_layers: int, gpus: int = 1,
+                   hardware: HardwareSpec | None = None) -> dict[str, float]:
         """Host costs (s) for a model of ``num_layers`` layers on ``gpus`` GPUs (tensor
-        parallel): fixed, plus per-layer terms, plus the multi-GPU terms when ``gpus`` > 1."""
+        parallel): fixed, plus per-layer terms, plus the multi-GPU terms when ``gpus`` > 1;
+        and, on a known GPU, the CUDA-graph limit (``graph_max_rows``, rows)."""
         out = dict(self.overhead)
         for key, per_layer in self.overhead_per_layer.items():
             out[key] = out.get(key, 0.0) + per_layer * num_layers
         if gpus > 1:
             for key, value in self.overhead_multi_gpu.items():
                 out[key] = out.get(key, 0.0) + value
+        if self.graph_rows is not None and hardware is not None:
+            out["graph_max_rows"] = float(self.graph_rows(hardware, gpus))
         return out
 
     def describe(self) -> str:
@@ -336,6 +344,25 @@ SGLANG_04_HOST_SOURCE = (
     "H200 (benchmarks/published_cases_result_files.toml "
     "sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps1*)")
 SGLANG_05_HOST = {"request_s": 0.4974e-3, "step_s": 0.0224e-3}
+# SGLang 0.4 replays decode steps of up to cuda_graph_max_bs rows as CUDA graphs: 160, or 8
+# under 25,000 MB of GPU memory (its server_args.py, search-index file id 309022971: "Set
+# cuda graph max batch size"); a larger batch runs its forward eagerly. The eager step's
+# extra launch and Python time, per layer, fitted by `python benchmarks/published_fit.py
+# --case sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps16
+# --case sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps16-run1212 --terms eager_s
+# --heldout sglang0.4-dc-` (two runs of one configuration; docs/stacks.md).
+SGLANG_04_EAGER_S = 0.9547e-3
+SGLANG_04_GRAPH_SOURCE = (
+    "decode steps of more than cuda_graph_max_bs rows run eagerly: 160, or 8 under 25,000 MB "
+    "(server_args.py of the 0.4 line, search-index file id 309022971); eager_s fitted by "
+    "benchmarks/published_fit.py on DataCrunch's two 16 req/s Llama-3.3-70B runs on 4 x H200")
+
+
+def _sglang_04_graph_rows(hw: HardwareSpec, tp: int) -> int:
+    """v0.4's cuda_graph_max_bs: 8 under 25,000 MB of GPU memory, else 160."""
+    return 8 if hw.memory_bytes / 2**20 < 25_000 else 160
+
+
 SGLANG_05_HOST_SOURCE = (
     "host: request_s 0.4974 ms x layers, step_s 0.0224 ms x layers, fitted by "
     "benchmarks/published_fit.py to SGLang 0.5.6's two one-client runs of Llama-3.1-70B on "
@@ -622,12 +649,15 @@ def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dic
 
 def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, ...],
                    adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
-                   per_layer: dict[str, float] | None = None) -> StackPreset:
+                   per_layer: dict[str, float] | None = None,
+                   graph_rows: Callable[[HardwareSpec, int], int] | None = None
+                   ) -> StackPreset:
     """An SGLang release: its policy, page size and memory share, kernel tables, a KV cache
-    in the model's dtype; ``per_layer``: its host costs where a release has them."""
+    in the model's dtype; ``per_layer``: its host costs where a release has them;
+    ``graph_rows``: its CUDA-graph batch limit where its eager steps are priced."""
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
                    (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE), profiles="sglang",
-                   per_layer=per_layer, adapt=adapt, fp8_kv_with=())
+                   per_layer=per_layer, adapt=adapt, fp8_kv_with=(), graph_rows=graph_rows)
 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
@@ -701,8 +731,10 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
         _sglang_preset("0.3", SGLANG_POLICY, (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE), _sglang_03,
             SGLANG_03_HOST),
-        _sglang_preset("0.4", SGLANG_POLICY, (*SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE),
-                       _sglang_04, SGLANG_04_HOST),
+        _sglang_preset("0.4", SGLANG_POLICY, (*SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE,
+                                               SGLANG_04_GRAPH_SOURCE),
+                       _sglang_04, {**SGLANG_04_HOST, "eager_s": SGLANG_04_EAGER_S},
+                       graph_rows=_sglang_04_graph_rows),
         _sglang_preset("0.5", SGLANG_POLICY, (*SGLANG_SOURCES, SGLANG_05_HOST_SOURCE), _sglang,
                        SGLANG_05_HOST),
     ),

@@ -164,7 +164,7 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
         _refuse_fp8(preset, hardware, section)
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
-    host = preset.host_costs(model.num_layers if model else 0, gpus)
+    host = preset.host_costs(model.num_layers if model else 0, gpus, hardware)
     if host and "form" not in cost and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}

@@ -20,6 +20,12 @@ it to a kernel-level cost model in two kinds:
   a recompute after preemption is not counted again;
 - ``seq_s``: per running decode row (Python bookkeeping that grows with the batch).
 
+And a step above the stack's CUDA-graph limit: a pure-decode step of more than
+``graph_max_rows`` rows (0: no limit) costs ``eager_s`` more. Stacks capture decode steps as
+CUDA graphs only up to a batch size (SGLang's ``cuda_graph_max_bs``) and launch a larger
+batch's kernels one by one from Python; the kernel tables time the kernels, not the
+launches. ``graph_max_rows`` is a count of rows, the one term here not in seconds.
+
 *Non-blocking* ``request_s``: latency each request spends before it reaches the engine (API
 server, tokenising, HTTP). It is not a step cost and occupies no engine time; the cost
 model only carries it to the simulator (``ClusterSpec.request_s``), which delivers each
@@ -58,6 +64,8 @@ class Overhead:
     token_s: float = 0.0  # per output token sampled in the step (D + admitted)
     seq_s: float = 0.0  # per decode row in the step
     request_s: float = 0.0  # per request, before it reaches the engine (non-blocking)
+    eager_s: float = 0.0  # per pure-decode step of more than graph_max_rows rows
+    graph_max_rows: float = 0.0  # rows, not s: the largest decode step a graph replays (0: any)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -68,7 +76,7 @@ class Overhead:
         """From a TOML/JSON table; errors name ``<where>.<key>`` and show the bad value."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"{where}={values!r} must be a table of host costs "
-                              f"({', '.join(OVERHEAD_KEYS)}), in seconds")
+                              f"({', '.join(OVERHEAD_KEYS)}), in seconds (graph_max_rows in rows)")
         for key, value in values.items():
             if key not in OVERHEAD_KEYS:
                 raise ConfigError(f"{where}.{key} is not a host cost; known: "
@@ -85,14 +93,16 @@ class Overhead:
         terms = self.to_dict()
         if not terms:
             return "none"
-        return ", ".join(f"{k.removesuffix('_s')} {v * 1e3:.4g} ms" for k, v in terms.items())
+        return ", ".join(f"graph rows {v:g}" if k == "graph_max_rows"
+                         else f"{k.removesuffix('_s')} {v * 1e3:.4g} ms"
+                         for k, v in terms.items())
 
 
 OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
 # What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
 # profile's times, and every host term; the default leaves out finish_s and seq_s, which a
 # client's token times barely separate from step_s and token_s.
-FIT_TERMS = ("time_scale", *OVERHEAD_KEYS)
+FIT_TERMS = ("time_scale", "step_s", "admit_s", "finish_s", "token_s", "seq_s", "request_s")
 DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
@@ -114,23 +124,36 @@ class HostCost:
         return (h.step_s + h.admit_s * admitted + h.finish_s * finished
                 + h.token_s * (d + admitted) + h.seq_s * d)
 
+    def _eager(self, d: float, prefill_tokens: float) -> float:
+        """``eager_s`` for a pure-decode step past the graph limit, else 0."""
+        h = self.overhead
+        limit = h.graph_max_rows
+        return h.eager_s if limit > 0 and prefill_tokens == 0 and d > limit else 0.0
+
     def step_time(self, shape: StepShape) -> float:
-        host = self._host(float(shape.num_decode_seqs), float(shape.num_admitted),
-                          float(shape.num_finished))
-        return self.inner.step_time(shape) + float(host)
+        d = float(shape.num_decode_seqs)
+        host = self._host(d, float(shape.num_admitted), float(shape.num_finished))
+        return (self.inner.step_time(shape) + float(host)
+                + self._eager(d, float(shape.num_prefill_tokens)))
 
     def decode_pricer(self) -> DecodePricer | None:
         inner = decode_pricer(self.inner)
         if inner is None:
             return None
-        host = self._host
-        return lambda d, c, f: inner(d, c, f) + float(host(float(d), 0.0, float(f)))
+        host, eager = self._host, self._eager
+        return lambda d, c, f: (inner(d, c, f) + float(host(float(d), 0.0, float(f)))
+                                + eager(float(d), 0.0))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)
         a = shapes.num_admitted.astype(np.float64)
         f = shapes.num_finished.astype(np.float64)
-        return self.inner.step_times(shapes) + self._host(d, a, f)
+        out = self.inner.step_times(shapes) + self._host(d, a, f)
+        h = self.overhead
+        if h.eager_s and h.graph_max_rows > 0:
+            out = out + h.eager_s * ((shapes.num_prefill_tokens == 0)
+                                     & (d > h.graph_max_rows))
+        return out
 
 
 def with_overhead(cost: CostModel, overhead: Overhead) -> CostModel:
