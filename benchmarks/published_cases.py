@@ -75,17 +75,17 @@ FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf i
 # workload.client: the benchmark client whose rule a case replays, and the arrival it needs
 CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
 # Every key a case's workload may carry (a key no replay reads is refused, not ignored):
-# the arrival, the lengths (fixed; uniform; ShareGPT's log-normal means and sigmas; a
-# published run's own), a closed loop's clients, start and think time (exponential with
-# mean think_time_s, a measured client turnaround), the benchmark client and its windows,
-# and a warming run.
+# the arrival, the lengths (fixed; uniform; ShareGPT's log-normal means and sigmas, and
+# output_cap, a runner's max_tokens cutting them; a published run's own), a closed loop's
+# clients, start and think time (exponential with mean think_time_s, a measured client
+# turnaround), the benchmark client and its windows, and a warming run.
 WORKLOAD_KEYS = (
     "arrival", "num_prompts", "rate", "max_concurrency", "concurrency", "client_start",
     "think_time_s", "client", "measurement_interval_s", "stability_percentage", "max_trials",
     "measured_windows",
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
-    "output_sigma", "run", "warm", "warm_rate")
+    "output_sigma", "output_cap", "run", "warm", "warm_rate")
 # A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (the fields of
 # simulator/measured/perf_analyzer.py TimeWindows, in order) score
 # the requests of a ``client = "perf-analyzer"`` case
@@ -323,11 +323,14 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     workload = _arrivals(wl, n, burst_rate)
     workload.update(prompt=prompt, output=output)
     if wl.get("dataset") == "sharegpt":
-        trace, kept = sharegpt_lengths(prompt, output, n, folder)
+        cap = wl.get("output_cap")
+        trace, kept = sharegpt_lengths(prompt, output, n, folder,
+                                       None if cap is None else int(cap))
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(f"ShareGPT lengths: lognormal draws kept by the benchmark tools' filter "
                      f"(prompt and output >= 4, prompt <= 1024, prompt + output <= 2048): "
-                     f"{kept}")
+                     f"{kept}" if cap is None else f"ShareGPT lengths: lognormal draws "
+                     f"(prompt and output >= 4, prompt <= 1024): {kept}")
     elif "run" in wl and "warm" not in wl:  # the run's own lengths
         trace, drawn = run_lengths(run_file(wl, case.id), folder)
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}

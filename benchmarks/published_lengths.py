@@ -28,34 +28,48 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.errors import ConfigError
 from simulator.workload.arrivals import vllm_bench_sends
 from simulator.workload.lengths import LogNormal
 from simulator.workload.traces_json import load_vllm_bench, load_vllm_bench_result
 
 
 def sharegpt_lengths(prompt: Mapping[str, Any], output: Mapping[str, Any], n: int,
-                     folder: Path) -> tuple[Path, str]:
+                     folder: Path, output_cap: int | None = None) -> tuple[Path, str]:
     """``n`` (prompt, output) pairs kept as vLLM's and SGLang's ``sample_sharegpt_requests``
     keep ShareGPT conversations (both >= 4 tokens, prompt <= 1024, prompt + output <=
     2048), written as a request table in ``folder``; also their means, for the notes.
 
     The case's means are those of the kept sample, so each log-normal's mean before the
     filter is scaled (a few fixed-point passes) until the kept means match them. Seeded:
-    the same pairs every run."""
+    the same pairs every run.
+
+    ``output_cap``: a runner that sends a fixed prompt file with ``max_tokens`` = the cap
+    instead (AccelMark's): no tool filter but prompts of 4-1024 tokens, every output cut
+    at the cap, the case's output mean that of the cut outputs."""
     target = np.array([float(prompt["mean"]), float(output["mean"])])
     sigmas = (float(prompt["sigma"]), float(output["sigma"]))
+    if output_cap is not None and not 4 < target[1] < output_cap:
+        raise ConfigError(f"workload.output_cap = {output_cap}: must exceed the output mean "
+                          f"{target[1]:g} (itself over 4 tokens)")
     pre = target.copy()
-    for _ in range(8):
-        p, o = _kept_pairs(pre, sigmas, n)
+    for _ in range(8 if output_cap is None else 30):
+        p, o = _kept_pairs(pre, sigmas, n, output_cap)
         pre *= target / np.array([p.mean(), o.mean()])
-    p, o = _kept_pairs(pre, sigmas, n)
-    path = _burst_table(folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}.csv", p, o)
+    p, o = _kept_pairs(pre, sigmas, n, output_cap)
+    cap = "" if output_cap is None else f"_cap{output_cap}"
+    path = _burst_table(folder / f"sharegpt_{n}_{prompt['mean']}_{output['mean']}{cap}.csv",
+                        p, o)
+    if output_cap is not None:
+        return path, (f"means {p.mean():.0f} / {o.mean():.0f} (log-normal means {pre[0]:.0f} "
+                      f"/ {pre[1]:.0f} before the cut), outputs cut at max_tokens "
+                      f"{output_cap}: {int((o == output_cap).sum())} of {n}")
     return path, (f"kept means {p.mean():.0f} / {o.mean():.0f} (log-normal means "
                   f"{pre[0]:.0f} / {pre[1]:.0f} before the filter), longest output {o.max()}")
 
 
-def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int,
+                output_cap: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     dists = [LogNormal(float(m), s) for m, s in zip(means, sigmas, strict=True)]
     kept_p: list[int] = []
@@ -63,7 +77,11 @@ def _kept_pairs(means: np.ndarray, sigmas: tuple[float, float], n: int
     while len(kept_p) < n:
         p = dists[0].sample(4 * n, rng).astype(np.int64)
         o = dists[1].sample(4 * n, rng).astype(np.int64)
-        ok = (p >= 4) & (o >= 4) & (p <= 1024) & (p + o <= 2048)
+        ok = (p >= 4) & (o >= 4) & (p <= 1024)
+        if output_cap is None:
+            ok &= p + o <= 2048
+        else:
+            o = np.minimum(o, output_cap)
         kept_p += p[ok].tolist()
         kept_o += o[ok].tolist()
     return np.array(kept_p[:n]), np.array(kept_o[:n])

@@ -179,6 +179,21 @@ def test_sharegpt_lengths_keep_the_tools_filter_and_the_stated_means(tmp_path: P
     assert pd.read_csv(again).equals(t)  # seeded
 
 
+def test_an_output_cap_cuts_the_draws_and_keeps_the_stated_means(tmp_path: Path) -> None:
+    """AccelMark's runner: a fixed prompt file, max_tokens 512, no tool filter."""
+    prompt = {"dist": "lognormal", "mean": 255.4, "sigma": 1.0}
+    output = {"dist": "lognormal", "mean": 344.1, "sigma": 0.9}
+    path, note = pc.sharegpt_lengths(prompt, output, 100, tmp_path, output_cap=512)
+    t = pd.read_csv(path)
+    p, o = t["prompt_tokens"], t["output_tokens"]
+    assert (o <= 512).all() and (p <= 1024).all() and (p >= 4).all() and (o >= 4).all()
+    assert abs(p.mean() - 255.4) < 1 and abs(o.mean() - 344.1) < 1  # means of the cut draws
+    at_cap = int((o == 512).sum())
+    assert 20 < at_cap < 60 and f"cut at max_tokens 512: {at_cap} of 100" in note
+    with pytest.raises(ConfigError, match="output_cap = 300"):
+        pc.sharegpt_lengths(prompt, output, 100, tmp_path, output_cap=300)  # below the mean
+
+
 def test_a_concurrency_sweep_point_is_a_closed_loop(cases: list) -> None:
     """NIM/AIPerf sweeps: C clients, each sending its next request when the last ends."""
     case = next(c for c in cases if c.id == "nim1.8.0-h100-sxm-llama-3.3-70b-fp8-tp2-5000-500-c25")
