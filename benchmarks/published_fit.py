@@ -22,7 +22,9 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
 request or token that does not grow with the model's depth, as a C++ batch manager's).
 ``--throughput`` adds each case's output-throughput error to the residuals: the only
 residual of a throughput-only case (a max-throughput table). ``--fit-prefix`` fits on every
-case whose id starts with it (a minority of a group: one GPU, one length pair).
+case whose id starts with it (a minority of a group: one GPU, one length pair). One term
+is found by a bounded search from 0 to ``--high`` ms (default 1: per layer, or a flat
+per-token cost); a flat per-step cost of a whole model (``eager_s --flat``) needs more.
 
 Each candidate replays the fitting cases through the simulator with the stack's preset and
 ``[cost] overhead`` = the candidate x the model's layers, and the residuals are the
@@ -120,16 +122,16 @@ def share_within(errors: Iterable[float]) -> float:
 
 
 def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
-        throughput: bool = False) -> dict[str, float]:
+        throughput: bool = False, high_ms: float = 1.0) -> dict[str, float]:
     """The per-layer (or, ``flat``, per-model) host costs (s) that best match ``cases``'
     latencies (and throughputs).
 
-    One term: a bounded scalar search (0-1 ms) of the same soft_l1 loss; least squares'
-    finite differences stall on a loss this flat between batch changes."""
+    One term: a bounded scalar search (0 to ``high_ms`` ms) of the same soft_l1 loss; least
+    squares' finite differences stall on a loss this flat between batch changes."""
     if len(terms) == 1:
         best = bounded_soft_l1(lambda theta_ms: residuals(
             cases, terms, np.array([theta_ms]), flat=flat, throughput=throughput),
-            high=1.0, tolerance=1e-3)
+            high=high_ms, tolerance=1e-3)
         return {terms[0]: best * 1e-3}
     res = least_squares(lambda th: residuals(cases, terms, th, flat=flat,
                                              throughput=throughput),
@@ -171,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="terms in s for every model (default: s per layer x layers)")
     ap.add_argument("--throughput", action="store_true",
                     help="fit output throughput too (throughput-only cases need it)")
+    ap.add_argument("--high", type=float, default=1.0, metavar="MS",
+                    help="one term: search 0 to this many ms (default 1, per layer or flat)")
     args = ap.parse_args(argv)
     terms = tuple(t for t in args.terms.split(",") if t)
     if not set(terms) <= set(TERMS):
@@ -190,7 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {c.id for c in fitting}
     held = [c for c in cases if c.id not in chosen and (
         any(c.id.startswith(p) for p in args.heldout) if args.heldout else c.group in groups)]
-    per_layer = fit(fitting, terms, flat=args.flat, throughput=args.throughput)
+    if not args.high > 0:
+        print(f"published_fit: error: --high {args.high}: must be > 0 ms", file=sys.stderr)
+        return 2
+    per_layer = fit(fitting, terms, flat=args.flat, throughput=args.throughput,
+                    high_ms=args.high)
     unit = "" if args.flat else " per layer"
     print(f"fitted host costs{unit}: " + ", ".join(
         f"{t} = {v * 1e3:.4f} ms" for t, v in per_layer.items()))

@@ -47,3 +47,24 @@ def test_throughput_is_left_out_unless_asked() -> None:
     assert pf.residuals([case], ("token_s",), pf.np.array([0.04]), flat=True).size == 0
     assert pf.residuals([case], ("token_s",), pf.np.array([0.04]), flat=True,
                         throughput=True).size == 1
+
+
+def test_an_eager_step_cost_is_recovered_past_the_graph_limit() -> None:
+    """SGLang 0.4 replays up to 160 decode rows as a graph: a burst of 300 runs its first
+    decode steps eagerly, so the eager cost slows it and is fitted back from throughput."""
+    def case(published: float) -> object:
+        return pc.Case(id="synthetic-eager", source="test", stack="sglang", stack_version="0.4",
+                       gpu="h100-sxm", model="tiny", weight_dtype="bf16", kv_dtype="bf16", tp=1,
+                       workload={"prompt_tokens": 64, "output_tokens": 64, "num_prompts": 300,
+                                 "arrival": "burst"},
+                       metrics={"output_throughput": published})
+
+    eager_s = 2e-3
+    probe = case(1.0)
+    truth = pf.errors(probe, {"eager_s": eager_s}, flat=True)["output_throughput"] + 1.0
+    without = pf.errors(probe, {"eager_s": 0.0}, flat=True)["output_throughput"] + 1.0
+    assert truth < 0.9 * without  # the eager steps cost something visible
+    assert pf.fit([case(truth)], ("eager_s",), flat=True, throughput=True)[
+        "eager_s"] < 1e-3  # the default search stops at 1 ms
+    fitted = pf.fit([case(truth)], ("eager_s",), flat=True, throughput=True, high_ms=10.0)
+    assert fitted["eager_s"] == pytest.approx(eager_s, abs=1e-6)
