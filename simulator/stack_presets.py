@@ -363,6 +363,22 @@ def _sglang_04_graph_rows(hw: HardwareSpec, tp: int) -> int:
     return 8 if hw.memory_bytes / 2**20 < 25_000 else 160
 
 
+# SGLang 0.2 and 0.3 captured decode graphs for batch sizes [1, 2, 4] + [8, 16, ..., 160]
+# whatever the GPU's memory (0.2's model_runner.py, search-index file id 10267136; 0.3's
+# cuda_graph_runner.py, 414132433; the memory rule above came with 0.4): the same eager
+# cost past 160 rows, as 0.4's fit gives it (not fitted on 0.2 or 0.3; docs/stacks.md).
+SGLANG_03_EAGER_HOST = {**SGLANG_03_HOST, "eager_s": SGLANG_04_EAGER_S}
+SGLANG_03_GRAPH_SOURCE = (
+    "decode steps of more than 160 rows run eagerly (0.2's model_runner.py and 0.3's "
+    "cuda_graph_runner.py capture batch sizes 1, 2, 4, 8-160 by 8 on every GPU; search-index "
+    "file ids 10267136, 414132433); eager_s is 0.4's fit, held out on 0.2 and 0.3")
+
+
+def _sglang_03_graph_rows(hw: HardwareSpec, tp: int) -> int:
+    """v0.2-0.3's largest captured decode batch: 160 on every GPU."""
+    return 160
+
+
 SGLANG_05_HOST_SOURCE = (
     "host: request_s 0.4974 ms x layers, step_s 0.0224 ms x layers, fitted by "
     "benchmarks/published_fit.py to SGLang 0.5.6's two one-client runs of Llama-3.1-70B on "
@@ -727,10 +743,12 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "vllm/engine/arg_utils.py get_batch_defaults",)),
     ),
     "sglang": (
-        _sglang_preset("0.2", SGLANG_02_POLICY, SGLANG_02_SOURCES, _context, SGLANG_03_HOST),
+        _sglang_preset("0.2", SGLANG_02_POLICY, (*SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE),
+                       _context, SGLANG_03_EAGER_HOST, graph_rows=_sglang_03_graph_rows),
         _sglang_preset("0.3", SGLANG_POLICY, (
-            *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE), _sglang_03,
-            SGLANG_03_HOST),
+            *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE,
+            SGLANG_03_GRAPH_SOURCE), _sglang_03, SGLANG_03_EAGER_HOST,
+            graph_rows=_sglang_03_graph_rows),
         _sglang_preset("0.4", SGLANG_POLICY, (*SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE,
                                                SGLANG_04_GRAPH_SOURCE),
                        _sglang_04, {**SGLANG_04_HOST, "eager_s": SGLANG_04_EAGER_S},

@@ -57,3 +57,13 @@ def test_sglang_04_replays_graphs_up_to_160_rows_or_8_on_small_gpus() -> None:
     five = resolve({"model": {"name": "llama-3.1-70b"}, "hardware": {"gpu": "h200", "tp": 4},
                     "stack": {"name": "sglang", "version": "0.5"}})
     assert "graph rows" not in five.cost_source  # 0.5's eager steps are not priced
+
+
+def test_sglang_02_and_03_capture_160_rows_on_every_gpu_with_04s_eager_cost() -> None:
+    by_version = {p.version: p for p in STACKS["sglang"]}
+    for version in ("0.2", "0.3"):
+        costs = by_version[version].host_costs(32, 1, get_hardware("rtx4090"))
+        assert costs["graph_max_rows"] == 160  # no 8-row rule before 0.4
+        four = by_version["0.4"].host_costs(32, 1, get_hardware("rtx4090"))
+        assert costs["eager_s"] == pytest.approx(four["eager_s"])  # 0.4's fit, x 32 layers
+        assert costs["eager_s"] == pytest.approx(32 * 0.9547e-3)
