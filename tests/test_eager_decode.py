@@ -67,3 +67,26 @@ def test_sglang_02_and_03_capture_160_rows_on_every_gpu_with_04s_eager_cost() ->
         four = by_version["0.4"].host_costs(32, 1, get_hardware("rtx4090"))
         assert costs["eager_s"] == pytest.approx(four["eager_s"])  # 0.4's fit, x 32 layers
         assert costs["eager_s"] == pytest.approx(32 * 0.9547e-3)
+
+
+def test_a_burst_pays_the_eager_cost_only_while_more_than_160_rows_decode() -> None:
+    """SGLang 0.4 on an H100: 200 requests at once, outputs of 2-40 tokens. The batch
+    drains from 200 rows to none; only the pure-decode steps of more than 160 rows take
+    eager_s (4 layers x 0.9547 ms) longer than the same run priced without it. A burst's
+    schedule does not depend on the step times, so the two step logs align row by row."""
+    from simulator.runner import run_point
+
+    point = {"model": {"name": "tiny"}, "hardware": {"gpu": "h100-sxm", "tp": 1},
+             "stack": {"name": "sglang", "version": "0.4"},
+             "workload": {"arrival": "poisson", "rate": float("inf"), "num_requests": 200,
+                          "prompt": {"dist": "fixed", "tokens": 8},
+                          "output": {"dist": "uniform", "low": 2, "high": 40}}}
+    eager = run_point({}, point).result.steps
+    graphs = run_point({}, {**point, "cost": {"overhead": {"eager_s": 0.0}}}).result.steps
+    assert len(eager) == len(graphs)
+    assert (eager["num_decode_seqs"].to_numpy() == graphs["num_decode_seqs"].to_numpy()).all()
+    extra = (eager["end_s"] - eager["start_s"]) - (graphs["end_s"] - graphs["start_s"])
+    past = ((eager["num_prefill_tokens"] == 0) & (eager["num_decode_seqs"] > 160)).to_numpy()
+    assert 0 < past.sum() < len(eager)  # some steps on each side of the limit
+    assert extra[past].to_numpy() == pytest.approx(4 * 0.9547e-3)
+    assert extra[~past].to_numpy() == pytest.approx(0.0, abs=1e-12)
