@@ -19,6 +19,7 @@ import json
 import sys
 from typing import Any
 
+from simulator.costs.host import COUNT_TERMS
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.specs.hardware import get_hardware
@@ -86,7 +87,7 @@ def render(views: list[dict[str, Any]], sources: bool) -> str:
                                                     if v["latest"] else ""))
         out.append(f"  policy: {_line(v['policy'])}")
         out.append(f"  kv: {_line(v['kv'])}")
-        host = ", ".join(f"graph rows {s:g}" if k == "graph_max_rows" else f"{k} {_seconds(s)}"
+        host = ", ".join(f"graph rows {s:g}" if k in COUNT_TERMS else f"{k} {_seconds(s)}"
                          for k, s in v["host_costs_s"].items())
         out.append(f"  host costs: {host or 'none'}")
         out.append(f"  step costs: {v['step_costs']}")

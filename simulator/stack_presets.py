@@ -367,7 +367,6 @@ def _sglang_04_graph_rows(hw: HardwareSpec, tp: int) -> int:
 # whatever the GPU's memory (0.2's model_runner.py, search-index file id 10267136; 0.3's
 # cuda_graph_runner.py, 414132433; the memory rule above came with 0.4): the same eager
 # cost past 160 rows, as 0.4's fit gives it (not fitted on 0.2 or 0.3; docs/stacks.md).
-SGLANG_03_EAGER_HOST = {**SGLANG_03_HOST, "eager_s": SGLANG_04_EAGER_S}
 SGLANG_03_GRAPH_SOURCE = (
     "decode steps of more than 160 rows run eagerly (0.2's model_runner.py and 0.3's "
     "cuda_graph_runner.py capture batch sizes 1, 2, 4, 8-160 by 8 on every GPU; search-index "
@@ -670,7 +669,10 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
                    ) -> StackPreset:
     """An SGLang release: its policy, page size and memory share, kernel tables, a KV cache
     in the model's dtype; ``per_layer``: its host costs where a release has them;
-    ``graph_rows``: its CUDA-graph batch limit where its eager steps are priced."""
+    ``graph_rows``: its CUDA-graph batch limit, past which a decode step pays
+    ``SGLANG_04_EAGER_S`` per layer (the one fit, carried to every release with a limit)."""
+    if graph_rows is not None:
+        per_layer = {**(per_layer or {}), "eager_s": SGLANG_04_EAGER_S}
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
                    (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE), profiles="sglang",
                    per_layer=per_layer, adapt=adapt, fp8_kv_with=(), graph_rows=graph_rows)
@@ -744,14 +746,14 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     ),
     "sglang": (
         _sglang_preset("0.2", SGLANG_02_POLICY, (*SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE),
-                       _context, SGLANG_03_EAGER_HOST, graph_rows=_sglang_03_graph_rows),
+                       _context, SGLANG_03_HOST, graph_rows=_sglang_03_graph_rows),
         _sglang_preset("0.3", SGLANG_POLICY, (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE,
-            SGLANG_03_GRAPH_SOURCE), _sglang_03, SGLANG_03_EAGER_HOST,
+            SGLANG_03_GRAPH_SOURCE), _sglang_03, SGLANG_03_HOST,
             graph_rows=_sglang_03_graph_rows),
         _sglang_preset("0.4", SGLANG_POLICY, (*SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE,
                                                SGLANG_04_GRAPH_SOURCE),
-                       _sglang_04, {**SGLANG_04_HOST, "eager_s": SGLANG_04_EAGER_S},
+                       _sglang_04, SGLANG_04_HOST,
                        graph_rows=_sglang_04_graph_rows),
         _sglang_preset("0.5", SGLANG_POLICY, (*SGLANG_SOURCES, SGLANG_05_HOST_SOURCE), _sglang,
                        SGLANG_05_HOST),

@@ -64,7 +64,5 @@ def test_an_eager_step_cost_is_recovered_past_the_graph_limit() -> None:
     truth = pf.errors(probe, {"eager_s": eager_s}, flat=True)["output_throughput"] + 1.0
     without = pf.errors(probe, {"eager_s": 0.0}, flat=True)["output_throughput"] + 1.0
     assert truth < 0.9 * without  # the eager steps cost something visible
-    assert pf.fit([case(truth)], ("eager_s",), flat=True, throughput=True)[
-        "eager_s"] < 1e-3  # the default search stops at 1 ms
     fitted = pf.fit([case(truth)], ("eager_s",), flat=True, throughput=True, high_ms=10.0)
     assert fitted["eager_s"] == pytest.approx(eager_s, abs=1e-6)

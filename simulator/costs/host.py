@@ -37,6 +37,7 @@ profile (contract 3) stores them as its optional ``overhead`` object.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -76,7 +77,8 @@ class Overhead:
         """From a TOML/JSON table; errors name ``<where>.<key>`` and show the bad value."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"{where}={values!r} must be a table of host costs "
-                              f"({', '.join(OVERHEAD_KEYS)}), in seconds (graph_max_rows in rows)")
+                              f"({', '.join(OVERHEAD_KEYS)}), in seconds "
+                              f"({', '.join(COUNT_TERMS)} in rows)")
         for key, value in values.items():
             if key not in OVERHEAD_KEYS:
                 raise ConfigError(f"{where}.{key} is not a host cost; known: "
@@ -93,16 +95,18 @@ class Overhead:
         terms = self.to_dict()
         if not terms:
             return "none"
-        return ", ".join(f"graph rows {v:g}" if k == "graph_max_rows"
+        return ", ".join(f"graph rows {v:g}" if k in COUNT_TERMS
                          else f"{k.removesuffix('_s')} {v * 1e3:.4g} ms"
                          for k, v in terms.items())
 
 
 OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
+COUNT_TERMS = ("graph_max_rows",)  # the terms that are counts, not seconds
 # What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
-# profile's times, and every host term; the default leaves out finish_s and seq_s, which a
-# client's token times barely separate from step_s and token_s.
-FIT_TERMS = ("time_scale", "step_s", "admit_s", "finish_s", "token_s", "seq_s", "request_s")
+# profile's times, and every host term but the CUDA-graph pair (a limit is read from the
+# stack, not fitted, and a client's token times cannot place it); the default leaves out
+# finish_s and seq_s, which a client's token times barely separate from step_s and token_s.
+FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS if k not in ("eager_s", *COUNT_TERMS)))
 DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
@@ -112,6 +116,10 @@ class HostCost:
     def __init__(self, inner: CostModel, overhead: Overhead) -> None:
         self.inner = inner
         self.overhead = overhead
+        # decode rows past which a pure-decode step pays eager_s (inf: never), decided once
+        # so a step without the term pays one comparison
+        priced = overhead.eager_s > 0 and overhead.graph_max_rows > 0
+        self._eager_past = overhead.graph_max_rows if priced else math.inf
 
     @property
     def request_s(self) -> float:
@@ -124,35 +132,32 @@ class HostCost:
         return (h.step_s + h.admit_s * admitted + h.finish_s * finished
                 + h.token_s * (d + admitted) + h.seq_s * d)
 
-    def _eager(self, d: float, prefill_tokens: float) -> float:
-        """``eager_s`` for a pure-decode step past the graph limit, else 0."""
-        h = self.overhead
-        limit = h.graph_max_rows
-        return h.eager_s if limit > 0 and prefill_tokens == 0 and d > limit else 0.0
-
     def step_time(self, shape: StepShape) -> float:
         d = float(shape.num_decode_seqs)
         host = self._host(d, float(shape.num_admitted), float(shape.num_finished))
-        return (self.inner.step_time(shape) + float(host)
-                + self._eager(d, float(shape.num_prefill_tokens)))
+        t = self.inner.step_time(shape) + float(host)
+        if d > self._eager_past and shape.num_prefill_tokens == 0:
+            t += self.overhead.eager_s
+        return t
 
     def decode_pricer(self) -> DecodePricer | None:
         inner = decode_pricer(self.inner)
         if inner is None:
             return None
-        host, eager = self._host, self._eager
+        host, past, eager = self._host, self._eager_past, self.overhead.eager_s
+        if past == math.inf:
+            return lambda d, c, f: inner(d, c, f) + float(host(float(d), 0.0, float(f)))
         return lambda d, c, f: (inner(d, c, f) + float(host(float(d), 0.0, float(f)))
-                                + eager(float(d), 0.0))
+                                + (eager if d > past else 0.0))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)
         a = shapes.num_admitted.astype(np.float64)
         f = shapes.num_finished.astype(np.float64)
         out = self.inner.step_times(shapes) + self._host(d, a, f)
-        h = self.overhead
-        if h.eager_s and h.graph_max_rows > 0:
-            out = out + h.eager_s * ((shapes.num_prefill_tokens == 0)
-                                     & (d > h.graph_max_rows))
+        if self._eager_past < math.inf:
+            out = out + self.overhead.eager_s * ((shapes.num_prefill_tokens == 0)
+                                                 & (d > self._eager_past))
         return out
 
 
