@@ -4,10 +4,11 @@
 
 1. Every shipped profile with the piecewise form (simulator/profiles, its stacks/ too):
    how many have ``mixed_step_s`` above ``threshold`` x max(``prefill_step_s``,
-   ``decode_step_s``), and the highest ratios. The composition sweep's mixed steps are all
-   512- or 2,048-token chunks (calibrate/aiconfigurator.py ``MIXED``), so a small mixed step
-   is priced with a fixed cost fitted to large ones (docs/gpu-profiles.md, "Small mixed
-   steps are overpriced").
+   ``decode_step_s``), and the highest ratios. Until stop 43 the composition sweep's mixed
+   steps were all 512- or 2,048-token chunks and its prompts all sat on the GEMM tables'
+   aligned sizes, so a small mixed step was priced with a fixed cost that held the large
+   ones' unaligned kernels: 130 of 462 profiles were over 1.3 x (docs/gpu-profiles.md,
+   "Small mixed steps").
 2. The example: Llama-3.1-70B, fp8 weights with a bf16 KV cache (vLLM's default), on two
    H100 SXM under ``vllm-v1 0.8`` (vLLM's kernel
    tables, the preset's host step cost set to 0, so kernel time only): a 16-token chunk

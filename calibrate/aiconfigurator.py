@@ -110,12 +110,20 @@ MODEL_IDS = {"llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
 QUANT = {"bf16": ("bfloat16", "bfloat16", "bfloat16", 2.0), "fp8": ("fp8", "fp8", "fp8", 1.0)}
 FIT_FRACTION = 0.9  # weights + KV cache per GPU must fit in this share of memory
 PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# Each prompt length is swept at the grid and one token past it. The GEMM tables are
+# collected at m and m + 1 because the two differ (vLLM's fp8 table on H100, the 70B's
+# 5,120 x 8,192 projection: 55 us at m = 512, 79 us at 513), and a served step's token count
+# lies anywhere between: steps at the grid alone fit every prefill at the aligned, fast
+# kernels (docs/gpu-profiles.md, "Small mixed steps").
+PROMPT_OFFSETS = (0, 1)
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32)
 MAX_PREFILL_TOKENS = 16384  # a step's prompt tokens, as a max_num_batched_tokens budget
 DECODE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 DECODE_CONTEXTS = (128, 512, 2048, 8192)
-MIXED = [(chunk, prefix, rows) for chunk in (512, 2048) for prefix in (0, 4096)
-         for rows in (8, 64)]  # (prefill chunk, its cached prefix, decode rows at 2,048)
+# (prefill chunk, its cached prefix, decode rows at 2,048): small chunks too, the usual
+# mixed step under chunked prefill at light load (a short prompt joining a few decodes)
+MIXED = [(chunk, prefix, rows) for chunk in (16, 128, 512, 2048) for prefix in (0, 4096)
+         for rows in (8, 64)]
 MIXED_CONTEXT = 2048
 SOURCE_PREFIX = "measured per operation by NVIDIA, composed by servesim"
 FORM = "piecewise"  # calibrate/fit.py's form with per-kind fixed costs and token knees
@@ -253,9 +261,9 @@ def sweep(composer: Composer) -> pd.DataFrame:
             "time_s": composer.step_time(chunks, contexts),
         })
 
-    for p in PREFILL_PROMPTS:
+    for p in (p + offset for p in PREFILL_PROMPTS for offset in PROMPT_OFFSETS):
         for b in PREFILL_BATCHES:
-            if b * p <= MAX_PREFILL_TOKENS and composer.kv_fits(b * p):
+            if b * p <= MAX_PREFILL_TOKENS + b and composer.kv_fits(b * p):
                 add("prefill", [(p, 0)] * b, [])
     for ctx in DECODE_CONTEXTS:
         for b in DECODE_BATCHES:
