@@ -114,7 +114,8 @@ PREFILL_PROMPTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # collected at m and m + 1 because the two differ (vLLM's fp8 table on H100, the 70B's
 # 5,120 x 8,192 projection: 55 us at m = 512, 79 us at 513), and a served step's token count
 # lies anywhere between: steps at the grid alone fit every prefill at the aligned, fast
-# kernels (docs/gpu-profiles.md, "Small mixed steps").
+# kernels (docs/gpu-profiles.md, "Small mixed steps"). A step stays within the 16,384-token
+# budget either way (the MoE tables stop there).
 PROMPT_OFFSETS = (0, 1)
 PREFILL_BATCHES = (1, 2, 4, 8, 16, 32)
 MAX_PREFILL_TOKENS = 16384  # a step's prompt tokens, as a max_num_batched_tokens budget
@@ -263,7 +264,7 @@ def sweep(composer: Composer) -> pd.DataFrame:
 
     for p in (p + offset for p in PREFILL_PROMPTS for offset in PROMPT_OFFSETS):
         for b in PREFILL_BATCHES:
-            if b * p <= MAX_PREFILL_TOKENS + b and composer.kv_fits(b * p):
+            if b * p <= MAX_PREFILL_TOKENS and composer.kv_fits(b * p):
                 add("prefill", [(p, 0)] * b, [])
     for ctx in DECODE_CONTEXTS:
         for b in DECODE_BATCHES:

@@ -36,12 +36,13 @@ class _Flat:
 def test_the_sweep_takes_each_prompt_at_the_grid_and_one_past_it() -> None:
     steps = aic.sweep(_Flat())  # type: ignore[arg-type]
     one = steps[(steps.phase == "prefill") & (steps.batch_size == 1)]
+    # 16,385 tokens would pass the 16,384-token budget (and the MoE tables' last row)
     assert sorted(one.num_prefill_tokens) == sorted(
-        [p for p in aic.PREFILL_PROMPTS] + [p + 1 for p in aic.PREFILL_PROMPTS])
-    # 32 prompts of 129 tokens: 4,128 tokens, one step past the budget's 4,096 grid point
+        [*aic.PREFILL_PROMPTS, *(p + 1 for p in aic.PREFILL_PROMPTS[:-1])])
+    # 32 prompts of 129 tokens: 4,128 tokens, 32 past the 4,096 grid point
     assert ((steps.phase == "prefill") & (steps.num_prefill_tokens == 32 * 129)).sum() == 1
-    # at most a token a prompt past the 16,384 budget: 32 prompts of 513
-    assert steps.num_prefill_tokens.max() == 32 * 513
+    prefill = steps[steps.phase == "prefill"]
+    assert prefill.num_prefill_tokens.max() == 16384 and len(prefill) == 33 + 27
     mixed = steps[steps.phase == "mixed"]
     # 16- and 128-token chunks too: a short prompt joining a few decodes
     assert sorted(set(mixed.num_prefill_tokens)) == [16, 128, 512, 2048]
