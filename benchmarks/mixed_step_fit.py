@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from calibrate.aiconfigurator import step_shape  # noqa: E402
 from simulator.deployment import resolve  # noqa: E402
-from simulator.shapes import StepShape  # noqa: E402
 
 PROFILES = ROOT / "simulator" / "profiles"
 EXAMPLE = {"model": {"name": "llama-3.1-70b", "weight_dtype": "fp8"},
@@ -64,23 +64,21 @@ def ratios(threshold: float, folder: Path = PROFILES) -> tuple[int, list[tuple[f
 def fitted_ms() -> dict[str, float]:
     """The example's steps as the shipped fitted profile prices them (kernel time), ms."""
     cost = resolve(EXAMPLE).cost
-    return {name: 1e3 * cost.step_time(StepShape(
-        num_prefill_tokens=p, num_decode_seqs=d, decode_context_tokens=d * CONTEXT,
-        prefill_attn_work=p * p / 2)) for name, p, d in STEPS}
+    return {name: 1e3 * cost.step_time(step_shape(*_step(p, d))) for name, p, d in STEPS}
 
 
 def composed_ms(data: Path) -> dict[str, float]:
     """The example's steps as composed from AIConfigurator's vLLM tables, ms."""
-    from calibrate.aic_backends import systems
-    from calibrate.aic_dtype_pairs import PairComposer
-    from calibrate.aic_tables import SystemTables
-    from simulator.specs.models import MODELS
+    from benchmarks.served_steps_check import composer
 
-    system, version = systems("vllm")["h100-sxm"]  # fp8 weights, bf16 KV: vLLM's default
-    composer = PairComposer(SystemTables(data, system, version, "vllm"),
-                            MODELS["llama-3.1-70b"], "fp8", 2, kv_dtype="bf16")
-    return {name: 1e3 * composer.step_time([(p, 0)] if p else [], [CONTEXT] * d)
-            for name, p, d in STEPS}
+    # fp8 weights, bf16 KV: vLLM's default
+    composed = composer(data, "vllm", "h100-sxm", "llama-3.1-70b", "fp8", "bf16", 2)
+    return {name: 1e3 * composed.step_time(*_step(p, d)) for name, p, d in STEPS}
+
+
+def _step(prefill: int, rows: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """(chunks, decode contexts) of a prompt of ``prefill`` tokens with ``rows`` decodes."""
+    return ([(prefill, 0)] if prefill else []), [CONTEXT] * rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,9 +40,14 @@ def profiles(rev: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
     names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", rev,
                             PROFILES], check=True, capture_output=True, text=True).stdout
     for name in sorted(n for n in names.split() if n.endswith(".json")):
-        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{name}"], check=True,
-                              capture_output=True, text=True).stdout
-        yield name[len(PROFILES) + 1:], json.loads(text)
+        yield name[len(PROFILES) + 1:], profile_at(name[len(PROFILES) + 1:], rev)
+
+
+def profile_at(name: str, rev: str) -> dict[str, Any]:
+    """The parsed JSON of the profile file ``name`` (a path under PROFILES) at ``rev``."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{PROFILES}/{name}"],
+                          check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(text))
 
 
 def quality(rev: str | None) -> dict[str, list[tuple[str, float, float]]]:

@@ -1,6 +1,7 @@
 """How the shipped composed profiles price the steps a server runs, against the composition.
 
     python benchmarks/served_steps_check.py --data AIC_SYSTEMS_DIR [--steps 40] [--seed 0]
+                                            [--rev COMMIT]
 
 A composed profile is fitted to a sweep of steps on a grid (calibrate/aiconfigurator.py
 ``sweep``); a server runs other shapes. This draws random served steps of five kinds, prices
@@ -19,7 +20,8 @@ mean |error| and the median signed error per kind and deployment:
 
 The composition is the reference here: both sides are the same tables, so this measures the
 fitted form and the sweep, not the tables (docs/gpu-profiles.md, "Small mixed steps").
-Needs the ``aiconfigurator`` extra's tables.
+``--rev`` prices with the profile files a commit shipped (``git show``; the docs' "before"
+is ``--rev 759fd22``). Needs the ``aiconfigurator`` extra's tables.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.profile_fit_quality import profile_at  # noqa: E402
 from calibrate.aic_backends import profiles_dir, systems  # noqa: E402
 from calibrate.aic_dtype_pairs import PairComposer  # noqa: E402
 from calibrate.aic_tables import SystemTables  # noqa: E402
-from calibrate.aiconfigurator import Composer  # noqa: E402
-from simulator.costs.profile import load_profile, profile_file_name  # noqa: E402
-from simulator.shapes import StepShape  # noqa: E402
+from calibrate.aiconfigurator import Composer, step_shape  # noqa: E402
+from simulator.costs.profile import CostProfile, load_profile, profile_file_name  # noqa: E402
 from simulator.specs.dtypes import dtype_label  # noqa: E402
 from simulator.specs.models import MODELS  # noqa: E402
 
@@ -71,32 +73,36 @@ def draws(n: int, seed: int) -> dict[str, list[Step]]:
     return {kind: [make() for _ in range(n)] for kind, make in kinds.items()}
 
 
-def shape(step: Step) -> StepShape:
-    """The simulator's shape of a step (the sweep's own accounting)."""
-    chunks, contexts = step
-    return StepShape(num_prefill_tokens=sum(n for n, _ in chunks),
-                     prefill_attn_work=float(sum(n * (c + n / 2) for n, c in chunks)),
-                     num_decode_seqs=len(contexts), decode_context_tokens=sum(contexts))
+def composer(data: Path, backend: str, gpu: str, model: str, dtype: str, kv: str,
+             tp: int) -> Composer:
+    """The composition of one deployment from ``backend``'s tables under ``data`` (a
+    :class:`PairComposer` where the KV cache's dtype is not the weights')."""
+    system, version = systems(backend)[gpu]
+    tables = SystemTables(data, system, version, backend)
+    if kv == dtype:
+        return Composer(tables, MODELS[model], dtype, tp)
+    return PairComposer(tables, MODELS[model], dtype, tp, kv_dtype=kv)
 
 
 def errors(data: Path, deployment: tuple[str, str, str, str, str, int],
-           steps: dict[str, list[Step]]) -> dict[str, list[float]]:
-    """Per kind, priced / composed - 1 over the steps whose KV cache fits."""
+           steps: dict[str, list[Step]], rev: str | None = None) -> dict[str, list[float]]:
+    """Per kind, priced / composed - 1 over the steps whose KV cache fits; the profile as
+    the tree has it, or as ``rev`` shipped it."""
     backend, gpu, model, dtype, kv, tp = deployment
-    system, version = systems(backend)[gpu]
-    tables = SystemTables(data, system, version, backend)
-    composer = (Composer(tables, MODELS[model], dtype, tp) if kv == dtype
-                else PairComposer(tables, MODELS[model], dtype, tp, kv_dtype=kv))
+    composed = composer(data, *deployment)
+    folder = profiles_dir(backend)
     name = profile_file_name(gpu, model, dtype_label(dtype, kv), tp)
-    cost = load_profile(profiles_dir(backend) / name).build_fitted()
+    profile = (load_profile(folder / name) if rev is None else CostProfile(**profile_at(
+        str((folder / name).relative_to(profiles_dir("trtllm"))), rev)))
+    cost = profile.build_fitted()
     out: dict[str, list[float]] = {}
     for kind, batch in steps.items():
         out[kind] = []
-        for step in batch:
-            chunks, contexts = step
+        for chunks, contexts in batch:
             tokens = sum(n + c for n, c in chunks) + sum(contexts)
-            if composer.kv_fits(tokens):
-                out[kind].append(cost.step_time(shape(step)) / composer.step_time(*step) - 1)
+            if composed.kv_fits(tokens):
+                out[kind].append(cost.step_time(step_shape(chunks, contexts))
+                                 / composed.step_time(chunks, contexts) - 1)
     return out
 
 
@@ -106,13 +112,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="aiconfigurator_core/systems folder (aiconfigurator-core 0.12.0)")
     ap.add_argument("--steps", type=int, default=40, help="random steps of each kind")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rev", default=None, help="price with the profiles of this commit")
     args = ap.parse_args(argv)
     steps = draws(args.steps, args.seed)
     print("mean |error| / median signed error of the shipped profile against the composition")
     print(f"{'deployment':44s} " + " ".join(f"{k:>15s}" for k in steps))
     for deployment in DEPLOYMENTS:
         backend, gpu, model, dtype, kv, tp = deployment
-        errs = errors(args.data, deployment, steps)
+        errs = errors(args.data, deployment, steps, args.rev)
         label = f"{backend} {gpu} {model} {dtype_label(dtype, kv)} tp{tp}"
         print(f"{label:44s} " + " ".join(
             f"{statistics.fmean(abs(e) for e in v):6.1%}/{statistics.median(v):+6.1%}"

@@ -95,6 +95,7 @@ from simulator.costs.profile import (
 )
 from simulator.errors import ConfigError
 from simulator.profile_table import ProfileTable, validate_metadata, validate_profile_table
+from simulator.shapes import StepShape
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import MODELS, ModelSpec
 
@@ -247,17 +248,26 @@ class Composer:
         return gpu_of_system(self.tables.system)
 
 
+def step_shape(chunks: Sequence[tuple[int, int]], contexts: Sequence[int]) -> StepShape:
+    """The simulator's shape of a composed step: prefill ``chunks`` as (tokens, cached
+    prefix) and one context length per decode row, as :meth:`Composer.step_time` takes them."""
+    return StepShape(num_prefill_tokens=sum(n for n, _ in chunks),
+                     prefill_attn_work=float(sum(n * (c + n / 2) for n, c in chunks)),
+                     num_decode_seqs=len(contexts), decode_context_tokens=sum(contexts))
+
+
 def sweep(composer: Composer) -> pd.DataFrame:
     """Profile-table rows (contract 2) of the composed prefill, decode and mixed steps."""
     rows = []
 
     def add(phase: str, chunks: list[tuple[int, int]], contexts: list[int]) -> None:
+        shape = step_shape(chunks, contexts)
         rows.append({
             "phase": phase,
-            "num_prefill_tokens": sum(n for n, _ in chunks),
-            "num_decode_seqs": len(contexts),
-            "prefill_attn_work": float(sum(n * (c + n / 2) for n, c in chunks)),
-            "decode_context_tokens": sum(contexts),
+            "num_prefill_tokens": shape.num_prefill_tokens,
+            "num_decode_seqs": shape.num_decode_seqs,
+            "prefill_attn_work": shape.prefill_attn_work,
+            "decode_context_tokens": shape.decode_context_tokens,
             "batch_size": len(chunks) + len(contexts),
             "time_s": composer.step_time(chunks, contexts),
         })
