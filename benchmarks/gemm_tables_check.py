@@ -92,8 +92,9 @@ def compare(csv: Path, data: Path) -> int:
     system = SYSTEMS.get(str(here["device"].iloc[0]))
     if system is None:
         sys.exit(f"{csv}: no AIConfigurator system for device {here['device'].iloc[0]!r}")
-    print(f"{csv}: {len(here)} points on {here['device'].iloc[0]} vs {data / system}/gemm")
-    for table in sorted((data / system / "gemm").glob("*/*/gemm_perf.parquet")):
+    root = data / system if (data / system).is_dir() else data / "data" / system
+    print(f"{csv}: {len(here)} points on {here['device'].iloc[0]} vs {root}/gemm")
+    for table in sorted((root / "gemm").glob("*/*/gemm_perf.parquet")):
         tab = pd.read_parquet(table)
         tab = tab[tab["kernel_source"].isin(["torch.nn.functional.linear", "torch_flow",
                                              "sglang_torch_linear",
