@@ -78,8 +78,9 @@ def run_point_engine(labels: dict[str, Any], point: dict[str, Any], *,
         raise ConfigError("speculative.num_tokens > 0: the engine backend serves random "
                           "weights, whose drafts' acceptance means nothing; measure the real "
                           "engine's with benchmarks/speculative_engine.py (docs/speculative.md)")
-    if device.type == "cpu":
-        torch.set_num_threads(threads)
+    # On every device: the fingerprint records it, and `servesim profile` / `calibrate --here`
+    # set the same count on CUDA too, so a GPU run and its profile compare as one machine.
+    torch.set_num_threads(threads)
     if em is None or em.spec != dep.model or em.dtype != dep.weight_dtype:
         em = build_model(dep.model, dtype=dep.weight_dtype, device=device, seed=dep.seed)
         warm_up(em, dep)
