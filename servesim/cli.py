@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sim: the simulator (default); engine: serve the workload on the "
                           "real engine here, in real time (needs the engine extra)")
     run.add_argument("--threads", type=int, default=1,
-                     help="engine backend on CPU: intra-op threads (default 1, stable timings)")
+                     help="engine backend: torch intra-op threads, on CPU or GPU (default 1, "
+                          "stable timings; recorded in the machine fingerprint)")
     sweep = sub.add_parser("sweep", help="simulate every point of a sweep, with progress")
     _common(sweep)
     _overwrite(sweep)
