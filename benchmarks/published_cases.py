@@ -22,10 +22,12 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.published_lengths import (
+    random_draws,
     random_lengths,
     run_lengths,
     sharegpt_lengths,
     vllm_bench_arrivals,
+    warm_random_series,
     warm_series,
 )
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
@@ -85,7 +87,7 @@ WORKLOAD_KEYS = (
     "measured_windows",
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
-    "output_sigma", "output_cap", "run", "warm", "warm_rate")
+    "output_sigma", "output_cap", "run", "warm", "warm_rate", "warm_prompts")
 # A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (the fields of
 # simulator/measured/perf_analyzer.py TimeWindows, in order) score
 # the requests of a ``client = "perf-analyzer"`` case
@@ -223,6 +225,13 @@ def _check(c: Mapping[str, Any], where: str) -> None:
     if "warm" in wl and ("run" not in wl or "warm_rate" not in wl):
         raise ConfigError(f"{where}: workload.warm needs run (the measured run's file) and "
                           "warm_rate (the warming run's request rate, inf for a burst)")
+    warm = wl.get("warm_prompts")
+    if warm is not None and (isinstance(warm, bool) or not isinstance(warm, int)
+                             or not 1 <= warm <= int(wl.get("num_prompts", 0))
+                             or wl.get("output_low") != 0 or "warm" in wl):
+        raise ConfigError(f"{where}: workload.warm_prompts = {warm!r}: how many of a "
+                          "bench_serving random run's first prompts the server cached before "
+                          "it (1 to num_prompts; needs output_low = 0, not warm)")
     client = wl.get("client")
     if client not in (None, *CLIENT_ARRIVALS) or (
             client is not None and wl["arrival"] != CLIENT_ARRIVALS[client]):
@@ -341,6 +350,17 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
     measure_from: tuple[int, float] | None = None
+    if "warm_prompts" in wl:  # its first prompts cached by the server's earlier run
+        prompts, _, served = random_draws(int(wl["prompt_low"]), int(wl["prompt_high"]),
+                                          int(wl["output_high"]), n)
+        trace, n_warm, start, note = warm_random_series(prompts, served,
+                                                        int(wl["warm_prompts"]), folder)
+        workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
+                    "trace_format": "mooncake"}
+        if wl.get("max_concurrency") is not None:
+            workload["max_concurrency"] = int(wl["max_concurrency"])
+        measure_from = (n_warm, start)
+        notes.append(note)
     if "warm" in wl:  # a run whose prompts an earlier run cached: replay both, score this
         rate = math.inf if wl["arrival"] == "burst" else float(wl["rate"])
         trace, n_warm, start, note = warm_series(

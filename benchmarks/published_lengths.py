@@ -102,16 +102,50 @@ def random_lengths(prompt_low: int, prompt_high: int, output_high: int, n: int,
     A request asking for 0 new tokens still gets the token its prefill samples (the server
     finishes a request once it holds ``max_new_tokens`` outputs, checked after each token),
     so a 0 is served as 1. The benchmark's "Total generated tokens" counts the 0s as 0."""
-    rng = np.random.RandomState(seed)  # the tool's own generator: the same values
-    p = rng.randint(prompt_low, prompt_high + 1, size=n)
-    asked = rng.randint(0, output_high + 1, size=n)
-    served = np.maximum(asked, 1)
+    p, asked, served = random_draws(prompt_low, prompt_high, output_high, n, seed)
     path = _burst_table(folder / f"random_{n}_{prompt_low}_{prompt_high}_0_{output_high}.csv",
                         p, served)
     return path, (f"outputs uniform in [0, {output_high}] (bench_serving's random dataset, "
                   f"its seed-{seed} draws): {int((asked == 0).sum())} of {n} ask for 0 and are "
                   f"served 1; totals {int(p.sum())} / {int(asked.sum())} asked, means "
                   f"{p.mean():.0f} / {asked.mean():.2f} asked, {served.mean():.2f} served")
+
+
+def random_draws(prompt_low: int, prompt_high: int, output_high: int, n: int,
+                 seed: int = SGLANG_BENCH_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(prompts, outputs asked, outputs served) as :func:`random_lengths` draws them. The
+    legacy generator draws in sequence, so the first ``k`` prompts of ``n`` are those of a
+    run of ``k``: a page's runs of 10, 80 and 320 prompts start with the same prompts."""
+    rng = np.random.RandomState(seed)  # the tool's own generator: the same values
+    p = rng.randint(prompt_low, prompt_high + 1, size=n)
+    asked = rng.randint(0, output_high + 1, size=n)
+    return p, asked, np.maximum(asked, 1)
+
+
+def warm_random_series(prompts: np.ndarray, served: np.ndarray, warm: int, folder: Path,
+                       gap_s: float = 600.0) -> tuple[Path, int, float, str]:
+    """A bench_serving random-dataset run whose first ``warm`` prompts the same server
+    cached before it: a Mooncake-format trace of those prompts (1 output token each, every
+    one at 0), then, ``gap_s`` later, this run's requests, all at once. Prompt ``i`` is the
+    same text in both (bench_serving takes the ``i``-th shuffled ShareGPT conversation,
+    repeated or cut to the ``i``-th drawn length, with the same seeds every run), so both
+    carry hash ids ``1000 i + k``, one per 512 tokens. Returns the file, the number of
+    warming requests, this run's send time and a note."""
+    if not 1 <= warm <= len(prompts):
+        raise ValueError(f"warm = {warm}: between 1 and the run's {len(prompts)} prompts")
+    lines: list[str] = []
+    for offset, outputs in ((0.0, np.ones(warm, dtype=int)), (gap_s, served)):
+        for i, (p, o) in enumerate(zip(prompts[:len(outputs)], outputs, strict=True)):
+            ids = [1000 * i + k for k in range(max(1, math.ceil(int(p) / 512)))]
+            lines.append(json.dumps({"timestamp": offset * 1000.0, "input_length": int(p),
+                                     "output_length": int(o), "hash_ids": ids}))
+    path = folder / f"warm{warm}_random_{len(prompts)}_{int(prompts.sum())}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path, warm, gap_s, (
+        f"its first {warm} prompt(s) cached before it (the same server's earlier run of "
+        f"{warm} prompt(s), or the warm-up request, prompt 0; replayed {gap_s:g} s before "
+        "and not scored)")
 
 
 def _burst_table(path: Path, prompts: np.ndarray, outputs: np.ndarray) -> Path:

@@ -335,15 +335,16 @@ SGLANG_03_HOST_SOURCE = ("host: request_s 0.1943 ms x layers, step_s 0.0484 ms x
 # 0.5 on the SGLang cookbook's two one-client Llama-3.1-70B runs on eight A100s
 # (`... --case sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-random1000-1000-n10-mc1
 # --case sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-random8000-1000-n10-mc1
-# --heldout sglang0.5.6-cookbook-`). Two sources, two GPUs, a year apart, and the same
-# terms within 6% (request) and 13% (step); their other runs are held out.
+# --heldout sglang0.5.6-cookbook-`; each run's first prompt cached by its warm-up request,
+# benchmarks/published_cases_docs.toml warm_prompts). Two sources, two GPUs, a year apart,
+# and the same terms within 2% (request) and 14% (step); their other runs are held out.
 SGLANG_04_HOST = {"request_s": 0.4700e-3, "step_s": 0.0256e-3}
 SGLANG_04_HOST_SOURCE = (
     "host: request_s 0.4700 ms x layers, step_s 0.0256 ms x layers, fitted by "
     "benchmarks/published_fit.py to SGLang 0.4's two 1 req/s runs of Llama-3.3-70B on 4 x "
     "H200 (benchmarks/published_cases_result_files.toml "
     "sglang0.4-dc-h200-llama-3.3-70b-tp4-random1024-1024-rps1*)")
-SGLANG_05_HOST = {"request_s": 0.4974e-3, "step_s": 0.0224e-3}
+SGLANG_05_HOST = {"request_s": 0.4794e-3, "step_s": 0.0225e-3}
 # SGLang 0.4 replays decode steps of up to cuda_graph_max_bs rows as CUDA graphs: 160, or 8
 # under 25,000 MB of GPU memory (its server_args.py, search-index file id 309022971: "Set
 # cuda graph max batch size"); a larger batch runs its forward eagerly. The eager step's
@@ -379,7 +380,7 @@ def _sglang_03_graph_rows(hw: HardwareSpec, tp: int) -> int:
 
 
 SGLANG_05_HOST_SOURCE = (
-    "host: request_s 0.4974 ms x layers, step_s 0.0224 ms x layers, fitted by "
+    "host: request_s 0.4794 ms x layers, step_s 0.0225 ms x layers, fitted by "
     "benchmarks/published_fit.py to SGLang 0.5.6's two one-client runs of Llama-3.1-70B on "
     "8 x A100 (benchmarks/published_cases_docs.toml "
     "sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-tp8-*-n10-mc1)")

@@ -348,3 +348,41 @@ def test_dep_cases_are_skipped_whatever_the_catalogue_holds(cases: list, tmp_pat
     bad.write_text(text.replace("PARALLEL", "ep"))
     with pytest.raises(ConfigError, match=r"\(z\).*parallelism = 'ep'"):
         pc.load_cases(bad)
+
+
+def test_a_pages_later_run_finds_its_first_prompts_cached(cases: list, tmp_path: Path) -> None:
+    """The SGLang cookbook's 320-prompt run (64 clients) after the page's 80-prompt run:
+    bench_serving's seeded draws make prompt i the same in both, so prompts 0-79 are
+    replayed first (1 output token each, at 0), then the run 600 s later, scored from
+    request 80. On SGLang's page-size-1 radix cache each of the 80 finds all but its last
+    prompt token cached; the 240 after them find nothing."""
+    case = next(c for c in cases if c.id == "sglang0.5.6-cookbook-a100-80gb-llama-3.1-70b-"
+                "tp8-random8000-1000-n320-mc64")
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    wl = point["workload"]
+    assert (wl["arrival"], wl["num_requests"], wl["max_concurrency"]) == ("trace", 400, 64)
+    assert point[pc.MEASURE_FROM] == (80, 600.0)
+    assert any("first 80 prompt(s) cached before it" in n for n in notes)
+    prompts, _, served = pc.random_draws(1, 8000, 1000, 320)
+    lines = pd.read_json(wl["trace"], lines=True)
+    assert (lines.input_length.to_numpy() == [*prompts[:80], *prompts]).all()
+    assert (lines.output_length[:80] == 1).all()
+    assert (lines.output_length[80:].to_numpy() == served).all()
+    assert (lines.timestamp[:80] == 0).all() and (lines.timestamp[80:] == 600_000).all()
+    assert all(lines.hash_ids[80 + i] == lines.hash_ids[i] for i in range(80))
+    res = published.run_point({}, point)
+    req = res.result.requests.set_index("request_id")
+    assert (req.loc[80:159, "cached_tokens"].to_numpy() == prompts[:80] - 1).all()
+    assert (req.loc[160:, "cached_tokens"] == 0).all()
+
+
+def test_warm_prompts_needs_a_random_run_and_at_most_its_prompts() -> None:
+    base = {"id": "x", "source": "s", "stack": "sglang", "metrics": {"mean_ttft_ms": 1.0},
+            "workload": {"prompt_low": 1, "prompt_high": 100, "output_low": 0,
+                         "output_high": 10, "num_prompts": 10, "arrival": "burst"}}
+    for warm, extra in [(11, {}), (0, {}), (True, {}), (2, {"output_low": 1})]:
+        c = {**base, "workload": {**base["workload"], **extra, "warm_prompts": warm}}
+        with pytest.raises(ConfigError, match="warm_prompts"):
+            pc._check(c, "case x")
+    pc._check({**base, "workload": {**base["workload"], "warm_prompts": 10}}, "case x")
