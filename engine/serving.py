@@ -173,8 +173,9 @@ def replay(table: pd.DataFrame, em: EngineModel, policy: Policy, kv_blocks: int,
             progress(done_count[0], len(seqs))
 
     capacity = max((s.prompt_tokens + s.output_tokens for s in seqs), default=1)
-    kv = block_manager(kv_blocks, block_size,
-                       PrefixIdentity(table, segments) if prefix_caching else None)
+    kv = block_manager(kv_blocks, block_size,  # the engine's KV store mirrors every block
+                       PrefixIdentity(table, segments) if prefix_caching else None,
+                       mirrored=True)
     shared = None if segments is None else SegmentPrompts(table, segments, em.vocab_size, seed)
     core = EngineCore(em, policy, kv, capacity=capacity,
                       clock=clock, on_done=on_done, draft=draft)

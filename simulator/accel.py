@@ -56,6 +56,7 @@ COMPILED: tuple[str, ...] = (
     "simulator.served_requests",
     "simulator.shapes", "simulator.router", "simulator.fleet.urgent",
     "simulator.fleet.tokens", "simulator.costs.piecewise", "simulator.prefix_cache",
+    "simulator.prefix_cache_runs",
     "simulator.fleet.disagg_kv",
     "simulator.policies.continuous", "simulator.policies.lazy", "simulator.policies.step",
     "simulator.policies.admit_fcfs", "simulator.policies.state",

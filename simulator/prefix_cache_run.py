@@ -1,8 +1,10 @@
 """Prefix caching in a simulation: the block managers, their counters, the summary keys.
 
 With ``[kv] prefix_caching = true`` each replica gets a
-:class:`~simulator.prefix_cache.PrefixBlockManager` over the workload's prefix identity;
-without it the plain counting :class:`~simulator.kvcache.BlockManager`, untouched. The
+:class:`~simulator.prefix_cache_runs.PrefixRunManager` over the workload's prefix identity
+(the engine, whose KV store mirrors the cache block by block, the per-block
+:class:`~simulator.prefix_cache.PrefixBlockManager` it is checked against); without it the
+plain counting :class:`~simulator.kvcache.BlockManager`, untouched. The
 summary keys (docs/metrics.md, docs/prefix-caching.md):
 
 ``prefix_hit_rate``         cached prompt tokens / prompt tokens, each request counted at
@@ -23,21 +25,26 @@ import pandas as pd
 
 from simulator.kvcache import BlockManager
 from simulator.prefix_cache import PrefixBlockManager
+from simulator.prefix_cache_runs import PrefixRunManager
 from simulator.prefix_cache_stats import PrefixStats
 from simulator.workload.prefixes import PrefixIdentity
 
 
-def block_manager(num_blocks: int, block_size: int,
-                  identity: PrefixIdentity | None) -> BlockManager:
-    """A replica's KV manager: prefix caching over ``identity``, or plain counting (None)."""
+def block_manager(num_blocks: int, block_size: int, identity: PrefixIdentity | None, *,
+                  mirrored: bool = False) -> BlockManager:
+    """A replica's KV manager: prefix caching over ``identity``, or plain counting (None).
+    ``mirrored``: a KV store mirrors the cache block by block (the engine's), so every
+    block keeps its hash (:class:`PrefixBlockManager`)."""
     if identity is None:
         return BlockManager(num_blocks, block_size)
-    return PrefixBlockManager(num_blocks, block_size, identity)
+    if mirrored:
+        return PrefixBlockManager(num_blocks, block_size, identity)
+    return PrefixRunManager(num_blocks, block_size, identity)
 
 
 def combine(managers: list[BlockManager]) -> PrefixStats | None:
     """The replicas' prefix-cache counters summed (None when none caches prefixes)."""
-    parts = [m.stats for m in managers if isinstance(m, PrefixBlockManager)]
+    parts = [m.stats for m in managers if isinstance(m, (PrefixBlockManager, PrefixRunManager))]
     if not parts:
         return None
     out = PrefixStats()

@@ -15,6 +15,7 @@ from typing import Protocol, cast
 from simulator.errors import ConfigError
 from simulator.policies import Sequence, ServerState
 from simulator.prefix_cache import PrefixBlockManager
+from simulator.prefix_cache_runs import PrefixRunManager
 
 
 class ReplicaView(Protocol):
@@ -122,7 +123,7 @@ class PrefixAffinity:
                 continue
             kv = r.state.kv
             cached = 0
-            if isinstance(kv, PrefixBlockManager):
+            if isinstance(kv, (PrefixBlockManager, PrefixRunManager)):
                 if chain is None:
                     chain = kv.prompt_chain(seq)
                 cached = kv.cached_prefix_blocks(chain)
