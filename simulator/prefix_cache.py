@@ -41,37 +41,30 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from simulator.kvcache import BlockManager
+from simulator.prefix_cache_base import PrefixCacheBase
 from simulator.prefix_cache_chain import block_hashes
-from simulator.prefix_cache_stats import PrefixEvents, PrefixStats
+from simulator.prefix_cache_stats import PrefixEvents
 from simulator.workload.prefixes import PrefixIdentity
 
 if TYPE_CHECKING:
     from simulator.policies.state import Sequence
 
 
-class PrefixBlockManager(BlockManager):
-    """A block manager with automatic prefix caching (see the module docstring)."""
+class PrefixBlockManager(PrefixCacheBase):
+    """A block manager with automatic prefix caching (see the module docstring; the half it
+    shares with the run-based cache is in prefix_cache_base.py)."""
 
-    caches_prefixes = True
-
-    __slots__ = ("identity", "listener", "stats", "_refs", "_lru", "_chain", "_mine", "_done",
-                 "_matched")
+    __slots__ = ("listener", "_lru", "_chain", "_mine", "_done")
 
     def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
                  listener: PrefixEvents | None = None) -> None:
-        super().__init__(num_blocks, block_size)
-        self.identity = identity
+        super().__init__(num_blocks, block_size, identity)
         self.listener = listener
-        self.stats = PrefixStats()
-        self._refs: dict[int, int] = {}  # cached block hash -> requests holding it
         self._lru: OrderedDict[int, None] = OrderedDict()  # cached, held by none; oldest first
         self._chain: dict[int, list[int]] = {}  # request -> hashes of its stream's full blocks
         self._mine: dict[int, list[int]] = {}  # request -> chain positions of the cached
         # blocks it holds, increasing
         self._done: dict[int, int] = {}  # request -> chain blocks already registered or skipped
-        # waiting request -> (cached leading blocks found, its tokens when looked up)
-        self._matched: dict[int, tuple[int, int]] = {}
 
     @property
     def num_cached(self) -> int:
@@ -82,10 +75,6 @@ class PrefixBlockManager(BlockManager):
     def num_cached_free(self) -> int:
         """Cached blocks no request holds (free, evictable)."""
         return len(self._lru)
-
-    def is_cached(self, block_hash: int) -> bool:
-        """Whether a block with this hash is in the cache (a mirror stores its KV then)."""
-        return block_hash in self._refs
 
     def match(self, seq_id: int, num_tokens: int, stream_tokens: int) -> int:
         """Tokens of ``seq_id``'s first ``num_tokens`` found cached (a multiple of the block
@@ -111,39 +100,11 @@ class PrefixBlockManager(BlockManager):
                              self.block_size)
         return chain[:(seq.prompt_tokens - 1) // self.block_size]
 
-    def cached_prefix_blocks(self, chain: list[int]) -> int:
-        """How many leading blocks of ``chain`` are cached here (a query: nothing taken)."""
-        refs = self._refs
-        k = 0
-        while k < len(chain) and chain[k] in refs:
-            k += 1
-        return k
-
     def _active_hits(self, seq_id: int) -> int:
         """Blocks ``seq_id``'s match found that some request holds (they cost no free block)."""
         k = self._matched[seq_id][0]
         refs = self._refs
         return sum(1 for h in self._chain[seq_id][:k] if refs.get(h, 0) > 0) if k else 0
-
-    def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
-        """As :meth:`BlockManager.can_allocate`, counting a waiting request's hit blocks that
-        others hold as already there."""
-        extra = self.extra_for(seq_id, num_tokens)
-        if seq_id not in self._held and seq_id in self._matched:
-            extra -= self._active_hits(seq_id)
-        return extra + reserve_blocks <= self.num_blocks - self.used
-
-    def allocate(self, seq_id: int, num_tokens: int) -> None:
-        """Grow ``seq_id`` to ``num_tokens`` tokens: first its matched blocks, by reference."""
-        if seq_id not in self._held:
-            self._take_hits(seq_id)
-        held = self._held.get(seq_id, 0)
-        extra = -(-num_tokens // self.block_size) - held
-        if extra > 0:
-            self._make_room(extra, seq_id)
-            self._held[seq_id] = held + extra
-            self.used += extra
-        self._register(seq_id, num_tokens // self.block_size)
 
     def _take_hits(self, seq_id: int) -> None:
         k, num_tokens = self._matched.pop(seq_id, (0, 0))
@@ -162,14 +123,7 @@ class PrefixBlockManager(BlockManager):
         self._mine[seq_id] = list(range(k))
         self._done[seq_id] = k
         self._held[seq_id] = k
-        st = self.stats
-        st.saved_tokens += k * self.block_size
-        if num_tokens and seq_id not in st.cached_tokens:  # its first admission
-            st.cached_tokens[seq_id] = k * self.block_size
-            st.prompt_tokens += num_tokens
-            st.prompt_blocks += -(-num_tokens // self.block_size)
-            st.hit_tokens += k * self.block_size
-            st.hit_blocks += k
+        self._count_hits(seq_id, k, num_tokens)
         if hits and self.listener is not None:
             self.listener.reused(seq_id, hits)
 
@@ -205,36 +159,18 @@ class PrefixBlockManager(BlockManager):
             if self.listener is not None:
                 self.listener.evicted(h)
 
-    def take(self, num_blocks: int) -> None:
-        """As :meth:`BlockManager.take`, evicting cached-free blocks when it must."""
-        self._make_room(num_blocks, "decoding")
-        self.used += num_blocks
-
-    def settle(self, seq_id: int, num_tokens: int) -> None:
-        """As :meth:`BlockManager.settle`; the full blocks among them join the cache."""
-        self._held[seq_id] = -(-num_tokens // self.block_size)
-        self._register(seq_id, num_tokens // self.block_size)
-
     def trim(self, seq_id: int, num_tokens: int) -> None:
         """As :meth:`BlockManager.trim` (a speculative step's rejected positions): blocks from
         the first one not full of ``num_tokens`` tokens on leave the cache."""
-        held = self._held.get(seq_id, 0)
-        keep = -(-num_tokens // self.block_size)
         mine = self._mine.get(seq_id)
         if mine is None:
-            if keep < held:
-                self._held[seq_id] = keep
-                self.used -= held - keep
+            super().trim(seq_id, num_tokens)
             return
+        held = self._held.get(seq_id, 0)
+        keep = -(-num_tokens // self.block_size)
         full = num_tokens // self.block_size
         private_before = held - len(mine)
-        chain, refs = self._chain[seq_id], self._refs
-        while mine and mine[-1] >= full:
-            h = chain[mine.pop()]
-            refs[h] -= 1
-            if refs[h] == 0:  # its tokens were never right: it leaves the cache
-                del refs[h]
-                self.used -= 1
+        self._uncache_from(mine, self._chain[seq_id], full)
         self._done[seq_id] = min(self._done[seq_id], full)
         held = min(held, keep)
         self._held[seq_id] = held

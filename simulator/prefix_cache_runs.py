@@ -35,9 +35,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, cast
 
-from simulator.kvcache import BlockManager
+from simulator.prefix_cache_base import PrefixCacheBase
 from simulator.prefix_cache_chain import block_hashes
-from simulator.prefix_cache_stats import PrefixStats
 from simulator.workload.prefixes import PrefixIdentity
 
 if TYPE_CHECKING:
@@ -55,19 +54,15 @@ class _Run:
         self.hi = hi
 
 
-class PrefixRunManager(BlockManager):
-    """A prefix-caching block manager with own blocks as runs (see the module docstring)."""
+class PrefixRunManager(PrefixCacheBase):
+    """A prefix-caching block manager with own blocks as runs (see the module docstring; the
+    half it shares with the per-block cache is in prefix_cache_base.py)."""
 
-    caches_prefixes = True
-
-    __slots__ = ("identity", "stats", "_refs", "_lru", "_chain", "_full", "_mine", "_own",
-                 "_free_runs", "_done", "_matched", "_own_cached", "_cached_free")
+    __slots__ = ("_lru", "_chain", "_full", "_mine", "_own", "_free_runs", "_done",
+                 "_own_cached", "_cached_free")
 
     def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity) -> None:
-        super().__init__(num_blocks, block_size)
-        self.identity = identity
-        self.stats = PrefixStats()
-        self._refs: dict[int, int] = {}  # cached shared block hash -> requests holding it
+        super().__init__(num_blocks, block_size, identity)
         # cached blocks held by none, oldest first: a shared block's hash, or a _Run
         self._lru: OrderedDict[object, None] = OrderedDict()
         self._chain: dict[int, list[int]] = {}  # request -> hashes of its shared blocks
@@ -76,7 +71,6 @@ class PrefixRunManager(BlockManager):
         self._own: dict[int, list[list[int]]] = {}  # request -> own cached runs it holds
         self._free_runs: dict[int, list[_Run]] = {}  # request -> its own runs in the LRU
         self._done: dict[int, int] = {}  # request -> chain blocks registered or skipped
-        self._matched: dict[int, tuple[int, int]] = {}  # waiting -> (blocks found, tokens)
         self._own_cached = 0  # own blocks in the cache (held or free)
         self._cached_free = 0  # cached blocks held by none (shared and own)
 
@@ -89,10 +83,6 @@ class PrefixRunManager(BlockManager):
     def num_cached_free(self) -> int:
         """Cached blocks no request holds (free, evictable)."""
         return self._cached_free
-
-    def is_cached(self, block_hash: int) -> bool:
-        """Whether a shared block with this hash is cached (own blocks have no hash here)."""
-        return block_hash in self._refs
 
     def _shared_chain(self, seq_id: int, stream_tokens: int) -> list[int]:
         """Hashes of ``seq_id``'s blocks that hold segment tokens only (as block_hashes)."""
@@ -139,40 +129,12 @@ class PrefixRunManager(BlockManager):
         chain = self._shared_chain(seq.request_id, seq.prompt_tokens + seq.output_tokens)
         return chain[:(seq.prompt_tokens - 1) // self.block_size]
 
-    def cached_prefix_blocks(self, chain: list[int]) -> int:
-        """How many leading blocks of ``chain`` are cached here (a query: nothing taken)."""
-        refs = self._refs
-        k = 0
-        while k < len(chain) and chain[k] in refs:
-            k += 1
-        return k
-
     def _active_hits(self, seq_id: int) -> int:
         """Matched blocks some request holds (they cost no free block): shared ones only,
         since only the request itself holds its own."""
         k = min(self._matched[seq_id][0], len(self._chain[seq_id]))
         refs = self._refs
         return sum(1 for h in self._chain[seq_id][:k] if refs.get(h, 0) > 0) if k else 0
-
-    def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
-        """As :meth:`BlockManager.can_allocate`, counting a waiting request's hit blocks that
-        others hold as already there."""
-        extra = self.extra_for(seq_id, num_tokens)
-        if seq_id not in self._held and seq_id in self._matched:
-            extra -= self._active_hits(seq_id)
-        return extra + reserve_blocks <= self.num_blocks - self.used
-
-    def allocate(self, seq_id: int, num_tokens: int) -> None:
-        """Grow ``seq_id`` to ``num_tokens`` tokens: first its matched blocks, by reference."""
-        if seq_id not in self._held:
-            self._take_hits(seq_id)
-        held = self._held.get(seq_id, 0)
-        extra = -(-num_tokens // self.block_size) - held
-        if extra > 0:
-            self._make_room(extra, seq_id)
-            self._held[seq_id] = held + extra
-            self.used += extra
-        self._register(seq_id, num_tokens // self.block_size)
 
     def _take_hits(self, seq_id: int) -> None:
         k, num_tokens = self._matched.pop(seq_id, (0, 0))
@@ -199,14 +161,7 @@ class PrefixRunManager(BlockManager):
         self._mine[seq_id] = list(range(shared))
         self._done[seq_id] = k
         self._held[seq_id] = k
-        st = self.stats
-        st.saved_tokens += k * self.block_size
-        if num_tokens and seq_id not in st.cached_tokens:  # its first admission
-            st.cached_tokens[seq_id] = k * self.block_size
-            st.prompt_tokens += num_tokens
-            st.prompt_blocks += -(-num_tokens // self.block_size)
-            st.hit_tokens += k * self.block_size
-            st.hit_blocks += k
+        self._count_hits(seq_id, k, num_tokens)
 
     def _take_own(self, seq_id: int, lo: int, hi: int) -> None:
         """Take ``seq_id``'s free own blocks ``lo .. hi - 1`` back from the LRU (they are the
@@ -299,16 +254,6 @@ class PrefixRunManager(BlockManager):
             self._cached_free -= gone
             self.stats.evictions += gone
 
-    def take(self, num_blocks: int) -> None:
-        """As :meth:`BlockManager.take`, evicting cached-free blocks when it must."""
-        self._make_room(num_blocks, "decoding")
-        self.used += num_blocks
-
-    def settle(self, seq_id: int, num_tokens: int) -> None:
-        """As :meth:`BlockManager.settle`; the full blocks among them join the cache."""
-        self._held[seq_id] = -(-num_tokens // self.block_size)
-        self._register(seq_id, num_tokens // self.block_size)
-
     def _mine_count(self, seq_id: int) -> int:
         """Cached blocks ``seq_id`` holds (shared and own)."""
         return len(self._mine[seq_id]) + sum(b - a for a, b in self._own[seq_id])
@@ -316,14 +261,12 @@ class PrefixRunManager(BlockManager):
     def trim(self, seq_id: int, num_tokens: int) -> None:
         """As :meth:`BlockManager.trim` (a speculative step's rejected positions): blocks from
         the first one not full of ``num_tokens`` tokens on leave the cache."""
-        held = self._held.get(seq_id, 0)
-        keep = -(-num_tokens // self.block_size)
         mine = self._mine.get(seq_id)
         if mine is None:
-            if keep < held:
-                self._held[seq_id] = keep
-                self.used -= held - keep
+            super().trim(seq_id, num_tokens)
             return
+        held = self._held.get(seq_id, 0)
+        keep = -(-num_tokens // self.block_size)
         full = num_tokens // self.block_size
         private_before = held - self._mine_count(seq_id)
         own = self._own[seq_id]
@@ -335,13 +278,7 @@ class PrefixRunManager(BlockManager):
             self.used -= cut
             if run[1] <= run[0]:
                 own.pop()
-        chain, refs = self._chain[seq_id], self._refs
-        while mine and mine[-1] >= full:
-            h = chain[mine.pop()]
-            refs[h] -= 1
-            if refs[h] == 0:  # its tokens were never right: it leaves the cache
-                del refs[h]
-                self.used -= 1
+        self._uncache_from(mine, self._chain[seq_id], full)
         self._done[seq_id] = min(self._done[seq_id], full)
         held = min(held, keep)
         self._held[seq_id] = held
