@@ -38,8 +38,7 @@ with the cached block hashes a request starts from when it is admitted, and
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from simulator.prefix_cache_base import PrefixCacheBase
 from simulator.prefix_cache_chain import block_hashes
@@ -54,17 +53,12 @@ class PrefixBlockManager(PrefixCacheBase):
     """A block manager with automatic prefix caching (see the module docstring; the half it
     shares with the run-based cache is in prefix_cache_base.py)."""
 
-    __slots__ = ("listener", "_lru", "_chain", "_mine", "_done")
+    __slots__ = ("listener",)
 
     def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
                  listener: PrefixEvents | None = None) -> None:
         super().__init__(num_blocks, block_size, identity)
-        self.listener = listener
-        self._lru: OrderedDict[int, None] = OrderedDict()  # cached, held by none; oldest first
-        self._chain: dict[int, list[int]] = {}  # request -> hashes of its stream's full blocks
-        self._mine: dict[int, list[int]] = {}  # request -> chain positions of the cached
-        # blocks it holds, increasing
-        self._done: dict[int, int] = {}  # request -> chain blocks already registered or skipped
+        self.listener = listener  # _chain: every full block of the stream, own ones too
 
     @property
     def num_cached(self) -> int:
@@ -153,62 +147,12 @@ class PrefixBlockManager(PrefixCacheBase):
             raise RuntimeError(f"KV overcommit: seq {seq_id} needs {num_blocks}, "
                                f"{self.num_free} free")
         for _ in range(num_blocks - plain):
-            h, _ = self._lru.popitem(last=False)
+            key, _ = self._lru.popitem(last=False)
+            h = cast(int, key)
             del self._refs[h]
             self.stats.evictions += 1
             if self.listener is not None:
                 self.listener.evicted(h)
-
-    def trim(self, seq_id: int, num_tokens: int) -> None:
-        """As :meth:`BlockManager.trim` (a speculative step's rejected positions): blocks from
-        the first one not full of ``num_tokens`` tokens on leave the cache."""
-        mine = self._mine.get(seq_id)
-        if mine is None:
-            super().trim(seq_id, num_tokens)
-            return
-        held = self._held.get(seq_id, 0)
-        keep = -(-num_tokens // self.block_size)
-        full = num_tokens // self.block_size
-        private_before = held - len(mine)
-        self._uncache_from(mine, self._chain[seq_id], full)
-        self._done[seq_id] = min(self._done[seq_id], full)
-        held = min(held, keep)
-        self._held[seq_id] = held
-        self.used += (held - len(mine)) - private_before
-
-    def free(self, seq_id: int) -> None:
-        """Return ``seq_id``'s blocks: its cached ones to the LRU (last block first) when no
-        one else holds them, the rest to the plain free blocks."""
-        held = self._held.pop(seq_id, 0)
-        self._matched.pop(seq_id, None)
-        if seq_id not in self._mine:
-            self.used -= held
-            return
-        self._register(seq_id, held - 1)  # every block but the last is full
-        mine = self._mine.pop(seq_id)
-        del self._done[seq_id]
-        chain = self._chain.pop(seq_id, [])
-        released = 0
-        refs, lru = self._refs, self._lru
-        for pos in reversed(mine):
-            h = chain[pos]
-            n = refs[h] - 1
-            refs[h] = n
-            if n == 0:
-                lru[h] = None
-                released += 1
-        self.used -= held - len(mine) + released
-
-    def blocks_in_use(self, seq_ids: list[int]) -> int:
-        """Blocks the sequences ``seq_ids`` hold between them (a shared block once)."""
-        private = 0
-        cached: set[int] = set()
-        for i in seq_ids:
-            mine = self._mine.get(i, [])
-            private += self._held.get(i, 0) - len(mine)
-            chain = self._chain.get(i, [])
-            cached.update(chain[pos] for pos in mine)
-        return private + len(cached)
 
     def check(self) -> None:
         """Assert conservation, reference counts and the LRU (debug runs and property tests)."""

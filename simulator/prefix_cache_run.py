@@ -25,6 +25,7 @@ import pandas as pd
 
 from simulator.kvcache import BlockManager
 from simulator.prefix_cache import PrefixBlockManager
+from simulator.prefix_cache_base import PrefixCacheBase
 from simulator.prefix_cache_runs import PrefixRunManager
 from simulator.prefix_cache_stats import PrefixStats
 from simulator.workload.prefixes import PrefixIdentity
@@ -44,7 +45,7 @@ def block_manager(num_blocks: int, block_size: int, identity: PrefixIdentity | N
 
 def combine(managers: list[BlockManager]) -> PrefixStats | None:
     """The replicas' prefix-cache counters summed (None when none caches prefixes)."""
-    parts = [m.stats for m in managers if isinstance(m, (PrefixBlockManager, PrefixRunManager))]
+    parts = [m.stats for m in managers if isinstance(m, PrefixCacheBase)]
     if not parts:
         return None
     out = PrefixStats()

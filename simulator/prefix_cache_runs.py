@@ -32,7 +32,6 @@ asks only for arriving requests, which have none cached).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING, cast
 
 from simulator.prefix_cache_base import PrefixCacheBase
@@ -58,19 +57,15 @@ class PrefixRunManager(PrefixCacheBase):
     """A prefix-caching block manager with own blocks as runs (see the module docstring; the
     half it shares with the per-block cache is in prefix_cache_base.py)."""
 
-    __slots__ = ("_lru", "_chain", "_full", "_mine", "_own", "_free_runs", "_done",
-                 "_own_cached", "_cached_free")
+    __slots__ = ("_full", "_own", "_free_runs", "_own_cached", "_cached_free")
 
     def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity) -> None:
         super().__init__(num_blocks, block_size, identity)
-        # cached blocks held by none, oldest first: a shared block's hash, or a _Run
-        self._lru: OrderedDict[object, None] = OrderedDict()
-        self._chain: dict[int, list[int]] = {}  # request -> hashes of its shared blocks
+        # here _chain holds the shared blocks' hashes only, _mine their positions, and the
+        # LRU queues _Run entries of own blocks beside shared hashes
         self._full: dict[int, int] = {}  # request -> full blocks of its stream
-        self._mine: dict[int, list[int]] = {}  # request -> shared positions it holds cached
         self._own: dict[int, list[list[int]]] = {}  # request -> own cached runs it holds
         self._free_runs: dict[int, list[_Run]] = {}  # request -> its own runs in the LRU
-        self._done: dict[int, int] = {}  # request -> chain blocks registered or skipped
         self._own_cached = 0  # own blocks in the cache (held or free)
         self._cached_free = 0  # cached blocks held by none (shared and own)
 
@@ -233,21 +228,19 @@ class PrefixRunManager(PrefixCacheBase):
         need = num_blocks - plain
         lru = self._lru
         while need > 0:
-            key, _ = lru.popitem(last=False)
-            if isinstance(key, _Run):
-                n = min(need, key.hi - key.lo)
-                key.hi -= n
-                self._own_cached -= n
-                gone = n
-                if key.hi > key.lo:  # the rest stays oldest
-                    lru[key] = None
-                    lru.move_to_end(key, last=False)
-                else:
+            key = next(iter(lru))  # the oldest
+            if isinstance(key, _Run):  # off its top; what is left stays oldest
+                gone = min(need, key.hi - key.lo)
+                key.hi -= gone
+                self._own_cached -= gone
+                if key.hi == key.lo:
+                    del lru[key]
                     runs = self._free_runs[key.seq]
                     runs.remove(key)
                     if not runs:
                         del self._free_runs[key.seq]
             else:
+                del lru[key]
                 del self._refs[cast(int, key)]
                 gone = 1
             need -= gone
@@ -258,19 +251,10 @@ class PrefixRunManager(PrefixCacheBase):
         """Cached blocks ``seq_id`` holds (shared and own)."""
         return len(self._mine[seq_id]) + sum(b - a for a, b in self._own[seq_id])
 
-    def trim(self, seq_id: int, num_tokens: int) -> None:
-        """As :meth:`BlockManager.trim` (a speculative step's rejected positions): blocks from
-        the first one not full of ``num_tokens`` tokens on leave the cache."""
-        mine = self._mine.get(seq_id)
-        if mine is None:
-            super().trim(seq_id, num_tokens)
-            return
-        held = self._held.get(seq_id, 0)
-        keep = -(-num_tokens // self.block_size)
-        full = num_tokens // self.block_size
-        private_before = held - self._mine_count(seq_id)
+    def _drop_own(self, seq_id: int, full: int) -> None:
+        """A trim: own blocks from ``full`` on leave the cache (held by this request alone)."""
         own = self._own[seq_id]
-        while own and own[-1][1] > full:  # own blocks: held by this request alone
+        while own and own[-1][1] > full:
             run = own[-1]
             cut = run[1] - max(run[0], full)
             run[1] -= cut
@@ -278,63 +262,24 @@ class PrefixRunManager(PrefixCacheBase):
             self.used -= cut
             if run[1] <= run[0]:
                 own.pop()
-        self._uncache_from(mine, self._chain[seq_id], full)
-        self._done[seq_id] = min(self._done[seq_id], full)
-        held = min(held, keep)
-        self._held[seq_id] = held
-        self.used += (held - self._mine_count(seq_id)) - private_before
 
-    def free(self, seq_id: int) -> None:
-        """Return ``seq_id``'s blocks: its cached ones to the LRU (last block first) when no
-        one else holds them, the rest to the plain free blocks."""
-        held = self._held.pop(seq_id, 0)
-        self._matched.pop(seq_id, None)
-        if seq_id not in self._mine:
-            self.used -= held
-            return
-        self._register(seq_id, held - 1)  # every block but the last is full
-        mine_count = self._mine_count(seq_id)
-        mine = self._mine.pop(seq_id)
+    def _release_own(self, seq_id: int) -> int:
+        """A free: each own run becomes one LRU entry, the highest first."""
         own = self._own.pop(seq_id)
-        del self._done[seq_id]
-        chain = self._chain.pop(seq_id, [])
         self._full.pop(seq_id, None)
+        if not own:
+            return 0
+        runs = self._free_runs.setdefault(seq_id, [])
         released = 0
-        lru = self._lru
-        if own:
-            runs = self._free_runs.setdefault(seq_id, [])
-            for lo, hi in reversed(own):
-                run = _Run(seq_id, lo, hi)
-                lru[run] = None
-                runs.append(run)
-                released += hi - lo
-        refs = self._refs
-        for pos in reversed(mine):
-            h = chain[pos]
-            n = refs[h] - 1
-            refs[h] = n
-            if n == 0:
-                lru[h] = None
-                released += 1
-        self._cached_free += released
-        self.used -= held - mine_count + released
+        for lo, hi in reversed(own):
+            run = _Run(seq_id, lo, hi)
+            self._lru[run] = None
+            runs.append(run)
+            released += hi - lo
+        return released
 
-    def blocks_in_use(self, seq_ids: list[int]) -> int:
-        """Blocks the sequences ``seq_ids`` hold between them (a shared block once)."""
-        private = 0
-        cached: set[int] = set()
-        own = 0
-        for i in seq_ids:
-            held = self._held.get(i, 0)
-            if i not in self._mine:
-                private += held
-                continue
-            count = self._mine_count(i)
-            private += held - count
-            own += count - len(self._mine[i])
-            chain = self._chain[i]
-            cached.update(chain[pos] for pos in self._mine[i])
-        return private + len(cached) + own
+    def _freed(self, released: int) -> None:
+        self._cached_free += released
 
     def check(self) -> None:
         """Assert conservation, reference counts, the runs and the LRU (property tests)."""

@@ -14,8 +14,7 @@ from typing import Protocol, cast
 
 from simulator.errors import ConfigError
 from simulator.policies import Sequence, ServerState
-from simulator.prefix_cache import PrefixBlockManager
-from simulator.prefix_cache_runs import PrefixRunManager
+from simulator.prefix_cache_base import PrefixCacheBase
 
 
 class ReplicaView(Protocol):
@@ -123,7 +122,7 @@ class PrefixAffinity:
                 continue
             kv = r.state.kv
             cached = 0
-            if isinstance(kv, (PrefixBlockManager, PrefixRunManager)):
+            if isinstance(kv, PrefixCacheBase):
                 if chain is None:
                     chain = kv.prompt_chain(seq)
                 cached = kv.cached_prefix_blocks(chain)
