@@ -1,14 +1,14 @@
 """Where the engine's serving steps spend their time, policy by policy, under torch.profiler.
 
-    python benchmarks/engine_step_profile.py [--model llama-3.1-8b] [--device cuda]
-        [--requests 24] [--rate 2] [--out DIR]
+    python benchmarks/engine_step_profile.py [--scenario scenarios/validate-h200.toml]
+        [--device cuda] [--requests 24] [--rate 2] [--out DIR]
 
 Written for the next lent GPU. On the first one (docs/gpu-profiles.md, "The first lent
 GPU: an H200") continuous batching's decode steps took 67-116 ms where the same engine's
-profiled steps, and static batching's served ones, took 25-45 ms. This serves one small
-Poisson workload (uniform 64-1,024-token prompts, 16-128 outputs) under ``static`` (batch
-8) and under ``continuous`` (up to 32 running), each inside ``torch.profiler`` (CPU, and
-CUDA when there is one), and prints per policy:
+profiled steps, and static batching's served ones, took 25-45 ms. This serves the
+scenario's workload (``--requests`` of it at ``--rate``) under its ``static`` and its
+``continuous`` policy on the engine backend (engine/backend.py ``run_point_engine``), each
+inside ``torch.profiler`` (CPU, and CUDA when there is one), and prints per policy:
 
 - the served steps' median duration and the part spent outside the forward passes;
 - the slot cache's bookkeeping per step: time in ``SlotCache.remove_row``, ``reserve``
@@ -30,22 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from simulator.policies import make_policy  # noqa: E402
-
-
-def workload(requests: int, rate: float, seed: int = 11) -> pd.DataFrame:
-    """Poisson arrivals at ``rate``, prompts uniform in 64-1,024, outputs in 16-128."""
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "request_id": np.arange(requests),
-        "arrival_s": np.cumsum(rng.exponential(1.0 / rate, requests)),
-        "prompt_tokens": rng.integers(64, 1025, requests),
-        "output_tokens": rng.integers(16, 129, requests),
-    })
+from simulator.deployment import resolve  # noqa: E402
+from simulator.scenario import apply_overrides, expand_sweep, load_scenario  # noqa: E402
 
 
 def timed(cls: type, names: tuple[str, ...], sync: Callable[[], None],
@@ -67,7 +57,9 @@ def timed(cls: type, names: tuple[str, ...], sync: Callable[[], None],
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="llama-3.1-8b")
+    ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "validate-h200.toml"))
+    ap.add_argument("--set", dest="overrides", action="append", default=[],
+                    help="scenario overrides, as servesim run --set")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--rate", type=float, default=2.0)
@@ -77,26 +69,30 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from engine.backend import run_point_engine, warm_up
     from engine.models import build_model
-    from engine.serving import replay
     from engine.slot_cache import SlotCache
 
     cuda = args.device.startswith("cuda")
     if cuda and not torch.cuda.is_available():
-        sys.exit("engine_step_profile: no CUDA GPU here (use --device cpu)")
-    em = build_model(args.model, dtype="bf16" if cuda else "fp32", device=args.device)
+        sys.exit("engine_step_profile: no CUDA GPU here (use --device cpu --set "
+                 "\"hardware.gpu='cpu'\" --set \"model.weight_dtype='fp32'\")")
+    raw = apply_overrides(load_scenario(args.scenario), [
+        *args.overrides, f"workload.rate={args.rate}", f"workload.num_requests={args.requests}"])
+    points = {name: expand_sweep(apply_overrides(raw, [f"policy.name='{name}'"]))[0][1]
+              for name in ("static", "continuous")}
+    dep = resolve(points["static"])
+    em = build_model(dep.model, dtype=dep.weight_dtype, device=args.device, seed=dep.seed)
+    warm_up(em, dep)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    table = workload(args.requests, args.rate)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    replay(table.head(2), em, make_policy("continuous", max_num_seqs=32), kv_blocks=100_000)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, policy in (("static", make_policy("static", batch_size=8)),
-                         ("continuous", make_policy("continuous", max_num_seqs=32))):
+    for name, point in points.items():
         spent: dict[str, list[float]] = defaultdict(list)
         originals = timed(SlotCache, ("remove_row", "reserve", "prepare"), sync, spent)
         try:
             with profile(activities=activities) as prof:
-                run = replay(table, em, policy, kv_blocks=100_000)
+                _, run = run_point_engine({}, point, em=em)
         finally:
             for attr, fn in originals.items():
                 setattr(SlotCache, attr, fn)

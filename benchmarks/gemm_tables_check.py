@@ -16,9 +16,11 @@ weights do not stay in L2 (METHOD.md: never time a cached weight), on random inp
 Where cuBLASLt refuses an m that is not a multiple of 16, the fp8 row pads m up, as
 vLLM's torch fallback does, and says so (``padded``).
 
-``--compare`` joins the CSV with each framework's table for the GPU it names (device
-column: 'NVIDIA H200' -> h200_sxm) and prints measured / table per (dtype, m) over the
-(n, k) pairs, median and range, and the jump from m to m + 1 in both. No torch there.
+``--compare`` joins the CSV with each framework's table for the GPU it names (``gpu``
+column, the catalogue key engine/sweep.py ``hardware_name`` gives the device; its
+AIConfigurator system from calibrate/aic_backends.py ``systems``) and prints measured /
+table per (dtype, m) over the (n, k) pairs, median and range, and the jump from m to m + 1
+in both. No torch there.
 Prints figures; asserts nothing.
 """
 
@@ -29,24 +31,27 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
+
 M_GRID = (1, 2, 4, 8, 16, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513, 1024, 1025,
           2048, 2049, 4096, 4097, 8192, 16384)
 NK = ((4096, 4096), (6144, 4096), (16384, 4096), (4096, 16384), (8192, 8192),
       (10240, 8192))
 L2_BYTES = 64 << 20
-SYSTEMS = {"NVIDIA H200": "h200_sxm", "NVIDIA H100 80GB HBM3": "h100_sxm",
-           "NVIDIA A100-SXM4-80GB": "a100_sxm"}
 
 
 def measure(out: Path) -> int:
     """Time every (dtype, m, n, k) on this CUDA GPU; write one CSV row per point."""
     import torch
 
+    from engine.sweep import hardware_name
+
     if not torch.cuda.is_available():
         sys.exit("gemm_tables_check --measure: no CUDA GPU here")
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(dev)
-    rows = ["device,dtype,m,n,k,latency_ms,padded"]
+    gpu = hardware_name(dev)
+    rows = ["device,gpu,dtype,m,n,k,latency_ms,padded"]
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     one = torch.ones((), device=dev, dtype=torch.float32)
     for n, k in NK:
@@ -75,7 +80,7 @@ def measure(out: Path) -> int:
                     end.record()
                     end.synchronize()
                     times.append(start.elapsed_time(end) / 20)
-                rows.append(f"{name},{dtype},{m},{n},{k},{statistics.median(times):.6f},"
+                rows.append(f"{name},{gpu},{dtype},{m},{n},{k},{statistics.median(times):.6f},"
                             f"{int(padded)}")
         del w16, w8
         torch.cuda.empty_cache()
@@ -88,10 +93,13 @@ def compare(csv: Path, data: Path) -> int:
     """Measured over each framework's table, per dtype and m."""
     import pandas as pd
 
+    from calibrate.aic_backends import systems
+
     here = pd.read_csv(csv)
-    system = SYSTEMS.get(str(here["device"].iloc[0]))
-    if system is None:
-        sys.exit(f"{csv}: no AIConfigurator system for device {here['device'].iloc[0]!r}")
+    gpu = str(here["gpu"].iloc[0])
+    if gpu not in systems("trtllm"):
+        sys.exit(f"{csv}: no AIConfigurator system for GPU {gpu!r}")
+    system = systems("trtllm")[gpu][0]
     root = data / system if (data / system).is_dir() else data / "data" / system
     print(f"{csv}: {len(here)} points on {here['device'].iloc[0]} vs {root}/gemm")
     for table in sorted((root / "gemm").glob("*/*/gemm_perf.parquet")):

@@ -40,22 +40,15 @@ GPU=$($PY -c "import torch; from engine.sweep import hardware_name
 print(hardware_name(torch.device('cuda')))")
 table="$OUT/${GPU}__${MODEL}__bf16.parquet"
 profile="/tmp/gpu_check/${GPU}__${MODEL}__bf16__tp1.json"
-stamp "2. profile $MODEL on $GPU -> $table"
-# Shapes a serving GPU sees: decode up to 128 rows x 2k context, prefill up to 16 x 2k
-# tokens, mixed steps of up to 128 decode rows + a chunk.
-timeout "${PROFILE_S:-150}" $PY -m servesim.cli profile --model "$MODEL" --device cuda \
-  --dtype bf16 --out "$table" \
-  --prefill-batches 1,2,4,8,16 --prompt-lens 128,256,512,1024,2048 \
-  --decode-batches 1,4,16,32,64,128 --context-lens 128,512,1024,2048 \
-  --mixed-batches 4,32,128 --mixed-chunks 128,512,2048 --mixed-context 512 \
-  --repeats "$REPEATS" --warmup 2 --no-progress
+stamp "2. profile $MODEL on $GPU -> $table (benchmarks/gpu_profile.sh's grid)"
 mkdir -p /tmp/gpu_check /tmp/engine_steps
-$PY -m servesim.cli calibrate "$table" --out "$profile" || exit 1
+OUT="$OUT" PROFILES=/tmp/gpu_check MODELS="$MODEL" CROSSCHECK=0 PY="$PY" REPEATS="$REPEATS" \
+  timeout "${PROFILE_S:-150}" bash benchmarks/gpu_profile.sh || exit 1
 cp "$profile" "$OUT/" && mv /tmp/gpu_check/*.png /tmp/engine_steps/ 2>/dev/null
 
 stamp "3. served steps under torch.profiler: static against continuous"
-timeout "${STEPS_S:-120}" $PY benchmarks/engine_step_profile.py --model "$MODEL" \
-  --device cuda --requests 24 --rate 2 --out /tmp/engine_steps
+timeout "${STEPS_S:-120}" $PY benchmarks/engine_step_profile.py --scenario "$SCENARIO" \
+  --set "model.name='$MODEL'" --device cuda --requests 24 --rate 2 --out /tmp/engine_steps
 tar -czf "$OUT/engine_steps.tgz" -C /tmp engine_steps 2>/dev/null
 
 stamp "4. engine vs simulator: $SCENARIO at $LOADS of each policy's capacity"

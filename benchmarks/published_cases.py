@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.published_lengths import (
-    random_draws,
     random_lengths,
     run_lengths,
     sharegpt_lengths,
@@ -351,9 +350,7 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         notes.append(drawn)
     measure_from: tuple[int, float] | None = None
     if "warm_prompts" in wl:  # its first prompts cached by the server's earlier run
-        prompts, _, served = random_draws(int(wl["prompt_low"]), int(wl["prompt_high"]),
-                                          int(wl["output_high"]), n)
-        trace, n_warm, start, note = warm_random_series(prompts, served,
+        trace, n_warm, start, note = warm_random_series(Path(workload["trace"]),
                                                         int(wl["warm_prompts"]), folder)
         workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
                     "trace_format": "mooncake"}

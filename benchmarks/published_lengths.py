@@ -122,23 +122,25 @@ def random_draws(prompt_low: int, prompt_high: int, output_high: int, n: int,
     return p, asked, np.maximum(asked, 1)
 
 
-def warm_random_series(prompts: np.ndarray, served: np.ndarray, warm: int, folder: Path,
+def warm_random_series(table: Path, warm: int, folder: Path,
                        gap_s: float = 600.0) -> tuple[Path, int, float, str]:
-    """A bench_serving random-dataset run whose first ``warm`` prompts the same server
+    """A bench_serving random-dataset run (``table``: its lengths, as :func:`random_lengths`
+    wrote them) whose first ``warm`` prompts the same server
     cached before it: a Mooncake-format trace of those prompts (1 output token each, every
     one at 0), then, ``gap_s`` later, this run's requests, all at once. Prompt ``i`` is the
     same text in both (bench_serving takes the ``i``-th shuffled ShareGPT conversation,
     repeated or cut to the ``i``-th drawn length, with the same seeds every run), so both
     carry hash ids ``1000 i + k``, one per 512 tokens. Returns the file, the number of
     warming requests, this run's send time and a note."""
+    lengths = pd.read_csv(table)
+    prompts = lengths["prompt_tokens"].to_numpy()
+    served = lengths["output_tokens"].to_numpy()
     if not 1 <= warm <= len(prompts):
         raise ValueError(f"warm = {warm}: between 1 and the run's {len(prompts)} prompts")
     lines: list[str] = []
     for offset, outputs in ((0.0, np.ones(warm, dtype=int)), (gap_s, served)):
         for i, (p, o) in enumerate(zip(prompts[:len(outputs)], outputs, strict=True)):
-            ids = [1000 * i + k for k in range(max(1, math.ceil(int(p) / 512)))]
-            lines.append(json.dumps({"timestamp": offset * 1000.0, "input_length": int(p),
-                                     "output_length": int(o), "hash_ids": ids}))
+            lines.append(_prompt_line(offset * 1000.0, i, int(p), int(o)))
     path = folder / f"warm{warm}_random_{len(prompts)}_{int(prompts.sum())}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
@@ -180,6 +182,14 @@ def run_lengths(path: Path, folder: Path) -> tuple[Path, str]:
                  f"{outputs.mean():.0f}, {path.name})")
 
 
+def _prompt_line(timestamp_ms: float, i: int, prompt: int, output: int) -> str:
+    """One Mooncake-format trace line for prompt ``i`` of a run: hash ids ``1000 i + k``,
+    one per 512 tokens, so prompt ``i`` of two runs is the same content."""
+    ids = [1000 * i + k for k in range(max(1, math.ceil(prompt / 512)))]
+    return json.dumps({"timestamp": timestamp_ms, "input_length": prompt,
+                       "output_length": max(1, output), "hash_ids": ids})
+
+
 def warm_series(warm: Path, warm_rate: float, run: Path, rate: float, folder: Path,
                 gap_s: float = 30.0) -> tuple[Path, int, float, str]:
     """Two published runs of the same prompts against one server, the first warming its
@@ -198,10 +208,7 @@ def warm_series(warm: Path, warm_rate: float, run: Path, rate: float, folder: Pa
         sends = np.zeros(n) if math.isinf(r) else vllm_bench_sends(r, n)
         for i, (p, o, t) in enumerate(zip(data["input_lens"], data["output_lens"], sends,
                                           strict=True)):
-            ids = [1000 * i + k for k in range(max(1, math.ceil(p / 512)))]
-            lines.append(json.dumps({"timestamp": round((offset + t) * 1000.0, 3),
-                                     "input_length": int(p), "output_length": max(1, int(o)),
-                                     "hash_ids": ids}))
+            lines.append(_prompt_line(round((offset + t) * 1000.0, 3), i, int(p), int(o)))
     path = folder / f"warm_{warm.stem}__{run.stem}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

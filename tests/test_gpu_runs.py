@@ -32,12 +32,12 @@ def test_gemm_compare_prints_measured_over_table_and_the_m_plus_one_jumps(tmp_pa
         "k": [4096] * 4, "latency": [0.020, 0.040, 0.040, 0.080]})  # ms; the table doubles
     table.to_parquet(folder / "gemm_perf.parquet")
     measured = tmp_path / "gemm.csv"
-    measured.write_text("device,dtype,m,n,k,latency_ms,padded\n"
-                        "NVIDIA H200,fp8,512,4096,4096,0.030,0\n"  # 1.5x the table
-                        "NVIDIA H200,fp8,513,4096,4096,0.036,1\n"  # 0.9x; jump 1.2
-                        "NVIDIA H200,fp8,512,8192,8192,0.050,0\n"  # no such (n, k): dropped
-                        "NVIDIA H200,fp8,512,8192,4096,0.060,0\n"  # 1.5x
-                        "NVIDIA H200,fp8,513,8192,4096,0.072,1\n")  # 0.9x; jump 1.2
+    measured.write_text("device,gpu,dtype,m,n,k,latency_ms,padded\n"
+                        "NVIDIA H200,h200,fp8,512,4096,4096,0.030,0\n"  # 1.5x the table
+                        "NVIDIA H200,h200,fp8,513,4096,4096,0.036,1\n"  # 0.9x; jump 1.2
+                        "NVIDIA H200,h200,fp8,512,8192,8192,0.050,0\n"  # no such (n, k): dropped
+                        "NVIDIA H200,h200,fp8,512,8192,4096,0.060,0\n"  # 1.5x
+                        "NVIDIA H200,h200,fp8,513,8192,4096,0.072,1\n")  # 0.9x; jump 1.2
     assert gemm_tables_check.compare(measured, tmp_path) == 0
     out = capsys.readouterr().out
     assert "vllm 0.1: measured / table" in out

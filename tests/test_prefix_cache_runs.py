@@ -137,3 +137,24 @@ def test_a_preempted_requests_own_blocks_come_back_as_one_run_and_leave_top_firs
     # 2 fresh blocks evict the top 2 of request 1's 4, now the oldest entries
     kv.allocate(0, 4)
     assert (kv.stats.evictions, kv.used, kv.num_cached_free) == (10, 14, 2)
+
+
+def test_a_readmission_takes_part_of_a_run_and_registers_around_the_rest() -> None:
+    """Page size 1: request 0 (prompt 6, output 6) decodes to 10 tokens and is preempted:
+    one run of 10 free blocks. Re-admitted, a match stops at its prompt's last token (5
+    blocks): the run's bottom 0-4 is taken back and 5-9 stays queued. Growing to 12 tokens,
+    positions 5-9 stay private (their old copies are still cached) and 10-11 are cached
+    anew: the per-block cache says the same at every step."""
+    identity, _ = _identity([(6, 6, None)])
+    ref, new = PrefixBlockManager(32, 1, identity), PrefixRunManager(32, 1, identity)
+    for kv in (ref, new):
+        assert kv.match(0, 6, 12) == 0
+        kv.allocate(0, 10)
+        kv.free(0)
+        assert kv.match(0, 6, 12) == 5
+        kv.allocate(0, 6)
+        assert (kv.used, kv.num_cached_free, kv.num_cached) == (6, 5, 10)
+        kv.allocate(0, 12)
+        assert (kv.used, kv.num_cached_free, kv.num_cached) == (12, 5, 12)
+        kv.check()
+    assert [r.lo for r in new._free_runs[0]] == [5] and new._own[0] == [[0, 5], [10, 12]]

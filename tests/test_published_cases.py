@@ -364,7 +364,8 @@ def test_a_pages_later_run_finds_its_first_prompts_cached(cases: list, tmp_path:
     assert (wl["arrival"], wl["num_requests"], wl["max_concurrency"]) == ("trace", 400, 64)
     assert point[pc.MEASURE_FROM] == (80, 600.0)
     assert any("first 80 prompt(s) cached before it" in n for n in notes)
-    prompts, _, served = pc.random_draws(1, 8000, 1000, 320)
+    prompts, _, served = importlib.import_module("benchmarks.published_lengths").random_draws(
+        1, 8000, 1000, 320)
     lines = pd.read_json(wl["trace"], lines=True)
     assert (lines.input_length.to_numpy() == [*prompts[:80], *prompts]).all()
     assert (lines.output_length[:80] == 1).all()
