@@ -28,7 +28,10 @@ ROOFLINES = {
     "dense": RooflineCost(get_model("llama-3.1-8b"), H100),
     "tp2-curve": RooflineCost(get_model("codellama-34b"), A100, tp=2, weight_dtype="fp16"),
     "tp4-formula": RooflineCost(get_model("llama-3.1-70b"), H100, tp=4, allreduce_kind=""),
-    "moe-tp2": RooflineCost(get_model("mixtral-8x7b"), H100, tp=2, weight_dtype="fp8"),
+    "moe-tp2": RooflineCost(get_model("mixtral-8x7b"), H100, tp=2, weight_dtype="fp8",
+                            moe_kind=""),
+    "moe-curve": RooflineCost(get_model("qwen3-235b-a22b"), get_hardware("b200"), tp=8,
+                              moe_kind="sglang"),
     "cpu": RooflineCost(get_model("tiny"), get_hardware("cpu"), weight_dtype="fp32"),
 }
 PIECEWISE = PiecewiseCost(0.04, 0.03, 0.045, 0.029, 3e-5, 512, 6e-5, 2048, 2e-5, 3e-9, 2e-4,

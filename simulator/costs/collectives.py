@@ -27,7 +27,6 @@ in ``collectives.json`` comes first; ``calibrate.collectives_fit`` rewrites only
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.costs import knots
 from simulator.costs.base import Num
 from simulator.errors import ConfigError
 from simulator.specs.hardware import HARDWARE, same_link, sibling_of
@@ -59,13 +59,11 @@ class AllReduceCurve:
 
     def __post_init__(self) -> None:
         s, t = self.knots_bytes, self.latency_us
-        increasing = all(a < b for a, b in zip(s, s[1:], strict=False))
-        if len(s) < 2 or len(s) != len(t) or s[0] != 0 or not increasing:
+        if s[0] != 0 or len(s) != len(t) or not knots.increasing(s):
             raise ConfigError(f"all-reduce curve {self.hardware}/{self.kind}/tp{self.tp}: "
                               f"knots_bytes={s!r} must start at 0, increase, and match "
                               f"latency_us={t!r}")
-        slopes = tuple((t[i + 1] - t[i]) / (s[i + 1] - s[i]) for i in range(len(s) - 1))
-        object.__setattr__(self, "_slopes", slopes)
+        object.__setattr__(self, "_slopes", knots.slopes(s, t))
 
     @property
     def latency_s(self) -> float:
@@ -82,29 +80,13 @@ class AllReduceCurve:
         """Seconds for one all-reduce of ``nbytes`` (a float or an array)."""
         if isinstance(nbytes, float):
             return self.time_s_scalar(nbytes)
-        s, t = self.knots_bytes, self.latency_us
-        slope = (t[-1] - t[-2]) / (s[-1] - s[-2])
-        inside = np.interp(nbytes, s, t)
-        beyond = t[-1] + (np.asarray(nbytes) - s[-1]) * slope
-        out = np.where(np.asarray(nbytes) > s[-1], beyond, inside) * 1e-6
+        out = knots.at_array(nbytes, self.knots_bytes, self.latency_us) * 1e-6
         return float(out) if np.ndim(out) == 0 else out
 
     def time_s_scalar(self, nbytes: float) -> float:
-        """:meth:`time_s` of one float in plain Python, bit for bit what ``np.interp`` gives
-        (numpy's ``arr_interp``: a knot hit exactly returns its value, else
-        ``slope * (x - s_j) + t_j``); numpy costs microseconds per call on one number."""
-        s, t = self.knots_bytes, self.latency_us
-        n = len(s)
-        if nbytes > s[-1]:
-            return (t[-1] + (nbytes - s[-1]) * self._slopes[-1]) * 1e-6
-        if nbytes < s[0]:
-            return t[0] * 1e-6
-        if nbytes != nbytes:  # NaN
-            return nbytes
-        j = bisect_right(s, nbytes) - 1
-        if j == n - 1 or s[j] == nbytes:
-            return t[j] * 1e-6
-        return (self._slopes[j] * (nbytes - s[j]) + t[j]) * 1e-6
+        """:meth:`time_s` of one float in plain Python, bit for bit what the array path
+        gives (simulator/costs/knots.py); numpy costs microseconds per call on one number."""
+        return knots.at_scalar(nbytes, self.knots_bytes, self.latency_us, self._slopes) * 1e-6
 
     def describe(self) -> str:
         how = "fitted to" if self.source.startswith("AIConfigurator") else "measured by"

@@ -46,6 +46,7 @@ from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
+from simulator.costs.moe_tables import moe_kinds
 from simulator.costs.prefill_pass import weight_pass_s, with_prefill_pass
 from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
 from simulator.costs.profile import (
@@ -352,7 +353,9 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
         return sibling
     if found is not None:  # the deployment's shipped prior file
         return _profiled(found, model, hw, tp, stack)
-    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)
+    # the stack's own MoE kernels where NVIDIA timed them (moe_tables.py)
+    kind = {"moe_kind": stack} if stack in moe_kinds() else {}
+    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **kind)
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
@@ -384,10 +387,16 @@ def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
         return None
     cost, used, cv = measured
     knobs = prior_knobs(other.name, weight_dtype)  # the sibling's: same chip and kernels
-    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **knobs)
-    source = fitted_prior(model, other, tp, weight_dtype, kv_dtype)
+    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **knobs, **PAIRED)
+    source = fitted_prior(model, other, tp, weight_dtype, kv_dtype, **PAIRED)
     cost = _under_host(cost, lambda kernel: SiblingCost(kernel, target, source))
     return cost, sibling_note(hw.name, other.name, used), cv
+
+
+# Priors that price a ratio or a difference (a sibling GPU's, narrower weights') keep the
+# experts' roofline on both sides: a measured MoE curve exists for one GPU or dtype of the
+# pair at most, and the pair must be priced alike.
+PAIRED = {"moe_kind": ""}
 
 
 def _profiled(found: Found, model: ModelSpec,
@@ -411,8 +420,8 @@ def _narrow_weights(priced: tuple[CostModel, str, float], model: ModelSpec, hw: 
     """Weights that ``hw`` multiplies in bf16 (simulator/costs/weight_only.py): ``priced``,
     the measured bf16 profile's cost, plus the weight reads saved."""
     cost, used, cv = priced
-    source = fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype)
-    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype)  # bf16's knobs too
+    source = fitted_prior(model, hw, tp, SIXTEEN_BIT, kv_dtype, **PAIRED)
+    target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **PAIRED)  # bf16's knobs too
     cost = _under_host(cost, lambda kernel: NarrowWeightsCost(kernel, source, target))
     return cost, f"{narrow_note(weight_dtype, hw.name)}: {used}", cv
 
@@ -429,12 +438,15 @@ def _under_host(cost: CostModel, wrap: Callable[[CostModel], CostModel]) -> Cost
 
 
 def with_allreduce_note(used: str, cost: CostModel) -> str:
-    """The cost source, plus what prices a roofline prior's all-reduces (tp > 1 only)."""
+    """The cost source, plus what prices a roofline prior's all-reduces (tp > 1 only) and a
+    MoE model's experts."""
     kernel, _ = split_host(cost)
     if isinstance(kernel, ScaledCost):
         kernel = kernel.inner
-    note = kernel.allreduce_source() if isinstance(kernel, RooflineCost) else None
-    return f"{used}; all-reduce: {note}" if note else used
+    if not isinstance(kernel, RooflineCost):
+        return used
+    note, moe = kernel.allreduce_source(), kernel.moe_source()
+    return used + (f"; all-reduce: {note}" if note else "") + (f"; experts: {moe}" if moe else "")
 
 
 def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str) -> str:

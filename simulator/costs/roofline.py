@@ -20,7 +20,10 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       B_kv   = kv (g C + R + P + D) / min(tp, n_kv) KV heads replicate past n_kv; g: the
              decode kernel's reads of each KV head's cache a step (1; G for a masked-MHA
              kernel, ``[cost] decode_kv_reads``: simulator/costs/kv_reads.py)
-      t_mm   = max(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls
+      t_mm   = max(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls; for a
+               MoE model whose expert layer NVIDIA measured on this GPU, dtype and tp
+               (simulator/costs/moe_tables.py, the stack's kernels where timed):
+               max(2 N_sh T / (peak(w) tp eff_c), b_w N_sh / tp / (bw eff_m)) + L MoE(T)
       t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_kv)) attention
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
                the all-reduce curve fitted to measured tables for this GPU and tp
@@ -75,6 +78,7 @@ import numpy as np
 
 from simulator.costs.base import DecodePricer, Num, check_number
 from simulator.costs.collectives import DEFAULT_KIND, AllReduceCurve, allreduce_kinds
+from simulator.costs.moe_tables import DEFAULT_MOE_KIND, MoeLayerCurve, moe_kinds
 from simulator.costs.roofline_constants import RooflineConstants, roofline_constants
 from simulator.costs.roofline_scalar import ScalarRoofline
 from simulator.errors import ConfigError
@@ -150,6 +154,10 @@ class RooflineCost:
     # g: times a decode step reads each KV head's cache (1: one read per KV head, as
     # XQA / FlashDecoding do; G for the masked-MHA kernel: simulator/costs/kv_reads.py)
     decode_kv_reads: float = 1.0
+    # Whose measured MoE kernels price a MoE model's experts (moe_tables.py: "trtllm",
+    # "vllm", "sglang"; the default's where the kind has no curve); "" = their roofline.
+    # No curve for the GPU, dtype, tp and shape: the roofline.
+    moe_kind: str = DEFAULT_MOE_KIND
     _k: RooflineConstants = field(init=False, repr=False, compare=False)  # roofline_constants.py
     _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 
@@ -162,6 +170,9 @@ class RooflineCost:
         if self.allreduce_kind != "" and self.allreduce_kind not in kinds:
             raise ConfigError(f"allreduce_kind={self.allreduce_kind!r} must be \"\" (the "
                               f"formula) or one of {', '.join(kinds)}")
+        if self.moe_kind != "" and self.moe_kind not in moe_kinds():
+            raise ConfigError(f"moe_kind={self.moe_kind!r} must be \"\" (the roofline) or "
+                              f"one of {', '.join(moe_kinds())}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
             self._k, self.allreduce_latency_s, self.per_request_s))
@@ -180,6 +191,16 @@ class RooflineCost:
         """The measured curve pricing the all-reduces (None: tp 1, or the formula)."""
         return self._k.ar_curve
 
+    def moe_source(self) -> str | None:
+        """What prices a MoE model's experts (None for a dense model)."""
+        if self.model.num_experts <= 1:
+            return None
+        if self._k.moe_curve is not None:
+            return self._k.moe_curve.describe()
+        why = (f"no measured {self.moe_kind} MoE curve for {self.hardware.name} "
+               f"{self.weight_dtype} tp{self.tp}" if self.moe_kind else 'moe_kind = ""')
+        return f"roofline ({why})"
+
     def allreduce_source(self) -> str | None:
         """What prices the all-reduces (None at tp 1): a named measured curve or the formula."""
         if self.tp == 1:
@@ -191,11 +212,16 @@ class RooflineCost:
         return (f"formula {self.allreduce_latency_s * 1e6:g} us + bytes / "
                 f"({self.link_efficiency:g} x link) ({why})")
 
+    @property
+    def measured_moe(self) -> MoeLayerCurve | None:
+        """The measured MoE layer pricing the experts (None: a dense model, the roofline)."""
+        return self._k.moe_curve
+
     def _terms(self, p: Num, a: Num, d: Num, c: Num, n_req: Num, s: Num = 0.0,
                w: Num = 0.0) -> RooflineTerms:
         k = self._k
         t = p + d + s
-        flops_mm, weights, mm_c, mm_m = self._matmuls(t)
+        flops_mm, weights, mm_c, mm_m, matmul_s = self._matmuls(t)
         flops_attn = k.attn_flops_per_pair * (a + c + w)
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         kv_bytes = k.kv_bytes_per_token * (c * k.decode_kv_reads + cache_read + t)
@@ -215,19 +241,28 @@ class RooflineCost:
             memory_s=mm_m + attn_m,
             allreduce_s=allreduce_s,
             overhead_s=k.step_s + self.per_request_s * n_req,
-            matmul_s=_maximum(mm_c, mm_m),
+            matmul_s=matmul_s,
             attention_s=_maximum(attn_c, attn_m),
         )
 
-    def _matmuls(self, t: Num) -> tuple[Num, Num, Num, Num]:
+    def _matmuls(self, t: Num) -> tuple[Num, Num, Num, Num, Num]:
         """The matmuls of a step of ``t`` tokens: FLOPs, weight bytes read (the experts
-        hit), and their compute and read times (roofline_scalar.py's order)."""
+        hit), their roofline compute and read times, and ``t_mm`` (roofline_scalar.py's
+        order). With a measured MoE layer, the compute and read times are the shared
+        weights' and ``t_mm`` adds the experts' measured time."""
         k = self._k
         flops_mm = k.flops_per_token * t
         experts_hit = k.num_experts * (1.0 - miss_power(k.miss_prob, t)) if k.num_experts \
             else 0.0 * t
         weights = k.shared_bytes + experts_hit * k.expert_bytes
-        return flops_mm, weights, flops_mm * k.inv_peak_mm * k.compute_scale, weights / k.mem_bw
+        if k.moe_curve is None:
+            mm_c = flops_mm * k.inv_peak_mm * k.compute_scale
+            mm_m = weights / k.mem_bw
+            return flops_mm, weights, mm_c, mm_m, _maximum(mm_c, mm_m)
+        mm_c = k.shared_flops_per_token * t * k.inv_peak_mm * k.compute_scale
+        mm_m = k.shared_bytes / k.mem_bw + 0.0 * t
+        experts_s = k.moe_layers * k.moe_curve.time_s(t)
+        return flops_mm, weights, mm_c, mm_m, _maximum(mm_c, mm_m) + experts_s
 
     def terms(self, shape: StepShape | StepShapes) -> RooflineTerms:
         """The formula's pieces for one step (floats) or many (arrays)."""
@@ -275,8 +310,7 @@ class RooflineCost:
         (one float: the scalar pricer's, cached by T)."""
         if isinstance(tokens, float):
             return self._scalar.matmul_s(tokens)
-        _, _, compute_s, read_s = self._matmuls(tokens)
-        return _maximum(compute_s, read_s)
+        return self._matmuls(tokens)[4]
 
 
 def miss_power(q: float, t: Num) -> Num:

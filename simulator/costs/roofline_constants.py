@@ -10,7 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from simulator.costs.collectives import AllReduceCurve, allreduce_curve
+from simulator.costs.moe_tables import MoeLayerCurve, moe_layer_curve
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+
+# weight dtype -> the MoE tables' (fp16 runs bf16's kernels at bf16's speed)
+MOE_DTYPE = {"fp16": "bf16"}
 
 if TYPE_CHECKING:
     from simulator.costs.roofline import RooflineCost
@@ -38,6 +42,11 @@ class RooflineConstants(NamedTuple):
     num_allreduces: int  # 2 L (L in a parallel attention + MLP block) when tp > 1, else 0
     ar_message_bytes_per_token: float  # H b_act: bytes of one token's all-reduced vector
     ar_curve: AllReduceCurve | None  # measured curve (collectives.py), else the formula
+    # A MoE model's measured expert layer (moe_tables.py), which then prices the experts
+    # in place of their roofline: t_mm = max(shared compute, shared reads) + L_moe x it
+    moe_curve: MoeLayerCurve | None
+    moe_layers: float  # L_moe: the layers with experts (every layer of the catalogue's MoEs)
+    shared_flops_per_token: float  # 2 N_sh: the matmul FLOPs outside the experts
 
 
 def roofline_constants(cost: RooflineCost) -> RooflineConstants:
@@ -70,4 +79,9 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         ar_message_bytes_per_token=m.hidden_size * b_act,
         ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
                   if tp > 1 and cost.allreduce_kind else None),
+        moe_curve=(moe_layer_curve(m, hw.name, MOE_DTYPE.get(cost.weight_dtype,
+                                                             cost.weight_dtype),
+                                   tp, cost.moe_kind) if cost.moe_kind else None),
+        moe_layers=float(m.num_layers),
+        shared_flops_per_token=2.0 * n_sh,
     )

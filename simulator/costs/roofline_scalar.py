@@ -41,11 +41,17 @@ class ScalarRoofline:
         """(t_mm, t_ar) of a step of ``t`` tokens: the larger of the matmuls' compute and
         weight reads, and the all-reduces."""
         k = self._k
-        flops_mm = k.flops_per_token * t
-        experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
-        weights = k.shared_bytes + experts_hit * k.expert_bytes
-        mm_c = flops_mm * k.inv_peak_mm * k.compute_scale
-        mm_m = weights / k.mem_bw
+        if k.moe_curve is None:
+            experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
+            weights = k.shared_bytes + experts_hit * k.expert_bytes
+            mm_c = k.flops_per_token * t * k.inv_peak_mm * k.compute_scale
+            mm_m = weights / k.mem_bw
+            matmul_s = mm_c if mm_c >= mm_m else mm_m
+        else:  # the experts from their measured layer (roofline.py's order)
+            mm_c = k.shared_flops_per_token * t * k.inv_peak_mm * k.compute_scale
+            mm_m = k.shared_bytes / k.mem_bw
+            matmul_s = ((mm_c if mm_c >= mm_m else mm_m)
+                        + k.moe_layers * k.moe_curve.time_s_scalar(t))
         allreduce_s = 0.0 * t
         if k.num_allreduces and k.ar_curve is not None:
             allreduce_s = k.num_allreduces * k.ar_curve.time_s_scalar(
@@ -53,7 +59,7 @@ class ScalarRoofline:
         elif k.num_allreduces:
             per_ar = self._lat + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
-        terms = (mm_c if mm_c >= mm_m else mm_m, allreduce_s)
+        terms = (matmul_s, allreduce_s)
         if len(self._by_tokens) >= _MAX_CACHED:
             self._by_tokens.clear()
         self._by_tokens[t] = terms

@@ -1,0 +1,115 @@
+"""Read one MoE layer's latency by token count from AIConfigurator's MoE tables.
+
+    python -m calibrate.moe_curves [--check] [--data DIR] [--out FILE]
+
+Needs the ``aiconfigurator`` extra (aiconfigurator-core==0.12.0). For each kernel table
+(``trtllm``, ``vllm``, ``sglang``), each GPU whose tables that stack has at AIConfigurator's
+"current" slot (``systems/query_versions.yaml``; the B200's included: it has all three),
+each MoE model of the catalogue, weight dtype (bf16, and fp8's per-tensor rows where the
+GPU has FP8 math) and TP degree 1, 2, 4, 8: the median latency by token count of the rows at
+moe_tp = tp, ep 1, first kernel in sorted order, with the routing AIConfigurator's own
+engine prices these models with: ``power_law_1.2`` (``sdk/models/moe.py``, the generic MoE
+model: Qwen3-MoE, Mixtral; ``_power_law_alpha = 1.2`` with ``workload_distribution =
+"power_law"``, the SDK's default). Balanced routing spreads 16 tokens x 8 picks over all 128
+experts, which real routing does not (B200 SGLang Qwen3 at tp 8: 126 us balanced against
+70 us power law at 16 tokens); past 256 tokens power law reads 0-13% slower. Writes the
+knots, no fit, with provenance to
+``simulator/costs/moe_tables.json`` (read by simulator/costs/moe_tables.py): the roofline
+prior's experts where no composed profile prices the model (Qwen3-235B-A22B: the piecewise
+profile cannot follow its expert reads, calibrate/aic_moe.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, VERSIONS
+from calibrate.aic_moe import MOE_DTYPE, routing_curve, shape_rows
+from calibrate.aiconfigurator import AIC_VERSION, EXTRA_HINT, find_data_root
+from calibrate.collectives_fit import _current
+from calibrate.generated_file import write_or_check
+from simulator.costs.moe_tables import MOE_FILE, SHAPE_KEYS
+from simulator.specs.hardware import HARDWARE
+from simulator.specs.models import MODELS
+
+TPS = (1, 2, 4, 8)
+ROUTING = "power_law_1.2"  # AIConfigurator's generic MoE model's routing (module docstring)
+MORE_SYSTEMS = {"b200": "b200_sxm"}  # GPUs whose MoE tables every stack has, not composed
+
+
+def gpu_systems(root: Path, backend: str) -> dict[str, tuple[str, str]]:
+    """Our GPU name -> (AIConfigurator system, table version) for ``backend``: the
+    composed GPUs' versions, then ``MORE_SYSTEMS`` at their current slot."""
+    out = {**VERSIONS[backend], **EXTRA_VERSIONS.get(backend, {})}
+    for hw, system in MORE_SYSTEMS.items():
+        out.setdefault(hw, (system, _current(root, system, backend)))
+    return out
+
+
+def moe_models() -> tuple[str, ...]:
+    """The catalogue's MoE models."""
+    return tuple(name for name, m in MODELS.items() if m.num_experts > 1)
+
+
+def read_all(root: Path) -> Iterator[dict[str, Any]]:
+    """One curve row per (kind, GPU, model, dtype, tp) the tables hold."""
+    for backend in BACKENDS:
+        for hw, (system, version) in gpu_systems(root, backend).items():
+            dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
+            for model, dtype in product(moe_models(), dtypes):
+                table = shape_rows(root, system, version, backend, dtype, model)
+                if table is None:
+                    continue
+                path, rows = table
+                for tp in TPS:
+                    curve = routing_curve(rows[rows.moe_tp_size == tp], ROUTING)
+                    if curve is None or len(curve[0]) < 2:
+                        continue
+                    latency, kernel = curve
+                    yield {
+                        "hardware": hw, "kind": backend, "dtype": dtype, "tp": tp,
+                        **{key: getattr(MODELS[model], key) for key in SHAPE_KEYS},
+                        "model": model,
+                        "tokens": [int(t) for t in latency.index],
+                        "latency_us": [round(float(v) * 1e3, 4) for v in latency],
+                        "source": (f"AIConfigurator {AIC_VERSION} "
+                                   f"{path.relative_to(root)} ({kernel}, {MOE_DTYPE[dtype]}, "
+                                   f"moe_tp {tp}, ep 1, {ROUTING} routing)"),
+                    }
+
+
+def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"about": ("One MoE layer's latency (us) at each token count AIConfigurator "
+                      f"{AIC_VERSION}'s MoE tables collected, per kernel table (kind), GPU, "
+                      "weight dtype, TP and MoE shape: python -m calibrate.moe_curves; read "
+                      "by simulator/costs/moe_tables.py"),
+            "curves": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
+    parser.add_argument("--out", type=Path, default=MOE_FILE)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = parser.parse_args(argv)
+    root = args.data or find_data_root()
+    if root is None:
+        print(f"calibrate.moe_curves: error: tables not found; {EXTRA_HINT}", file=sys.stderr)
+        return 2
+    rows = list(read_all(root))
+    for c in rows:
+        print(f"{c['kind']:7s} {c['hardware']:10s} {c['model']:16s} {c['dtype']:5s} tp{c['tp']}"
+              f"  {c['tokens'][0]}-{c['tokens'][-1]} tokens  {c['latency_us'][0]:8.1f} -"
+              f" {c['latency_us'][-1]:10.1f} us")
+    print(f"{len(rows)} curves")
+    return write_or_check(args.out, document(rows), args.check, "calibrate.moe_curves",
+                          indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Measured MoE layers in the roofline prior (simulator/costs/moe_tables.py, written by
+calibrate/moe_curves.py): the curve read by hand, the prior's experts priced by it, the
+fallbacks, and the file against AIConfigurator's tables where they are installed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibrate.aiconfigurator import find_data_root
+from simulator.costs import RooflineCost
+from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.moe_tables import MOE_FILE, moe_layer_curve
+from simulator.costs.prior_efficiency import fitted_prior
+from simulator.errors import ConfigError
+from simulator.specs import get_hardware, get_model
+
+QWEN, B200 = get_model("qwen3-235b-a22b"), get_hardware("b200")
+ROOT = find_data_root()
+
+
+def _row(kind: str, hw: str, dtype: str, tp: int, model: str) -> dict:
+    rows = json.loads(MOE_FILE.read_text())["curves"]
+    return next(r for r in rows if (r["kind"], r["hardware"], r["dtype"], r["tp"], r["model"])
+                == (kind, hw, dtype, tp, model))
+
+
+def test_b200_sglang_qwen3_tp8_curve_by_hand() -> None:
+    row = _row("sglang", "b200", "bf16", 8, "qwen3-235b-a22b")
+    curve = moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang")
+    assert curve is not None and curve.kind == "sglang"
+    assert "b200_sxm/moe/sglang/0.5.14" in curve.source and "power_law_1.2" in curve.source
+    tokens, us = row["tokens"], row["latency_us"]
+    assert tokens[:6] == [1, 2, 4, 8, 16, 32]
+    # one token: the first knot; 24 tokens: halfway between 16 and 32 tokens' latencies
+    assert curve.time_s(1.0) == pytest.approx(us[0] * 1e-6, rel=1e-12)
+    assert curve.time_s(24.0) == pytest.approx((us[4] + us[5]) / 2 * 1e-6, rel=1e-12)
+    # past the last count: the last segment's slope continues
+    slope = (us[-1] - us[-2]) / (tokens[-1] - tokens[-2])
+    beyond = tokens[-1] + 1000.0
+    assert curve.time_s(beyond) == pytest.approx((us[-1] + 1000 * slope) * 1e-6, rel=1e-12)
+    # the fused kernel is far slower than the roofline's experts at one token: 8 experts
+    # of 3 x 4,096 x 1,536 bf16 weights, an eighth each per GPU, at 8 TB/s
+    expert_read_s = 8 * 3 * 4096 * 1536 * 2 / 8 / 8e12
+    assert curve.time_s(1.0) > 3 * expert_read_s
+
+
+def test_the_prior_prices_its_experts_by_the_curve() -> None:
+    """t_mm = max(shared compute, shared reads) + L x MoE(T), by hand at one token and at
+    4,096 (compute-bound shared matmuls)."""
+    cost = fitted_prior(QWEN, B200, 8, "bf16", "bf16", moe_kind="sglang")
+    curve = cost.measured_moe
+    assert curve is not None
+    n_sh = QWEN.params_shared - QWEN.vocab_size * QWEN.hidden_size  # embedding gathered
+    peak, bw = B200.peak_flops("bf16"), B200.bandwidth_gbps * 1e9
+    for t in (1.0, 4096.0):
+        compute = 2 * n_sh * t / (peak * 8 * cost.compute_efficiency)
+        reads = 2 * n_sh / 8 / (bw * cost.memory_efficiency)
+        want = max(compute, reads) + 94 * float(curve.time_s(t))
+        assert cost.matmul_s(t) == pytest.approx(want, rel=1e-12)
+        assert float(cost.matmul_s(np.array([t]))[0]) == cost.matmul_s(t)
+    roofline = fitted_prior(QWEN, B200, 8, "bf16", "bf16", moe_kind="")
+    assert roofline.measured_moe is None
+    # one decode row: the curve's 94 layers x ~20 us against the roofline's 8 experts read
+    assert cost.matmul_s(1.0) - roofline.matmul_s(1.0) > 1e-3
+
+
+def test_a_kind_without_the_curve_falls_back_to_tensorrt_llms() -> None:
+    vllm = moe_layer_curve(QWEN, "b200", "bf16", 8, "vllm")  # vLLM's table: no bf16 tp 8
+    assert vllm is not None and vllm.kind == "trtllm"
+    assert moe_layer_curve(QWEN, "b200", "bf16", 4, "vllm").kind == "vllm"  # type: ignore[union-attr]
+    assert moe_layer_curve(get_model("llama-3.1-8b"), "b200", "bf16", 1, "trtllm") is None
+    assert moe_layer_curve(QWEN, "h100-pcie", "bf16", 8, "trtllm") is None  # no table
+    assert moe_layer_curve(QWEN, "b200", "fp16", 8, "sglang") is None  # catalogue names only
+    fp16 = RooflineCost(QWEN, B200, tp=8, weight_dtype="fp16", moe_kind="sglang")
+    assert fp16.measured_moe is not None and fp16.measured_moe.dtype == "bf16"
+
+
+def test_unknown_kind_is_refused_and_dense_models_say_nothing() -> None:
+    with pytest.raises(ConfigError, match="moe_kind='tgi'"):
+        RooflineCost(QWEN, B200, tp=8, moe_kind="tgi")
+    assert RooflineCost(get_model("llama-3.1-8b"), B200).moe_source() is None
+    assert "roofline" in (RooflineCost(QWEN, get_hardware("a100-40gb"), tp=8).moe_source()
+                          or "")
+
+
+def test_a_sglang_deployment_names_its_experts_source() -> None:
+    used = cost_model_from_config({}, QWEN, B200, 8, "bf16", "bf16", stack="sglang")[1]
+    assert "experts: sglang MoE kernels measured by AIConfigurator 0.12.0" in used
+    plain = cost_model_from_config({}, QWEN, B200, 8, "bf16", "bf16")[1]
+    assert "experts: trtllm MoE kernels" in plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=st.one_of(st.floats(0, 1e6), st.integers(0, 200_000).map(float)))
+def test_curve_scalar_is_the_array_path(tokens: float) -> None:
+    curve = moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang")
+    assert curve is not None
+    knots = np.array(curve.tokens)
+    for x in (tokens, *knots.tolist(), *(knots * 1.37).tolist()):
+        vector = curve.time_s(np.array([x]))[0]
+        assert curve.time_s_scalar(x) == vector
+        assert curve.time_s(x) == vector
+
+
+@pytest.mark.skipif(ROOT is None, reason="needs the aiconfigurator extra: "
+                    "pip install -e '.[aiconfigurator]'")
+def test_the_shipped_file_is_what_the_tables_give() -> None:
+    from calibrate.moe_curves import main
+    assert main(["--check"]) == 0
