@@ -20,8 +20,10 @@ activation), the tables' message size (elements, bf16) x 2.
 ``collectives_published.json`` holds curves of the same form read from published
 nccl-tests runs, for GPUs whose AIConfigurator tables are not used: L40S at tp 4 and 8
 (PCIe, no NVLink; its AIConfigurator tables reach 0.8 GB/s at tp 8, evidently a box
-without peer-to-peer across sockets; docs/gpu-profiles.md, "L40S all-reduce"). A curve
-in ``collectives.json`` comes first; ``calibrate.collectives_fit`` rewrites only that file.
+without peer-to-peer across sockets; docs/gpu-profiles.md, "L40S all-reduce") and the RTX
+4090 at tp 2, 4 and 8 (no peer-to-peer at all on the stock driver: NCCL stages every hop
+through host memory; "RTX 4090 all-reduce"). A curve in ``collectives.json`` comes first;
+``calibrate.collectives_fit`` rewrites only that file.
 """
 
 from __future__ import annotations
