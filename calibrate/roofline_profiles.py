@@ -14,7 +14,9 @@ Which deployments get a prior (kept to tens of files):
 
 Where the roofline prior prices all-reduces with a curve fitted to measured NCCL tables
 (simulator/costs/collectives.py: a100-80gb, h100-sxm, h200 at tp 2/4/8), the provenance's
-``allreduce`` names it; elsewhere the 10 us + link formula applies, as before.
+``allreduce`` names it; elsewhere the 10 us + link formula applies, as before. Where it
+prices a MoE model's experts by a measured layer (simulator/costs/moe_tables.py, the
+TensorRT-LLM tables), ``experts`` names it.
 
 "Fits" means weights per GPU <= 90% of its memory, leaving room for KV cache. Profiles
 that were measured (provenance source is not the roofline prior) are never touched.
@@ -90,6 +92,7 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
         software = "servesim (not installed)"
     # tp > 1 where a measured all-reduce curve exists: which one (elsewhere the formula)
     allreduce = cost.allreduce_source() if cost.measured_allreduce else None
+    experts = cost.moe_source() if cost.measured_moe else None
     return CostProfile(
         hardware=hw_name,
         model=model_name,
@@ -108,6 +111,7 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
             "of each constant in simulator/costs/roofline.py; "
             + prior_note(hw_name, weight_dtype),
             **({"allreduce": allreduce} if allreduce else {}),
+            **({"experts": experts} if experts else {}),
         },
     )
 
