@@ -28,13 +28,10 @@ through host memory; "RTX 4090 all-reduce"). A curve in ``collectives.json`` com
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from simulator.costs import knots
 from simulator.costs.base import Num
@@ -80,10 +77,7 @@ class AllReduceCurve:
 
     def time_s(self, nbytes: Num) -> Num:
         """Seconds for one all-reduce of ``nbytes`` (a float or an array)."""
-        if isinstance(nbytes, float):
-            return self.time_s_scalar(nbytes)
-        out = knots.at_array(nbytes, self.knots_bytes, self.latency_us) * 1e-6
-        return float(out) if np.ndim(out) == 0 else out
+        return knots.seconds(nbytes, self.knots_bytes, self.latency_us, self._slopes)
 
     def time_s_scalar(self, nbytes: float) -> float:
         """:meth:`time_s` of one float in plain Python, bit for bit what the array path
@@ -97,19 +91,13 @@ class AllReduceCurve:
 
 
 @cache
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the all-reduce curves ({e})") from e
-    if not isinstance(data, dict) or not isinstance(data.get("curves"), list):
-        raise ConfigError(f"{path}: expected an object with a 'curves' list")
-    return data
+def _load(path: Path) -> tuple[dict[str, Any], ...]:
+    return tuple(knots.load_curves(path, "all-reduce curves"))
 
 
 def _curves(path: Path, published: Path | None) -> list[dict[str, Any]]:
     """``path``'s fitted curves, then ``published``'s measured ones."""
-    return _load(path)["curves"] + (_load(published)["curves"] if published else [])
+    return [*_load(path), *(_load(published) if published else ())]
 
 
 def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,

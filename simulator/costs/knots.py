@@ -17,12 +17,16 @@ its value, else ``slope * (x - x_j) + y_j``) without numpy's microsecond per cal
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from simulator.costs.base import Num
+from simulator.errors import ConfigError
 
 
 def slopes(x: Sequence[float], y: Sequence[float]) -> tuple[float, ...]:
@@ -57,3 +61,23 @@ def at_array(v: Num, x: Sequence[float], y: Sequence[float]) -> Num:
     inside = np.interp(v, x, y)
     beyond = y[-1] + (np.asarray(v) - x[-1]) * last
     return np.where(np.asarray(v) > x[-1], beyond, inside)
+
+
+def seconds(v: Num, x: Sequence[float], y: Sequence[float], slope: Sequence[float]) -> Num:
+    """A curve of microseconds at ``v`` (a float: :func:`at_scalar`; an array:
+    :func:`at_array`), in seconds."""
+    if isinstance(v, float):
+        return at_scalar(v, x, y, slope) * 1e-6
+    out = at_array(v, x, y) * 1e-6
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def load_curves(path: Path, what: str) -> list[dict[str, Any]]:
+    """The ``curves`` list of a shipped curve file; a clear error naming ``path`` else."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the {what} ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get("curves"), list):
+        raise ConfigError(f"{path}: expected an object with a 'curves' list")
+    return list(data["curves"])

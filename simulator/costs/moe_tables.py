@@ -20,13 +20,10 @@ the first (simulator/costs/knots.py). Only the knots and their provenance ship.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from simulator.costs import knots
 from simulator.costs.base import Num
@@ -60,10 +57,7 @@ class MoeLayerCurve:
 
     def time_s(self, tokens: Num) -> Num:
         """Seconds of one MoE layer over ``tokens`` tokens (a float or an array)."""
-        if isinstance(tokens, float):
-            return self.time_s_scalar(tokens)
-        out = knots.at_array(tokens, self.tokens, self.latency_us) * 1e-6
-        return float(out) if np.ndim(out) == 0 else out
+        return knots.seconds(tokens, self.tokens, self.latency_us, self._slopes)
 
     def time_s_scalar(self, tokens: float) -> float:
         """:meth:`time_s` of one float, bit for bit the array path's (knots.py)."""
@@ -76,13 +70,7 @@ class MoeLayerCurve:
 
 @cache
 def _load(path: Path) -> tuple[dict[str, Any], ...]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the MoE layer curves ({e})") from e
-    if not isinstance(data, dict) or not isinstance(data.get("curves"), list):
-        raise ConfigError(f"{path}: expected an object with a 'curves' list")
-    return tuple(data["curves"])
+    return tuple(knots.load_curves(path, "MoE layer curves"))
 
 
 def moe_kinds(path: Path = MOE_FILE) -> tuple[str, ...]:
