@@ -76,9 +76,13 @@ def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_
     for profile in profiles:
         model, hw = get_model(profile.model), HARDWARE[profile.hardware]
         measured = profile.build(model, hw)
+        # the experts' roofline too (moe_kind ""): the efficiencies are the formula's, and
+        # a MoE profile composed from the same MoE table the prior's measured curve reads
+        # would be fitted to itself there
         prior = RooflineCost(model, hw, profile.tp, profile.weight_dtype, profile.kv_dtype,
                              compute_efficiency=eff_c, memory_efficiency=eff_m,
-                             kv_memory_efficiency=eff_kv, layer_overhead_s=layer_us * 1e-6)
+                             kv_memory_efficiency=eff_kv, layer_overhead_s=layer_us * 1e-6,
+                             moe_kind="")
         out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()
                 if composed_over(profile, s)]
     return np.array(out)
