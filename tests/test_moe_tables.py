@@ -112,3 +112,15 @@ def test_curve_scalar_is_the_array_path(tokens: float) -> None:
 def test_the_shipped_file_is_what_the_tables_give() -> None:
     from calibrate.moe_curves import main
     assert main(["--check"]) == 0
+
+
+def test_a_shipped_prior_file_reads_the_stacks_moe_kernels_too() -> None:
+    """b200__mixtral-8x7b__bf16__tp8.json is a shipped roofline prior: under an SGLang
+    stack its experts read SGLang's table, as the on-the-fly prior's do."""
+    mixtral = get_model("mixtral-8x7b")
+    sglang = cost_model_from_config({}, mixtral, B200, 8, "bf16", "bf16", stack="sglang")[1]
+    assert "b200__mixtral-8x7b__bf16__tp8.json" in sglang
+    assert "experts: sglang MoE kernels" in sglang
+    plain = cost_model_from_config({}, mixtral, B200, 8, "bf16", "bf16")[1]
+    assert "b200__mixtral-8x7b__bf16__tp8.json" in plain
+    assert "experts: trtllm MoE kernels" in plain

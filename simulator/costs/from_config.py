@@ -405,7 +405,9 @@ def _profiled(found: Found, model: ModelSpec,
     vocabulary corrected (simulator/costs/shape_equivalent.py)."""
     path, profile, stand_in = found
     used = with_machine_note(describe(profile, path), profile)
-    cost = profile.build(model if stand_in is None else stand_in, hw)
+    # a shipped prior's experts read the stack's own MoE kernels, as the on-the-fly one's
+    kind = stack if stack in moe_kinds() else None
+    cost = profile.build(model if stand_in is None else stand_in, hw, moe_kind=kind)
     if stand_in is not None:
         delta = logits_delta_s(model, stand_in, hw, tp)
         cost = _under_host(cost, lambda kernel: LogitsOffsetCost(kernel, delta))

@@ -113,11 +113,16 @@ class CostProfile:
             for k, v in coef.items():
                 check_knob(k, v, where="coefficients.")
 
-    def build(self, model: ModelSpec, hw: HardwareSpec) -> CostModel:
-        """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``."""
+    def build(self, model: ModelSpec, hw: HardwareSpec, moe_kind: str | None = None
+              ) -> CostModel:
+        """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``
+        (``moe_kind``: whose measured MoE kernels a roofline prior's experts read,
+        simulator/costs/moe_tables.py; None: the default's)."""
         if self.form in FITTED:
             return self.build_fitted()
         knobs: dict[str, Any] = {k: float(v) for k, v in self.coefficients.items()}
+        if moe_kind is not None:
+            knobs["moe_kind"] = moe_kind
         return self.calibrated(
             RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs))
 
