@@ -5,9 +5,10 @@ The roofline prior prices a MoE model's experts by the distinct experts a step h
 (their weights at eff_m x bandwidth) and their FLOPs at eff_c x peak (roofline.py). A
 fused MoE kernel is slower than that at every size: routing, token permutation, one
 grouped GEMM per expert hit and the un-permute. Qwen3-235B-A22B (hidden 4,096, expert
-inter 1,536, 128 experts, top 8) on 8 B200s in bf16, SGLang's table against the prior's
-experts: 1 token 19.7 us against 5.8, 16-128 tokens 126-134 us against 59-92, 8,192 tokens
-573 us against 260 (docs/gpu-profiles.md, "MoE layers from measured tables").
+inter 1,536, 128 experts, top 8) on 8 B200s in bf16, one layer, SGLang's table against the
+roofline's experts: 1 token 20.2 us against 6.0, 128 tokens 139.7 against 95.9, 8,192
+tokens 622.0 against 260.3 (``python benchmarks/moe_prior_check.py``; docs/gpu-profiles.md,
+"MoE layers from measured tables").
 
 ``moe_tables.json`` (next to this file; written by ``python -m calibrate.moe_curves``)
 holds, per GPU, kernel table (``kind``: the serving stack whose kernels AIConfigurator
