@@ -124,3 +124,22 @@ def test_a_shipped_prior_file_reads_the_stacks_moe_kernels_too() -> None:
     plain = cost_model_from_config({}, mixtral, B200, 8, "bf16", "bf16")[1]
     assert "b200__mixtral-8x7b__bf16__tp8.json" in plain
     assert "experts: trtllm MoE kernels" in plain
+
+
+def test_the_check_script_prints_the_curve_against_the_roofline(capsys) -> None:
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import moe_prior_check
+    assert moe_prior_check.main([]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["8192"])
+    # 8,192 tokens: the curve's knot, read from the file; the roofline's FLOPs
+    # 2 x 8 x 3 x 4,096 x 1,536 x 8,192 / 8 at eff_c x 2,250 TFLOP/s (compute-bound there)
+    knots = _row("sglang", "b200", "bf16", 8, "qwen3-235b-a22b")
+    assert float(row[1]) == pytest.approx(
+        knots["latency_us"][knots["tokens"].index(8192)], abs=0.05)
+    eff_c = fitted_prior(QWEN, B200, 8, "bf16", "bf16").compute_efficiency
+    flops = 2 * 8 * 3 * 4096 * 1536 * 8192 / 8
+    assert float(row[2]) == pytest.approx(flops / (2250e12 * eff_c) * 1e6, abs=0.05)
+    assert moe_prior_check.main(["--gpu", "h100-pcie"]) == 1
