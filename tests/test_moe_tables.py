@@ -17,6 +17,7 @@ from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.moe_tables import MOE_FILE, moe_layer_curve
 from simulator.costs.prior_efficiency import fitted_prior
 from simulator.errors import ConfigError
+from simulator.shapes import StepShape
 from simulator.specs import get_hardware, get_model
 
 QWEN, B200 = get_model("qwen3-235b-a22b"), get_hardware("b200")
@@ -143,3 +144,24 @@ def test_the_check_script_prints_the_curve_against_the_roofline(capsys) -> None:
     flops = 2 * 8 * 3 * 4096 * 1536 * 8192 / 8
     assert float(row[2]) == pytest.approx(flops / (2250e12 * eff_c) * 1e6, abs=0.05)
     assert moe_prior_check.main(["--gpu", "h100-pcie"]) == 1
+
+
+def test_the_cost_section_chooses_the_experts_kernels() -> None:
+    """``[cost] moe_kind``: another stack's table, or "" for the roofline experts; a name
+    without tables is refused naming the field."""
+    cases = {"trtllm": "experts: trtllm MoE kernels", "": 'experts: roofline (moe_kind = "")'}
+    for kind, note in cases.items():
+        used = cost_model_from_config({"moe_kind": kind}, QWEN, B200, 8, "bf16", "bf16",
+                                      stack="sglang")[1]
+        assert note in used, used
+    roofline = cost_model_from_config({"moe_kind": ""}, QWEN, B200, 8, "bf16", "bf16",
+                                      stack="sglang")[0]
+    measured = cost_model_from_config({}, QWEN, B200, 8, "bf16", "bf16", stack="sglang")[0]
+    step = StepShape(num_decode_seqs=1, decode_context_tokens=1000)
+    # one decode row: 94 layers x (20.2 us measured - the roofline's experts), more than 1 ms
+    assert measured.step_time(step) - roofline.step_time(step) > 1e-3
+    inline = cost_model_from_config({"form": "roofline", "moe_kind": "sglang"}, QWEN, B200, 8,
+                                    "bf16", "bf16")[1]
+    assert "experts: sglang MoE kernels" in inline
+    with pytest.raises(ConfigError, match=r"cost\.moe_kind='tgi' must be"):
+        cost_model_from_config({"moe_kind": "tgi"}, QWEN, B200, 8, "bf16", "bf16")

@@ -74,9 +74,10 @@ Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lo
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
                 "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
-                *COEFFICIENT_KEYS)
+                "moe_kind", *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
-                    "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s")
+                    "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
+                    "moe_kind")
 
 
 def cost_model_from_config(
@@ -116,23 +117,25 @@ def cost_model_from_config(
         )
     coefficients = {k: v for k, v in section.items() if k not in NOT_COEFFICIENTS}
     try:
+        moe = _moe_kind(section, stack, where)
         if "force" in section and "profile" not in section:
             raise ConfigError(f"{where}.force applies only with {where}.profile (a profile "
                               "file to use although it was measured for another deployment)")
         cv = 0.0
         if "profile" in section:
             cost, used, cv = _from_profile(
-                section, coefficients, model, hw, tp, weight_dtype, kv_dtype, where
+                section, coefficients, model, hw, tp, weight_dtype, kv_dtype, where, moe
             )
         elif "form" in section:
             cost, used = _inline(
-                section["form"], coefficients, model, hw, tp, weight_dtype, kv_dtype, where
+                section["form"], coefficients, model, hw, tp, weight_dtype, kv_dtype, where,
+                moe
             )
         elif coefficients:
             key = next(iter(coefficients))
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
-            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack)
+            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack, moe)
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
@@ -240,6 +243,7 @@ def _from_profile(
     weight_dtype: str,
     kv_dtype: str,
     where: str,
+    moe_kind: str | None = None,
 ) -> tuple[CostModel, str, float]:
     if coefficients or "form" in section:
         extra = next(iter(coefficients), "form")
@@ -274,12 +278,13 @@ def _from_profile(
     used = with_machine_note(describe(profile, path), profile)
     cv = measured_cv(profile)
     if not mismatches:
-        cost = profile.build(model, hw)
+        cost = profile.build(model, hw, moe_kind=moe_kind)
         return cost, with_allreduce_note(used, cost), cv
     if profile.form in FITTED:
         cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
     else:  # a prior's knobs, applied to the scenario's own deployment
         knobs: dict[str, Any] = {k: float(v) for k, v in profile.coefficients.items()}
+        knobs.update(_moe_arg(moe_kind))
         cost = profile.calibrated(RooflineCost(model, hw, tp, weight_dtype, kv_dtype,
                                                **knobs))
     theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
@@ -318,6 +323,7 @@ def _inline(
     weight_dtype: str,
     kv_dtype: str,
     where: str,
+    moe_kind: str | None = None,
 ) -> tuple[CostModel, str]:
     if form not in FORMS:
         raise ConfigError(f"{where}.form={form!r} must be one of {FORMS}")
@@ -337,14 +343,15 @@ def _inline(
     formula = any(k in values for k in ("allreduce_latency_s", "link_efficiency"))
     # the GPU's fitted knobs first (prior_efficiency.py), the section's over them
     cost = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **values,
-                        **({"allreduce_kind": ""} if formula else {}))
+                        **({"allreduce_kind": ""} if formula else {}), **_moe_arg(moe_kind))
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
     label = f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
     return cost, with_allreduce_note(label + (f"; with {knobs}" if knobs else ""), cost)
 
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
-             stack: str | None = None) -> tuple[CostModel, str, float]:
+             stack: str | None = None, moe_kind: str | None = None
+             ) -> tuple[CostModel, str, float]:
     found, measured = _measured(model, hw, tp, weight_dtype, kv_dtype, stack)
     if measured is not None:
         return measured
@@ -352,10 +359,8 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     if sibling is not None:
         return sibling
     if found is not None:  # the deployment's shipped prior file
-        return _profiled(found, model, hw, tp, stack)
-    # the stack's own MoE kernels where NVIDIA timed them (moe_tables.py)
-    kind = {"moe_kind": stack} if stack in moe_kinds() else {}
-    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **kind)
+        return _profiled(found, model, hw, tp, stack, moe_kind)
+    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind))
     return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
@@ -393,21 +398,37 @@ def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     return cost, sibling_note(hw.name, other.name, used), cv
 
 
+def _moe_kind(section: dict[str, Any], stack: str | None, where: str) -> str | None:
+    """Whose measured MoE kernels a prior's experts read (moe_tables.py): the section's
+    ``moe_kind`` ("" for the experts' roofline), else the stack's own where NVIDIA timed
+    them, else None (the default's, TensorRT-LLM's)."""
+    if "moe_kind" in section:
+        kind = section["moe_kind"]
+        if kind != "" and kind not in moe_kinds():
+            raise ConfigError(f"{where}.moe_kind={kind!r} must be \"\" (the experts' "
+                              f"roofline) or one of {', '.join(moe_kinds())}")
+        return str(kind)
+    return stack if stack in moe_kinds() else None
+
+
+def _moe_arg(moe_kind: str | None) -> dict[str, str]:
+    """``moe_kind`` as a RooflineCost keyword, none for the default."""
+    return {} if moe_kind is None else {"moe_kind": moe_kind}
+
+
 # Priors that price a ratio or a difference (a sibling GPU's, narrower weights') keep the
 # experts' roofline on both sides: a measured MoE curve exists for one GPU or dtype of the
 # pair at most, and the pair must be priced alike.
 PAIRED = {"moe_kind": ""}
 
 
-def _profiled(found: Found, model: ModelSpec,
-              hw: HardwareSpec, tp: int, stack: str | None) -> tuple[CostModel, str, float]:
+def _profiled(found: Found, model: ModelSpec, hw: HardwareSpec, tp: int, stack: str | None,
+              moe_kind: str | None = None) -> tuple[CostModel, str, float]:
     """The cost a found profile gives ``model``: its own, or a stand-in's with the
     vocabulary corrected (simulator/costs/shape_equivalent.py)."""
     path, profile, stand_in = found
     used = with_machine_note(describe(profile, path), profile)
-    # a shipped prior's experts read the stack's own MoE kernels, as the on-the-fly one's
-    kind = stack if stack in moe_kinds() else None
-    cost = profile.build(model if stand_in is None else stand_in, hw, moe_kind=kind)
+    cost = profile.build(model if stand_in is None else stand_in, hw, moe_kind=moe_kind)
     if stand_in is not None:
         delta = logits_delta_s(model, stand_in, hw, tp)
         cost = _under_host(cost, lambda kernel: LogitsOffsetCost(kernel, delta))
