@@ -43,7 +43,9 @@ SYSTEMS: dict[str, str] = {hw: system for hw, (system, _) in AIC_SYSTEMS.items()
 CUSTOM = "custom_allreduce_perf.parquet"
 
 
-def _current(root: Path, system: str, backend: str) -> str:
+def current_version(root: Path, system: str, backend: str) -> str:
+    """``backend``'s "current" table version for ``system`` (``query_versions.yaml``: the
+    system's override, else the default)."""
     slots = _read_yaml(root / "query_versions.yaml")
     override = slots.get("overrides", {}).get(system, {}).get(backend)
     return str((override or slots["defaults"][backend])["current"])
@@ -56,7 +58,7 @@ def sources(root: Path, system: str) -> dict[str, tuple[Path, dict[str, str]]]:
     out = {"nccl": (data / "nccl" / nccl_v / "nccl_perf.parquet",
                     {"op_name": "all_reduce", "nccl_dtype": "half"})}
     for backend in ("trtllm", "sglang", "vllm"):
-        path = data / backend / _current(root, system, backend) / CUSTOM
+        path = data / backend / current_version(root, system, backend) / CUSTOM
         if not path.is_file():
             continue  # e.g. h100_sxm vLLM 0.24.0 collected no all-reduce
         if backend == "trtllm":

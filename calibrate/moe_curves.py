@@ -31,7 +31,7 @@ from typing import Any
 from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, VERSIONS
 from calibrate.aic_moe import MOE_DTYPE, routing_curve, shape_rows
 from calibrate.aiconfigurator import AIC_VERSION, EXTRA_HINT, find_data_root
-from calibrate.collectives_fit import _current
+from calibrate.collectives_fit import current_version
 from calibrate.generated_file import write_or_check
 from simulator.costs.moe_tables import MOE_FILE, SHAPE_KEYS
 from simulator.specs.hardware import HARDWARE
@@ -47,7 +47,7 @@ def gpu_systems(root: Path, backend: str) -> dict[str, tuple[str, str]]:
     composed GPUs' versions, then ``MORE_SYSTEMS`` at their current slot."""
     out = {**VERSIONS[backend], **EXTRA_VERSIONS.get(backend, {})}
     for hw, system in MORE_SYSTEMS.items():
-        out.setdefault(hw, (system, _current(root, system, backend)))
+        out.setdefault(hw, (system, current_version(root, system, backend)))
     return out
 
 
