@@ -165,3 +165,19 @@ def test_the_cost_section_chooses_the_experts_kernels() -> None:
     assert "experts: sglang MoE kernels" in inline
     with pytest.raises(ConfigError, match=r"cost\.moe_kind='tgi' must be"):
         cost_model_from_config({"moe_kind": "tgi"}, QWEN, B200, 8, "bf16", "bf16")
+
+
+def test_a_bad_curve_file_is_refused_naming_it(tmp_path) -> None:
+    bad = tmp_path / "moe.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match=f"{bad}: cannot read the MoE layer curves"):
+        moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang", path=bad)
+    bad.write_text('{"rows": []}')
+    with pytest.raises(ConfigError, match="expected an object with a 'curves' list"):
+        moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang", path=bad)
+    row = {"hardware": "b200", "kind": "sglang", "dtype": "bf16", "tp": 8,
+           "hidden_size": 4096, "intermediate_size": 1536, "num_experts": 128,
+           "experts_per_token": 8, "tokens": [4, 2], "latency_us": [1.0, 2.0], "source": "x"}
+    bad.write_text(json.dumps({"curves": [row]}))
+    with pytest.raises(ConfigError, match="tokens=.* must increase"):
+        moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang", path=bad)
