@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from simulator.costs.prior_efficiency import fitted_prior  # noqa: E402
 from simulator.shapes import StepShape  # noqa: E402
+from simulator.specs.dtypes import weight_dtype_bytes  # noqa: E402
 from simulator.specs.hardware import HARDWARE  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
 
@@ -36,7 +37,7 @@ def roofline_layer_us(model_name: str, gpu: str, dtype: str, tp: int, tokens: in
     cost = fitted_prior(m, hw, tp, dtype, dtype, moe_kind="")
     per_expert = 3 * m.hidden_size * m.intermediate_size  # one expert's weights, one layer
     hit = m.num_experts * (1 - (1 - m.experts_per_token / m.num_experts) ** tokens)
-    b_w = 1.0 if dtype == "fp8" else 2.0
+    b_w = weight_dtype_bytes(dtype)
     reads = hit * per_expert * b_w / tp / (hw.bandwidth_gbps * 1e9 * cost.memory_efficiency)
     flops = 2 * m.experts_per_token * per_expert * tokens / tp
     compute = flops / (hw.peak_flops(dtype) * cost.compute_efficiency)

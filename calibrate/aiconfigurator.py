@@ -434,6 +434,20 @@ def cli_root(args: argparse.Namespace, prog: str) -> Path | None:
     return root
 
 
+def file_cli(doc: str, out: Path, prog: str, argv: list[str] | None
+             ) -> tuple[argparse.Namespace, Path] | None:
+    """A command that writes one generated file from the tables: ``--data``, ``--out``
+    (default ``out``), ``--check``; its arguments and the tables' folder, or None after
+    :func:`cli_root` said what is missing."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = parser.parse_args(argv)
+    root = cli_root(args, prog)
+    return None if root is None else (args, root)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser(__doc__)
     parser.add_argument("--table-out", type=Path, default=None,

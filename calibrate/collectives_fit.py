@@ -22,7 +22,6 @@ Versions are AIConfigurator 0.12.0's "current" slots (``systems/query_versions.y
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.aic_tables import _read_yaml
-from calibrate.aiconfigurator import AIC_VERSION, DISTRIBUTION, EXTRA_HINT, find_data_root
+from calibrate.aiconfigurator import AIC_VERSION, DISTRIBUTION, file_cli
 from calibrate.aiconfigurator import SYSTEMS as AIC_SYSTEMS
 from calibrate.generated_file import write_or_check
 from simulator.costs.collectives import COLLECTIVES_FILE
@@ -133,16 +132,10 @@ def document(curves: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
-    parser.add_argument("--out", type=Path, default=COLLECTIVES_FILE)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    args = parser.parse_args(argv)
-    root = args.data or find_data_root()
-    if root is None:
-        print(f"calibrate.collectives_fit: error: tables not found; {EXTRA_HINT}",
-              file=sys.stderr)
+    cli = file_cli(__doc__ or "", COLLECTIVES_FILE, "calibrate.collectives_fit", argv)
+    if cli is None:
         return 2
+    args, root = cli
     doc = document(fit_all(root))
     for c in doc["curves"]:
         print(f"{c['hardware']:10s} {c['kind']:10s} tp{c['tp']} t0 {c['latency_us'][0]:6.1f} us"

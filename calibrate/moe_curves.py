@@ -21,7 +21,6 @@ profile cannot follow its expert reads, calibrate/aic_moe.py).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterator
 from itertools import product
@@ -30,7 +29,7 @@ from typing import Any
 
 from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, VERSIONS
 from calibrate.aic_moe import MOE_DTYPE, routing_curve, shape_rows
-from calibrate.aiconfigurator import AIC_VERSION, EXTRA_HINT, find_data_root
+from calibrate.aiconfigurator import AIC_VERSION, file_cli
 from calibrate.collectives_fit import current_version
 from calibrate.generated_file import write_or_check
 from simulator.costs.moe_tables import MOE_FILE, SHAPE_KEYS
@@ -92,15 +91,10 @@ def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
-    parser.add_argument("--out", type=Path, default=MOE_FILE)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    args = parser.parse_args(argv)
-    root = args.data or find_data_root()
-    if root is None:
-        print(f"calibrate.moe_curves: error: tables not found; {EXTRA_HINT}", file=sys.stderr)
+    cli = file_cli(__doc__ or "", MOE_FILE, "calibrate.moe_curves", argv)
+    if cli is None:
         return 2
+    args, root = cli
     rows = list(read_all(root))
     for c in rows:
         print(f"{c['kind']:7s} {c['hardware']:10s} {c['model']:16s} {c['dtype']:5s} tp{c['tp']}"

@@ -94,12 +94,6 @@ class PrefixBlockManager(PrefixCacheBase):
                              self.block_size)
         return chain[:(seq.prompt_tokens - 1) // self.block_size]
 
-    def _active_hits(self, seq_id: int) -> int:
-        """Blocks ``seq_id``'s match found that some request holds (they cost no free block)."""
-        k = self._matched[seq_id][0]
-        refs = self._refs
-        return sum(1 for h in self._chain[seq_id][:k] if refs.get(h, 0) > 0) if k else 0
-
     def _take_hits(self, seq_id: int) -> None:
         k, num_tokens = self._matched.pop(seq_id, (0, 0))
         chain = self._chain.get(seq_id) or []

@@ -65,8 +65,13 @@ class PrefixCacheBase(BlockManager):
         raise NotImplementedError
 
     def _active_hits(self, seq_id: int) -> int:
-        """Blocks ``seq_id``'s match found that some request holds (they cost no free block)."""
-        raise NotImplementedError
+        """Blocks ``seq_id``'s match found that some request holds (they cost no free block):
+        its chain's blocks only (a run-based cache's own blocks past the chain are held by
+        no other request)."""
+        chain = self._chain[seq_id]
+        k = min(self._matched[seq_id][0], len(chain))
+        refs = self._refs
+        return sum(1 for h in chain[:k] if refs.get(h, 0) > 0) if k else 0
 
     def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
         """As :meth:`BlockManager.can_allocate`, counting a waiting request's hit blocks that

@@ -124,13 +124,6 @@ class PrefixRunManager(PrefixCacheBase):
         chain = self._shared_chain(seq.request_id, seq.prompt_tokens + seq.output_tokens)
         return chain[:(seq.prompt_tokens - 1) // self.block_size]
 
-    def _active_hits(self, seq_id: int) -> int:
-        """Matched blocks some request holds (they cost no free block): shared ones only,
-        since only the request itself holds its own."""
-        k = min(self._matched[seq_id][0], len(self._chain[seq_id]))
-        refs = self._refs
-        return sum(1 for h in self._chain[seq_id][:k] if refs.get(h, 0) > 0) if k else 0
-
     def _take_hits(self, seq_id: int) -> None:
         k, num_tokens = self._matched.pop(seq_id, (0, 0))
         chain = self._chain.get(seq_id) or []

@@ -76,7 +76,9 @@ def test_a_kind_without_the_curve_falls_back_to_tensorrt_llms() -> None:
     assert moe_layer_curve(QWEN, "b200", "bf16", 4, "vllm").kind == "vllm"  # type: ignore[union-attr]
     assert moe_layer_curve(get_model("llama-3.1-8b"), "b200", "bf16", 1, "trtllm") is None
     assert moe_layer_curve(QWEN, "h100-pcie", "bf16", 8, "trtllm") is None  # no table
-    assert moe_layer_curve(QWEN, "b200", "fp16", 8, "sglang") is None  # catalogue names only
+    fp16_table = moe_layer_curve(QWEN, "b200", "fp16", 8, "sglang")  # costs as bf16
+    assert fp16_table is not None and fp16_table == moe_layer_curve(QWEN, "b200", "bf16", 8,
+                                                                    "sglang")
     fp16 = RooflineCost(QWEN, B200, tp=8, weight_dtype="fp16", moe_kind="sglang")
     assert fp16.measured_moe is not None and fp16.measured_moe.dtype == "bf16"
 
@@ -142,7 +144,8 @@ def test_the_check_script_prints_the_curve_against_the_roofline(capsys) -> None:
         knots["latency_us"][knots["tokens"].index(8192)], abs=0.05)
     eff_c = fitted_prior(QWEN, B200, 8, "bf16", "bf16").compute_efficiency
     flops = 2 * 8 * 3 * 4096 * 1536 * 8192 / 8
-    assert float(row[2]) == pytest.approx(flops / (2250e12 * eff_c) * 1e6, abs=0.05)
+    peak = B200.peak_flops("bf16")  # 2,250 TFLOP/s dense
+    assert float(row[2]) == pytest.approx(flops / (peak * eff_c) * 1e6, abs=0.05)
     assert moe_prior_check.main(["--gpu", "h100-pcie"]) == 1
 
 

@@ -279,7 +279,7 @@ def _from_profile(
     cv = measured_cv(profile)
     if not mismatches:
         cost = profile.build(model, hw, moe_kind=moe_kind)
-        return cost, with_allreduce_note(used, cost), cv
+        return cost, with_prior_notes(used, cost), cv
     if profile.form in FITTED:
         cost = profile.build(model, hw)  # its coefficients as measured, for its deployment
     else:  # a prior's knobs, applied to the scenario's own deployment
@@ -289,7 +289,7 @@ def _from_profile(
                                                **knobs))
     theirs = ", ".join(f"{k}={got!r}" for k, got, _ in mismatches)
     ours = ", ".join(f"{k}={want!r}" for k, _, want in mismatches)
-    used = with_allreduce_note(used, cost)
+    used = with_prior_notes(used, cost)
     return cost, f"{used}, FORCED ({where}.force = true): the profile is for {theirs}; " \
                  f"the scenario has {ours}", cv
 
@@ -346,7 +346,7 @@ def _inline(
                         **({"allreduce_kind": ""} if formula else {}), **_moe_arg(moe_kind))
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
     label = f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
-    return cost, with_allreduce_note(label + (f"; with {knobs}" if knobs else ""), cost)
+    return cost, with_prior_notes(label + (f"; with {knobs}" if knobs else ""), cost)
 
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
@@ -361,7 +361,7 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     if found is not None:  # the deployment's shipped prior file
         return _profiled(found, model, hw, tp, stack, moe_kind)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind))
-    return prior, with_allreduce_note(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
+    return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
 def _measured(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
@@ -435,7 +435,7 @@ def _profiled(found: Found, model: ModelSpec, hw: HardwareSpec, tp: int, stack: 
         tables = f", {stack}'s kernel tables" if stack and tables_of(path, profile) == stack \
             else ""
         used = f"{stand_in_note(model, stand_in, delta)}{tables}: {used}"
-    return cost, with_allreduce_note(used, cost), measured_cv(profile)
+    return cost, with_prior_notes(used, cost), measured_cv(profile)
 
 
 def _narrow_weights(priced: tuple[CostModel, str, float], model: ModelSpec, hw: HardwareSpec,
@@ -460,7 +460,7 @@ def _under_host(cost: CostModel, wrap: Callable[[CostModel], CostModel]) -> Cost
     return with_overhead(kernel, host) if host.to_dict() else kernel
 
 
-def with_allreduce_note(used: str, cost: CostModel) -> str:
+def with_prior_notes(used: str, cost: CostModel) -> str:
     """The cost source, plus what prices a roofline prior's all-reduces (tp > 1 only) and a
     MoE model's experts."""
     kernel, _ = split_host(cost)

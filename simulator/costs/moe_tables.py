@@ -29,6 +29,7 @@ from typing import Any
 from simulator.costs import knots
 from simulator.costs.base import Num
 from simulator.errors import ConfigError
+from simulator.specs.dtypes import same_cost_dtype
 from simulator.specs.models import ModelSpec
 
 MOE_FILE = Path(__file__).resolve().parent / "moe_tables.json"
@@ -74,6 +75,7 @@ def _load(path: Path) -> tuple[dict[str, Any], ...]:
     return tuple(knots.load_curves(path, "MoE layer curves"))
 
 
+@cache
 def moe_kinds(path: Path = MOE_FILE) -> tuple[str, ...]:
     """The kernel tables some GPU has a curve from."""
     return tuple(dict.fromkeys(row["kind"] for row in _load(path)))
@@ -81,13 +83,15 @@ def moe_kinds(path: Path = MOE_FILE) -> tuple[str, ...]:
 
 def moe_layer_curve(model: ModelSpec, hardware: str, dtype: str, tp: int, kind: str,
                     path: Path = MOE_FILE) -> MoeLayerCurve | None:
-    """``model``'s MoE layer on ``tp`` x ``hardware`` in ``dtype`` from ``kind``'s tables,
-    else from the default kind's, else None (a dense model: always None)."""
+    """``model``'s MoE layer on ``tp`` x ``hardware`` in ``dtype`` (or a dtype that costs
+    the same: fp16 reads bf16's) from ``kind``'s tables, else from the default kind's, else
+    None (a dense model: always None)."""
     if model.num_experts <= 1:
         return None
     shape = tuple(getattr(model, key) for key in SHAPE_KEYS)
     rows = [row for row in _load(path)
-            if (row["hardware"], row["dtype"], row["tp"]) == (hardware, dtype, tp)
+            if (row["hardware"], row["tp"]) == (hardware, tp)
+            and same_cost_dtype(row["dtype"], dtype)
             and tuple(row[key] for key in SHAPE_KEYS) == shape]
     for want in dict.fromkeys((kind, DEFAULT_MOE_KIND)):
         for row in rows:

@@ -13,9 +13,6 @@ from simulator.costs.collectives import AllReduceCurve, allreduce_curve
 from simulator.costs.moe_tables import MoeLayerCurve, moe_layer_curve
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 
-# weight dtype -> the MoE tables' (fp16 runs bf16's kernels at bf16's speed)
-MOE_DTYPE = {"fp16": "bf16"}
-
 if TYPE_CHECKING:
     from simulator.costs.roofline import RooflineCost
 
@@ -79,9 +76,8 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         ar_message_bytes_per_token=m.hidden_size * b_act,
         ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
                   if tp > 1 and cost.allreduce_kind else None),
-        moe_curve=(moe_layer_curve(m, hw.name, MOE_DTYPE.get(cost.weight_dtype,
-                                                             cost.weight_dtype),
-                                   tp, cost.moe_kind) if cost.moe_kind else None),
+        moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, tp, cost.moe_kind)
+                   if cost.moe_kind else None),
         moe_layers=float(m.num_layers),
         shared_flops_per_token=2.0 * n_sh,
     )
