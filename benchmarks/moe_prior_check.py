@@ -2,6 +2,7 @@
 
     python benchmarks/moe_prior_check.py [--model qwen3-235b-a22b] [--gpu b200]
                                          [--dtype bf16] [--tp 8] [--kind sglang]
+                                         [--routing balanced --data DIR]
 
 Prints, at each token count, one layer's experts as simulator/costs/moe_tables.py prices
 them (the measured curve of ``--kind``'s table; docs/gpu-profiles.md, "MoE layers from
@@ -10,8 +11,11 @@ uniform routing, E (1 - (1 - k/E)^T), their weights at eff_m x bandwidth, or the
 (2 k 3 H I T / tp) at eff_c x peak, whichever is longer, with the GPU's fitted
 efficiencies (simulator/costs/prior_efficiency.py). Then the step: a decode of T rows
 (1,000 tokens of context each) and a prefill of T tokens, priced by the prior with the
-curve and with the roofline experts (``moe_kind = ""``). No timing: the cost models' own
-figures, the same on any machine.
+curve and with the roofline experts (``moe_kind = ""``). With ``--routing`` (and
+AIConfigurator's tables: the ``aiconfigurator`` extra, or ``--data``) a last column reads
+the same table's rows of another routing (``balanced``, ``power_law_1.01``) at each count,
+where collected: why the shipped curves use power law (calibrate/moe_curves.py). No timing:
+the cost models' own figures, the same on any machine.
 """
 
 from __future__ import annotations
@@ -44,6 +48,26 @@ def roofline_layer_us(model_name: str, gpu: str, dtype: str, tp: int, tokens: in
     return max(reads, compute) * 1e6
 
 
+def other_routing(args: argparse.Namespace, kind: str) -> dict[int, float]:
+    """Microseconds by token count of ``args.routing``'s rows in the table ``kind``'s curve
+    was read from (calibrate/moe_curves.py's reading); empty without the tables."""
+    from calibrate.aic_moe import routing_curve, shape_rows
+    from calibrate.aiconfigurator import find_data_root
+    from calibrate.moe_curves import gpu_systems
+    root = args.data or find_data_root()
+    if root is None:
+        print("--routing needs AIConfigurator's tables: pip install -e '.[aiconfigurator]' "
+              "or --data", file=sys.stderr)
+        return {}
+    system, version = gpu_systems(root, kind)[args.gpu]
+    table = shape_rows(root, system, version, kind, args.dtype, args.model)
+    if table is None:
+        return {}
+    rows = table[1]
+    curve = routing_curve(rows[rows.moe_tp_size == args.tp], args.routing)
+    return {} if curve is None else {int(t): float(v) * 1e3 for t, v in curve[0].items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--model", default="qwen3-235b-a22b")
@@ -51,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--tp", type=int, default=8)
     ap.add_argument("--kind", default="sglang", help="whose MoE table: trtllm, vllm, sglang")
+    ap.add_argument("--routing", default=None, help="also print this routing's rows")
+    ap.add_argument("--data", type=Path, default=None, help="aiconfigurator_core/systems")
     args = ap.parse_args(argv)
     m, hw = get_model(args.model), HARDWARE[args.gpu]
     curve_cost = fitted_prior(m, hw, args.tp, args.dtype, args.dtype, moe_kind=args.kind)
@@ -60,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no measured MoE curve for {args.model} on {args.tp} x {args.gpu} "
               f"{args.dtype} ({args.kind} or trtllm)")
         return 1
+    other = other_routing(args, curve.kind) if args.routing else {}
     print(f"{args.model} on {args.tp} x {args.gpu}, {args.dtype}: {curve.describe()}")
     print(f"{'tokens':>7} {'curve us':>9} {'roofline us':>12} {'ratio':>6} "
-          f"{'decode ms':>18} {'prefill ms':>18}")
+          f"{'decode ms':>18} {'prefill ms':>18}"
+          + (f" {args.routing + ' us':>18}" if args.routing else ""))
     for t in TOKENS:
         measured = float(curve.time_s(float(t))) * 1e6
         roof = roofline_layer_us(args.model, args.gpu, args.dtype, args.tp, t)
@@ -72,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         d = f"{roof_cost.step_time(decode) * 1e3:.2f} -> {curve_cost.step_time(decode) * 1e3:.2f}"
         p = (f"{roof_cost.step_time(prefill) * 1e3:.2f} -> "
              f"{curve_cost.step_time(prefill) * 1e3:.2f}")
-        print(f"{t:>7} {measured:>9.1f} {roof:>12.1f} {measured / roof:>6.2f} {d:>18} {p:>18}")
+        extra = (f" {other[t]:>18.1f}" if t in other else f" {'-':>18}") if args.routing else ""
+        print(f"{t:>7} {measured:>9.1f} {roof:>12.1f} {measured / roof:>6.2f} {d:>18} {p:>18}"
+              + extra)
     return 0
 
 

@@ -12,7 +12,8 @@ engine prices these models with: ``power_law_1.2`` (``sdk/models/moe.py``, the g
 model: Qwen3-MoE, Mixtral; ``_power_law_alpha = 1.2`` with ``workload_distribution =
 "power_law"``, the SDK's default). Balanced routing spreads 16 tokens x 8 picks over all 128
 experts, which real routing does not (B200 SGLang Qwen3 at tp 8: 126 us balanced against
-70 us power law at 16 tokens); past 256 tokens power law reads 0-13% slower. Writes the
+70 us power law at 16 tokens); past 256 tokens power law reads 2-16% slower
+(``python benchmarks/moe_prior_check.py --routing balanced``). Writes the
 knots, no fit, with provenance to
 ``simulator/costs/moe_tables.json`` (read by simulator/costs/moe_tables.py): the roofline
 prior's experts where no composed profile prices the model (Qwen3-235B-A22B: the piecewise

@@ -184,3 +184,18 @@ def test_a_bad_curve_file_is_refused_naming_it(tmp_path) -> None:
     bad.write_text(json.dumps({"curves": [row]}))
     with pytest.raises(ConfigError, match="tokens=.* must increase"):
         moe_layer_curve(QWEN, "b200", "bf16", 8, "sglang", path=bad)
+
+
+@pytest.mark.skipif(ROOT is None, reason="needs the aiconfigurator extra: "
+                    "pip install -e '.[aiconfigurator]'")
+def test_the_check_script_reads_the_balanced_rows_beside_the_curve(capsys) -> None:
+    """B200 SGLang Qwen3 at 16 tokens: the balanced rows spread 16 x 8 picks over all 128
+    experts and read slower than the shipped power-law curve."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import moe_prior_check
+    assert moe_prior_check.main(["--routing", "balanced"]) == 0
+    row = next(line.split() for line in capsys.readouterr().out.splitlines()
+               if line.split()[:1] == ["16"])
+    assert float(row[-1]) > 1.5 * float(row[1])
