@@ -102,12 +102,7 @@ class PrefixBlockManager(PrefixCacheBase):
         if any(h not in refs for h in hits):  # the caller starts num_computed at the hit
             raise RuntimeError(f"seq {seq_id}: matched blocks were evicted before allocate; "
                                "call match again right before allocating")
-        for h in hits:
-            n = refs[h]
-            if n == 0:
-                del self._lru[h]
-                self.used += 1
-            refs[h] = n + 1
+        self._hold(hits)
         self._mine[seq_id] = list(range(k))
         self._done[seq_id] = k
         self._held[seq_id] = k

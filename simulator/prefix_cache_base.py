@@ -73,6 +73,19 @@ class PrefixCacheBase(BlockManager):
         refs = self._refs
         return sum(1 for h in chain[:k] if refs.get(h, 0) > 0) if k else 0
 
+    def _hold(self, hits: list[int]) -> int:
+        """A reference on each matched block of ``hits`` (one held by none leaves the LRU
+        and counts as used); how many were held by none."""
+        refs, revived = self._refs, 0
+        for h in hits:
+            n = refs[h]
+            if n == 0:
+                del self._lru[h]
+                self.used += 1
+                revived += 1
+            refs[h] = n + 1
+        return revived
+
     def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
         """As :meth:`BlockManager.can_allocate`, counting a waiting request's hit blocks that
         others hold as already there."""

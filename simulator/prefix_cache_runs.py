@@ -135,13 +135,7 @@ class PrefixRunManager(PrefixCacheBase):
                 own and self._free_top(seq_id, shared) < k):
             raise RuntimeError(f"seq {seq_id}: matched blocks were evicted before allocate; "
                                "call match again right before allocating")
-        for h in hits:
-            n = refs[h]
-            if n == 0:
-                del self._lru[h]
-                self._cached_free -= 1
-                self.used += 1
-            refs[h] = n + 1
+        self._cached_free -= self._hold(hits)
         self._own[seq_id] = []
         if own:
             self._take_own(seq_id, shared, k)
