@@ -17,7 +17,12 @@ measurement), and ``scipy.optimize.least_squares`` minimises the log of prior / 
 over all of them (every shape weighs the same; the step overhead, all-reduce and
 per-request terms keep their defaults). Fitted per GPU and weight dtype (FP8 kernels reach
 a different share of FP8 peak than bf16 ones of theirs); a deployment without composed
-profiles on its GPU and dtype keeps the defaults. The result is data, with its provenance,
+profiles on its GPU and dtype keeps the defaults, but for one thing: a GPU with a
+published measurement of its bf16 matmul throughput (simulator/costs/matmul_published.json,
+one script run on many cards) gets a bf16 eff_c transferred from the fitted GPUs measured
+by the same script: the median over them of eff_c / (measured matmul / datasheet peak),
+times its own share of peak (:func:`transferred`; eff_m, eff_kv and t_layer keep the
+defaults, which nothing measured there moves). The result is data, with its provenance,
 read by :func:`simulator.costs.prior_efficiency.prior_knobs` wherever the simulator builds a
 prior.
 """
@@ -25,7 +30,9 @@ prior.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,9 +42,10 @@ from scipy.optimize import least_squares
 
 from calibrate.aiconfigurator import SOURCE_PREFIX
 from calibrate.generated_file import write_or_check
-from simulator.costs.prior_efficiency import EFFICIENCY_FILE
+from simulator.costs.prior_efficiency import EFFICIENCY_FILE, MATMUL_FILE
 from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
 from simulator.costs.roofline import RooflineCost
+from simulator.errors import ConfigError
 from simulator.shapes import StepShape
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import get_model
@@ -145,11 +153,62 @@ def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
     }
 
 
-def fitted(exclude: Sequence[str] = ()) -> dict[str, object]:
+def matmul_shares(path: Path = MATMUL_FILE) -> dict[str, float]:
+    """GPU (catalogue name) -> the median of its published bf16 matmul runs over its
+    datasheet bf16 peak. A ConfigError names the file and the GPU or run that is wrong."""
+    try:
+        gpus = json.loads(path.read_text())["gpus"]
+        runs = {gpu: [float(r["tflops"]) for r in row["runs"]] for gpu, row in gpus.items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a matmul measurement file ({exc!r}); expected "
+                          '{"gpus": {gpu: {"runs": [{"tflops": ...}, ...]}}}') from exc
+    out = {}
+    for gpu, values in runs.items():
+        if gpu not in HARDWARE:
+            raise ConfigError(f"{path}: gpu {gpu!r} is not in the hardware catalogue "
+                              f"({sorted(HARDWARE)})")
+        if not values or min(values) <= 0:
+            raise ConfigError(f"{path}: gpu {gpu!r} needs runs with tflops > 0, got {values}")
+        out[gpu] = statistics.median(values) / HARDWARE[gpu].bf16_tflops
+    return out
+
+
+def transferred(fitted_gpus: dict[str, dict[str, dict[str, object]]],
+                shares: dict[str, float]) -> dict[str, dict[str, dict[str, object]]]:
+    """bf16 rows for the GPUs in ``shares`` (GPU -> measured matmul / peak) that have no
+    fitted bf16 row: eff_c = r x their share, r the median over the fitted GPUs in
+    ``shares`` of eff_c / share; each row records r, the share, and how well the same rule
+    predicts each fitted GPU from the others (``leave_one_out``). {} with no fitted GPU
+    measured."""
+    ratios = {gpu: float(rows["bf16"]["compute_efficiency"]) / shares[gpu]  # type: ignore[arg-type]
+              for gpu, rows in sorted(fitted_gpus.items()) if "bf16" in rows and gpu in shares}
+    if not ratios:
+        return {}
+    ratio = statistics.median(ratios.values())
+    check = {}
+    for gpu in ratios:
+        others = statistics.median(v for g, v in ratios.items() if g != gpu) if len(
+            ratios) > 1 else math.nan
+        check[gpu] = {"predicted": round(others * shares[gpu], 3),
+                      "fitted": fitted_gpus[gpu]["bf16"]["compute_efficiency"]}
+    return {gpu: {"bf16": {
+        "compute_efficiency": round(ratio * share, 3),
+        "transferred": {"matmul_share_of_peak": round(share, 4), "ratio": round(ratio, 4),
+                        "ratio_by_gpu": {g: round(v, 4) for g, v in ratios.items()},
+                        "leave_one_out": check}}}
+            for gpu, share in sorted(shares.items()) if "bf16" not in fitted_gpus.get(gpu, {})}
+
+
+def fitted(exclude: Sequence[str] = (), matmul: Path = MATMUL_FILE) -> dict[str, object]:
     """The file's contents: each GPU and weight dtype with composed profiles (but
-    ``exclude``'s models'), fitted, and the provenance."""
-    gpus = {gpu: {dtype: fit_gpu(profiles) for dtype, profiles in sorted(by_dtype.items())}
-            for gpu, by_dtype in sorted(measured_by_gpu(exclude).items())}
+    ``exclude``'s models'), fitted; the bf16 eff_c transferred to the GPUs with only a
+    matmul measurement (:func:`transferred`); and the provenance."""
+    gpus: dict[str, dict[str, dict[str, object]]] = {
+        gpu: {dtype: fit_gpu(profiles) for dtype, profiles in sorted(by_dtype.items())}
+        for gpu, by_dtype in sorted(measured_by_gpu(exclude).items())}
+    for gpu, rows in transferred(gpus, matmul_shares(matmul)).items():
+        gpus[gpu] = {**gpus.get(gpu, {}), **rows}
+    gpus = dict(sorted(gpus.items()))
     return {
         "version": 1,
         "provenance": (
@@ -161,7 +220,10 @@ def fitted(exclude: Sequence[str] = ()) -> dict[str, object]:
             "AIConfigurator 0.12.0's measured TensorRT-LLM operator tables on that GPU in "
             "that dtype; pure decodes of 1-512 rows x 500-3,000 tokens and prefills "
             "of 256-8,192 tokens, each profile's inside the steps it was fitted to; "
-            "other GPUs and dtypes keep the defaults"),
+            "rows with 'transferred': a GPU without tables whose bf16 eff_c is the fitted "
+            "GPUs' median eff_c / (measured matmul / peak) times its own share, from the "
+            "published matmul runs in simulator/costs/matmul_published.json (its other "
+            "knobs the defaults); other GPUs and dtypes keep the defaults"),
         "gpus": gpus,
     }
 
@@ -179,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(f"{gpu} {dtype}", row) for gpu, by_dtype in data["gpus"].items()  # type: ignore[attr-defined]
             for dtype, row in by_dtype.items()]
     for gpu, row in rows:
+        if "transferred" in row:
+            t = row["transferred"]
+            print(f"{gpu}: eff_c {row['compute_efficiency']} transferred (matmul share of "
+                  f"peak {t['matmul_share_of_peak']} x median ratio {t['ratio']} over "
+                  f"{t['ratio_by_gpu']}; leave one out {t['leave_one_out']})")
+            continue
         print(f"{gpu}: eff_c {row['compute_efficiency']}, eff_m {row['memory_efficiency']}, "
               f"eff_kv {row['kv_memory_efficiency']}, t_layer {row['layer_overhead_s']}; "
               f"held out {row['within_15pct_held_out']}; "

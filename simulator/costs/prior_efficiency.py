@@ -8,12 +8,15 @@ prior match them best (per weight dtype).
 Wherever the simulator builds a prior for a deployment without a measured profile (a shipped
 prior file, the prior built on the fly, ``[cost] form = "roofline"`` before its own knobs),
 it starts from these; a GPU not in the file keeps
-:class:`~simulator.costs.roofline.RooflineCost`'s defaults.
+:class:`~simulator.costs.roofline.RooflineCost`'s defaults. A row marked ``transferred``
+(a GPU with no tables but a published matmul measurement, ``matmul_published.json``)
+holds only a bf16 ``compute_efficiency``; its other knobs are the defaults.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -27,6 +30,9 @@ from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec
 
 EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
+# published bf16 matmul throughput per GPU: what calibrate.prior_efficiency transfers eff_c
+# from to a GPU without measured tables
+MATMUL_FILE = Path(__file__).with_name("matmul_published.json")
 KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
          "layer_overhead_s")
 
@@ -56,10 +62,15 @@ def prior_knobs(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE
     """The efficiencies fitted for ``hardware`` (catalogue name) in the dtype it multiplies
     ``weight_dtype`` weights in (:func:`math_dtype`; fp16 reads bf16's:
     simulator/specs/dtypes.py ``same_cost_dtype``), or {}: the defaults."""
+    row = _row(hardware, weight_dtype, path)
+    return {} if row is None else {k: float(row[k]) for k in KNOBS if k in row}
+
+
+def _row(hardware: str, weight_dtype: str, path: Path) -> Mapping[str, Any] | None:
+    """The file's row for ``hardware`` in the dtype it multiplies ``weight_dtype`` in."""
     dtype = math_dtype(hardware, weight_dtype)
     by_dtype = _fitted(path).get(hardware, {})
-    row = next((r for d, r in by_dtype.items() if same_cost_dtype(d, dtype)), None)
-    return {} if row is None else {k: float(row[k]) for k in KNOBS}
+    return next((r for d, r in by_dtype.items() if same_cost_dtype(d, dtype)), None)
 
 
 def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
@@ -78,6 +89,13 @@ def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -
         return "efficiencies: the defaults (no measured tables for this device in this dtype)"
     dtype = math_dtype(hardware, weight_dtype)
     math = "" if dtype == weight_dtype else f" ({weight_dtype} weights multiplied in {dtype})"
+    moved = (_row(hardware, weight_dtype, path) or {}).get("transferred")
+    if moved:
+        return (f"eff_c {knobs['compute_efficiency']:g}{math} transferred from published "
+                f"{dtype} matmul runs ({hardware} reaches {moved['matmul_share_of_peak']:g} of "
+                f"its peak; eff_c / share {moved['ratio']:g} on the GPUs with measured "
+                "tables), other efficiencies the defaults (no measured tables for this "
+                "device: python -m calibrate.prior_efficiency)")
     return (f"efficiencies fitted to {hardware}'s measured {dtype} operator tables{math} "
             f"(eff_c {knobs['compute_efficiency']:g}, eff_m {knobs['memory_efficiency']:g}, "
             f"eff_kv {knobs['kv_memory_efficiency']:g}, t_layer "
