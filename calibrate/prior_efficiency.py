@@ -30,11 +30,10 @@ prior.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,10 +41,9 @@ from scipy.optimize import least_squares
 
 from calibrate.aiconfigurator import SOURCE_PREFIX
 from calibrate.generated_file import write_or_check
-from simulator.costs.prior_efficiency import EFFICIENCY_FILE, MATMUL_FILE
+from simulator.costs.prior_efficiency import EFFICIENCY_FILE, MATMUL_FILE, matmul_shares
 from simulator.costs.profile import CostProfile, load_profile, shipped_profiles
 from simulator.costs.roofline import RooflineCost
-from simulator.errors import ConfigError
 from simulator.shapes import StepShape
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import get_model
@@ -153,28 +151,8 @@ def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
     }
 
 
-def matmul_shares(path: Path = MATMUL_FILE) -> dict[str, float]:
-    """GPU (catalogue name) -> the median of its published bf16 matmul runs over its
-    datasheet bf16 peak. A ConfigError names the file and the GPU or run that is wrong."""
-    try:
-        gpus = json.loads(path.read_text())["gpus"]
-        runs = {gpu: [float(r["tflops"]) for r in row["runs"]] for gpu, row in gpus.items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: not a matmul measurement file ({exc!r}); expected "
-                          '{"gpus": {gpu: {"runs": [{"tflops": ...}, ...]}}}') from exc
-    out = {}
-    for gpu, values in runs.items():
-        if gpu not in HARDWARE:
-            raise ConfigError(f"{path}: gpu {gpu!r} is not in the hardware catalogue "
-                              f"({sorted(HARDWARE)})")
-        if not values or min(values) <= 0:
-            raise ConfigError(f"{path}: gpu {gpu!r} needs runs with tflops > 0, got {values}")
-        out[gpu] = statistics.median(values) / HARDWARE[gpu].bf16_tflops
-    return out
-
-
-def transferred(fitted_gpus: dict[str, dict[str, dict[str, object]]],
-                shares: dict[str, float]) -> dict[str, dict[str, dict[str, object]]]:
+def transferred(fitted_gpus: Mapping[str, Mapping[str, Mapping[str, object]]],
+                shares: Mapping[str, float]) -> dict[str, dict[str, dict[str, object]]]:
     """bf16 rows for the GPUs in ``shares`` (GPU -> measured matmul / peak) that have no
     fitted bf16 row: eff_c = r x their share, r the median over the fitted GPUs in
     ``shares`` of eff_c / share; each row records r, the share, and how well the same rule

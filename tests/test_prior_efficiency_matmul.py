@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from calibrate.prior_efficiency import matmul_shares, transferred
+from calibrate.prior_efficiency import transferred
 from simulator.costs import RooflineCost, cost_model_from_config
 from simulator.costs.host import split_host
-from simulator.costs.prior_efficiency import MATMUL_FILE, prior_knobs, prior_note
+from simulator.costs.prior_efficiency import MATMUL_FILE, matmul_shares, prior_knobs, prior_note
 from simulator.errors import ConfigError
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
@@ -48,6 +48,9 @@ def test_the_shipped_rtx4090_row_by_hand() -> None:
     assert prior_knobs("rtx4090", "bf16") == {"compute_efficiency": 0.813}
     assert prior_knobs("rtx4090", "int4") == {"compute_efficiency": 0.813}  # W4A16: bf16 math
     assert prior_knobs("rtx4090", "fp8") == {}  # FP8 tensor cores: no fp8 run published
+    # the H100 PCIe: 495.93 of 756 (0.6560) x 0.8091 = 0.531 (its prior where the SXM has
+    # no measured profile to scale: tests/test_sibling_cost.py)
+    assert prior_knobs("h100-pcie", "bf16") == {"compute_efficiency": 0.531}
     note = prior_note("rtx4090", "bf16")
     assert "eff_c 0.813 transferred from published bf16 matmul runs" in note
     assert "1.0043 of its peak" in note and "0.8091" in note

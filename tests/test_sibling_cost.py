@@ -8,7 +8,7 @@ import pytest
 from simulator.costs.base import decode_pricer
 from simulator.costs.collectives import allreduce_curve
 from simulator.costs.from_config import cost_model_from_config
-from simulator.costs.prior_efficiency import fitted_prior, prior_knobs
+from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, sibling_scale
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs.hardware import get_hardware, sibling_of
 from simulator.specs.models import get_model
@@ -55,12 +55,22 @@ def test_a100_40gb_is_the_80gb_table_times_the_priors_ratio() -> None:
     assert cost.step_time(PREFILL) == pytest.approx(measured.step_time(PREFILL), rel=0.01)
 
 
-def test_h100_pcie_prefill_slows_by_the_flops_ratio() -> None:
+def test_h100_pcie_prefill_slows_by_the_measured_matmul_ratio() -> None:
     cost, used = _cost("h100-pcie", "llama-3.1-8b", 1)
     measured, _ = _cost("h100-sxm", "llama-3.1-8b", 1)
     assert "h100-sxm's measured profile scaled to h100-pcie" in used
+    # published bf16 torch.mm (simulator/costs/matmul_published.json): the PCIe board
+    # 495.93 TFLOP/s, the SXM 789.24 (their medians): a compute-bound prefill slows by
+    # their ratio, 1.591, not the datasheets' 989 / 756 = 1.308 (the PCIe's 350 W limit)
+    assert sibling_scale("h100-pcie", "h100-sxm", "bf16") == pytest.approx(
+        (495.93 / 756) / (789.24 / 989))
+    assert "h100-pcie's eff_c x 0.822 for the two boards' measured bf16 matmul" in used
     assert cost.step_time(PREFILL) / measured.step_time(PREFILL) == pytest.approx(
-        989 / 756, rel=0.01)
+        789.24 / 495.93, rel=0.01)
+    # the A100s have no pair of measurements: their ratio stays the datasheets'
+    assert sibling_scale("a100-40gb", "a100-80gb", "bf16") == 1.0
+    # FP8 math was not measured: no scale
+    assert sibling_scale("h100-pcie", "h100-sxm", "fp8") == 1.0
     # decode: weight reads at 2,000 instead of 3,350 GB/s, under the bandwidth ratio 1.675
     assert 1.3 < cost.step_time(DECODE_1) / measured.step_time(DECODE_1) < 3350 / 2000
 

@@ -48,7 +48,12 @@ from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.moe_tables import moe_kinds
 from simulator.costs.prefill_pass import weight_pass_s, with_prefill_pass
-from simulator.costs.prior_efficiency import fitted_prior, prior_knobs, prior_note
+from simulator.costs.prior_efficiency import (
+    fitted_prior,
+    prior_note,
+    sibling_knobs,
+    sibling_scale,
+)
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -391,11 +396,14 @@ def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     if measured is None:
         return None
     cost, used, cv = measured
-    knobs = prior_knobs(other.name, weight_dtype)  # the sibling's: same chip and kernels
+    # the sibling's knobs (same chip and kernels), eff_c scaled by the boards' measured
+    # matmul shares of peak
+    knobs = sibling_knobs(hw.name, other.name, weight_dtype)
     target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **knobs, **PAIRED)
     source = fitted_prior(model, other, tp, weight_dtype, kv_dtype, **PAIRED)
     cost = _under_host(cost, lambda kernel: SiblingCost(kernel, target, source))
-    return cost, sibling_note(hw.name, other.name, used), cv
+    scale = sibling_scale(hw.name, other.name, weight_dtype)
+    return cost, sibling_note(hw.name, other.name, used, scale), cv
 
 
 def _moe_kind(section: dict[str, Any], stack: str | None, where: str) -> str | None:

@@ -16,6 +16,7 @@ holds only a bf16 ``compute_efficiency``; its other knobs are the defaults.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -26,7 +27,7 @@ from simulator.costs.roofline import RooflineCost
 from simulator.costs.weight_only import SIXTEEN_BIT, weight_only
 from simulator.errors import ConfigError
 from simulator.specs.dtypes import same_cost_dtype
-from simulator.specs.hardware import HardwareSpec, get_hardware
+from simulator.specs.hardware import HARDWARE, HardwareSpec, get_hardware
 from simulator.specs.models import ModelSpec
 
 EFFICIENCY_FILE = Path(__file__).with_name("prior_efficiency.json")
@@ -44,6 +45,28 @@ def _fitted(path: Path) -> MappingProxyType[str, Any]:
     if not path.is_file():
         return MappingProxyType({})
     return MappingProxyType(json.loads(path.read_text())["gpus"])
+
+
+@cache
+def matmul_shares(path: Path = MATMUL_FILE) -> MappingProxyType[str, float]:
+    """GPU (catalogue name) -> the median of its published bf16 matmul runs over its
+    datasheet bf16 peak (read once per process). A ConfigError names the file and the GPU
+    or run that is wrong."""
+    try:
+        gpus = json.loads(path.read_text())["gpus"]
+        runs = {gpu: [float(r["tflops"]) for r in row["runs"]] for gpu, row in gpus.items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a matmul measurement file ({exc!r}); expected "
+                          '{"gpus": {gpu: {"runs": [{"tflops": ...}, ...]}}}') from exc
+    out = {}
+    for gpu, values in runs.items():
+        if gpu not in HARDWARE:
+            raise ConfigError(f"{path}: gpu {gpu!r} is not in the hardware catalogue "
+                              f"({sorted(HARDWARE)})")
+        if not values or min(values) <= 0:
+            raise ConfigError(f"{path}: gpu {gpu!r} needs runs with tflops > 0, got {values}")
+        out[gpu] = statistics.median(values) / HARDWARE[gpu].bf16_tflops
+    return MappingProxyType(out)
 
 
 def math_dtype(hardware: str, weight_dtype: str) -> str:
@@ -72,6 +95,31 @@ def _row(hardware: str, weight_dtype: str, path: Path) -> Mapping[str, Any] | No
     by_dtype = _fitted(path).get(hardware, {})
     return next((r for d, r in by_dtype.items() if same_cost_dtype(d, dtype)), None)
 
+
+def sibling_scale(hardware: str, sibling: str, weight_dtype: str,
+                  matmul: Path = MATMUL_FILE) -> float:
+    """What ``hardware``'s prior multiplies its ``sibling``'s fitted eff_c by (the same
+    chip on another board, simulator/costs/sibling.py): the ratio of the two cards'
+    measured bf16 matmul shares of peak, where both were measured and the math is 16-bit
+    (a board's power limit, which its datasheet peak does not hold: the H100 PCIe reaches
+    0.656 of its 756 TFLOP/s, the SXM 0.798 of its 989); else 1."""
+    shares = matmul_shares(matmul)
+    if (hardware not in shares or sibling not in shares
+            or not same_cost_dtype(math_dtype(hardware, weight_dtype), SIXTEEN_BIT)):
+        return 1.0
+    return shares[hardware] / shares[sibling]
+
+
+def sibling_knobs(hardware: str, sibling: str, weight_dtype: str,
+                  path: Path = EFFICIENCY_FILE, matmul: Path = MATMUL_FILE
+                  ) -> dict[str, float]:
+    """The knobs ``hardware``'s prior takes from its ``sibling``: the sibling's fitted
+    efficiencies (:func:`prior_knobs`), eff_c times :func:`sibling_scale`."""
+    knobs = prior_knobs(sibling, weight_dtype, path)
+    scale = sibling_scale(hardware, sibling, weight_dtype, matmul)
+    if "compute_efficiency" in knobs and scale != 1.0:
+        knobs["compute_efficiency"] *= scale
+    return knobs
 
 def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
                  kv_dtype: str, **overrides: Any) -> RooflineCost:

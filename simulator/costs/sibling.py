@@ -37,11 +37,14 @@ from simulator.costs.roofline import RooflineCost
 from simulator.shapes import StepShape, StepShapes
 
 
-def sibling_note(hardware: str, sibling: str, used: str) -> str:
-    """The cost source of a step priced from the sibling's profile."""
+def sibling_note(hardware: str, sibling: str, used: str, scale: float = 1.0) -> str:
+    """The cost source of a step priced from the sibling's profile (``scale``: what
+    ``hardware``'s eff_c is of the sibling's, from their measured matmul shares)."""
+    matmul = ("" if scale == 1.0 else f", {hardware}'s eff_c x {scale:.3f} for the two "
+              "boards' measured bf16 matmul shares of peak")
     return (f"{sibling}'s measured profile scaled to {hardware} by the roofline prior's "
-            f"ratio between them (same chip; {sibling}'s fitted efficiencies on both): "
-            f"{used}")
+            f"ratio between them (same chip; {sibling}'s fitted efficiencies on both"
+            f"{matmul}): {used}")
 
 
 @dataclass(frozen=True, slots=True)
