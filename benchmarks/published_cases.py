@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.published_harness import HARNESSES, harness_host, harness_note
 from benchmarks.published_lengths import (
     random_lengths,
     run_lengths,
@@ -139,6 +140,9 @@ class Case:
     # "dep" = attention data parallel + expert parallel (TensorRT-LLM's DEP), which servesim
     # does not model, so such a case is reported skipped whatever the catalogue holds
     parallelism: str = ""
+    # a runner that shares the engine's process (benchmarks/published_harness.py): its
+    # host cost is replayed; "" = a client in another process
+    harness: str = ""
 
     @property
     def group(self) -> str:
@@ -184,7 +188,7 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
             workload=dict(c["workload"]), metrics=dict(c["metrics"]),
             knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
             fitted=c.get("fitted", ""), preset=str(c.get("preset", "")),
-            parallelism=str(c.get("parallelism", ""))))
+            parallelism=str(c.get("parallelism", "")), harness=str(c.get("harness", ""))))
     return cases
 
 
@@ -199,6 +203,10 @@ def _check(c: Mapping[str, Any], where: str) -> None:
                           f"{list(PARALLELISMS)}")
     if c["stack"] not in STACKS:
         raise ConfigError(f"{where}: stack = {c['stack']!r}: must be one of {list(STACKS)}")
+    if c.get("harness", "") not in ("", *HARNESSES):
+        raise ConfigError(f"{where}: harness = {c['harness']!r}: must be one of "
+                          f"{list(HARNESSES)} (a runner sharing the engine's process), or "
+                          "absent")
     if not c["metrics"]:
         raise ConfigError(f"{where}: no metrics")
     for key, value in c["metrics"].items():
@@ -399,6 +407,10 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         point["cost"] = {"decode_kv_reads": group}
     if policy:
         point["policy"] = policy
+    host = harness_host(case.harness, case.stack)
+    if host:  # the runner's own work on the engine's critical path
+        point.setdefault("cost", {})["overhead"] = host
+        notes.append(harness_note(case.harness, case.stack))
     if use_stack:
         point["stack"] = {"name": case.stack}
     if measure_from is not None:  # scored from this request id and time (MEASURE_FROM)
