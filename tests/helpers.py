@@ -121,3 +121,14 @@ def grid_rows(max_prompt: int = 40, max_output: int = 30
     return st.lists(st.tuples(st.integers(0, 40).map(lambda i: i * 0.125),
                               st.integers(1, max_prompt), st.integers(1, max_output)),
                     min_size=1, max_size=25)
+
+
+def published_case_toml(extra: str = "", metrics: str = "output_throughput = 1.0",
+                        stack: str = "vllm-v1", version: str = "0.8") -> str:
+    """One ``[[case]]`` of benchmarks/published_cases.toml's schema, id "x", a 10/10-token
+    burst of Llama-3.1-8B on an H100: ``extra`` lines added, ``metrics`` its table."""
+    return (f'[[case]]\nid = "x"\nsource = "s"\nstack = "{stack}"\n'
+            f'stack_version = "{version}"\ngpu = "h100-sxm"\nmodel = "llama-3.1-8b"\n'
+            f'weight_dtype = "bf16"\ntp = 1\n{extra}'
+            'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+            f'arrival = "burst" }}\nmetrics = {{ {metrics} }}\n')

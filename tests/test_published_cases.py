@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import published_case_toml
 
 from simulator.errors import ConfigError
 from simulator.specs.hardware import HARDWARE
@@ -145,10 +146,7 @@ def test_the_pr1060_case_replays_outputs_from_zero(cases: list, tmp_path: Path) 
 
 def test_a_bad_case_is_refused_with_its_id(tmp_path: Path) -> None:
     bad = tmp_path / "cases.toml"
-    bad.write_text('[[case]]\nid = "x"\nsource = "s"\nstack = "vllm-v1"\nstack_version = "0.8"\n'
-                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
-                   'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
-                   'arrival = "burst" }\nmetrics = { ttft_seconds = 1.0 }\n')
+    bad.write_text(published_case_toml(metrics="ttft_seconds = 1.0"))
     with pytest.raises(ConfigError, match=r"\(x\).*metrics.ttft_seconds: unknown metric"):
         pc.load_cases(bad)
 

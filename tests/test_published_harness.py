@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import published_case_toml
 
 from simulator.errors import ConfigError
 
@@ -74,9 +75,6 @@ def test_the_stack_preset_keeps_its_other_host_terms(cases: dict, tmp_path: Path
 
 def test_an_unknown_harness_is_refused_naming_the_case(tmp_path: Path) -> None:
     bad = tmp_path / "cases.toml"
-    bad.write_text('[[case]]\nid = "x"\nsource = "s"\nstack = "vllm-v0"\nstack_version = "0.7"\n'
-                   'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
-                   'harness = "locust"\nworkload = { prompt_tokens = 10, output_tokens = 10, '
-                   'num_prompts = 5, arrival = "burst" }\nmetrics = { output_throughput = 1.0 }\n')
+    bad.write_text(published_case_toml('harness = "locust"\n', stack="vllm-v0", version="0.7"))
     with pytest.raises(ConfigError, match=r"\(x\).*harness = 'locust': must be one of"):
         pc.load_cases(bad)
