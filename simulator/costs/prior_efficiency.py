@@ -121,6 +121,7 @@ def sibling_knobs(hardware: str, sibling: str, weight_dtype: str,
         knobs["compute_efficiency"] *= scale
     return knobs
 
+
 def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
                  kv_dtype: str, **overrides: Any) -> RooflineCost:
     """The roofline prior the simulator builds for a deployment: the knobs fitted for its

@@ -14,11 +14,13 @@ ratio between the two GPUs for the same step::
     t(shape) = measured_sibling(shape) x prior_gpu(shape) / prior_sibling(shape)
 
 Both priors carry the sibling's fitted efficiencies (simulator/costs/prior_efficiency.py:
-the same silicon and kernels), so the ratio holds only what the datasheets change: a
-decode step's weight reads slow by the bandwidth ratio (1.31 for the A100-40GB; the whole
-step less, its per-layer floors and all-reduces unchanged: 1.17 for Llama-3.1-70B at TP 8,
-batch 1), a compute-bound prefill not at all on the A100-40GB and by the FLOPS ratio
-(1.31) on the H100 PCIe, and an all-reduce by the links (PCIe against NVLink). The
+the same silicon and kernels), so the ratio holds only what the boards change: a decode
+step's weight reads slow by the bandwidth ratio (1.31 for the A100-40GB; the whole step
+less, its per-layer floors and all-reduces unchanged: 1.17 for Llama-3.1-70B at TP 8,
+batch 1), a compute-bound prefill not at all on the A100-40GB and on the H100 PCIe by the
+two boards' published matmul throughput (1.59: the PCIe's 350 W limit holds it to 0.656 of
+its 756 TFLOP/s, where the SXM reaches 0.798 of 989; ``prior_efficiency.sibling_scale``
+scales its eff_c; 16-bit math only), and an all-reduce by the links (PCIe against NVLink). The
 measured profile keeps what the prior misses: per-shape kernel efficiencies, launch gaps,
 the stack's own kernels. The
 pairs are ``simulator.specs.hardware.SIBLINGS``; where the two share a link (the A100s'
