@@ -10,11 +10,12 @@ preset's, simulator/stacks.py ``apply_stack``).
 
 ``accelmark``: FreedomIntelligence/AccelMark's reference vLLM runner (``vllm.LLM`` offline,
 ``AsyncLLMEngine`` with streaming online, one process, no HTTP server). With vLLM 0.7.3's
-V0 engine the engine loop, its output processing and the runner's consumers share one
-process and one GIL; with V1 (0.20) the engine core runs in its own process
-(``VLLM_ENABLE_V1_MULTIPROCESSING``), so the runner costs it nothing. ``token_s`` is one
+V0 engine the engine loop and its output processing (and, online, the runner's streaming
+consumers) share one process and one GIL; with V1 (0.20) the engine core runs in its own
+process (``VLLM_ENABLE_V1_MULTIPROCESSING``), so nothing is added there. ``token_s`` is one
 number fitted on one of its runs (``ACCELMARK_FIT``) and scored on the other 115 of its
-vLLM cases (docs/gpu-profiles.md, "AccelMark's runner: a per-token host cost").
+V0 cases, offline and online (docs/gpu-profiles.md, "AccelMark's runner: a per-token host
+cost", which says why it is carried by the harness and not by a vLLM 0.7 preset).
 """
 
 from __future__ import annotations
