@@ -1,12 +1,15 @@
 """The roofline prior against the measured operator tables, shape by shape.
 
     python benchmarks/prior_check.py [--gpu a100-80gb --gpu h100-sxm ...]
+    python benchmarks/prior_check.py --model llama-3.1-8b --prefill 64 --prefill 128 ...
 
 Where servesim ships a profile composed from measured per-operator tables (AIConfigurator
 0.12.0's TensorRT-LLM tables: calibrate/aiconfigurator.py and calibrate/aic_moe.py), this
 prices the same steps with the roofline prior of the same model, GPU, TP and dtypes
 (simulator/costs/roofline.py) and prints them: pure decodes of 1-512 rows and prefills of
-512-8,192 tokens. Three forms of the prior are printed: one max over the whole step's
+512-8,192 tokens (``--prefill N``, repeatable, prices those prompt lengths instead: below
+and around the ridge, where compute and weight reads meet; ``--model`` keeps one model's
+profiles). Three forms of the prior are printed: one max over the whole step's
 FLOPs and bytes at the default efficiencies (the form the prior had), per operator (the
 matmuls' roofline plus attention's) at the defaults, and per operator at the efficiencies
 fitted to the GPU's tables (simulator/costs/prior_efficiency.py: what the simulator builds;
@@ -37,23 +40,29 @@ DECODES = ((1, 1000), (16, 1000), (64, 1500), (256, 1500), (512, 2500))  # rows,
 PREFILLS = (512, 2048, 8192)  # one prompt from an empty cache
 
 
-def shapes() -> list[tuple[str, StepShape]]:
+def shapes(prefills: tuple[int, ...] = PREFILLS) -> list[tuple[str, StepShape]]:
     """(label, shape) of every step priced."""
     out = [(f"d{b}x{ctx}", StepShape(0, 0.0, b, b * ctx)) for b, ctx in DECODES]
-    out += [(f"p{p}", StepShape(p, p * p / 2.0, 0, 0)) for p in PREFILLS]
+    out += [(f"p{p}", StepShape(p, p * p / 2.0, 0, 0)) for p in prefills]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", action="append", default=[], help="catalogue GPU (repeatable)")
+    ap.add_argument("--model", action="append", default=[], help="catalogue model (repeatable)")
+    ap.add_argument("--prefill", action="append", type=int, default=[],
+                    help="prompt tokens of a prefill priced (repeatable; default "
+                         f"{', '.join(map(str, PREFILLS))})")
     args = ap.parse_args(argv)
+    steps = shapes(tuple(args.prefill) or PREFILLS)
     forms = ("one max", "per operator", "per operator, fitted")
     ratios: dict[str, list[float]] = {f"{kind}, {form}": [] for kind in ("decode", "prefill")
                                       for form in forms}
     print("step: measured ms / prior one max / per operator / per operator, fitted")
     profiles = [p for gpu, by_dtype in sorted(measured_by_gpu().items())
-                if not args.gpu or gpu in args.gpu for group in by_dtype.values() for p in group]
+                if not args.gpu or gpu in args.gpu for group in by_dtype.values() for p in group
+                if not args.model or p.model in args.model]
     for prof in profiles:
         model, hw = get_model(prof.model), HARDWARE[prof.hardware]
         measured = prof.build(model, hw)
@@ -61,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                              kv_dtype=prof.kv_dtype)
         fitted = fitted_prior(model, hw, prof.tp, prof.weight_dtype, prof.kv_dtype)
         cells = []
-        for label, shape in shapes():
+        for label, shape in steps:
             real = measured.step_time(shape)
             terms = prior.terms(shape)
             per_op = float(terms.total_s)

@@ -30,9 +30,11 @@ ACCELMARK_FIT = (
     "python benchmarks/published_fit.py --case "
     "vllm-v0-0.7-accelmark-h100-sxm-llama-3-8b-tp1-A-online300-qps25-831c95a7 "
     "--terms token_s --flat --heldout vllm-v0-0.7-accelmark")
-# harness -> (the stacks whose engine runs in the harness's process, its host terms)
-HARNESSES: Mapping[str, tuple[tuple[str, ...], Mapping[str, float]]] = MappingProxyType({
-    "accelmark": (("vllm-v0",), MappingProxyType({"token_s": ACCELMARK_TOKEN_S})),
+# harness -> (the stacks whose engine runs in the harness's process, its host terms, the
+# command that fitted them)
+HARNESSES: Mapping[str, tuple[tuple[str, ...], Mapping[str, float], str]] = MappingProxyType({
+    "accelmark": (("vllm-v0",), MappingProxyType({"token_s": ACCELMARK_TOKEN_S}),
+                  ACCELMARK_FIT),
 })
 
 
@@ -41,7 +43,7 @@ def harness_host(harness: str, stack: str) -> dict[str, float]:
     or where the engine runs in a process of its own)."""
     if not harness:
         return {}
-    stacks, host = HARNESSES[harness]
+    stacks, host, _ = HARNESSES[harness]
     return dict(host) if stack in stacks else {}
 
 
@@ -52,4 +54,4 @@ def harness_note(harness: str, stack: str) -> str:
         return ""
     terms = ", ".join(f"{k} {v * 1e6:g} us" for k, v in host.items())
     return (f"harness {harness}: the runner shares the engine's process, host {terms} "
-            f"(fitted: {ACCELMARK_FIT})")
+            f"(fitted: {HARNESSES[harness][2]})")

@@ -48,12 +48,7 @@ from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.moe_tables import moe_kinds
 from simulator.costs.prefill_pass import weight_pass_s, with_prefill_pass
-from simulator.costs.prior_efficiency import (
-    fitted_prior,
-    prior_note,
-    sibling_knobs,
-    sibling_scale,
-)
+from simulator.costs.prior_efficiency import fitted_prior, prior_note, sibling_knobs
 from simulator.costs.profile import (
     FITTED,
     FORMS,
@@ -398,11 +393,10 @@ def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     cost, used, cv = measured
     # the sibling's knobs (same chip and kernels), eff_c scaled by the boards' measured
     # matmul shares of peak
-    knobs = sibling_knobs(hw.name, other.name, weight_dtype)
+    knobs, scale = sibling_knobs(hw.name, other.name, weight_dtype)
     target = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **knobs, **PAIRED)
     source = fitted_prior(model, other, tp, weight_dtype, kv_dtype, **PAIRED)
     cost = _under_host(cost, lambda kernel: SiblingCost(kernel, target, source))
-    scale = sibling_scale(hw.name, other.name, weight_dtype)
     return cost, sibling_note(hw.name, other.name, used, scale), cv
 
 

@@ -112,14 +112,15 @@ def sibling_scale(hardware: str, sibling: str, weight_dtype: str,
 
 def sibling_knobs(hardware: str, sibling: str, weight_dtype: str,
                   path: Path = EFFICIENCY_FILE, matmul: Path = MATMUL_FILE
-                  ) -> dict[str, float]:
+                  ) -> tuple[dict[str, float], float]:
     """The knobs ``hardware``'s prior takes from its ``sibling``: the sibling's fitted
-    efficiencies (:func:`prior_knobs`), eff_c times :func:`sibling_scale`."""
+    efficiencies (:func:`prior_knobs`), eff_c times :func:`sibling_scale`; and that scale
+    (for the cost source)."""
     knobs = prior_knobs(sibling, weight_dtype, path)
     scale = sibling_scale(hardware, sibling, weight_dtype, matmul)
     if "compute_efficiency" in knobs and scale != 1.0:
         knobs["compute_efficiency"] *= scale
-    return knobs
+    return knobs, scale
 
 
 def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
@@ -133,12 +134,13 @@ def fitted_prior(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str,
 
 def prior_note(hardware: str, weight_dtype: str, path: Path = EFFICIENCY_FILE) -> str:
     """What the prior's efficiencies are, for a cost source line."""
-    knobs = prior_knobs(hardware, weight_dtype, path)
-    if not knobs:
+    row = _row(hardware, weight_dtype, path)
+    if row is None:
         return "efficiencies: the defaults (no measured tables for this device in this dtype)"
+    knobs = {k: float(row[k]) for k in KNOBS if k in row}
     dtype = math_dtype(hardware, weight_dtype)
     math = "" if dtype == weight_dtype else f" ({weight_dtype} weights multiplied in {dtype})"
-    moved = (_row(hardware, weight_dtype, path) or {}).get("transferred")
+    moved = row.get("transferred")
     if moved:
         return (f"eff_c {knobs['compute_efficiency']:g}{math} transferred from published "
                 f"{dtype} matmul runs ({hardware} reaches {moved['matmul_share_of_peak']:g} of "
