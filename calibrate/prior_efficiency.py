@@ -50,7 +50,7 @@ from simulator.specs.models import get_model
 
 DECODE_ROWS = (1, 4, 16, 64, 128, 256, 512)
 DECODE_CONTEXT = (500, 1500, 3000)  # tokens of context per row
-PREFILLS = (256, 1024, 2048, 4096, 8192)  # one prompt from an empty cache
+PREFILLS = (64, 128, 192, 256, 384, 1024, 2048, 4096, 8192)  # one prompt from an empty cache
 START = (0.6, 0.8, 0.8, 0.0)  # RooflineCost's defaults: eff_c, eff_m, eff_kv, t_layer (us)
 KNOB_NAMES = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency")
 

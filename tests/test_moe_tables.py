@@ -5,6 +5,7 @@ fallbacks, and the file against AIConfigurator's tables where they are installed
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -51,8 +52,8 @@ def test_b200_sglang_qwen3_tp8_curve_by_hand() -> None:
 
 
 def test_the_prior_prices_its_experts_by_the_curve() -> None:
-    """t_mm = max(shared compute, shared reads) + L x MoE(T), by hand at one token and at
-    4,096 (compute-bound shared matmuls)."""
+    """t_mm = sqrt(shared compute^2 + shared reads^2) + L x MoE(T), by hand at one token
+    and at 4,096 (compute-bound shared matmuls)."""
     cost = fitted_prior(QWEN, B200, 8, "bf16", "bf16", moe_kind="sglang")
     curve = cost.measured_moe
     assert curve is not None
@@ -61,7 +62,7 @@ def test_the_prior_prices_its_experts_by_the_curve() -> None:
     for t in (1.0, 4096.0):
         compute = 2 * n_sh * t / (peak * 8 * cost.compute_efficiency)
         reads = 2 * n_sh / 8 / (bw * cost.memory_efficiency)
-        want = max(compute, reads) + 94 * float(curve.time_s(t))
+        want = math.sqrt(compute**2 + reads**2) + 94 * float(curve.time_s(t))
         assert cost.matmul_s(t) == pytest.approx(want, rel=1e-12)
         assert float(cost.matmul_s(np.array([t]))[0]) == cost.matmul_s(t)
     roofline = fitted_prior(QWEN, B200, 8, "bf16", "bf16", moe_kind="")

@@ -107,10 +107,10 @@ def test_a_profile_is_fitted_only_over_the_steps_it_was_composed_over() -> None:
     assert composed_over(p, StepShape(0, 0.0, 16, 16 * 3000))  # 48,000 tokens: inside
     assert not composed_over(p, StepShape(0, 0.0, 64, 64 * 1500))  # 96,000: past it
     assert composed_over(p, StepShape(8192, 8192**2 / 2, 0, 0))
-    # of the fit's 26 shapes, the decodes within 65,536 tokens (1-16 rows at any of 500,
-    # 1,500, 3,000 tokens; 64 rows at 500; 128 at 500: 64,000) and the five prefills
+    # of the fit's 30 shapes, the decodes within 65,536 tokens (1-16 rows at any of 500,
+    # 1,500, 3,000 tokens; 64 rows at 500; 128 at 500: 64,000) and the nine prefills
     inside = [s for s in shapes() if composed_over(p, s)]
-    assert len(inside) == 3 * 3 + 1 + 1 + 5
+    assert len(inside) == 3 * 3 + 1 + 1 + 9
     # a profile without ranges counts every shape
     assert all(composed_over(synthetic("llama-3.1-8b", 1), s) for s in shapes())
 

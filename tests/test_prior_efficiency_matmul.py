@@ -39,21 +39,21 @@ def test_the_transfer_is_the_median_ratio_times_the_share() -> None:
 def test_the_shipped_rtx4090_row_by_hand() -> None:
     # Published bf16 torch.matmul, one script (matmul_published.json): A100 264.53 of 312
     # (0.8479), H100 789.24 of 989 (0.7980), H200 790.29 of 989 (0.7991), L40S 269.15 of
-    # 362 (0.7435), B200 1696.03 of 2250 (0.7538). Fitted eff_c 0.686, 0.646, 0.688,
-    # 0.536, 0.528: ratios 0.8091, 0.8095, 0.861, 0.7209, 0.7005, median 0.8091 (A100).
-    # RTX 4090: the median of seven runs, 165.71, of 165: share 1.0043 -> 0.8126.
+    # 362 (0.7435), B200 1696.03 of 2250 (0.7538). Fitted eff_c 0.706, 0.681, 0.715,
+    # 0.524, 0.547: ratios 0.8327, 0.8534, 0.8948, 0.7048, 0.7257, median 0.8327 (A100).
+    # RTX 4090: the median of seven runs, 165.71, of 165: share 1.0043 -> 0.8363.
     shares = matmul_shares()
     assert shares["rtx4090"] == pytest.approx(165.71 / 165)
     assert shares["h100-sxm"] == pytest.approx(789.24 / 989)
-    assert prior_knobs("rtx4090", "bf16") == {"compute_efficiency": 0.813}
-    assert prior_knobs("rtx4090", "int4") == {"compute_efficiency": 0.813}  # W4A16: bf16 math
+    assert prior_knobs("rtx4090", "bf16") == {"compute_efficiency": 0.836}
+    assert prior_knobs("rtx4090", "int4") == {"compute_efficiency": 0.836}  # W4A16: bf16 math
     assert prior_knobs("rtx4090", "fp8") == {}  # FP8 tensor cores: no fp8 run published
-    # the H100 PCIe: 495.93 of 756 (0.6560) x 0.8091 = 0.531 (its prior where the SXM has
+    # the H100 PCIe: 495.93 of 756 (0.6560) x 0.8327 = 0.546 (its prior where the SXM has
     # no measured profile to scale: tests/test_sibling_cost.py)
-    assert prior_knobs("h100-pcie", "bf16") == {"compute_efficiency": 0.531}
+    assert prior_knobs("h100-pcie", "bf16") == {"compute_efficiency": 0.546}
     note = prior_note("rtx4090", "bf16")
-    assert "eff_c 0.813 transferred from published bf16 matmul runs" in note
-    assert "1.0043 of its peak" in note and "0.8091" in note
+    assert "eff_c 0.836 transferred from published bf16 matmul runs" in note
+    assert "1.0043 of its peak" in note and "0.8327" in note
 
 
 def test_a_4090_prior_starts_from_the_transferred_eff_c_and_default_others() -> None:
@@ -61,7 +61,7 @@ def test_a_4090_prior_starts_from_the_transferred_eff_c_and_default_others() -> 
                                         2, "bf16", "bf16")
     kernel, _ = split_host(cost)
     assert isinstance(kernel, RooflineCost)
-    assert kernel.compute_efficiency == 0.813
+    assert kernel.compute_efficiency == 0.836
     defaults = RooflineCost(get_model("llama-3.1-8b"), get_hardware("rtx4090"))
     assert kernel.memory_efficiency == defaults.memory_efficiency
     assert kernel.layer_overhead_s == 0.0

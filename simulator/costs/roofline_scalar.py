@@ -11,6 +11,7 @@ all-reduce time.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,19 +39,19 @@ class ScalarRoofline:
                         k.compute_scale, k.kv_mem_bw, k.decode_kv_reads)
 
     def _token_terms(self, t: float) -> tuple[float, float]:
-        """(t_mm, t_ar) of a step of ``t`` tokens: the larger of the matmuls' compute and
-        weight reads, and the all-reduces."""
+        """(t_mm, t_ar) of a step of ``t`` tokens: sqrt(compute^2 + reads^2) of the matmuls
+        (roofline.py's smooth maximum), and the all-reduces."""
         k = self._k
         if k.moe_curve is None:
             experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
             weights = k.shared_bytes + experts_hit * k.expert_bytes
             mm_c = k.flops_per_token * t * k.inv_peak_mm * k.compute_scale
             mm_m = weights / k.mem_bw
-            matmul_s = mm_c if mm_c >= mm_m else mm_m
+            matmul_s = math.sqrt(mm_c * mm_c + mm_m * mm_m)
         else:  # the experts from their measured layer (roofline.py's order)
             mm_c = k.shared_flops_per_token * t * k.inv_peak_mm * k.compute_scale
             mm_m = k.shared_bytes / k.mem_bw
-            matmul_s = ((mm_c if mm_c >= mm_m else mm_m)
+            matmul_s = (math.sqrt(mm_c * mm_c + mm_m * mm_m)
                         + k.moe_layers * k.moe_curve.time_s_scalar(t))
         allreduce_s = 0.0 * t
         if k.num_allreduces and k.ar_curve is not None:
