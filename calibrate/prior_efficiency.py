@@ -10,7 +10,7 @@ cache reads. Their defaults (0.6, 0.8, 0.8) are assumptions. Where servesim ship
 composed from measured per-operator tables for a GPU (AIConfigurator 0.12.0's TensorRT-LLM
 tables: calibrate/aiconfigurator.py, aic_models.py, aic_moe.py), this fits them: for every
 such profile on the GPU, the prior of the same deployment prices pure decodes of 1-512 rows
-over 500-3,000 tokens of context each and prefills of 256-8,192 tokens, those inside the
+over 500-3,000 tokens of context each and prefills of 64-8,192 tokens, those inside the
 steps the profile was fitted to (its fit's ``ranges``: a large model at low tp is composed
 only up to the context its KV cache holds, and its piecewise form read past that is not a
 measurement), and ``scipy.optimize.least_squares`` minimises the log of prior / measured
@@ -197,7 +197,7 @@ def fitted(exclude: Sequence[str] = (), matmul: Path = MATMUL_FILE) -> dict[str,
             "prior/measured step time) to the shipped profiles composed from "
             "AIConfigurator 0.12.0's measured TensorRT-LLM operator tables on that GPU in "
             "that dtype; pure decodes of 1-512 rows x 500-3,000 tokens and prefills "
-            "of 256-8,192 tokens, each profile's inside the steps it was fitted to; "
+            "of 64-8,192 tokens, each profile's inside the steps it was fitted to; "
             "rows with 'transferred': a GPU without tables whose bf16 eff_c is the fitted "
             "GPUs' median eff_c / (measured matmul / peak) times its own share, from the "
             "published matmul runs in simulator/costs/matmul_published.json (its other "

@@ -44,10 +44,11 @@ The matmuls' compute and weight reads meet in a smooth maximum, sqrt(c^2 + m^2),
 larger of the two: near the ridge, where they are equal, measured kernels pay part of
 both (1.41x the larger there, and within 1% of it once one is 7x the other). With the
 larger alone the fitted prior read a 128-192-token prefill 15-25% fast against the
-composed profiles and a 2,048-4,096-token one 7-16% slow on every GPU; with the smooth
+composed profiles and a 2,048-4,096-token one 6-19% slow on every GPU; with the smooth
 maximum, refitted, the held-out share of shapes within 15% rose on eight of the nine GPU
-and dtype fits (``python benchmarks/prior_ridge_check.py``; docs/gpu-profiles.md, "The
-smooth maximum"). sqrt is correctly rounded in Python and numpy alike, so the scalar and
+and dtype fits (``python benchmarks/prior_check.py --prefill N``; docs/gpu-profiles.md,
+"The smooth maximum"). Weight-only repricing keeps the hard maximum
+(:meth:`RooflineCost.matmul_max_s`, simulator/costs/weight_only.py). sqrt is correctly rounded in Python and numpy alike, so the scalar and
 array paths stay equal bit for bit.
 
 R is exact when a step has one prefill chunk (ctx + n/2 = A/P) and when every chunk
@@ -322,6 +323,16 @@ class RooflineCost:
         if isinstance(tokens, float):
             return self._scalar.matmul_s(tokens)
         return self._matmuls(tokens)[4]
+
+    def matmul_max_s(self, tokens: Num) -> Num:
+        """The matmuls' time with the hard maximum of compute and weight reads (a measured
+        MoE layer's experts added as in :meth:`matmul_s`): what a weight-only kernel saves
+        is the reads a step waits on (simulator/costs/weight_only.py). One float or an
+        array, through the same operations, so both give the same figure."""
+        _, _, mm_c, mm_m, _ = self._matmuls(tokens)
+        k = self._k
+        experts_s = 0.0 if k.moe_curve is None else k.moe_layers * k.moe_curve.time_s(tokens)
+        return _maximum(mm_c, mm_m) + experts_s
 
 
 def miss_power(q: float, t: Num) -> Num:

@@ -15,11 +15,20 @@ with T the step's tokens, F the matmuls' seconds per token at the bf16 peak, B_w
 the weight bytes at 2 and at the narrow width (1 for fp8, 0.5 for int4) and bw_m the
 fitted bandwidth (both priors share the GPU's bf16-fitted efficiencies: the math is
 bf16). Llama-3.1-8B on one A100-80GB, FP8: a batch-1 decode step reads 7.505 G weights,
-so it saves 7.505 GB / (0.862 x 2,039 GB/s) = 4.27 ms of the bf16 step's 8.54 ms of weight
+so it saves 7.505 GB / (0.859 x 2,039 GB/s) = 4.28 ms of the bf16 step's 8.57 ms of weight
 reads; at 256 rows the matmuls are compute-bound either way and nothing changes
 (``python benchmarks/weight_only_steps.py`` prints the table). Ignored: the
 dequantisation's own cost (hidden under the memory reads at small batches; not priced at
 large ones, where a W8A16 kernel may trail the bf16 GEMM) and the scales.
+
+The prior itself prices the matmuls with a smooth maximum, sqrt(c^2 + m^2) (roofline.py);
+dt keeps the hard one (:meth:`RooflineCost.matmul_max_s`). The smooth maximum says a
+kernel near its ridge still waits on part of its reads, so narrower reads would save
+time even in a compute-bound step (1.5 ms of the 8B's 45.5 ms step at 256 rows). A
+W8A16 or W4A16 kernel pays for that with its dequantisation, which is not priced, and
+Marlin-style kernels lose their advantage over the bf16 GEMM as the batch grows
+(vllm-project/vllm#5975: "up to 2x in memory-bound scenarios"). So past the ridge the
+narrow weights save nothing here, as before the smooth maximum.
 """
 
 from __future__ import annotations
@@ -64,7 +73,7 @@ class NarrowWeightsCost:
 
     def delta_s(self, tokens: float | np.ndarray) -> float | np.ndarray:
         """dt of the module docstring for steps of ``tokens`` tokens."""
-        return self.target.matmul_s(tokens) - self.source.matmul_s(tokens)
+        return self.target.matmul_max_s(tokens) - self.source.matmul_max_s(tokens)
 
     def step_time(self, shape: StepShape) -> float:
         return self.inner.step_time(shape) + float(self.delta_s(float(shape.num_tokens)))
