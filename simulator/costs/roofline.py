@@ -48,8 +48,8 @@ composed profiles and a 2,048-4,096-token one 6-19% slow on every GPU; with the 
 maximum, refitted, the held-out share of shapes within 15% rose on eight of the nine GPU
 and dtype fits (``python benchmarks/prior_check.py --prefill N``; docs/gpu-profiles.md,
 "The smooth maximum"). Weight-only repricing keeps the hard maximum
-(:meth:`RooflineCost.matmul_max_s`, simulator/costs/weight_only.py). sqrt is correctly rounded in Python and numpy alike, so the scalar and
-array paths stay equal bit for bit.
+(:meth:`RooflineCost.matmul_max_s`, simulator/costs/weight_only.py). sqrt is correctly
+rounded in Python and numpy alike, so the scalar and array paths stay equal bit for bit.
 
 R is exact when a step has one prefill chunk (ctx + n/2 = A/P) and when every chunk
 starts from an empty cache (R = 0); with several chunks over cached context it reads low.
