@@ -6,10 +6,12 @@ GPU, GPU count, precision, fixed input / output lengths and a concurrency, with 
 mean TTFT, mean inter-token latency and output throughput. Every row becomes one case; the
 table measured concurrency 5 twice per setting, and the second run is its own case
 (``-run2``). The H100 rows are held out; the A100 rows are in sample (``fitted``: the
-engines' token budget, which NIM does not state, was fitted on them, and the trtllm 0.10
-preset's decode walk and all-reduce handshake on their one-client rows). The replay is a
-closed loop of C clients that all start together and stay in lockstep, as the course's
-per-request exports show GenAI-Perf's clients do (``python benchmarks/nim_dli_check.py``),
+engines' token budget, which NIM does not state, and the first round's spread were fitted
+on them, and the trtllm 0.10 preset's decode walk and all-reduce handshake on their
+one-client rows). The replay is a closed loop of C clients whose first requests reach the
+engine 1.5 ms apart (FIRST_ROUND_SPREAD_S) and whose later rounds keep in step with the
+groups that first round formed, as the course's per-request exports show GenAI-Perf's
+clients do (``python benchmarks/nim_dli_check.py``),
 scored as perf_analyzer scored it (its measurement windows:
 simulator/measured/perf_analyzer.py).
 
@@ -73,6 +75,20 @@ BUDGET_FITTED = ("the NIM 1.0 engines' token budget (benchmarks/nim_dli_budget_f
 # simulator. Replayed as the cases' think time (exponential with that mean), which is what
 # scatters a lockstep round's sends by a fraction of a millisecond, as in the exports.
 CLIENT_TURNAROUND_S = 155e-6
+# The first round reaches the engine spread out: client k's first request at k x 1.5 ms
+# (client_start = "ramp", client_ramp_s = C x FIRST_ROUND_SPREAD_S). perf_analyzer opens its
+# C connections as the run starts and the server takes their first requests one after
+# another; in the course's export at five clients the first round went to the engine in two
+# steps (2 + 3 prompts) though it was sent within 0.11 ms, and every later round in one
+# (benchmarks/nim_dli_check.py part 1). With fixed lengths the groups the first round forms
+# keep apart, a step or more from each other, for the rest of the run; sent together, a
+# round stays one group, and its TTFT is the whole round's prefill. How far apart the first
+# sends land is not measured anywhere read here: fitted on the A100 rows (FIT_GPU: the most
+# mean-TTFT and mean-TPOT errors within 15% over 0-2 ms a client;
+# benchmarks/nim_dli_ramp_fit.py); the H100 rows hold it out.
+FIRST_ROUND_SPREAD_S = 1.5e-3
+RAMP_FITTED = ("the first round's spread, 1.5 ms a client (benchmarks/nim_dli_ramp_fit.py; "
+               "benchmarks/nim_dli_cases.py FIRST_ROUND_SPREAD_S): the A100 rows")
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
 # The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on FIT_GPU
@@ -98,9 +114,12 @@ NOTES = (
     "over every gap between two responses, pooled over the scored requests (GenAI-Perf "
     "before 2024-06-06; 200 rows have a p95 below their mean: benchmarks/nim_dli_check.py "
     "part 5), servesim's p95 ITL (the step log's gaps up to the windows' end); "
-    "output throughput in tokens a second. Replayed as C clients that start together and "
-    "stay in lockstep (perf_analyzer sends all C at once; the course's per-request exports "
-    "at C 1, 2 and 5 show every later round sent and answered together: "
+    "output throughput in tokens a second. Replayed as C clients whose first requests reach "
+    "the engine 1.5 ms apart (client_start = 'ramp', client_ramp_s = C x 1.5 ms: perf_analyzer "
+    "sends all C at once, but the course's export at C 5 shows its first round reaching the "
+    "engine in two steps; the spread fitted on the A100 rows: benchmarks/nim_dli_ramp_fit.py) "
+    "and then stay in step with the groups that round formed (the course's per-request "
+    "exports at C 1, 2 and 5 show every later round sent and answered together: "
     "benchmarks/nim_dli_check.py), each client sending its next request a think time after "
     "its last response: exponential with the exports' mean turnaround, 155 us (their sends "
     "of a round spread over 0-0.5 ms; benchmarks/nim_dli_check.py part 4). Requests: C x "
@@ -159,7 +178,8 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 "notes": NOTES,
                 "workload": {"prompt_tokens": isl, "output_tokens": osl,
                              "num_prompts": clients * rounds, "arrival": "closed",
-                             "concurrency": clients, "client_start": "together",
+                             "concurrency": clients, "client_start": "ramp",
+                             "client_ramp_s": round(clients * FIRST_ROUND_SPREAD_S, 9),
                              "think_time_s": CLIENT_TURNAROUND_S,
                              "client": "perf-analyzer", "measurement_interval_s": INTERVAL_S,
                              "stability_percentage": STABILITY_PERCENTAGE,
@@ -213,7 +233,7 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
 
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
-    parts = [BUDGET_FITTED] if gpu == FIT_GPU else []
+    parts = [BUDGET_FITTED, RAMP_FITTED] if gpu == FIT_GPU else []
     if (gpu, clients) == (FIT_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)

@@ -79,12 +79,13 @@ CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
 # Every key a case's workload may carry (a key no replay reads is refused, not ignored):
 # the arrival, the lengths (fixed; uniform; ShareGPT's log-normal means and sigmas, and
 # output_cap, a runner's max_tokens cutting them; a published run's own), a closed loop's
-# clients, start and think time (exponential with mean think_time_s, a measured client
-# turnaround), the benchmark client and its windows, and a warming run.
+# clients, start (client_ramp_s: a "ramp" start's length) and think time (exponential with
+# mean think_time_s, a measured client turnaround), the benchmark client and its windows,
+# and a warming run.
 WORKLOAD_KEYS = (
     "arrival", "num_prompts", "rate", "max_concurrency", "concurrency", "client_start",
-    "think_time_s", "client", "measurement_interval_s", "stability_percentage", "max_trials",
-    "measured_windows",
+    "client_ramp_s", "think_time_s", "client", "measurement_interval_s",
+    "stability_percentage", "max_trials", "measured_windows",
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
     "output_sigma", "output_cap", "run", "warm", "warm_rate", "warm_prompts")
@@ -224,6 +225,12 @@ def _check(c: Mapping[str, Any], where: str) -> None:
                                       or wl["concurrency"] < 1):
         raise ConfigError(f"{where}: workload.concurrency = {wl.get('concurrency')!r}: a "
                           "closed loop needs an int >= 1")
+    ramp = wl.get("client_ramp_s")
+    if ramp is not None and (isinstance(ramp, bool) or not isinstance(ramp, (int, float))
+                             or not ramp > 0 or not math.isfinite(ramp)
+                             or wl.get("client_start") != "ramp"):
+        raise ConfigError(f"{where}: workload.client_ramp_s = {ramp!r}: a 'ramp' start's "
+                          "length, a number > 0 in seconds, with client_start = 'ramp'")
     think = wl.get("think_time_s", 0.0)
     if (isinstance(think, bool) or not isinstance(think, (int, float)) or not think >= 0
             or not math.isfinite(think) or (think and wl["arrival"] != "closed")):
@@ -447,9 +454,12 @@ def client_sent(workload: Mapping[str, Any], wl: Mapping[str, Any], n: int, fold
 def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any]:
     """The ``[workload]`` arrival keys replaying a case's load (ARRIVALS)."""
     if wl["arrival"] == "closed":
-        return {"arrival": "closed", "concurrency": int(wl["concurrency"]), "num_requests": n,
-                "client_start": str(wl.get("client_start", "together")),
-                "think_time_s": float(wl.get("think_time_s", 0.0))}
+        out = {"arrival": "closed", "concurrency": int(wl["concurrency"]), "num_requests": n,
+               "client_start": str(wl.get("client_start", "together")),
+               "think_time_s": float(wl.get("think_time_s", 0.0))}
+        if "client_ramp_s" in wl:
+            out["client_ramp_s"] = float(wl["client_ramp_s"])
+        return out
     rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
     out: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n}
     if wl.get("max_concurrency") is not None:

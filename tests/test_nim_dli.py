@@ -24,6 +24,7 @@ sys.path.insert(0, str(BENCH))
 
 import nim_dli_cases  # noqa: E402
 import nim_dli_check  # noqa: E402
+import nim_dli_ramp_fit  # noqa: E402
 import nim_dli_windows  # noqa: E402
 from published_cases import load_cases  # noqa: E402
 
@@ -81,7 +82,12 @@ def test_case_file_is_the_table() -> None:
     # and its p95s: TTFT 3,056,9..,... ns, ITL 51,4..,... ns
     assert c.metrics["p95_ttft_ms"] == pytest.approx(3056.9, abs=0.1)
     assert c.metrics["p95_itl_ms"] == pytest.approx(51.4, abs=0.05)
-    assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "together")
+    # its 250 clients' first requests reach the engine 1.5 ms apart: a 0.375 s ramp
+    assert (c.stack, c.preset, c.workload["client_start"]) == ("trtllm", "0.10", "ramp")
+    assert c.workload["client_ramp_s"] == 0.375
+    assert "first round's spread" in c.fitted
+    held = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp1-200-200-c100"]
+    assert (held.workload["client_ramp_s"], held.fitted) == (0.15, "")
     assert (c.workload["client"], c.workload["measurement_interval_s"]) == ("perf-analyzer", 60)
     # its count says its run scored 4 windows: 4 + 1 windows of 72 s at 11.4 s a request,
     # ceil(31.6) + 1 = 33 rounds of 250
@@ -241,3 +247,15 @@ def test_groups_part6_sets_the_mean_beside_the_tail() -> None:
     assert short["n"] == 1 and short["mean_ttft_ms"] == (0.0, 0.60)
     assert short["p95_ttft_ms"] == (1.0, -0.05)
     assert table[("h100-sxm", "long", "100-250")]["mean_ttft_ms"] == (0.0, -0.30)
+
+
+def test_the_ramp_fit_spreads_or_gathers_a_cases_first_round() -> None:
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    c = cases["nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c250"]
+    wide = nim_dli_ramp_fit.spread(c, 2e-3)  # 250 clients x 2 ms
+    assert (wide.workload["client_start"], wide.workload["client_ramp_s"]) == ("ramp", 0.5)
+    flat = nim_dli_ramp_fit.spread(c, 0.0)  # all at once: no ramp left behind
+    assert flat.workload["client_start"] == "together" and "client_ramp_s" not in flat.workload
+    assert {k: v for k, v in flat.workload.items() if k not in ("client_start",)} == {
+        k: v for k, v in c.workload.items() if k not in ("client_start", "client_ramp_s")}
+    assert nim_dli_cases.FIRST_ROUND_SPREAD_S * 1e3 in nim_dli_ramp_fit.CANDIDATES_MS

@@ -228,6 +228,16 @@ def test_a_closed_case_thinks_for_its_think_time(tmp_path: Path) -> None:
                                  trace_dir=tmp_path)
     assert point["workload"]["think_time_s"] == 0.0002
     assert point["workload"]["concurrency"] == 2
+    assert point["workload"]["client_start"] == "together"
+    assert "client_ramp_s" not in point["workload"]
+    ramp = tmp_path / "ramp.toml"
+    ramp.write_text(good.read_text().replace(
+        "think_time_s = 0.0002", 'client_start = "ramp", client_ramp_s = 0.003'))
+    (case,) = pc.load_cases(ramp)
+    point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    assert (point["workload"]["client_start"], point["workload"]["client_ramp_s"]) == (
+        "ramp", 0.003)
 
 
 def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
@@ -252,6 +262,10 @@ def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
     ('think_time_s = 0.001', r"\(z\).*workload.think_time_s = 0.001: a closed loop's"),
     ('arrival = "closed", concurrency = 2, think_time_s = -1',
      r"\(z\).*workload.think_time_s = -1: a closed loop's mean think time"),
+    ('arrival = "closed", concurrency = 2, client_ramp_s = 0.1',
+     r"\(z\).*workload.client_ramp_s = 0.1: a 'ramp' start's length.*client_start = 'ramp'"),
+    ('arrival = "closed", concurrency = 2, client_start = "ramp", client_ramp_s = 0',
+     r"\(z\).*workload.client_ramp_s = 0: a 'ramp' start's length, a number > 0"),
 ])
 def test_a_bad_client_is_refused_with_its_id(tmp_path: Path, extra: str, message: str) -> None:
     bad = tmp_path / "cases.toml"
