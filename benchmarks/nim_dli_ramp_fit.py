@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.nim_dli_budget_fit import METRICS, scores  # noqa: E402
-from benchmarks.nim_dli_cases import FIT_GPU, OUT  # noqa: E402
+from benchmarks.nim_dli_budget_fit import choose  # noqa: E402
+from benchmarks.nim_dli_cases import OUT  # noqa: E402
 from benchmarks.published import run_case  # noqa: E402
 from benchmarks.published_cases import Case, burst_rate_accepted, load_cases  # noqa: E402
 
@@ -53,39 +53,12 @@ def run(cases: list[Case], per_client_s: float) -> list[dict]:
             for c in cases]
 
 
-def line(per_client_ms: float, rows: list[dict]) -> str:
-    """One candidate's figures."""
-    cells = []
-    for m in METRICS:
-        share, med = scores(rows, m)
-        cells.append(f"{round(share * len(rows)):>4}/{len(rows)} {med:5.1%}")
-    return f"{per_client_ms:>5.2f} ms " + "  ".join(cells)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
     args = ap.parse_args(argv)
-    cases = load_cases(OUT)
-    fit = [c for c in cases if c.gpu == FIT_GPU]
-    held = [c for c in cases if c.gpu != FIT_GPU]
-    head = (f"{'spread':>8} " + "  ".join(f"{m[:14]:>14}" for m in METRICS)
-            + "   (within 15%, median |error|)")
-    best: tuple[float, float, float] | None = None
-    print(f"fit set: {len(fit)} {FIT_GPU} rows\n{head}")
-    for ms in CANDIDATES_MS:
-        rows = run(fit, ms * 1e-3)
-        print(line(ms, rows), flush=True)
-        share, med = scores(rows, "mean_ttft_ms")
-        if best is None or (share, -med) > (best[0], -best[1]):
-            best = (share, med, ms)
-    assert best is not None
-    print(f"\nfitted: {best[2]:g} ms a client (mean TTFT {best[0]:.1%} within 15%, "
-          f"median |error| {best[1]:.1%})")
-    if args.held_out:
-        print(f"\nheld out: {len(held)} rows of other GPUs\n{head}")
-        for ms in CANDIDATES_MS:
-            print(line(ms, run(held, ms * 1e-3)), flush=True)
+    choose(CANDIDATES_MS, load_cases(OUT), lambda cases, ms: run(cases, ms * 1e-3),
+           lambda ms: f"{ms:g} ms", args.held_out)
     return 0
 
 

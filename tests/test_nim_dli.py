@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import TokenCost, table, timeline
@@ -22,6 +23,7 @@ from simulator.deployment import resolve
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
+import nim_dli_budget_fit  # noqa: E402
 import nim_dli_cases  # noqa: E402
 import nim_dli_check  # noqa: E402
 import nim_dli_ramp_fit  # noqa: E402
@@ -259,3 +261,26 @@ def test_the_ramp_fit_spreads_or_gathers_a_cases_first_round() -> None:
     assert {k: v for k, v in flat.workload.items() if k not in ("client_start",)} == {
         k: v for k, v in c.workload.items() if k not in ("client_start", "client_ramp_s")}
     assert nim_dli_cases.FIRST_ROUND_SPREAD_S * 1e3 in nim_dli_ramp_fit.CANDIDATES_MS
+
+
+def test_a_fit_picks_the_candidate_with_the_most_ttfts_within_15_percent(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def row(ttft: float) -> dict:
+        return {"metrics": {m: {"error": ttft if m == "mean_ttft_ms" else 0.0}
+                            for m in nim_dli_budget_fit.METRICS}}
+
+    # candidate 1: TTFT errors +10%, +20% (1 of 2 within 15%); candidate 2: +5%, -14%
+    # (2 of 2); the H100 row is only printed, never chosen on
+    errors = {1: [0.10, 0.20], 2: [0.05, -0.14]}
+    cases = [SimpleNamespace(gpu="a100-80gb"), SimpleNamespace(gpu="a100-80gb"),
+             SimpleNamespace(gpu="h100-sxm")]
+
+    def run(chosen: list, cand: int) -> list[dict]:
+        if chosen[0].gpu == "h100-sxm":
+            return [row(0.9)]
+        return [row(e) for e in errors[cand]]
+
+    assert nim_dli_budget_fit.choose([1, 2], cases, run, lambda c: f"{c} x", True) == 2
+    out = capsys.readouterr().out
+    assert "fit set: 2 a100-80gb rows" in out and "held out: 1 rows" in out
+    assert "fitted: 2 x (mean TTFT 100.0% within 15%, median |error| 9.5%)" in out
