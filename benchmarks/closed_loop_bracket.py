@@ -68,8 +68,9 @@ def bracket_row(case: Case, rate: float) -> dict[str, Any] | None:
         return None
     sims = {}
     for start in STARTS:
+        # a case's own ramp (the course's spread first round) goes with its own start
         row = run_case(case, max_prompts=1000, burst_rate=rate,
-                       overrides=[f"workload.client_start='{start}'"])
+                       overrides=[f"workload.client_start='{start}'", "workload.client_ramp_s=0"])
         sim = row.get("metrics", {}).get(key, {}).get("simulated")
         if row["status"] != "ok" or sim is None:
             return None

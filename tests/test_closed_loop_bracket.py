@@ -60,3 +60,19 @@ def test_table_by_prompt_splits_each_group_by_its_prompt_length() -> None:
     assert t[("a/2000", "10-50")]["position"] == 0.0
     assert t[("a/-", "10-50")]["n"] == 1  # prompts that vary: no fixed length
     assert t[("all", "")]["n"] == 3 and t[("all", "")]["position"] == pytest.approx(0.2)
+
+
+def test_a_case_with_its_own_ramp_is_replayed_both_ways(tmp_path: Path) -> None:
+    # the course's cases spread their first round (client_start = "ramp"); the bracket's
+    # lockstep and random-phase replays drop that ramp rather than fail on it
+    pc = importlib.import_module("benchmarks.published_cases")
+    f = tmp_path / "cases.toml"
+    f.write_text('[[case]]\nid = "r"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
+                 'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+                 'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 6, '
+                 'arrival = "closed", concurrency = 2, client_start = "ramp", '
+                 'client_ramp_s = 0.003 }\nmetrics = { mean_ttft_ms = 5.0 }\n')
+    (case,) = pc.load_cases(f)
+    row = bracket.bracket_row(case, math.inf)
+    assert row is not None and row["published"] == 5.0
+    assert row["clients"] == 2 and row["prompt"] == 10
