@@ -62,8 +62,9 @@ FIRST_WINDOWS = 4
 MAX_TRIALS = TimeWindows().max_trials
 SPAN_SLACK = 0.02
 # The engines' token budget a step (max_num_tokens), which NIM 1.0 does not state: fitted
-# on the A100 rows (FIT_GPU; benchmarks/nim_dli_budget_fit.py: the most mean-TTFT errors
-# within 15% over 8,192-65,536); the H100 rows hold it out. Every case carries it as the
+# on the A100 rows (FIT_GPU; benchmarks/nim_dli_budget_fit.py: the most mean-TTFT and
+# mean-TPOT errors within 15% over 8,192-65,536, the first round spread as below); the H100
+# rows hold it out. Every case carries it as the
 # knob max_num_batched_tokens.
 FIT_GPU = "a100-80gb"
 ENGINE_BUDGET = 32768

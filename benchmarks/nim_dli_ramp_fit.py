@@ -11,9 +11,9 @@ connection, are taken one after another. How far apart is not measured anywhere 
 This replays the A100 rows (the fit set; benchmarks/published_cases_nim_dli.toml) with
 client k's first request at k x s (``client_start = "ramp"``, ``client_ramp_s = C x s``;
 s = 0: all at once) for each candidate s, scored by perf_analyzer's windows as published.py
-scores them, and picks the s with the most mean-TTFT errors within 15% (ties: the smaller
-median |error|). With ``--held-out`` it prints the H100 rows at each candidate too: they
-are not used in the choice.
+scores them, and picks the s with the most mean-TTFT and mean-TPOT errors within 15%
+(nim_dli_budget_fit.choose; ties: the smaller median |TTFT error|). With ``--held-out`` it
+prints the H100 rows at each candidate too: they are not used in the choice.
 
     python benchmarks/nim_dli_ramp_fit.py               # the fit set only (~3 min)
     python benchmarks/nim_dli_ramp_fit.py --held-out    # and the H100 rows (~8 min)

@@ -263,24 +263,26 @@ def test_the_ramp_fit_spreads_or_gathers_a_cases_first_round() -> None:
     assert nim_dli_cases.FIRST_ROUND_SPREAD_S * 1e3 in nim_dli_ramp_fit.CANDIDATES_MS
 
 
-def test_a_fit_picks_the_candidate_with_the_most_ttfts_within_15_percent(
+def test_a_fit_picks_the_most_ttfts_and_tpots_within_15_percent(
         capsys: pytest.CaptureFixture[str]) -> None:
-    def row(ttft: float) -> dict:
-        return {"metrics": {m: {"error": ttft if m == "mean_ttft_ms" else 0.0}
-                            for m in nim_dli_budget_fit.METRICS}}
+    def row(ttft: float, tpot: float) -> dict:
+        errors = {"mean_ttft_ms": ttft, "mean_tpot_ms": tpot, "output_throughput": 0.5}
+        return {"metrics": {m: {"error": e} for m, e in errors.items()}}
 
-    # candidate 1: TTFT errors +10%, +20% (1 of 2 within 15%); candidate 2: +5%, -14%
-    # (2 of 2); the H100 row is only printed, never chosen on
-    errors = {1: [0.10, 0.20], 2: [0.05, -0.14]}
+    # candidate 1: TTFT +10%, +20% (1 within 15%), TPOT 0, 0 (2): 3 of 4
+    # candidate 2: TTFT +5%, -14% (2), TPOT +30%, +30% (0): 2 of 4 -- TTFT alone would
+    # take it; the H100 row is only printed, never chosen on
+    errors = {1: [(0.10, 0.0), (0.20, 0.0)], 2: [(0.05, 0.3), (-0.14, 0.3)]}
     cases = [SimpleNamespace(gpu="a100-80gb"), SimpleNamespace(gpu="a100-80gb"),
              SimpleNamespace(gpu="h100-sxm")]
 
     def run(chosen: list, cand: int) -> list[dict]:
         if chosen[0].gpu == "h100-sxm":
-            return [row(0.9)]
-        return [row(e) for e in errors[cand]]
+            return [row(0.9, 0.9)]
+        return [row(*e) for e in errors[cand]]
 
-    assert nim_dli_budget_fit.choose([1, 2], cases, run, lambda c: f"{c} x", True) == 2
+    assert nim_dli_budget_fit.choose([1, 2], cases, run, lambda c: f"{c} x", True) == 1
     out = capsys.readouterr().out
     assert "fit set: 2 a100-80gb rows" in out and "held out: 1 rows" in out
-    assert "fitted: 2 x (mean TTFT 100.0% within 15%, median |error| 9.5%)" in out
+    assert "fitted: 1 x (3 mean TTFT and TPOT errors of 4 within 15%; median |TTFT error| " \
+        "15.0%)" in out
