@@ -13,7 +13,10 @@ without the term::
 
 k = gap / (weight bytes per GPU / HBM bandwidth); the fit is the median k of the four A100
 settings (in sample); the eight H100 settings are held out, as is every longer prompt and
-every multi-client row.
+every multi-client row. The preset's 0.95 was read so before the 0.10 steps' factor
+(TRTLLM_010_PREFILL_SCALE); with the factor in place this rule reads 0.63, and the preset
+keeps 0.95, which a joint grid on the course fits' rule prefers (docs/stacks.md,
+"TensorRT-LLM 0.10's prefill steps, in proportion").
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.linear import LinearCost
 from simulator.costs.prefill_pass import PrefillPassCost, weight_pass_s, with_prefill_pass
 from simulator.deployment import resolve
+from simulator.errors import ConfigError
 from simulator.shapes import StepShape, StepShapes
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
-from simulator.stack_presets import STACKS, TRTLLM_010_PREFILL_PASSES
+from simulator.stack_presets import STACKS, TRTLLM_010_PREFILL_PASSES, TRTLLM_010_PREFILL_SCALE
 
 BASE = LinearCost(step_s=0.01)
 
@@ -60,12 +61,14 @@ def test_one_weight_pass_by_hand() -> None:
 
 def test_only_trtllm_0_10_pays_it() -> None:
     one = weight_pass_s(get_model("llama-3-8b"), get_hardware("h100-sxm"), 1, "bf16")
-    want = f"each prefill step {TRTLLM_010_PREFILL_PASSES * one * 1e3:.3g} ms more"
+    want = (f"each prefill step x {TRTLLM_010_PREFILL_SCALE:.3g} and "
+            f"{TRTLLM_010_PREFILL_PASSES * one * 1e3:.3g} ms more")
     point = {"model": {"name": "llama-3-8b"}, "hardware": {"gpu": "h100-sxm"}}
     for preset in STACKS["trtllm"]:
         dep = resolve({**point, "stack": {"name": "trtllm", "version": preset.version}})
         assert (want in dep.cost_source) == (preset.version == "0.10"), preset.version
         assert (preset.prefill_weight_passes > 0) == (preset.version == "0.10")
+        assert (preset.prefill_scale != 1.0) == (preset.version == "0.10")
 
 
 def test_a_scenario_sets_its_own_or_turns_it_off() -> None:
@@ -74,6 +77,39 @@ def test_a_scenario_sets_its_own_or_turns_it_off() -> None:
                                          "prefill_pass_s": 0.004}, model, hw, 1, "bf16", "bf16")
     assert cost.step_time(StepShape(num_prefill_tokens=100)) == pytest.approx(0.014, abs=1e-12)
     assert "each prefill step 4 ms more" in used
-    off = resolve({"model": {"name": "llama-3-8b"}, "hardware": {"gpu": "h100-sxm"},
-                   "stack": {"name": "trtllm", "version": "0.10"}, "cost": {"prefill_pass_s": 0}})
+    point = {"model": {"name": "llama-3-8b"}, "hardware": {"gpu": "h100-sxm"},
+             "stack": {"name": "trtllm", "version": "0.10"}}
+    no_pass = resolve({**point, "cost": {"prefill_pass_s": 0}})  # the stack's scale stays
+    assert f"each prefill step x {TRTLLM_010_PREFILL_SCALE:.3g} + host" in no_pass.cost_source
+    off = resolve({**point, "cost": {"prefill_pass_s": 0, "prefill_scale": 1}})
     assert "each prefill step" not in off.cost_source
+
+
+def test_a_scale_lengthens_only_the_steps_that_only_prefill() -> None:
+    # 10 ms x 1.2 + 2.5 ms = 14.5 ms prefilling alone; beside decode rows, or decoding, 10
+    cost = with_prefill_pass(BASE, 2.5e-3, 1.2)
+    assert cost.step_time(StepShape(num_prefill_tokens=200)) == pytest.approx(0.0145, abs=1e-12)
+    assert cost.step_time(StepShape(num_prefill_tokens=1, num_decode_seqs=3)) == 0.01
+    assert cost.step_time(StepShape(num_decode_seqs=64)) == 0.01
+    shapes = StepShapes(num_prefill_tokens=np.array([0, 200]), prefill_attn_work=np.zeros(2),
+                        num_decode_seqs=np.array([4, 0]),
+                        decode_context_tokens=np.array([400, 0]),
+                        num_admitted=np.zeros(2, dtype=np.int64),
+                        num_finished=np.zeros(2, dtype=np.int64))
+    assert cost.step_times(shapes).tolist() == [
+        cost.step_time(StepShape(num_decode_seqs=4, decode_context_tokens=400)),
+        cost.step_time(StepShape(num_prefill_tokens=200))]
+    only = with_prefill_pass(BASE, 0.0, 1.2)  # a scale alone: 12 ms
+    assert only.step_time(StepShape(num_prefill_tokens=200)) == pytest.approx(0.012, abs=1e-12)
+    assert with_prefill_pass(BASE, 0.0, 1.0) is BASE
+
+
+def test_a_scenarios_scale_is_checked_and_named() -> None:
+    model, hw = get_model("llama-3.1-8b"), get_hardware("h100-sxm")
+    cost, used = cost_model_from_config({"form": "linear", "step_s": 0.01,
+                                         "prefill_scale": 1.5}, model, hw, 1, "bf16", "bf16")
+    assert cost.step_time(StepShape(num_prefill_tokens=100)) == pytest.approx(0.015, abs=1e-12)
+    assert used.endswith("each prefill step x 1.5")
+    with pytest.raises(ConfigError, match=r"cost\.prefill_scale"):
+        cost_model_from_config({"form": "linear", "step_s": 0.01, "prefill_scale": 5},
+                               model, hw, 1, "bf16", "bf16")

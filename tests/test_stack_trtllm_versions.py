@@ -61,11 +61,12 @@ def test_0_10_adds_its_host_cost_per_output_token_to_1_0s_kernels(shape: StepSha
                                                                   tokens: int) -> None:
     # Same kernel tables for both versions; 0.10's step is longer by token_s for each token
     # sampled: one per decode row plus one per request whose prompt completes (admitted).
-    # (0.10's extra time on a step that prefills is off here: tests/test_prefill_pass.py.)
+    # (0.10's extra time and factor on a step that only prefills are off here:
+    # tests/test_prefill_pass.py.)
     point = {"model": {"name": "llama-2-7b", "weight_dtype": "fp16"},
              "hardware": {"gpu": "h100-sxm"}}
     old = resolve({**point, "stack": {"name": "trtllm", "version": "0.10"},
-                   "cost": {"prefill_pass_s": 0}})
+                   "cost": {"prefill_pass_s": 0, "prefill_scale": 1}})
     new = resolve({**point, "stack": {"name": "trtllm", "version": "1.0"}})
     extra = old.cost.step_time(shape) - new.cost.step_time(shape)
     assert extra == pytest.approx(tokens * TRTLLM_010_TOKEN_S, rel=1e-9)

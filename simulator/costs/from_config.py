@@ -74,10 +74,11 @@ Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lo
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
                 "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
+                "prefill_scale",
                 "moe_kind", *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
                     "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
-                    "moe_kind")
+                    "prefill_scale", "moe_kind")
 
 
 def cost_model_from_config(
@@ -93,6 +94,7 @@ def cost_model_from_config(
     stack_walk_s: float = 0.0,
     stack_sync_s: float = 0.0,
     stack_prefill_passes: float = 0.0,
+    stack_prefill_scale: float = 1.0,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -106,8 +108,9 @@ def cost_model_from_config(
     ``decode_walk_s`` (simulator/costs/decode_walk.py); ``stack_sync_s`` (the preset's
     all-reduce handshake, s per all-reduce) unless it sets ``allreduce_sync_s``
     (simulator/costs/allreduce_sync.py); ``stack_prefill_passes`` (the preset's extra
-    weight passes a prefilling step) unless it sets ``prefill_pass_s``
-    (simulator/costs/prefill_pass.py). Errors name the field as
+    weight passes a prefilling step) unless it sets ``prefill_pass_s``, and
+    ``stack_prefill_scale`` (the preset's factor on those steps) unless it sets
+    ``prefill_scale`` (simulator/costs/prefill_pass.py). Errors name the field as
     ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
@@ -158,7 +161,8 @@ def cost_model_from_config(
                                      stack_sync_s if own else 0.0, where)
         passes = stack_prefill_passes if own else 0.0
         cost, used = _prefill_pass(cost, used, section,
-                                   passes * weight_pass_s(model, hw, tp, weight_dtype), where)
+                                   passes * weight_pass_s(model, hw, tp, weight_dtype),
+                                   stack_prefill_scale if own else 1.0, where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -224,14 +228,21 @@ def _allreduce_sync(cost: CostModel, used: str, section: dict[str, Any], model: 
 
 
 def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pass_s: float,
-                  where: str) -> tuple[CostModel, str]:
-    """``cost`` with a fixed time on every step that only prefills: the section's
-    ``prefill_pass_s`` (any cost model), else ``stack_pass_s`` (the stack's, 0 unless its
-    own tables price the steps); unchanged with neither."""
+                  stack_scale: float, where: str) -> tuple[CostModel, str]:
+    """``cost`` with every step that only prefills scaled and given a fixed time more: the
+    section's ``prefill_scale`` and ``prefill_pass_s`` (any cost model), else the stack's
+    (1 and 0 unless its own tables price the steps); unchanged with neither."""
     pass_s = _own_or_stack(section, "prefill_pass_s", stack_pass_s, 1.0, where)
-    if pass_s <= 0:
+    scale = stack_scale
+    if "prefill_scale" in section:
+        scale = check_number(f"{where}.prefill_scale", section["prefill_scale"], low=0.25,
+                             high=4.0)
+    if pass_s <= 0 and scale == 1.0:
         return cost, used
-    return with_prefill_pass(cost, pass_s), f"{used}, each prefill step {pass_s * 1e3:.3g} ms more"
+    more = f"{pass_s * 1e3:.3g} ms more" if pass_s > 0 else ""
+    note = (f"each prefill step {more}" if scale == 1.0 else
+            f"each prefill step x {scale:.3g}" + (f" and {more}" if more else ""))
+    return with_prefill_pass(cost, pass_s, scale), f"{used}, {note}"
 
 
 def _from_profile(

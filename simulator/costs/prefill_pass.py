@@ -16,6 +16,13 @@ max-throughput runs) adding it read worse, so those keep the tables' time.
 rows (other steps unchanged). A stack preset sets it as a number of weight passes
 (``StackPreset.prefill_weight_passes``: ``k x weight bytes per GPU / HBM bandwidth``); a
 scenario sets its own with ``[cost] prefill_pass_s`` (seconds, 0 for none).
+
+And a scale on the same steps: ``t = scale x inner(step) + pass_s``. The short prompts'
+gap is a fixed time, but NIM 1.0's one-client 2,000- and 7,000-token prompts read 3-27%
+slower than the tables price on both GPUs (multi-GPU settings most): 0.10's context
+phase was slower in proportion too. ``StackPreset.prefill_scale`` (1: none), or a
+scenario's ``[cost] prefill_scale``; fitted, not derived (docs/stacks.md, "TensorRT-LLM
+0.10's prefill steps, in proportion").
 """
 
 from __future__ import annotations
@@ -38,27 +45,32 @@ def weight_pass_s(model: ModelSpec, hardware: HardwareSpec, tp: int, weight_dtyp
 
 @dataclass(frozen=True, slots=True)
 class PrefillPassCost:
-    """``inner``'s step time plus ``pass_s`` for every step that only prefills (see the
-    module)."""
+    """``inner``'s step time, times ``scale``, plus ``pass_s`` for every step that only
+    prefills (see the module)."""
 
     inner: CostModel
     pass_s: float  # seconds a step with prefill tokens and no decode rows adds
+    scale: float = 1.0  # and the factor on that step's own time
 
     def __post_init__(self) -> None:
         check_number("prefill pass_s", self.pass_s)
+        check_number("prefill scale", self.scale, low_open=True)
 
     def step_time(self, shape: StepShape) -> float:
+        t = self.inner.step_time(shape)
         alone = shape.num_prefill_tokens > 0 and shape.num_decode_seqs == 0
-        return self.inner.step_time(shape) + (self.pass_s if alone else 0.0)
+        return t * self.scale + self.pass_s if alone else t
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
+        t = self.inner.step_times(shapes)
         alone = (shapes.num_prefill_tokens > 0) & (shapes.num_decode_seqs == 0)
-        return self.inner.step_times(shapes) + np.where(alone, self.pass_s, 0.0)
+        return np.where(alone, t * self.scale + self.pass_s, t)
 
     def decode_pricer(self) -> DecodePricer | None:
         return decode_pricer(self.inner)  # decode-only steps: nothing added
 
 
-def with_prefill_pass(cost: CostModel, pass_s: float) -> CostModel:
-    """``cost`` with ``pass_s`` more on every step that only prefills; unchanged at 0."""
-    return cost if pass_s <= 0 else PrefillPassCost(cost, pass_s)
+def with_prefill_pass(cost: CostModel, pass_s: float, scale: float = 1.0) -> CostModel:
+    """``cost`` with every step that only prefills ``scale`` x as long and ``pass_s`` more;
+    unchanged at 0 and 1."""
+    return cost if pass_s <= 0 and scale == 1.0 else PrefillPassCost(cost, pass_s, scale)
