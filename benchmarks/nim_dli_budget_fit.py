@@ -88,12 +88,18 @@ def choose(candidates: Sequence[T], cases: list[Case], run: Callable[[list[Case]
     return best[2]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def fit_main(argv: list[str] | None, doc: str, candidates: Sequence[T],
+             run: Callable[[list[Case], T], list[dict]], label: Callable[[T], str]) -> int:
+    """A course fit's command line (``--held-out``): :func:`choose` over the case file."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
     args = ap.parse_args(argv)
-    choose(CANDIDATES, load_cases(OUT), run, lambda b: f"{b} tok", args.held_out)
+    choose(candidates, load_cases(OUT), run, label, args.held_out)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return fit_main(argv, __doc__, CANDIDATES, run, lambda b: f"{b} tok")
 
 
 if __name__ == "__main__":

@@ -21,17 +21,15 @@ prints the H100 rows at each candidate too: they are not used in the choice.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.nim_dli_budget_fit import choose  # noqa: E402
-from benchmarks.nim_dli_cases import OUT  # noqa: E402
+from benchmarks.nim_dli_budget_fit import fit_main  # noqa: E402
 from benchmarks.published import run_case  # noqa: E402
-from benchmarks.published_cases import Case, burst_rate_accepted, load_cases  # noqa: E402
+from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
 
 CANDIDATES_MS = (0.0, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0)  # s, ms a client
 
@@ -54,12 +52,8 @@ def run(cases: list[Case], per_client_s: float) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
-    args = ap.parse_args(argv)
-    choose(CANDIDATES_MS, load_cases(OUT), lambda cases, ms: run(cases, ms * 1e-3),
-           lambda ms: f"{ms:g} ms", args.held_out)
-    return 0
+    return fit_main(argv, __doc__, CANDIDATES_MS, lambda cases, ms: run(cases, ms * 1e-3),
+                    lambda ms: f"{ms:g} ms")
 
 
 if __name__ == "__main__":

@@ -17,16 +17,14 @@ used in the choice.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.nim_dli_budget_fit import choose  # noqa: E402
-from benchmarks.nim_dli_cases import OUT  # noqa: E402
+from benchmarks.nim_dli_budget_fit import fit_main  # noqa: E402
 from benchmarks.published import run_case  # noqa: E402
-from benchmarks.published_cases import Case, burst_rate_accepted, load_cases  # noqa: E402
+from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
 
 CANDIDATES = (1.0, 1.03, 1.06, 1.09, 1.12, 1.15)
 
@@ -39,11 +37,7 @@ def run(cases: list[Case], scale: float) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
-    args = ap.parse_args(argv)
-    choose(CANDIDATES, load_cases(OUT), run, lambda s: f"x {s:g}", args.held_out)
-    return 0
+    return fit_main(argv, __doc__, CANDIDATES, run, lambda s: f"x {s:g}")
 
 
 if __name__ == "__main__":
