@@ -49,7 +49,8 @@ def rounds(path: Path, clients: int) -> list[list[dict[str, float]]]:
 
 def lockstep(clients: int) -> dict[str, float]:
     """Round statistics of the export at ``clients``: rounds, rounds sent within 1 ms,
-    rounds answered within 2 ms, mean TTFT of round 1 and of the rest (ms)."""
+    rounds answered within 2 ms, round 1's (send after its first, TTFT) a request, mean TTFT
+    of round 1 and of the rest (ms)."""
     rs = rounds(HERE / f"llama3-8b-200-50-c{clients}.csv", clients)
     sent = sum(1 for r in rs if max(x["send_us"] for x in r) - min(x["send_us"] for x in r)
                <= 1000)
@@ -58,6 +59,8 @@ def lockstep(clients: int) -> dict[str, float]:
     ttft = [[x["first_response_us"] / 1000 for x in r] for r in rs]
     later = [t for r in ttft[1:] for t in r]
     return {"rounds": len(rs), "sent_together": sent, "answered_together": answered,
+            "first_round": [((x["send_us"] - rs[0][0]["send_us"]) / 1000,
+                             x["first_response_us"] / 1000) for x in rs[0]],
             "first_round_ttft_ms": statistics.fmean(ttft[0]),
             "later_ttft_ms": statistics.fmean(later) if later else float("nan")}
 
@@ -161,6 +164,8 @@ def main() -> None:
               f"within 1 ms, {s['answered_together']:.0f} answered within 2 ms; mean TTFT "
               f"round 1 {s['first_round_ttft_ms']:.1f} ms, later rounds "
               f"{s['later_ttft_ms']:.1f} ms")
+        print("     round 1, each request's send (ms after the first) and TTFT (ms): "
+              + ", ".join(f"{sent:.2f} -> {t:.1f}" for sent, t in s["first_round"]))
     rows = table()
     print("2. the table's repeated points (concurrency 5, two runs): median |run 2 / run 1 - 1|")
     for metric, diffs in repeats(rows).items():

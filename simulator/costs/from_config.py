@@ -189,11 +189,11 @@ def _stack_tables(section: dict[str, Any], cost: CostModel) -> bool:
 
 
 def _own_or_stack(section: dict[str, Any], key: str, stack_value: float, high: float,
-                  where: str) -> float:
-    """The section's own ``key`` (checked: a number in [0, ``high``]), else the stack's
-    value (0 unless the stack's own tables price the steps)."""
+                  where: str, low: float = 0.0) -> float:
+    """The section's own ``key`` (checked: a number in [``low``, ``high``]), else the
+    stack's value (0, or 1 for a factor, unless the stack's own tables price the steps)."""
     if key in section:
-        return check_number(f"{where}.{key}", section[key], high=high)
+        return check_number(f"{where}.{key}", section[key], low=low, high=high)
     return stack_value
 
 
@@ -233,10 +233,7 @@ def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pas
     section's ``prefill_scale`` and ``prefill_pass_s`` (any cost model), else the stack's
     (1 and 0 unless its own tables price the steps); unchanged with neither."""
     pass_s = _own_or_stack(section, "prefill_pass_s", stack_pass_s, 1.0, where)
-    scale = stack_scale
-    if "prefill_scale" in section:
-        scale = check_number(f"{where}.prefill_scale", section["prefill_scale"], low=0.25,
-                             high=4.0)
+    scale = _own_or_stack(section, "prefill_scale", stack_scale, 4.0, where, low=0.25)
     if pass_s <= 0 and scale == 1.0:
         return cost, used
     more = f"{pass_s * 1e3:.3g} ms more" if pass_s > 0 else ""

@@ -33,7 +33,7 @@ narrow weights save nothing here, as before the smooth maximum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,9 +70,18 @@ class NarrowWeightsCost:
     inner: CostModel  # the 16-bit measured profile's cost
     source: RooflineCost  # the prior with the profile's 16-bit weights
     target: RooflineCost  # the same prior with the narrow weights
+    # dt by token count for one step at a time (the scalar pricers ask per step, and token
+    # counts repeat), as the prior's scalar pricer caches its own matmul time
+    _by_tokens: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
 
     def delta_s(self, tokens: float | np.ndarray) -> float | np.ndarray:
         """dt of the module docstring for steps of ``tokens`` tokens."""
+        if isinstance(tokens, float):
+            dt = self._by_tokens.get(tokens)
+            if dt is None:
+                dt = self._by_tokens[tokens] = float(
+                    self.target.matmul_max_s(tokens) - self.source.matmul_max_s(tokens))
+            return dt
         return self.target.matmul_max_s(tokens) - self.source.matmul_max_s(tokens)
 
     def step_time(self, shape: StepShape) -> float:
