@@ -6,13 +6,13 @@ GPU, GPU count, precision, fixed input / output lengths and a concurrency, with 
 mean TTFT, mean inter-token latency and output throughput. Every row becomes one case; the
 table measured concurrency 5 twice per setting, and the second run is its own case
 (``-run2``). The H100 rows are held out; the A100 rows are in sample (``fitted``: the
-engines' token budget, which NIM does not state, and the first round's spread were fitted
-on them, and the trtllm 0.10 preset's decode walk and all-reduce handshake on their
-one-client rows). The replay is a closed loop of C clients whose first requests reach the
-engine 1.5 ms apart (FIRST_ROUND_SPREAD_S) and whose later rounds keep in step with the
-groups that first round formed, as the course's per-request exports show GenAI-Perf's
-clients do (``python benchmarks/nim_dli_check.py``),
-scored as perf_analyzer scored it (its measurement windows:
+engines' token budget, which NIM does not state, the first round's spread and the 16-bit
+engines' decode factor were fitted on them, and the trtllm 0.10 preset's decode walk and
+all-reduce handshake on their one-client rows). The replay is a closed loop of C clients
+whose first requests reach the engine 1.5 ms apart (FIRST_ROUND_SPREAD_S) and whose later
+rounds keep in step with the groups that first round formed, as the course's per-request
+exports show GenAI-Perf's clients do (``python benchmarks/nim_dli_check.py``), scored as
+perf_analyzer scored it (its measurement windows:
 simulator/measured/perf_analyzer.py).
 
     python benchmarks/nim_dli_cases.py            # (re)write the case file
@@ -90,6 +90,17 @@ CLIENT_TURNAROUND_S = 155e-6
 FIRST_ROUND_SPREAD_S = 1.5e-3
 RAMP_FITTED = ("the first round's spread, 1.5 ms a client (benchmarks/nim_dli_ramp_fit.py; "
                "benchmarks/nim_dli_cases.py FIRST_ROUND_SPREAD_S): the A100 rows")
+# NIM 1.0's 16-bit engines' steps with decode rows run this much longer than the 1.x
+# tables price them (cost.decode_scale on the FP16 / BF16 rows; simulator/costs/
+# decode_scale.py): at one client their ITL reads 4-9% fast on both GPUs where the FP8
+# engines' reads right, and 0.10's own max-throughput FP16 rows want no factor, so it is
+# these engines', not the preset's (docs/stacks.md, "NIM 1.0's 16-bit decode steps").
+# Fitted on the A100 rows (FIT_GPU, all 16-bit: the most mean-TTFT and mean-TPOT errors
+# within 15% over 1-1.16; benchmarks/nim_dli_decode_fit.py); the H100 rows hold it out.
+DECODE_SCALE_16BIT = 1.12
+SIXTEEN_BIT = ("fp16", "bf16")
+DECODE_FITTED = ("NIM 1.0's 16-bit decode factor (benchmarks/nim_dli_decode_fit.py; "
+                 "benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT): the A100 rows")
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
 REPEAT = "-run2"  # the second run of a point the table measured twice
 # The rows the trtllm 0.10 preset's fitted terms were fitted on: one client on FIT_GPU
@@ -132,7 +143,9 @@ NOTES = (
     "step; overridden here by the budget fitted on the A100 rows, knobs.max_num_batched_tokens "
     "= 32768: benchmarks/nim_dli_budget_fit.py), the KV cache dtype (fp16 with fp16 "
     "weights, fp8 with fp8: NIM's FP8 profiles), "
-    "'fp16' as written (fp16 and bf16 cost the same).")
+    "'fp16' as written (fp16 and bf16 cost the same). The 16-bit engines' steps with decode "
+    "rows are priced 1.12 x the tables (cost.decode_scale: fitted on the A100 rows, "
+    "benchmarks/nim_dli_decode_fit.py), the FP8 engines' as the tables price them.")
 
 
 def cases(table: Path = TABLE) -> list[dict[str, object]]:
@@ -187,6 +200,8 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              **({"measured_windows": measured} if measured else {})},
                 "metrics": metrics,
                 "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
+                **({"cost": {"decode_scale": DECODE_SCALE_16BIT}}
+                   if precision in SIXTEEN_BIT else {}),
                 **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),
             })
     return out
@@ -234,7 +249,7 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
 
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
-    parts = [BUDGET_FITTED, RAMP_FITTED] if gpu == FIT_GPU else []
+    parts = [BUDGET_FITTED, RAMP_FITTED, DECODE_FITTED] if gpu == FIT_GPU else []
     if (gpu, clients) == (FIT_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)
@@ -304,7 +319,8 @@ def render(rows: list[dict[str, object]]) -> str:
         "# against NIM's TensorRT-LLM engines: Llama-3-8B and -70B on A100-SXM4-80GB and H100 SXM,",
         "# fp16 / bf16 / fp8, TP 1-8, six input/output lengths, 1-250 clients), replayed by",
         "# benchmarks/published.py. A TEST SET but for the A100 rows (`fitted`): the engines'",
-        "# token budget (max_num_batched_tokens, not stated by NIM) was fitted on them, and the",
+        "# token budget (max_num_batched_tokens, not stated by NIM), the first round's spread and",
+        "# the 16-bit engines' decode factor (cost.decode_scale) were fitted on them, and the",
         "# trtllm 0.10 preset's decode walk and all-reduce handshake on their one-client rows.",
         "#",
         "# Written by `python benchmarks/nim_dli_cases.py` from",

@@ -144,6 +144,9 @@ class Case:
     # a runner that shares the engine's process (benchmarks/published_harness.py): its
     # host cost is replayed; "" = a client in another process
     harness: str = ""
+    # cost settings a fit gave the case's engines (keys of CASE_COST_KEYS), replayed as the
+    # scenario's [cost] keys; {} = none
+    cost: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def group(self) -> str:
@@ -189,11 +192,15 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
             workload=dict(c["workload"]), metrics=dict(c["metrics"]),
             knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
             fitted=c.get("fitted", ""), preset=str(c.get("preset", "")),
-            parallelism=str(c.get("parallelism", "")), harness=str(c.get("harness", ""))))
+            parallelism=str(c.get("parallelism", "")), harness=str(c.get("harness", "")),
+            cost=dict(c.get("cost", {}))))
     return cases
 
 
 PARALLELISMS = ("", "dep")  # Case.parallelism
+# Case.cost: the [cost] keys a case file may give its engines, each a factor in (low, high)
+# (NIM 1.0's 16-bit decode steps: benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT)
+CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {"decode_scale": (0.25, 4.0)}
 
 
 def _check(c: Mapping[str, Any], where: str) -> None:
@@ -208,6 +215,17 @@ def _check(c: Mapping[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: harness = {c['harness']!r}: must be one of "
                           f"{list(HARNESSES)} (a runner sharing the engine's process), or "
                           "absent")
+    cost = c.get("cost", {})
+    if not isinstance(cost, Mapping):
+        raise ConfigError(f"{where}: cost = {cost!r}: a table of cost settings")
+    for key, value in cost.items():
+        if key not in CASE_COST_KEYS:
+            raise ConfigError(f"{where}: cost.{key}: not a case's cost setting; known: "
+                              f"{list(CASE_COST_KEYS)}")
+        low, high = CASE_COST_KEYS[key]
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not low <= value <= high):
+            raise ConfigError(f"{where}: cost.{key} = {value!r}: a factor in [{low}, {high}]")
     if not c["metrics"]:
         raise ConfigError(f"{where}: no metrics")
     for key, value in c["metrics"].items():
@@ -412,6 +430,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     group = masked_mha_group(case)
     if group is not None:
         point["cost"] = {"decode_kv_reads": group}
+    if case.cost:  # a fit's settings for the case's engines (Case.cost)
+        point.setdefault("cost", {}).update(case.cost)
+        notes.append("engine cost: " + ", ".join(f"{k} = {v:g}" for k, v in case.cost.items()))
     if policy:
         point["policy"] = policy
     host = harness_host(case.harness, case.stack)

@@ -96,6 +96,13 @@ def test_case_file_is_the_table() -> None:
     assert c.workload["measured_windows"] == 4
     assert c.workload["num_prompts"] == 33 * 250
     assert sum(1 for i in cases if i.endswith("-run2")) == 72
+    # the 16-bit engines' decode steps at the fitted factor; the FP8 engines' as priced
+    assert c.cost == {"decode_scale": nim_dli_cases.DECODE_SCALE_16BIT} == {"decode_scale": 1.12}
+    assert "decode factor" in c.fitted
+    assert held.cost == {} and held.weight_dtype == "fp8"
+    sixteen = [x for x in cases.values() if x.weight_dtype in ("fp16", "bf16")]
+    assert len(sixteen) > 400 and all(x.cost == c.cost for x in sixteen)
+    assert all(not x.cost for x in cases.values() if x.weight_dtype == "fp8")
 
 
 def test_least_count_makes_the_mean_length_whole() -> None:

@@ -399,3 +399,27 @@ def test_warm_prompts_needs_a_random_run_and_at_most_its_prompts() -> None:
         with pytest.raises(ConfigError, match="warm_prompts"):
             pc._check(c, "case x")
     pc._check({**base, "workload": {**base["workload"], "warm_prompts": 10}}, "case x")
+
+
+def test_a_cases_engine_cost_is_replayed_as_its_cost_keys(tmp_path: Path) -> None:
+    good = tmp_path / "cases.toml"
+    good.write_text(published_case_toml("cost = { decode_scale = 1.1 }\n"))
+    (case,) = pc.load_cases(good)
+    assert case.cost == {"decode_scale": 1.1}
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["cost"]["decode_scale"] == 1.1
+    assert "engine cost: decode_scale = 1.1" in notes
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("cost = { time_scale = 1.1 }", r"\(x\).*cost.time_scale: not a case's cost setting"),
+    ("cost = { decode_scale = 9 }", r"\(x\).*cost.decode_scale = 9: a factor in \[0.25, 4.0\]"),
+    ("cost = 1.1", r"\(x\).*cost = 1.1: a table of cost settings"),
+])
+def test_a_bad_engine_cost_is_refused_with_its_id(tmp_path: Path, extra: str,
+                                                  message: str) -> None:
+    bad = tmp_path / "cases.toml"
+    bad.write_text(published_case_toml(extra + "\n"))
+    with pytest.raises(ConfigError, match=message):
+        pc.load_cases(bad)

@@ -31,6 +31,8 @@ except those the section names: the section's keys replace the profile's, one by
 ``decode_kv_reads = 4`` prices a decode kernel that reads each KV head's cache 4 times a
 step (an older TensorRT-LLM's masked MHA on a grouped-query model:
 simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term only.
+``prefill_scale = 1.1`` and ``decode_scale = 1.1`` scale the steps that only prefill and
+the steps with decode rows (simulator/costs/prefill_pass.py, decode_scale.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from typing import Any
 
 from simulator.costs.allreduce_sync import with_allreduce_sync
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
+from simulator.costs.decode_scale import HIGH as DECODE_SCALE_HIGH
+from simulator.costs.decode_scale import LOW as DECODE_SCALE_LOW
+from simulator.costs.decode_scale import with_decode_scale
 from simulator.costs.decode_walk import with_decode_walk
 from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
@@ -74,11 +79,11 @@ Found = tuple[Path, CostProfile, ModelSpec | None]  # a profile lookup's hit (lo
 COEFFICIENT_KEYS = tuple(dict.fromkeys((*LINEAR_COEFFICIENTS, *PIECEWISE_COEFFICIENTS, *KNOBS)))
 SECTION_KEYS = ("profile", "form", "time_scale", "force", "jitter_cv", "overhead",
                 "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
-                "prefill_scale",
+                "prefill_scale", "decode_scale",
                 "moe_kind", *COEFFICIENT_KEYS)
 NOT_COEFFICIENTS = ("profile", "force", "form", "time_scale", "jitter_cv", "overhead",
                     "decode_kv_reads", "decode_walk_s", "allreduce_sync_s", "prefill_pass_s",
-                    "prefill_scale", "moe_kind")
+                    "prefill_scale", "decode_scale", "moe_kind")
 
 
 def cost_model_from_config(
@@ -163,6 +168,7 @@ def cost_model_from_config(
         cost, used = _prefill_pass(cost, used, section,
                                    passes * weight_pass_s(model, hw, tp, weight_dtype),
                                    stack_prefill_scale if own else 1.0, where)
+        cost, used = _decode_scale(cost, used, section, where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -240,6 +246,17 @@ def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pas
     note = (f"each prefill step {more}" if scale == 1.0 else
             f"each prefill step x {scale:.3g}" + (f" and {more}" if more else ""))
     return with_prefill_pass(cost, pass_s, scale), f"{used}, {note}"
+
+
+def _decode_scale(cost: CostModel, used: str, section: dict[str, Any],
+                  where: str) -> tuple[CostModel, str]:
+    """``cost`` with every step that carries decode rows scaled by the section's
+    ``decode_scale`` (any cost model; no stack sets one); unchanged without it."""
+    scale = _own_or_stack(section, "decode_scale", 1.0, DECODE_SCALE_HIGH, where,
+                          low=DECODE_SCALE_LOW)
+    if scale == 1.0:
+        return cost, used
+    return with_decode_scale(cost, scale), f"{used}, each step with decode rows x {scale:.3g}"
 
 
 def _from_profile(

@@ -1,0 +1,48 @@
+"""Fit NIM 1.0's 16-bit decode factor on the course's A100 rows.
+
+At one client, NIM 1.0's FP16 / BF16 engines (TensorRT-LLM 0.10) take 4-9% longer a token
+than the 1.x kernel tables price, with the trtllm 0.10 preset's fitted decode walk and
+all-reduce handshake in place, on both GPUs (the A100's 8B TP 1-2 and 70B TP 4-8, and the
+H100's); the same course's FP8 engines read within a few percent. This replays the course's
+A100 rows (the fit set, all 16-bit; benchmarks/published_cases_nim_dli.toml) with
+``cost.decode_scale = D`` on the 16-bit rows for each candidate D (simulator/costs/
+decode_scale.py: every step with decode rows D x as long; steps that only prefill keep
+the preset's own factor), and picks the D with the most mean-TTFT and mean-TPOT errors
+within 15% (benchmarks/nim_dli_budget_fit.py ``choose``; ties: the smaller median |TTFT
+error|). With ``--held-out`` it prints the H100 rows at each candidate too (FP8 rows
+unchanged): they are not used in the choice.
+
+    python benchmarks/nim_dli_decode_fit.py               # the fit set only (~5 min)
+    python benchmarks/nim_dli_decode_fit.py --held-out    # and the H100 rows (~15 min)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks.nim_dli_budget_fit import fit_main  # noqa: E402
+from benchmarks.nim_dli_cases import SIXTEEN_BIT  # noqa: E402
+from benchmarks.published import run_case  # noqa: E402
+from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
+
+CANDIDATES = (1.0, 1.04, 1.08, 1.10, 1.12, 1.14, 1.16)
+
+
+def run(cases: list[Case], scale: float) -> list[dict]:
+    """The rows of ``cases`` replayed with the 16-bit rows' decode steps ``scale`` x the
+    tables (the FP8 rows as the case file gives them)."""
+    rate, _ = burst_rate_accepted()
+    return [run_case(c, max_prompts=1000, burst_rate=rate,
+                     overrides=[f"cost.decode_scale={scale}"]
+                     if c.weight_dtype in SIXTEEN_BIT else []) for c in cases]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return fit_main(argv, __doc__, CANDIDATES, run, lambda d: f"x {d:g}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
