@@ -31,13 +31,18 @@ from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
 CANDIDATES = (1.0, 1.04, 1.08, 1.10, 1.12, 1.14, 1.16)
 
 
+def overrides(case: Case, scale: float) -> list[str]:
+    """``case``'s settings at ``scale``: its decode factor if its weights are 16-bit, else
+    none (the FP8 rows as the case file gives them)."""
+    return [f"cost.decode_scale={scale}"] if case.weight_dtype in SIXTEEN_BIT else []
+
+
 def run(cases: list[Case], scale: float) -> list[dict]:
     """The rows of ``cases`` replayed with the 16-bit rows' decode steps ``scale`` x the
-    tables (the FP8 rows as the case file gives them)."""
+    tables."""
     rate, _ = burst_rate_accepted()
-    return [run_case(c, max_prompts=1000, burst_rate=rate,
-                     overrides=[f"cost.decode_scale={scale}"]
-                     if c.weight_dtype in SIXTEEN_BIT else []) for c in cases]
+    return [run_case(c, max_prompts=1000, burst_rate=rate, overrides=overrides(c, scale))
+            for c in cases]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -132,3 +132,13 @@ def published_case_toml(extra: str = "", metrics: str = "output_throughput = 1.0
             f'weight_dtype = "bf16"\ntp = 1\n{extra}'
             'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
             f'arrival = "burst" }}\nmetrics = {{ {metrics} }}\n')
+
+
+def step_shapes(prefill: list[int], decode: list[int], context: list[int]) -> StepShapes:
+    """Steps of ``prefill`` prompt tokens (no attention work) and ``decode`` rows over
+    ``context`` tokens, nothing admitted or finished: a cost model's array path's input."""
+    n = len(prefill)
+    return StepShapes(num_prefill_tokens=np.array(prefill), prefill_attn_work=np.zeros(n),
+                      num_decode_seqs=np.array(decode), decode_context_tokens=np.array(context),
+                      num_admitted=np.zeros(n, dtype=np.int64),
+                      num_finished=np.zeros(n, dtype=np.int64))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pickle
 
-import numpy as np
 import pytest
+from helpers import step_shapes
 
 from simulator.costs.base import decode_pricer
 from simulator.costs.decode_scale import DecodeScaleCost, with_decode_scale
@@ -18,7 +18,7 @@ from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.linear import LinearCost
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
-from simulator.shapes import StepShape, StepShapes
+from simulator.shapes import StepShape
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 
@@ -37,11 +37,7 @@ def test_steps_with_decode_rows_are_scaled_and_prefill_alone_is_not() -> None:
 
 def test_array_scalar_and_decode_pricer_agree() -> None:
     cost = with_decode_scale(BASE, 1.2)
-    shapes = StepShapes(num_prefill_tokens=np.array([0, 200, 7000, 0]),
-                        prefill_attn_work=np.zeros(4), num_decode_seqs=np.array([1, 0, 5, 50]),
-                        decode_context_tokens=np.array([100, 0, 900, 5000]),
-                        num_admitted=np.zeros(4, dtype=np.int64),
-                        num_finished=np.zeros(4, dtype=np.int64))
+    shapes = step_shapes([0, 200, 7000, 0], [1, 0, 5, 50], [100, 0, 900, 5000])
     assert list(cost.step_times(shapes)) == pytest.approx([0.012, 0.01, 0.012, 0.012],
                                                           abs=1e-15)
     pricer, inner = decode_pricer(cost), decode_pricer(BASE)

@@ -26,6 +26,7 @@ sys.path.insert(0, str(BENCH))
 import nim_dli_budget_fit  # noqa: E402
 import nim_dli_cases  # noqa: E402
 import nim_dli_check  # noqa: E402
+import nim_dli_decode_fit  # noqa: E402
 import nim_dli_ramp_fit  # noqa: E402
 import nim_dli_windows  # noqa: E402
 from published_cases import load_cases  # noqa: E402
@@ -268,6 +269,16 @@ def test_the_ramp_fit_spreads_or_gathers_a_cases_first_round() -> None:
     assert {k: v for k, v in flat.workload.items() if k not in ("client_start",)} == {
         k: v for k, v in c.workload.items() if k not in ("client_start", "client_ramp_s")}
     assert nim_dli_cases.FIRST_ROUND_SPREAD_S * 1e3 in nim_dli_ramp_fit.CANDIDATES_MS
+
+
+def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    fp16 = cases["nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c250"]
+    fp8 = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp1-200-200-c100"]
+    assert nim_dli_decode_fit.overrides(fp16, 1.04) == ["cost.decode_scale=1.04"]
+    assert nim_dli_decode_fit.overrides(fp8, 1.04) == []
+    assert 1.0 in nim_dli_decode_fit.CANDIDATES  # the factor off is a candidate
+    assert nim_dli_cases.DECODE_SCALE_16BIT in nim_dli_decode_fit.CANDIDATES
 
 
 def test_a_fit_picks_the_most_ttfts_and_tpots_within_15_percent(

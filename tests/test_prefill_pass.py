@@ -12,6 +12,7 @@ import pickle
 
 import numpy as np
 import pytest
+from helpers import step_shapes
 
 from simulator.costs.base import decode_pricer
 from simulator.costs.from_config import cost_model_from_config
@@ -38,11 +39,7 @@ def test_a_step_that_only_prefills_pays_it_and_others_do_not() -> None:
 
 def test_array_scalar_and_decode_pricer_agree() -> None:
     cost = with_prefill_pass(BASE, 2.5e-3)
-    shapes = StepShapes(num_prefill_tokens=np.array([0, 200, 7000, 0]),
-                        prefill_attn_work=np.zeros(4), num_decode_seqs=np.array([1, 0, 5, 50]),
-                        decode_context_tokens=np.array([100, 0, 900, 5000]),
-                        num_admitted=np.zeros(4, dtype=np.int64),
-                        num_finished=np.zeros(4, dtype=np.int64))
+    shapes = step_shapes([0, 200, 7000, 0], [1, 0, 5, 50], [100, 0, 900, 5000])
     assert list(cost.step_times(shapes)) == pytest.approx([0.01, 0.0125, 0.01, 0.01],
                                                           abs=1e-15)
     pricer, inner = decode_pricer(cost), decode_pricer(BASE)
