@@ -6,8 +6,8 @@ GPU, GPU count, precision, fixed input / output lengths and a concurrency, with 
 mean TTFT, mean inter-token latency and output throughput. Every row becomes one case; the
 table measured concurrency 5 twice per setting, and the second run is its own case
 (``-run2``). The H100 rows are held out; the A100 rows are in sample (``fitted``: the
-engines' token budget, which NIM does not state, the first round's spread and the 16-bit
-engines' decode factor were fitted on them, and the trtllm 0.10 preset's decode walk and
+engines' token budget and KV memory, which NIM does not state, the first round's spread and
+the 16-bit engines' decode factor were fitted on them, and the trtllm 0.10 preset's decode walk and
 all-reduce handshake on their one-client rows). The replay is a closed loop of C clients
 whose first requests reach the engine 1.5 ms apart (FIRST_ROUND_SPREAD_S) and whose later
 rounds keep in step with the groups that first round formed, as the course's per-request
@@ -99,6 +99,15 @@ RAMP_FITTED = ("the first round's spread, 1.5 ms a client (benchmarks/nim_dli_ra
 # within 15% over 1-1.16; benchmarks/nim_dli_decode_fit.py); the H100 rows hold it out.
 DECODE_SCALE_16BIT = 1.12
 SIXTEEN_BIT = ("fp16", "bf16")
+# The share of each GPU's memory the engines' weights and KV cache take ([kv]
+# gpu_memory_utilization, the KV cache what the weights leave of it), which NIM 1.0 does
+# not state: TensorRT-LLM's 0.9 of the memory free after the engine's activations and
+# buffers, which depend on its build. Fitted on the A100 rows (FIT_GPU: the most mean-TTFT
+# and mean-TPOT errors within 15% over 0.75-0.9, the decode factor in place;
+# benchmarks/nim_dli_kv_fit.py); the H100 rows hold it out.
+KV_MEMORY_FRACTION = 0.85
+KV_FITTED = ("NIM 1.0's KV memory fraction (benchmarks/nim_dli_kv_fit.py; "
+             "benchmarks/nim_dli_cases.py KV_MEMORY_FRACTION): the A100 rows")
 DECODE_FITTED = ("NIM 1.0's 16-bit decode factor (benchmarks/nim_dli_decode_fit.py; "
                  "benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT): the A100 rows")
 ID_PREFIX = "nim1.0-dli-"  # then setting (GPU-model-precision-tpN), lengths, clients
@@ -145,7 +154,10 @@ NOTES = (
     "weights, fp8 with fp8: NIM's FP8 profiles), "
     "'fp16' as written (fp16 and bf16 cost the same). The 16-bit engines' steps with decode "
     "rows are priced 1.12 x the tables (cost.decode_scale: fitted on the A100 rows, "
-    "benchmarks/nim_dli_decode_fit.py), the FP8 engines' as the tables price them.")
+    "benchmarks/nim_dli_decode_fit.py), the FP8 engines' as the tables price them. The "
+    "engines' KV cache: what the weights leave of 0.85 of each GPU's memory "
+    "(kv.gpu_memory_utilization, not stated by NIM: fitted on the A100 rows, "
+    "benchmarks/nim_dli_kv_fit.py).")
 
 
 def cases(table: Path = TABLE) -> list[dict[str, object]]:
@@ -202,6 +214,7 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                 "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
                 **({"cost": {"decode_scale": DECODE_SCALE_16BIT}}
                    if precision in SIXTEEN_BIT else {}),
+                "kv": {"gpu_memory_utilization": KV_MEMORY_FRACTION},
                 **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),
             })
     return out
@@ -249,7 +262,7 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
 
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
-    parts = [BUDGET_FITTED, RAMP_FITTED, DECODE_FITTED] if gpu == FIT_GPU else []
+    parts = [BUDGET_FITTED, RAMP_FITTED, DECODE_FITTED, KV_FITTED] if gpu == FIT_GPU else []
     if (gpu, clients) == (FIT_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)
@@ -319,8 +332,9 @@ def render(rows: list[dict[str, object]]) -> str:
         "# against NIM's TensorRT-LLM engines: Llama-3-8B and -70B on A100-SXM4-80GB and H100 SXM,",
         "# fp16 / bf16 / fp8, TP 1-8, six input/output lengths, 1-250 clients), replayed by",
         "# benchmarks/published.py. A TEST SET but for the A100 rows (`fitted`): the engines'",
-        "# token budget (max_num_batched_tokens, not stated by NIM), the first round's spread and",
-        "# the 16-bit engines' decode factor (cost.decode_scale) were fitted on them, and the",
+        "# token budget (max_num_batched_tokens, not stated by NIM), the first round's spread,",
+        "# the 16-bit engines' decode factor (cost.decode_scale) and the engines' KV memory",
+        "# (kv.gpu_memory_utilization) were fitted on them, and the",
         "# trtllm 0.10 preset's decode walk and all-reduce handshake on their one-client rows.",
         "#",
         "# Written by `python benchmarks/nim_dli_cases.py` from",

@@ -144,9 +144,10 @@ class Case:
     # a runner that shares the engine's process (benchmarks/published_harness.py): its
     # host cost is replayed; "" = a client in another process
     harness: str = ""
-    # cost settings a fit gave the case's engines (keys of CASE_COST_KEYS), replayed as the
-    # scenario's [cost] keys; {} = none
+    # cost and KV-cache settings a fit gave the case's engines (keys of CASE_COST_KEYS and
+    # CASE_KV_KEYS), replayed as the scenario's [cost] and [kv] keys; {} = none
     cost: Mapping[str, float] = field(default_factory=dict)
+    kv: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def group(self) -> str:
@@ -193,14 +194,16 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
             knobs=dict(c.get("knobs", {})), notes=c.get("notes", ""), quote=c.get("quote", ""),
             fitted=c.get("fitted", ""), preset=str(c.get("preset", "")),
             parallelism=str(c.get("parallelism", "")), harness=str(c.get("harness", "")),
-            cost=dict(c.get("cost", {}))))
+            cost=dict(c.get("cost", {})), kv=dict(c.get("kv", {}))))
     return cases
 
 
 PARALLELISMS = ("", "dep")  # Case.parallelism
-# Case.cost: the [cost] keys a case file may give its engines, each a factor in (low, high)
-# (NIM 1.0's 16-bit decode steps: benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT)
+# Case.cost and Case.kv: the [cost] and [kv] keys a case file may give its engines, each a
+# number in [low, high] (NIM 1.0's 16-bit decode steps and KV memory:
+# benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT, KV_MEMORY_FRACTION)
 CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {"decode_scale": (0.25, 4.0)}
+CASE_KV_KEYS: Mapping[str, tuple[float, float]] = {"gpu_memory_utilization": (0.05, 1.0)}
 
 
 def _check(c: Mapping[str, Any], where: str) -> None:
@@ -215,17 +218,8 @@ def _check(c: Mapping[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: harness = {c['harness']!r}: must be one of "
                           f"{list(HARNESSES)} (a runner sharing the engine's process), or "
                           "absent")
-    cost = c.get("cost", {})
-    if not isinstance(cost, Mapping):
-        raise ConfigError(f"{where}: cost = {cost!r}: a table of cost settings")
-    for key, value in cost.items():
-        if key not in CASE_COST_KEYS:
-            raise ConfigError(f"{where}: cost.{key}: not a case's cost setting; known: "
-                              f"{list(CASE_COST_KEYS)}")
-        low, high = CASE_COST_KEYS[key]
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not low <= value <= high):
-            raise ConfigError(f"{where}: cost.{key} = {value!r}: a factor in [{low}, {high}]")
+    for section, known in (("cost", CASE_COST_KEYS), ("kv", CASE_KV_KEYS)):
+        _check_engine(c.get(section, {}), section, known, where)
     if not c["metrics"]:
         raise ConfigError(f"{where}: no metrics")
     for key, value in c["metrics"].items():
@@ -284,6 +278,23 @@ def _check(c: Mapping[str, Any], where: str) -> None:
     if not isinstance(wl.get("num_prompts"), int) or wl["num_prompts"] < 1:
         raise ConfigError(f"{where}: workload.num_prompts = {wl.get('num_prompts')!r}: int >= 1")
     _lengths(wl, where)  # raises on a workload whose lengths it cannot read
+
+
+def _check_engine(given: object, section: str, known: Mapping[str, tuple[float, float]],
+                  where: str) -> None:
+    """A case's ``cost`` or ``kv`` table: only the keys ``known`` names, each a number in
+    its [low, high]."""
+    if not isinstance(given, Mapping):
+        raise ConfigError(f"{where}: {section} = {given!r}: a table of {section} settings")
+    for key, value in given.items():
+        if key not in known:
+            raise ConfigError(f"{where}: {section}.{key}: not a case's {section} setting; "
+                              f"known: {list(known)}")
+        low, high = known[key]
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not low <= value <= high):
+            raise ConfigError(f"{where}: {section}.{key} = {value!r}: a number in "
+                              f"[{low}, {high}]")
 
 
 def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
@@ -424,6 +435,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     notes += engine_context(case, prompt, output, policy)
     kv, kv_notes = trtllm_kv(case, prompt, output, policy, trtllm_buffers)
     notes += kv_notes
+    if case.kv:  # a fit's KV-cache settings for the case's engines win (Case.kv)
+        kv = {**kv, **case.kv}
+        notes.append("engine KV cache: " + ", ".join(f"{k} = {v:g}" for k, v in case.kv.items()))
     if kv:
         point["kv"] = kv
     notes += xqa_note(case)

@@ -414,7 +414,7 @@ def test_a_cases_engine_cost_is_replayed_as_its_cost_keys(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("extra", "message"), [
     ("cost = { time_scale = 1.1 }", r"\(x\).*cost.time_scale: not a case's cost setting"),
-    ("cost = { decode_scale = 9 }", r"\(x\).*cost.decode_scale = 9: a factor in \[0.25, 4.0\]"),
+    ("cost = { decode_scale = 9 }", r"\(x\).*cost.decode_scale = 9: a number in \[0.25, 4.0\]"),
     ("cost = 1.1", r"\(x\).*cost = 1.1: a table of cost settings"),
 ])
 def test_a_bad_engine_cost_is_refused_with_its_id(tmp_path: Path, extra: str,
