@@ -27,6 +27,7 @@ import nim_dli_budget_fit  # noqa: E402
 import nim_dli_cases  # noqa: E402
 import nim_dli_check  # noqa: E402
 import nim_dli_decode_fit  # noqa: E402
+import nim_dli_kv_fit  # noqa: E402
 import nim_dli_ramp_fit  # noqa: E402
 import nim_dli_windows  # noqa: E402
 from published_cases import load_cases  # noqa: E402
@@ -104,6 +105,9 @@ def test_case_file_is_the_table() -> None:
     sixteen = [x for x in cases.values() if x.weight_dtype in ("fp16", "bf16")]
     assert len(sixteen) > 400 and all(x.cost == c.cost for x in sixteen)
     assert all(not x.cost for x in cases.values() if x.weight_dtype == "fp8")
+    # every engine's KV cache: what the weights leave of the fitted 0.85 of each GPU
+    assert nim_dli_cases.KV_MEMORY_FRACTION == 0.85 and "KV memory fraction" in c.fitted
+    assert all(x.kv == {"gpu_memory_utilization": 0.85} for x in cases.values())
 
 
 def test_least_count_makes_the_mean_length_whole() -> None:
@@ -279,6 +283,8 @@ def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
     assert nim_dli_decode_fit.overrides(fp8, 1.04) == []
     assert 1.0 in nim_dli_decode_fit.CANDIDATES  # the factor off is a candidate
     assert nim_dli_cases.DECODE_SCALE_16BIT in nim_dli_decode_fit.CANDIDATES
+    # the KV fit spans TensorRT-LLM's own 0.9 and the fitted fraction
+    assert {0.9, nim_dli_cases.KV_MEMORY_FRACTION} <= set(nim_dli_kv_fit.CANDIDATES)
 
 
 def test_a_fit_picks_the_most_ttfts_and_tpots_within_15_percent(

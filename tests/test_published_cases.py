@@ -410,12 +410,22 @@ def test_a_cases_engine_cost_is_replayed_as_its_cost_keys(tmp_path: Path) -> Non
                                      burst_rate=math.inf, trace_dir=tmp_path)
     assert point["cost"]["decode_scale"] == 1.1
     assert "engine cost: decode_scale = 1.1" in notes
+    kv = tmp_path / "kv.toml"
+    kv.write_text(published_case_toml("kv = { gpu_memory_utilization = 0.8 }\n"))
+    (case,) = pc.load_cases(kv)
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["kv"] == {"gpu_memory_utilization": 0.8} and "cost" not in point
+    assert "engine KV cache: gpu_memory_utilization = 0.8" in notes
 
 
 @pytest.mark.parametrize(("extra", "message"), [
     ("cost = { time_scale = 1.1 }", r"\(x\).*cost.time_scale: not a case's cost setting"),
     ("cost = { decode_scale = 9 }", r"\(x\).*cost.decode_scale = 9: a number in \[0.25, 4.0\]"),
     ("cost = 1.1", r"\(x\).*cost = 1.1: a table of cost settings"),
+    ("kv = { num_blocks = 10 }", r"\(x\).*kv.num_blocks: not a case's kv setting"),
+    ("kv = { gpu_memory_utilization = 1.5 }",
+     r"\(x\).*kv.gpu_memory_utilization = 1.5: a number in \[0.05, 1.0\]"),
 ])
 def test_a_bad_engine_cost_is_refused_with_its_id(tmp_path: Path, extra: str,
                                                   message: str) -> None:
