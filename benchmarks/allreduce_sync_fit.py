@@ -6,8 +6,12 @@ as a fixed gap per step. Per setting (GPU, model, precision, GPU count) the gap 
 median over its six lengths of measured minus simulated ITL, from a run without the term::
 
     python benchmarks/published.py --cases-file benchmarks/published_cases_nim_dli.toml \\
-        --set cost.allreduce_sync_s=0 --json F
+        --set cost.allreduce_sync_s=0 --set cost.decode_scale=1 --json F
     python benchmarks/allreduce_sync_fit.py F
+
+(``cost.decode_scale=1``: the fit was made before the course's 16-bit cases carried their
+decode factor, docs/stacks.md "NIM 1.0's 16-bit decode steps"; with the factor in place
+this rule reads k = 1.70, and the presets keep 1.27.)
 
 A one-GPU setting's gap per layer (the same GPU and precision, Llama-3-8B) is what the
 kernels miss without any all-reduce; the rest of a multi-GPU setting's gap, over its 2L
