@@ -7,9 +7,10 @@ from does to a run, where its prompt steps are another matter (they run other ke
 context attention, large-M GEMMs).
 
 It is an empirical term. The one place servesim uses it is NIM 1.0's 16-bit engines
-(TensorRT-LLM 0.10, the NVIDIA course's sweep): their decode reads 4-9% slow against the
-1.x tables at one client on both GPUs while the same course's FP8 engines and 0.10's own
-max-throughput FP16 engines read right, so it is carried by those cases
+(TensorRT-LLM 0.10, the NVIDIA course's sweep): priced from the 1.x tables, their decode
+read 4% (A100) and 8% (H100) fast at one client and 8-11% at 2-50 clients, while the same
+course's FP8 engines and 0.10's own max-throughput FP16 engines read right, so it is
+carried by those cases
 (benchmarks/nim_dli_cases.py ``DECODE_SCALE_16BIT``, fitted by
 benchmarks/nim_dli_decode_fit.py), not by the 0.10 preset (docs/stacks.md, "NIM 1.0's
 16-bit decode steps").
