@@ -89,12 +89,19 @@ def choose(candidates: Sequence[T], cases: list[Case], run: Callable[[list[Case]
 
 
 def fit_main(argv: list[str] | None, doc: str, candidates: Sequence[T],
-             run: Callable[[list[Case], T], list[dict]], label: Callable[[T], str]) -> int:
-    """A course fit's command line (``--held-out``): :func:`choose` over the case file."""
+             run: Callable[..., list[dict]], label: Callable[[T], str],
+             option: str | None = None) -> int:
+    """A course fit's command line (``--held-out``): :func:`choose` over the case file.
+    With ``option``, a number ``--<option>`` (default None) is the third argument of every
+    ``run(cases, candidate, value)``."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
+    if option is not None:
+        ap.add_argument(f"--{option}", type=float, default=None)
     args = ap.parse_args(argv)
-    choose(candidates, load_cases(OUT), run, label, args.held_out)
+    value = getattr(args, option) if option is not None else None
+    runs = run if option is None else (lambda cases, cand: run(cases, cand, value))
+    choose(candidates, load_cases(OUT), runs, label, args.held_out)
     return 0
 
 

@@ -92,9 +92,10 @@ RAMP_FITTED = ("the first round's spread, 1.5 ms a client (benchmarks/nim_dli_ra
                "benchmarks/nim_dli_cases.py FIRST_ROUND_SPREAD_S): the A100 rows")
 # NIM 1.0's 16-bit engines' steps with decode rows run this much longer than the 1.x
 # tables price them (cost.decode_scale on the FP16 / BF16 rows; simulator/costs/
-# decode_scale.py): without it their ITL read 4% (A100) and 8% (H100) fast at one client
-# and 8-11% at 2-50 clients, where the FP8 engines' reads right, and 0.10's own
-# max-throughput FP16 rows want no factor, so it is these engines', not the preset's
+# prefill_pass.py): without it their ITL read 4-7% (A100) and 9% (H100) fast at 1-5
+# clients and 9-12% at 10-50 (nim_dli_groups.py part 7), where the FP8 engines' reads
+# right, and 0.10's own max-throughput FP16 rows want no factor, so it is these engines',
+# not the preset's
 # (docs/stacks.md, "NIM 1.0's 16-bit decode steps").
 # Fitted on the A100 rows (FIT_GPU, all 16-bit: the most mean-TTFT and mean-TPOT errors
 # within 15% over 1-1.16; benchmarks/nim_dli_decode_fit.py); the H100 rows hold it out.

@@ -16,7 +16,9 @@ benchmarks/published_cases_nim_dli.toml --json F``:
    (published.py's group table, which leaves the in-sample rows out);
 6. per GPU, prompt (200 tokens or longer) and concurrency band: the mean TTFT's and the p95
    TTFT's share within 15% and signed median (a replay whose rounds prefill together reads
-   the p95 right and the mean high where the runs' rounds split).
+   the p95 right and the mean high where the runs' rounds split);
+7. per GPU, precision and concurrency band: the mean TPOT's and the mean TTFT's share within
+   15% and signed median (what a factor on one precision's steps moves).
 
     python benchmarks/nim_dli_groups.py F
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from nim_dli_cases import FIT_GPU, REPEAT, course_rows, parse_id, parse_setting
@@ -90,27 +93,50 @@ def main(argv: list[str] | None = None) -> None:
         print(f"   {' '.join(key):28s} {cells['n']:4d}  mean {cells['mean_ttft_ms'][0]:4.0%} "
               f"{cells['mean_ttft_ms'][1]:+7.1%}  p95 {cells['p95_ttft_ms'][0]:4.0%} "
               f"{cells['p95_ttft_ms'][1]:+7.1%}")
+    print("7. mean TPOT and TTFT by GPU, precision and clients: cases; within 15%, signed median")
+    for key, cells in by_precision(rows).items():
+        print(f"   {' '.join(key):28s} {cells['n']:4d}  TPOT {cells['mean_tpot_ms'][0]:4.0%} "
+              f"{cells['mean_tpot_ms'][1]:+7.1%}  TTFT {cells['mean_ttft_ms'][0]:4.0%} "
+              f"{cells['mean_ttft_ms'][1]:+7.1%}")
+
+
+def shares(rows: list[dict], key_of: Callable[[str, str, int], tuple[str, str, str]],
+           metrics: tuple[str, ...]) -> dict[tuple[str, str, str], dict]:
+    """Per key (``key_of(setting, lengths, clients)``; its last field a concurrency band),
+    sorted with the bands in order: the rows' count and, per metric, (share within 15%,
+    signed median error)."""
+    errors: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list))
+    for r in rows:
+        key = key_of(*parse_id(r["id"]))
+        for metric in metrics:
+            errors[key][metric].append(r["metrics"][metric]["error"])
+    out = {}
+    for key in sorted(errors, key=lambda k: (k[0], k[1], BANDS.index(k[2]))):
+        cells: dict = {"n": len(errors[key][metrics[0]])}
+        for metric, v in errors[key].items():
+            cells[metric] = (sum(abs(e) <= WITHIN for e in v) / len(v), statistics.median(v))
+        out[key] = cells
+    return out
 
 
 def mean_and_tail(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
     """Per (GPU, "short" (200-token) or "long" prompts, concurrency band), in that order:
     the rows' count and, for the mean and the p95 TTFT, (share within 15%, signed median
     error)."""
-    errors: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
-    for r in rows:
-        setting, lengths, clients = parse_id(r["id"])
+    def key(setting: str, lengths: str, clients: int) -> tuple[str, str, str]:
         prompt = "short" if lengths.split("/")[0] == "200" else "long"
-        key = (parse_setting(setting)[0], prompt, band(clients))
-        for metric in ("mean_ttft_ms", "p95_ttft_ms"):
-            errors[key][metric].append(r["metrics"][metric]["error"])
-    out = {}
-    for key in sorted(errors, key=lambda k: (k[0], k[1], BANDS.index(k[2]))):
-        cells: dict = {"n": len(errors[key]["mean_ttft_ms"])}
-        for metric, v in errors[key].items():
-            cells[metric] = (sum(abs(e) <= WITHIN for e in v) / len(v), statistics.median(v))
-        out[key] = cells
-    return out
+        return parse_setting(setting)[0], prompt, band(clients)
+    return shares(rows, key, ("mean_ttft_ms", "p95_ttft_ms"))
+
+
+def by_precision(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """Per (GPU, precision, concurrency band): the rows' count and, for the mean TPOT and
+    the mean TTFT, (share within 15%, signed median error)."""
+    def key(setting: str, lengths: str, clients: int) -> tuple[str, str, str]:
+        gpu, _, precision, _ = parse_setting(setting)
+        return gpu, precision, band(clients)
+    return shares(rows, key, ("mean_tpot_ms", "mean_ttft_ms"))
 
 
 def gpu_table(rows: list[dict]) -> list[dict]:

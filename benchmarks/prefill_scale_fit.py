@@ -22,7 +22,6 @@ k x weight bytes / TP / HBM bandwidth) instead of its 0.95: the grid docs/stacks
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -57,11 +56,7 @@ def run(cases: list[Case], scale: float, passes: float | None = None) -> list[di
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--passes", type=float, default=None)
-    args, rest = ap.parse_known_args(argv)
-    return fit_main(rest, __doc__, CANDIDATES, lambda cases, s: run(cases, s, args.passes),
-                    lambda s: f"x {s:g}")
+    return fit_main(argv, __doc__, CANDIDATES, run, lambda s: f"x {s:g}", option="passes")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A factor on every step with decode rows (simulator/costs/decode_scale.py).
+"""A factor on every step with decode rows (simulator/costs/prefill_pass.py, decode_scale).
 
 The model: ``LinearCost(step_s=0.01)`` (10 ms a step) at ``decode_scale = 1.2``: a decode
 step or a step that mixes a prompt with decode rows takes 12 ms; a step that only prefills
@@ -13,9 +13,9 @@ import pytest
 from helpers import step_shapes
 
 from simulator.costs.base import decode_pricer
-from simulator.costs.decode_scale import DecodeScaleCost, with_decode_scale
 from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.linear import LinearCost
+from simulator.costs.prefill_pass import PrefillPassCost, with_prefill_pass
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.shapes import StepShape
@@ -26,17 +26,17 @@ BASE = LinearCost(step_s=0.01)
 
 
 def test_steps_with_decode_rows_are_scaled_and_prefill_alone_is_not() -> None:
-    cost = with_decode_scale(BASE, 1.2)
-    assert isinstance(cost, DecodeScaleCost)
+    cost = with_prefill_pass(BASE, 0.0, 1.0, 1.2)
+    assert isinstance(cost, PrefillPassCost)
     assert cost.step_time(StepShape(num_decode_seqs=64)) == pytest.approx(0.012, abs=1e-15)
     assert cost.step_time(StepShape(num_prefill_tokens=1, num_decode_seqs=3)) == pytest.approx(
         0.012, abs=1e-15)
     assert cost.step_time(StepShape(num_prefill_tokens=200)) == 0.01
-    assert with_decode_scale(BASE, 1.0) is BASE
+    assert with_prefill_pass(BASE, 0.0, 1.0, 1.0) is BASE
 
 
 def test_array_scalar_and_decode_pricer_agree() -> None:
-    cost = with_decode_scale(BASE, 1.2)
+    cost = with_prefill_pass(BASE, 0.0, 1.0, 1.2)
     shapes = step_shapes([0, 200, 7000, 0], [1, 0, 5, 50], [100, 0, 900, 5000])
     assert list(cost.step_times(shapes)) == pytest.approx([0.012, 0.01, 0.012, 0.012],
                                                           abs=1e-15)
@@ -45,7 +45,7 @@ def test_array_scalar_and_decode_pricer_agree() -> None:
     assert pricer(7, 700, 1) == pytest.approx(inner(7, 700, 1) * 1.2, rel=1e-15)
     assert pricer(7, 700, 1) == cost.step_time(
         StepShape(num_decode_seqs=7, decode_context_tokens=700, num_finished=1))
-    assert pickle.loads(pickle.dumps(cost)).scale == 1.2
+    assert pickle.loads(pickle.dumps(cost)).decode_scale == 1.2
 
 
 def test_a_scenario_sets_it_beside_the_prefill_scale() -> None:

@@ -281,6 +281,13 @@ def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
     fp8 = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp1-200-200-c100"]
     assert nim_dli_decode_fit.overrides(fp16, 1.04) == ["cost.decode_scale=1.04"]
     assert nim_dli_decode_fit.overrides(fp8, 1.04) == []
+    # --sync k: the handshake at k NCCL latencies on a multi-GPU case, none on one GPU
+    tp2 = cases["nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp2-200-200-c5"]
+    curve = nim_dli_decode_fit.allreduce_curve("a100-80gb", 2)
+    assert curve is not None
+    assert nim_dli_decode_fit.overrides(tp2, 1.1, 1.7) == [
+        "cost.decode_scale=1.1", f"cost.allreduce_sync_s={1.7 * curve.latency_s!r}"]
+    assert nim_dli_decode_fit.overrides(fp16, 1.1, 1.7) == ["cost.decode_scale=1.1"]
     assert 1.0 in nim_dli_decode_fit.CANDIDATES  # the factor off is a candidate
     assert nim_dli_cases.DECODE_SCALE_16BIT in nim_dli_decode_fit.CANDIDATES
     # the KV fit spans TensorRT-LLM's own 0.9 and the fitted fraction
@@ -318,3 +325,19 @@ def test_the_five_client_exports_first_round_reached_the_engine_in_two_steps() -
     first = nim_dli_check.lockstep(5)["first_round"]
     assert max(sent for sent, _ in first) == pytest.approx(0.11, abs=0.005)
     assert sorted(round(ttft, 1) for _, ttft in first) == [37.7, 37.8, 88.1, 88.1, 88.1]
+
+
+def test_a_fits_option_reaches_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    def run(cases: list, cand: float, value: float | None) -> list[dict]:
+        seen.append((cand, value))
+        return [{"metrics": {m: {"error": 0.0} for m in nim_dli_budget_fit.METRICS}}
+                for _ in cases]
+    assert nim_dli_budget_fit.fit_main(["--sync", "1.7"], "doc", (1.0, 1.1), run, str,
+                                       option="sync") == 0
+    assert seen == [(1.0, 1.7), (1.1, 1.7)]  # the fit set only, the option on each
+    seen.clear()
+    nim_dli_budget_fit.fit_main([], "doc", (1.0,), run, str, option="sync")
+    assert seen == [(1.0, None)]
+    assert "fitted: 1.0" in capsys.readouterr().out

@@ -32,7 +32,7 @@ except those the section names: the section's keys replace the profile's, one by
 step (an older TensorRT-LLM's masked MHA on a grouped-query model:
 simulator/costs/kv_reads.py); it scales a fitted profile's decode-context term only.
 ``prefill_scale = 1.1`` and ``decode_scale = 1.1`` scale the steps that only prefill and
-the steps with decode rows (simulator/costs/prefill_pass.py, decode_scale.py).
+the steps with decode rows (simulator/costs/prefill_pass.py).
 """
 
 from __future__ import annotations
@@ -43,16 +43,18 @@ from typing import Any
 
 from simulator.costs.allreduce_sync import with_allreduce_sync
 from simulator.costs.base import CostModel, JitterCost, ScaledCost, check_number
-from simulator.costs.decode_scale import HIGH as DECODE_SCALE_HIGH
-from simulator.costs.decode_scale import LOW as DECODE_SCALE_LOW
-from simulator.costs.decode_scale import with_decode_scale
 from simulator.costs.decode_walk import with_decode_walk
 from simulator.costs.host import Overhead, split_host, with_overhead
 from simulator.costs.kv_reads import scales_decode_reads, with_decode_kv_reads
 from simulator.costs.lookup import STACKS_DIR, find_default_profile, tables_of
 from simulator.costs.machine import machine_note
 from simulator.costs.moe_tables import moe_kinds
-from simulator.costs.prefill_pass import weight_pass_s, with_prefill_pass
+from simulator.costs.prefill_pass import (
+    DECODE_SCALE_HIGH,
+    DECODE_SCALE_LOW,
+    weight_pass_s,
+    with_prefill_pass,
+)
 from simulator.costs.prior_efficiency import fitted_prior, prior_note, sibling_knobs
 from simulator.costs.profile import (
     FITTED,
@@ -168,7 +170,6 @@ def cost_model_from_config(
         cost, used = _prefill_pass(cost, used, section,
                                    passes * weight_pass_s(model, hw, tp, weight_dtype),
                                    stack_prefill_scale if own else 1.0, where)
-        cost, used = _decode_scale(cost, used, section, where)
         if "overhead" in section:
             mine = Overhead.from_mapping(section["overhead"], f"{where}.overhead")
             given = {k: getattr(mine, k) for k in section["overhead"]}
@@ -237,26 +238,23 @@ def _prefill_pass(cost: CostModel, used: str, section: dict[str, Any], stack_pas
                   stack_scale: float, where: str) -> tuple[CostModel, str]:
     """``cost`` with every step that only prefills scaled and given a fixed time more: the
     section's ``prefill_scale`` and ``prefill_pass_s`` (any cost model), else the stack's
-    (1 and 0 unless its own tables price the steps); unchanged with neither."""
+    (1 and 0 unless its own tables price the steps); and every step with decode rows scaled
+    by the section's ``decode_scale`` (no stack sets one); unchanged with none of them."""
     pass_s = _own_or_stack(section, "prefill_pass_s", stack_pass_s, 1.0, where)
     scale = _own_or_stack(section, "prefill_scale", stack_scale, 4.0, where, low=0.25)
-    if pass_s <= 0 and scale == 1.0:
+    decode = _own_or_stack(section, "decode_scale", 1.0, DECODE_SCALE_HIGH, where,
+                           low=DECODE_SCALE_LOW)
+    if pass_s <= 0 and scale == 1.0 and decode == 1.0:
         return cost, used
     more = f"{pass_s * 1e3:.3g} ms more" if pass_s > 0 else ""
-    note = (f"each prefill step {more}" if scale == 1.0 else
-            f"each prefill step x {scale:.3g}" + (f" and {more}" if more else ""))
-    return with_prefill_pass(cost, pass_s, scale), f"{used}, {note}"
-
-
-def _decode_scale(cost: CostModel, used: str, section: dict[str, Any],
-                  where: str) -> tuple[CostModel, str]:
-    """``cost`` with every step that carries decode rows scaled by the section's
-    ``decode_scale`` (any cost model; no stack sets one); unchanged without it."""
-    scale = _own_or_stack(section, "decode_scale", 1.0, DECODE_SCALE_HIGH, where,
-                          low=DECODE_SCALE_LOW)
-    if scale == 1.0:
-        return cost, used
-    return with_decode_scale(cost, scale), f"{used}, each step with decode rows x {scale:.3g}"
+    notes = []
+    if scale != 1.0 or more:
+        notes.append(f"each prefill step {more}" if scale == 1.0 else
+                     f"each prefill step x {scale:.3g}" + (f" and {more}" if more else ""))
+    if decode != 1.0:
+        notes.append(f"each step with decode rows x {decode:.3g}")
+    return (with_prefill_pass(cost, pass_s, scale, decode),
+            ", ".join([used, *notes]))
 
 
 def _from_profile(
