@@ -34,6 +34,7 @@ from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
+from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
 from simulator.measured.perf_analyzer import TimeWindows
 from simulator.scenario_policy import knob_rules
@@ -480,8 +481,7 @@ def client_sent(workload: Mapping[str, Any], wl: Mapping[str, Any], n: int, fold
                           "dataset = 'sharegpt' or run")
     table = table.assign(arrival_s=sends[: len(table)])
     path = folder / f"sent_{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False)
+    atomic_write(path, lambda tmp: table.to_csv(tmp, index=False))
     return ({"arrival": "trace", "num_requests": n, "trace": str(path)},
             "sent when vLLM's benchmark_serving sends them (numpy's gaps from seed 0)")
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
 from simulator.workload.arrivals import vllm_bench_sends
 from simulator.workload.lengths import LogNormal
@@ -142,8 +143,8 @@ def warm_random_series(table: Path, warm: int, folder: Path,
         for i, (p, o) in enumerate(zip(prompts[:len(outputs)], outputs, strict=True)):
             lines.append(_prompt_line(offset * 1000.0, i, int(p), int(o)))
     path = folder / f"warm{warm}_random_{len(prompts)}_{int(prompts.sum())}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     return path, warm, gap_s, (
         f"its first {warm} prompt(s) cached before it (the same server's earlier run of "
         f"{warm} prompt(s), or the warm-up request, prompt 0; replayed {gap_s:g} s before "
@@ -155,8 +156,7 @@ def _burst_table(path: Path, prompts: np.ndarray, outputs: np.ndarray) -> Path:
     n = len(prompts)
     table = pd.DataFrame({"request_id": np.arange(n), "arrival_s": np.zeros(n),
                           "prompt_tokens": prompts, "output_tokens": outputs})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False)
+    atomic_write(path, lambda tmp: table.to_csv(tmp, index=False))
     return path
 
 
@@ -210,8 +210,8 @@ def warm_series(warm: Path, warm_rate: float, run: Path, rate: float, folder: Pa
                                           strict=True)):
             lines.append(_prompt_line(round((offset + t) * 1000.0, 3), i, int(p), int(o)))
     path = folder / f"warm_{warm.stem}__{run.stem}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     n_warm = len(first["input_lens"])
     return path, n_warm, start, (
         f"prompts cached first by {warm.name} (replayed before, its {n_warm} requests not "

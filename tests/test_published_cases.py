@@ -433,3 +433,22 @@ def test_a_bad_engine_cost_is_refused_with_its_id(tmp_path: Path, extra: str,
     bad.write_text(published_case_toml(extra + "\n"))
     with pytest.raises(ConfigError, match=message):
         pc.load_cases(bad)
+
+
+def test_a_length_table_is_replaced_whole_or_not_at_all(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two published.py runs share the tables' folder: a run must never read a table the
+    # other is half-way through writing (it did: "unreadable CSV header" on an empty file).
+    # A write that dies part-way leaves the table as it was, and nothing else behind.
+    path, _ = pc.random_lengths(1, 16, 8, 5, tmp_path)
+    before = path.read_text()
+
+    def dies_part_way(self: pd.DataFrame, target: Path, **kw: object) -> None:
+        Path(target).write_text("request_id,arr")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", dies_part_way)
+    with pytest.raises(OSError, match="disk full"):
+        pc.random_lengths(1, 16, 8, 5, tmp_path)
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
