@@ -107,11 +107,31 @@ class Replica(ChunkRuns):
         # the counts (None when the policy does not speculate)
         self.acceptance = acceptance
         self.spec_stats = SpecStats() if acceptance is not None else None
+        # An overlap scheduler forms step N+1 while step N runs (policy.overlap_schedule:
+        # SGLang's from 0.4, vLLM's async scheduling from 0.14). A request that reaches it
+        # during a step misses the step already formed and starts in the one after (as
+        # SGLang's event loop receives requests between launching a batch and processing
+        # the previous one's results). It is held out of the policy's sight through one
+        # decision: ``_held`` came since the last decision, ``_due`` was held at it and is
+        # queued at the next; with nothing else to run both are queued at once, as by an
+        # idle engine. Not while speculating: vLLM 0.14 keeps it off for draft-model
+        # speculation, and servesim's drafts are a draft model's.
+        self._overlap = bool(getattr(policy, "overlap_schedule", False)) and acceptance is None
+        self._held: list[Sequence] = []
+        self._due: list[Sequence] = []
         self.process = env.process(self._loop())
 
     def submit(self, seq: Sequence) -> None:
         """A request arrives at this replica."""
         seq.replica = self.index
+        if self._overlap:  # held: queued at once if nothing else runs (an idle engine)
+            self._held.append(seq)
+            self._wake()  # a decode run stops at the step in progress
+            return
+        self._queue(seq)
+
+    def _queue(self, seq: Sequence) -> None:
+        """``seq`` joins the policy's waiting queue (or is refused there)."""
         if not self.state.arrive(seq):
             self.on_done(seq)
             return
@@ -136,6 +156,8 @@ class Replica(ChunkRuns):
         state = self.state
         continuous = self._continuous
         while True:
+            if self._held or self._due:
+                self._release_held(everyone=False)
             if continuous is not None:
                 decision = continuous.schedule(state, self._now)
             else:
@@ -146,13 +168,16 @@ class Replica(ChunkRuns):
                     self.on_done(seq)
                 state.rejected.clear()
             if isinstance(decision, Wait):
+                if self._held or self._due:  # nothing to run: an idle engine sees them now
+                    self._release_held(everyone=True)
+                    continue
                 if self.check_invariants:
                     self._check()
                 yield from self._wait(decision)
                 continue
             if self.check_invariants:
                 check_batch(self.policy, state, decision)
-            if not self.fast_forward:
+            if not self.fast_forward or self._due:  # held requests: one step, then see them
                 k = 1
             elif continuous is not None:
                 k = continuous.repeats(state, decision)
@@ -162,7 +187,7 @@ class Replica(ChunkRuns):
                 finished = yield from self._chunk(decision)
             elif k > 1:
                 finished = yield from self._decode_run(decision, k)
-            elif (self._chunking is not None and decision.cohort is not None
+            elif (self._chunking is not None and not self._due and decision.cohort is not None
                   and prompt_goes_on(decision)):
                 finished = yield from self._chunk_run(decision, self._chunking)
             else:
@@ -172,6 +197,22 @@ class Replica(ChunkRuns):
                 self._check()
             for seq in finished:
                 self.on_done(seq)
+
+    def _release_held(self, everyone: bool) -> None:
+        """At a decision: queue the requests held through the last one (``everyone``: all
+        held), hold those that came since through this one, and queue them all when
+        nothing else would run."""
+        due, held = self._due, self._held
+        self._held = []
+        if everyone:
+            due, held = due + held, []
+        for seq in due:
+            self._queue(seq)
+        if held and not self.state.running and not self.state.waiting:
+            for seq in held:
+                self._queue(seq)
+            held = []
+        self._due = held
 
     def _check(self) -> None:
         check_state(self.state, accepted=self.num_accepted - self.num_refused,

@@ -84,6 +84,9 @@ class ContinuousPolicy:
     # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
     # urgent running request makes way: policies/priority.py)
     scheduling: str = spec("fcfs", choices=SCHEDULINGS)
+    # the next step is formed while this one runs (SGLang's overlap scheduler): a request
+    # that arrives during a step starts in the step after the next (simulator/replica.py)
+    overlap_schedule: bool = spec(False)
 
     def __reduce__(self) -> tuple[Any, tuple[type, dict[str, Any]]]:
         return reduce_frozen(self)  # compiled, it could not be unpickled otherwise
