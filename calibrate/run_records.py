@@ -66,10 +66,12 @@ class MeasuredRun:
                                   f"values for {n} requests")
 
 
-def read_runs(path: str | Path) -> list[MeasuredRun]:
+def read_runs(path: str | Path, bench_seed: int = 0) -> list[MeasuredRun]:
     """The runs in ``path`` (a results folder: one per point; a client's result file),
-    read by :func:`simulator.measured.load_measured_runs`."""
-    return [from_measured(r, point=i) for i, r in enumerate(load_measured_runs(path))]
+    read by :func:`simulator.measured.load_measured_runs` (``bench_seed``: a vLLM bench
+    file's client ``--seed``)."""
+    return [from_measured(r, point=i)
+            for i, r in enumerate(load_measured_runs(path, bench_seed))]
 
 
 def read_vllm_bench(p: Path) -> MeasuredRun:

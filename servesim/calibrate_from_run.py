@@ -50,6 +50,9 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{','.join(DEFAULT_FIT_TERMS)}")
     g.add_argument("--holdout", nargs="+", default=[], metavar="DIR",
                    help="runs not used in the fit, only predicted with it")
+    g.add_argument("--bench-seed", type=int, default=0, metavar="N",
+                   help="the --seed vLLM bench result files were run with (default 0, the "
+                        "tool's): their send times are rebuilt from it")
 
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -68,12 +71,12 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         terms = tuple(t.strip() for t in str(args.fit).split(",") if t.strip())
         raw = apply_overrides(load_scenario(args.scenario), list(args.from_run_sets))
         points = expand_sweep(raw)
-        folders = [read_runs(d) for d in args.from_run]
+        folders = [read_runs(d, args.bench_seed) for d in args.from_run]
         fitted, start, dep, point = targets(
             match_points(folders, points, list(args.from_run)), args.base)
         extra = []
         if args.holdout:
-            held = [read_runs(d) for d in args.holdout]
+            held = [read_runs(d, args.bench_seed) for d in args.holdout]
             extra = targets(match_points(held, points, list(args.holdout)), args.base)[0]
         base = base_profile(point, dep)
         scores: dict[tuple[str, ...], float] = {}

@@ -85,6 +85,10 @@ def add_validate_parser(sub: Any) -> None:
                    help="take the measured side from this results folder, or from a "
                         "GuideLLM benchmarks.json, AIPerf profile_export.jsonl or vLLM bench "
                         "JSON, whose requests the simulation replays (no engine run)")
+    p.add_argument("--bench-seed", type=int, default=0, metavar="N",
+                   help="the --seed a vLLM bench result file (--measured) was run with "
+                        "(default 0, the tool's): its send times are rebuilt from it and "
+                        "kept where the file's duration agrees")
     p.add_argument("--simulated", default=None, metavar="DIR",
                    help="take the simulated side from this results folder")
     p.add_argument("--threads", type=int, default=1,
@@ -128,13 +132,16 @@ class Validation:
 
 def validate_points(points: list[tuple[dict[str, Any], dict[str, Any]]], out: Path, *,
                     threads: int = 1, measured_dir: str | None = None,
-                    simulated_dir: str | None = None, drift: str | None = None) -> Validation:
-    """Serve (or read) and simulate (or read) every point, compare, write the report files."""
+                    simulated_dir: str | None = None, drift: str | None = None,
+                    bench_seed: int = 0) -> Validation:
+    """Serve (or read) and simulate (or read) every point, compare, write the report files
+    (``bench_seed``: a measured vLLM bench file's client ``--seed``)."""
     first = [resolve(p) for _, p in points]  # a bad point fails before anything runs
     device = "cpu" if all(d.hardware.name == "cpu" for d in first) else "cuda"
     notes: list[str] = []
     if measured_dir and (is_measured_file(measured_dir) or requests_from_clients(measured_dir)):
-        points, measured, file_notes = replay_measured(measured_dir, points, out)
+        points, measured, file_notes = replay_measured(measured_dir, points, out,
+                                                       bench_seed)
         notes += file_notes
         fingerprint, engine_here = measured_fingerprint([s for s, _ in measured]), False
     elif measured_dir:
@@ -209,7 +216,8 @@ def validate_command(args: argparse.Namespace) -> int:
                                                            "-validate")
         prepare_results(out, VALIDATION, overwrite=args.overwrite)  # before any work
         v = validate_points(points, out, threads=args.threads, measured_dir=args.measured,
-                            simulated_dir=args.simulated, drift=args.drift)
+                            simulated_dir=args.simulated, drift=args.drift,
+                            bench_seed=args.bench_seed)
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)
         return 2

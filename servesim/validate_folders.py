@@ -32,7 +32,7 @@ def is_measured_file(path: str | Path | None) -> bool:
     return path is not None and Path(path).is_file()
 
 
-def replay_measured(path: str | Path, points: list[Point], out: Path
+def replay_measured(path: str | Path, points: list[Point], out: Path, bench_seed: int = 0
                     ) -> tuple[list[Point], Side, list[str]]:
     """The points replaying the measured file's requests, its side, and notes.
 
@@ -40,10 +40,12 @@ def replay_measured(path: str | Path, points: list[Point], out: Path
     only in traffic the file replaces (``workload.rate``, ...) become one. A file of as many
     runs as points pairs them in order. Each point's workload becomes the run's finished
     requests (send times and lengths), written to ``out/measured/replay-<i>.parquet``;
-    a closed-loop vLLM bench run keeps a closed loop of its clients instead of times. The
-    measured side's records and summaries go to ``out/measured`` as a results folder.
+    a closed-loop vLLM bench run keeps a closed loop of its clients instead of times
+    (``bench_seed``: a vLLM bench file's client ``--seed``, from which its send times are
+    rebuilt). The measured side's records and summaries go to ``out/measured`` as a
+    results folder.
     """
-    runs = load_measured_runs(path)
+    runs = load_measured_runs(path, bench_seed)
     if len(runs) not in (1, len(points)):
         raise ConfigError(f"--measured {path}: {len(runs)} runs, but the scenario has "
                           f"{len(points)} points; pick one point with --set")

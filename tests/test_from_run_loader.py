@@ -170,3 +170,32 @@ def test_a_vllm_bench_file_says_its_rate_and_the_arrivals_assumed(tmp_path: Path
     assert target.tpot_s.tolist() == pytest.approx([0.02, 0.02])
     path.write_text(json.dumps({**data, "request_rate": "inf"}))
     assert load_measured(path).offered_rate is None  # a burst: no rate to replay at
+
+
+def test_calibrate_reads_a_bench_file_at_the_seed_it_is_given(tmp_path: Path) -> None:
+    """``calibrate --from-run F --bench-seed 42``: the file's send times rebuilt from seed
+    42, which its duration fits (the second request, sent at seed 42's first gap at 1
+    req/s, 0.469 s, ends 0.1 s before it); seed 0's first gap, 0.796 s, would end it 0.23 s
+    after the duration, so at the default the arrivals are drawn."""
+    from simulator.workload.arrivals import vllm_bench_sends
+
+    sends = vllm_bench_sends(1.0, 2, seed=42)
+    data = {"input_lens": [10, 20], "output_lens": [3, 2], "ttfts": [0.1, 0.2],
+            "itls": [[0.01, 0.03], [0.02]], "errors": ["", ""], "request_rate": 1.0,
+            "duration": float(sends[1] + 0.22 + 0.1)}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(data))
+    args = _from_run_args("--from-run", str(path), "--bench-seed", "42")
+    assert args.bench_seed == 42
+    [target] = read_runs(path, args.bench_seed)
+    assert target.requests["arrival_s"].tolist() == pytest.approx(sends.tolist())
+    [drawn] = read_runs(path)
+    assert drawn.requests["arrival_s"].tolist() != pytest.approx(sends.tolist())
+    assert drawn.requests["arrival_s"].tolist() != pytest.approx(
+        vllm_bench_sends(1.0, 2).tolist())
+
+
+def _from_run_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_from_run_arguments(parser)
+    return parser.parse_args(list(argv))

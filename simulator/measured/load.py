@@ -26,16 +26,18 @@ from simulator.measured.aiperf import is_aiperf_record, is_aiperf_summary, read_
 from simulator.measured.guidellm import is_guidellm, read_guidellm
 from simulator.measured.run import MeasuredRun
 from simulator.measured.servesim_folder import is_servesim_folder, read_servesim_folder
-from simulator.measured.vllm_bench import is_vllm_bench, read_vllm_bench
+from simulator.measured.vllm_bench import BENCH_SEED, is_vllm_bench, read_vllm_bench
 
 FORMATS = ("servesim", "guidellm", "aiperf", "vllm_bench")
 KNOWN = ("a servesim results folder, GuideLLM's benchmarks.json, AIPerf's "
          "profile_export.jsonl or a vLLM bench result JSON (--save-detailed)")
 
 
-def load_measured_runs(path: str | os.PathLike[str]) -> list[MeasuredRun]:
+def load_measured_runs(path: str | os.PathLike[str], bench_seed: int = BENCH_SEED
+                       ) -> list[MeasuredRun]:
     """Every run in ``path`` (a folder may hold several points, GuideLLM several
-    benchmarks)."""
+    benchmarks); ``bench_seed``: a vLLM bench file's client ``--seed`` (default 0, the
+    tool's), from which its send times are rebuilt."""
     p = Path(path)
     if p.is_dir():
         if not is_servesim_folder(p):
@@ -55,7 +57,7 @@ def load_measured_runs(path: str | os.PathLike[str]) -> list[MeasuredRun]:
     if is_guidellm(data):
         return read_guidellm(data, p)
     if is_vllm_bench(data):
-        return [read_vllm_bench(p)]
+        return [read_vllm_bench(p, bench_seed)]
     if is_aiperf_record(data):
         return [read_aiperf(p, text)]  # a records file of one line
     if is_aiperf_summary(data):
@@ -65,9 +67,9 @@ def load_measured_runs(path: str | os.PathLike[str]) -> list[MeasuredRun]:
     raise ConfigError(f"{p}: not a measured run servesim knows; expected {KNOWN}")
 
 
-def load_measured(path: str | os.PathLike[str]) -> MeasuredRun:
+def load_measured(path: str | os.PathLike[str], bench_seed: int = BENCH_SEED) -> MeasuredRun:
     """The one run in ``path``; a ConfigError when it holds several."""
-    runs = load_measured_runs(path)
+    runs = load_measured_runs(path, bench_seed)
     if len(runs) != 1:
         raise ConfigError(f"{path}: holds {len(runs)} runs ({', '.join(r.source for r in runs)})"
                           "; use load_measured_runs")

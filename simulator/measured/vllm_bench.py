@@ -12,8 +12,11 @@ gap with numpy's global generator seeded with ``--seed`` (default 0;
 simulator/workload/arrivals.py ``vllm_bench_sends``), and the file shows whether that is
 what ran: sent at those times, every request ends by the recorded ``duration``, the last
 within ``SEND_SLACK`` of it (a run of another seed, or whose dataset drew from numpy
-first, misses by seconds). Otherwise arrivals are drawn at ``request_rate`` (Poisson, or
-gamma with CV 1/sqrt(burstiness)), seed ``BENCH_SEED``, and capped at ``max_concurrency``
+first, misses by seconds). The file does not record the seed: a run at another one is
+read with it given (``servesim validate --bench-seed``, ``calibrate --bench-seed``); the
+loader does not guess among seeds, as a short run can fit a wrong one by luck. Otherwise
+arrivals are drawn at ``request_rate`` (Poisson, or gamma with CV 1/sqrt(burstiness)),
+seed ``BENCH_SEED``, and capped at ``max_concurrency``
 in flight when set (``MeasuredRun.max_concurrency``, replayed as
 ``workload.max_concurrency``: vLLM holds each request behind a semaphore of that size,
 vllm/benchmarks/serve.py ``limited_request_func``).
@@ -53,8 +56,9 @@ def is_vllm_bench(data: Any) -> bool:
     return isinstance(data, dict) and "input_lens" in data
 
 
-def read_vllm_bench(path: Path) -> MeasuredRun:
-    """The result file as one run (module docstring)."""
+def read_vllm_bench(path: Path, seed: int = BENCH_SEED) -> MeasuredRun:
+    """The result file as one run (module docstring); ``seed``: the client's ``--seed``,
+    which the file does not record (vLLM's default 0 unless the caller knows better)."""
     try:
         trace, data, rows = load_vllm_bench_result(path)
         ttft, gaps = bench_latencies(data, rows, path)
@@ -63,7 +67,7 @@ def read_vllm_bench(path: Path) -> MeasuredRun:
     t = trace.table
     n = len(t)
     e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, n)
-    arrival, clients, per_request, how = bench_arrivals(n, data, rows, e2e)
+    arrival, clients, per_request, how = bench_arrivals(n, data, rows, e2e, seed)
     cap = bench_cap(data) if clients is None and not per_request else None
     table = pd.DataFrame({
         "request_id": np.arange(n), "arrival_s": arrival,
@@ -106,11 +110,12 @@ def bench_cap(data: dict[str, Any]) -> int | None:
 
 
 def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
-                   e2e: np.ndarray | None = None
+                   e2e: np.ndarray | None = None, seed: int = BENCH_SEED
                    ) -> tuple[np.ndarray, int | None, bool, str]:
     """(arrival times, closed-loop clients or None, whether the times are the real send
-    times (a burst, or the client's rebuilt: :func:`client_sends`, given the kept requests'
-    positions ``rows`` and latencies ``e2e``), what was assumed, in words)."""
+    times (a burst, or the client's rebuilt from its ``--seed`` ``seed``:
+    :func:`client_sends`, given the kept requests' positions ``rows`` and latencies
+    ``e2e``), what was assumed, in words)."""
     rate = data.get("request_rate")
     rate = math.inf if rate in (None, "inf", "Infinity") else rate
     conc = bench_cap(data)
@@ -127,7 +132,7 @@ def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
     burstiness = float(data.get("burstiness") or 1.0)
     refuted = ""
     if conc is None and rows is not None and e2e is not None:
-        sends, why = client_sends(data, float(rate), burstiness, rows, e2e)
+        sends, why = client_sends(data, float(rate), burstiness, rows, e2e, seed)
         if sends is not None:
             return sends, None, True, why
         refuted = f"; {why}" if why else ""
@@ -142,21 +147,22 @@ def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
 
 
 def client_sends(data: dict[str, Any], rate: float, burstiness: float, rows: np.ndarray,
-                 e2e: np.ndarray) -> tuple[np.ndarray | None, str]:
+                 e2e: np.ndarray, seed: int = BENCH_SEED) -> tuple[np.ndarray | None, str]:
     """The send times of the file's kept requests (positions ``rows``, latencies ``e2e``)
-    as vLLM's client drew them at ``rate`` with seed ``BENCH_SEED``, and a note; (None,
+    as vLLM's client drew them at ``rate`` with its ``--seed`` ``seed``, and a note; (None,
     why) when the file's duration says otherwise (module docstring) or cannot say."""
     duration = data.get("duration")
     if isinstance(duration, bool) or not isinstance(duration, int | float) \
             or not math.isfinite(duration) or len(e2e) == 0:
         return None, ""
-    sends = vllm_bench_sends(rate, len(data["input_lens"]), burstiness, BENCH_SEED)[rows]
+    sends = vllm_bench_sends(rate, len(data["input_lens"]), burstiness, seed)[rows]
     slack = float(duration - (sends + e2e).max())
     if -ROUNDING_S <= slack <= max(SEND_SLACK[0], SEND_SLACK[1] * duration):
         return sends, (f"send times: the client's own, rebuilt (vLLM bench draws each gap "
-                       f"with numpy's gamma from seed {BENCH_SEED}, burstiness "
+                       f"with numpy's gamma from seed {seed}, burstiness "
                        f"{burstiness:g}); sent so, the last request ends {slack:.2f} s "
                        f"before the recorded duration; compared request by request")
-    return None, (f"the client's seed-{BENCH_SEED} send times do not fit this file (sent "
+    return None, (f"the client's seed-{seed} send times do not fit this file (sent "
                   f"so, the last request would end {-slack:+.2f} s from the recorded "
-                  f"duration: another --seed, or a dataset that drew from numpy first)")
+                  f"duration: another --seed, given as --bench-seed, or a dataset that "
+                  f"drew from numpy first)")
