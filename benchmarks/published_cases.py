@@ -23,11 +23,13 @@ import pandas as pd
 
 from benchmarks.published_harness import HARNESSES, harness_host, harness_note
 from benchmarks.published_lengths import (
+    SGLANG_BENCH_SEED,
     random_lengths,
+    resampled_lengths,
     run_lengths,
     sharegpt_lengths,
     vllm_bench_arrivals,
-    warm_random_series,
+    warm_prompt_series,
     warm_series,
 )
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
@@ -41,6 +43,7 @@ from simulator.scenario_policy import knob_rules
 from simulator.scenario_types import Scenario
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import catalogue_name
+from simulator.workload.arrivals import sglang_bench_sends
 
 CASES_FILE = Path(__file__).with_name("published_cases.toml")
 # Every case file: published_cases.toml and published_cases_<source>.toml beside it; a case
@@ -76,20 +79,23 @@ PENDING_MODELS = ("llama-3-8b", "llama-3-70b", "codellama-34b", "qwen-72b", "int
                   "phi-2", "mistral-7b-v0.3")
 FINITE_BURST_RATE = 1e9  # req/s: "everyone at once" where workload.rate = inf is refused
 # workload.client: the benchmark client whose rule a case replays, and the arrival it needs
-CLIENT_ARRIVALS = {"vllm-bench": "poisson", "perf-analyzer": "closed"}
+CLIENT_ARRIVALS = {"vllm-bench": "poisson", "sglang-bench": "poisson", "perf-analyzer": "closed"}
+# a client's --seed when the case names none (vllm-bench 0, sglang.bench_serving 1)
+CLIENT_SEEDS = {"vllm-bench": 0, "sglang-bench": SGLANG_BENCH_SEED}
 # Every key a case's workload may carry (a key no replay reads is refused, not ignored):
 # the arrival, the lengths (fixed; uniform; ShareGPT's log-normal means and sigmas, and
-# output_cap, a runner's max_tokens cutting them; a published run's own), a closed loop's
+# output_cap, a runner's max_tokens cutting them; shape_run, a recorded run of the same
+# client and dataset whose pairs are resampled to the means; a published run's own), a closed loop's
 # clients, start (client_ramp_s: a "ramp" start's length) and think time (exponential with
-# mean think_time_s, a measured client turnaround), the benchmark client and its windows,
-# and a warming run.
+# mean think_time_s, a measured client turnaround), the benchmark client, its seed
+# (client_seed: its --seed, CLIENT_SEEDS by default) and its windows, and a warming run.
 WORKLOAD_KEYS = (
     "arrival", "num_prompts", "rate", "max_concurrency", "concurrency", "client_start",
-    "client_ramp_s", "think_time_s", "client", "measurement_interval_s",
+    "client_ramp_s", "think_time_s", "client", "client_seed", "measurement_interval_s",
     "stability_percentage", "max_trials", "measured_windows",
     "prompt_tokens", "output_tokens", "prompt_low", "prompt_high", "output_low",
     "output_high", "dataset", "prompt_tokens_mean", "prompt_sigma", "output_tokens_mean",
-    "output_sigma", "output_cap", "run", "warm", "warm_rate", "warm_prompts")
+    "output_sigma", "output_cap", "shape_run", "run", "warm", "warm_rate", "warm_prompts")
 # A point key (ignored like MEASURE_FROM): perf_analyzer's time windows (the fields of
 # simulator/measured/perf_analyzer.py TimeWindows, in order) score
 # the requests of a ``client = "perf-analyzer"`` case
@@ -255,16 +261,35 @@ def _check(c: Mapping[str, Any], where: str) -> None:
     warm = wl.get("warm_prompts")
     if warm is not None and (isinstance(warm, bool) or not isinstance(warm, int)
                              or not 1 <= warm <= int(wl.get("num_prompts", 0))
-                             or wl.get("output_low") != 0 or "warm" in wl):
-        raise ConfigError(f"{where}: workload.warm_prompts = {warm!r}: how many of a "
-                          "bench_serving random run's first prompts the server cached before "
-                          "it (1 to num_prompts; needs output_low = 0, not warm)")
+                             or not (wl.get("output_low") == 0
+                                     or wl.get("client") == "vllm-bench") or "warm" in wl):
+        raise ConfigError(f"{where}: workload.warm_prompts = {warm!r}: how many of a run's "
+                          "first prompts the server cached before it (1 to num_prompts; a "
+                          "bench_serving random run, output_low = 0, or a vllm-bench "
+                          "client's; not with warm)")
     client = wl.get("client")
     if client not in (None, *CLIENT_ARRIVALS) or (
             client is not None and wl["arrival"] != CLIENT_ARRIVALS[client]):
-        raise ConfigError(f"{where}: workload.client = {client!r}: 'vllm-bench' (its send "
-                          "times at a finite rate, arrival = 'poisson') or 'perf-analyzer' "
-                          "(its time windows over a closed loop, arrival = 'closed')")
+        raise ConfigError(f"{where}: workload.client = {client!r}: 'vllm-bench' or "
+                          "'sglang-bench' (their send times at a finite rate, arrival = "
+                          "'poisson') or 'perf-analyzer' (its time windows over a closed "
+                          "loop, arrival = 'closed')")
+    if client == "sglang-bench" and wl.get("dataset") != "sharegpt" \
+            and wl.get("output_low") != 0:
+        raise ConfigError(f"{where}: workload.client = 'sglang-bench': its send times follow "
+                          "its dataset's draws: dataset = 'sharegpt', or the random dataset "
+                          "at range ratio 0 (prompt_low/high, output_low = 0, output_high)")
+    if "shape_run" in wl and (wl.get("dataset") != "sharegpt" or "output_cap" in wl
+                              or any(f"{k}_sigma" in wl for k in ("prompt", "output"))):
+        raise ConfigError(f"{where}: workload.shape_run: a recorded ShareGPT run whose pairs "
+                          "are resampled to the case's means: needs dataset = 'sharegpt' and "
+                          "no output_cap or sigmas (the run gives the shape)")
+    seed = wl.get("client_seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                             or not 0 <= seed < 2**32 or client not in CLIENT_SEEDS):
+        raise ConfigError(f"{where}: workload.client_seed = {seed!r}: the benchmark "
+                          "client's --seed, an int from 0 to 2**32 - 1, with client = "
+                          "'vllm-bench' or 'sglang-bench'")
     if client == "perf-analyzer":
         _windows(wl, where)
     else:
@@ -324,12 +349,12 @@ def catalogue_status(case: Case) -> str | None:
     return None
 
 
-def run_file(wl: Mapping[str, Any], where: str) -> Path:
+def run_file(wl: Mapping[str, Any], where: str, key: str = "run") -> Path:
     """The published run whose per-request lengths a case replays (``workload.run``, a path
-    from this folder), checked to exist."""
-    path = Path(__file__).parent / str(wl["run"])
+    from this folder; or another key naming one, ``shape_run``), checked to exist."""
+    path = Path(__file__).parent / str(wl[key])
     if not path.is_file():
-        raise ConfigError(f"{where}: workload.run = {wl['run']!r}: no such file ({path})")
+        raise ConfigError(f"{where}: workload.{key} = {wl[key]!r}: no such file ({path})")
     return path
 
 
@@ -346,6 +371,11 @@ def _lengths(wl: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
     if "prompt_low" in wl:
         return ({"dist": "uniform", "low": int(wl["prompt_low"]), "high": int(wl["prompt_high"])},
                 {"dist": "uniform", "low": int(wl["output_low"]), "high": int(wl["output_high"])})
+    if wl.get("dataset") == "sharegpt" and "shape_run" in wl:  # resampled_lengths
+        prompt, output = ({"dist": "resampled", "mean": wl[f"{k}_tokens_mean"],
+                           "run": str(run_file(wl, where, "shape_run"))}
+                          for k in ("prompt", "output"))
+        return prompt, output
     if wl.get("dataset") == "sharegpt":
         prompt, output = ({"dist": "lognormal", "mean": wl[f"{k}_tokens_mean"],
                            "sigma": wl[f"{k}_sigma"]} for k in ("prompt", "output"))
@@ -375,7 +405,15 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         notes.append(f"{n} of the source's {wl['num_prompts']} prompts")
     workload = _arrivals(wl, n, burst_rate)
     workload.update(prompt=prompt, output=output)
-    if wl.get("dataset") == "sharegpt":
+    if prompt["dist"] == "resampled":  # a recorded run's pairs, scaled to the case's means
+        try:
+            trace, kept = resampled_lengths(Path(prompt["run"]), float(prompt["mean"]),
+                                            float(output["mean"]), n, folder)
+        except ConfigError as err:
+            raise ConfigError(f"{case.id}: workload.shape_run: {err}") from None
+        workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
+        notes.append(f"ShareGPT lengths: {kept}")
+    elif wl.get("dataset") == "sharegpt":
         cap = wl.get("output_cap")
         trace, kept = sharegpt_lengths(prompt, output, n, folder,
                                        None if cap is None else int(cap))
@@ -390,19 +428,11 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         notes.append(drawn)
     elif wl.get("output_low") == 0:  # bench_serving's random dataset at range ratio 0
         trace, drawn = random_lengths(int(wl["prompt_low"]), int(wl["prompt_high"]),
-                                      int(wl["output_high"]), n, folder)
+                                      int(wl["output_high"]), n, folder,
+                                      int(wl.get("client_seed", SGLANG_BENCH_SEED)))
         workload = {**_arrivals(wl, n, burst_rate), "trace": str(trace)}
         notes.append(drawn)
     measure_from: tuple[int, float] | None = None
-    if "warm_prompts" in wl:  # its first prompts cached by the server's earlier run
-        trace, n_warm, start, note = warm_random_series(Path(workload["trace"]),
-                                                        int(wl["warm_prompts"]), folder)
-        workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
-                    "trace_format": "mooncake"}
-        if wl.get("max_concurrency") is not None:
-            workload["max_concurrency"] = int(wl["max_concurrency"])
-        measure_from = (n_warm, start)
-        notes.append(note)
     if "warm" in wl:  # a run whose prompts an earlier run cached: replay both, score this
         rate = math.inf if wl["arrival"] == "burst" else float(wl["rate"])
         trace, n_warm, start, note = warm_series(
@@ -412,8 +442,18 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
                     "trace_format": "mooncake"}
         measure_from = (n_warm, start)
         notes.append(note)
-    elif wl.get("client") == "vllm-bench" and wl["arrival"] == "poisson":
+    elif wl.get("client") in ("vllm-bench", "sglang-bench") and wl["arrival"] == "poisson":
         workload, note = client_sent(workload, wl, n, folder, case.id)
+        notes.append(note)
+    if "warm_prompts" in wl:  # its first prompts cached by the server's earlier run
+        trace, n_warm, start, note = warm_prompt_series(Path(workload["trace"]),
+                                                        int(wl["warm_prompts"]), folder)
+        cap = workload.get("max_concurrency", wl.get("max_concurrency"))
+        workload = {"arrival": "trace", "num_requests": n_warm + n, "trace": str(trace),
+                    "trace_format": "mooncake"}
+        if cap is not None:
+            workload["max_concurrency"] = int(cap)
+        measure_from = (n_warm, start)
         notes.append(note)
     policy: dict[str, Any] = {}
     known = set(knob_rules())  # the scheduler knobs servesim has today
@@ -466,28 +506,43 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
 
 def client_sent(workload: Mapping[str, Any], wl: Mapping[str, Any], n: int, folder: Path,
                 name: str) -> tuple[dict[str, Any], str]:
-    """``workload`` with each request sent when vLLM's ``benchmark_serving`` sent it at the
-    case's rate (``client = "vllm-bench"``: simulator/workload/arrivals.py
-    ``vllm_bench_sends``, exact for the sonnet and ShareGPT datasets), as a trace; and a
-    note. Lengths from the workload's trace, else its fixed lengths."""
-    sends = vllm_bench_arrivals(n, float(wl["rate"]))
+    """``workload`` with each request sent when the case's benchmark client sent it at the
+    case's rate, from the client's ``--seed`` (``client_seed``, else CLIENT_SEEDS), as a
+    trace; and a note. ``client = "vllm-bench"``: vLLM's ``benchmark_serving``
+    (simulator/workload/arrivals.py ``vllm_bench_sends``, exact for the sonnet and
+    ShareGPT datasets); ``"sglang-bench"``: SGLang's ``bench_serving``
+    (``sglang_bench_sends``, after its random dataset's length draws where it has them).
+    Lengths from the workload's trace, else its fixed lengths."""
+    client = str(wl["client"])
+    seed = int(wl.get("client_seed", CLIENT_SEEDS[client]))
+    if client == "sglang-bench":
+        dataset = None if wl.get("dataset") == "sharegpt" else (
+            int(wl["prompt_low"]), int(wl["prompt_high"]), 0, int(wl["output_high"]))
+        sends = sglang_bench_sends(float(wl["rate"]), n, seed, dataset)
+        tool = "SGLang's bench_serving"
+    else:
+        sends = vllm_bench_arrivals(n, float(wl["rate"]), seed)
+        tool = "vLLM's benchmark_serving"
     if "trace" in workload:
         table = pd.read_csv(workload["trace"]).iloc[:n]
     elif "prompt_tokens" in wl:
         table = pd.DataFrame({"request_id": np.arange(n), "prompt_tokens": int(wl["prompt_tokens"]),
                               "output_tokens": int(wl["output_tokens"])})
     else:
-        raise ConfigError(f"{name}: workload.client = 'vllm-bench' needs fixed lengths, "
+        raise ConfigError(f"{name}: workload.client = {client!r} needs fixed lengths, "
                           "dataset = 'sharegpt' or run")
     table = table.assign(arrival_s=sends[: len(table)])
     path = folder / f"sent_{name}.csv"
     atomic_write(path, lambda tmp: table.to_csv(tmp, index=False))
-    return ({"arrival": "trace", "num_requests": n, "trace": str(path)},
-            "sent when vLLM's benchmark_serving sends them (numpy's gaps from seed 0)")
+    sent: dict[str, Any] = {"arrival": "trace", "num_requests": n, "trace": str(path)}
+    if wl.get("max_concurrency") is not None:  # the client's cap on requests in flight
+        sent["max_concurrency"] = int(wl["max_concurrency"])
+    return sent, f"sent when {tool} sends them (numpy's gaps from seed {seed})"
 
 
 def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any]:
     """The ``[workload]`` arrival keys replaying a case's load (ARRIVALS)."""
+    out: dict[str, Any]
     if wl["arrival"] == "closed":
         out = {"arrival": "closed", "concurrency": int(wl["concurrency"]), "num_requests": n,
                "client_start": str(wl.get("client_start", "together")),
@@ -496,7 +551,7 @@ def _arrivals(wl: Mapping[str, Any], n: int, burst_rate: float) -> dict[str, Any
             out["client_ramp_s"] = float(wl["client_ramp_s"])
         return out
     rate = burst_rate if wl["arrival"] == "burst" else float(wl["rate"])
-    out: dict[str, Any] = {"arrival": "poisson", "rate": rate, "num_requests": n}
+    out = {"arrival": "poisson", "rate": rate, "num_requests": n}
     if wl.get("max_concurrency") is not None:
         out["max_concurrency"] = int(wl["max_concurrency"])
     return out

@@ -30,7 +30,7 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
-from simulator.workload.arrivals import vllm_bench_sends
+from simulator.workload.arrivals import sglang_random_lengths, vllm_bench_sends
 from simulator.workload.lengths import LogNormal
 from simulator.workload.traces_json import load_vllm_bench, load_vllm_bench_result
 
@@ -118,31 +118,35 @@ def random_draws(prompt_low: int, prompt_high: int, output_high: int, n: int,
     legacy generator draws in sequence, so the first ``k`` prompts of ``n`` are those of a
     run of ``k``: a page's runs of 10, 80 and 320 prompts start with the same prompts."""
     rng = np.random.RandomState(seed)  # the tool's own generator: the same values
-    p = rng.randint(prompt_low, prompt_high + 1, size=n)
-    asked = rng.randint(0, output_high + 1, size=n)
+    p, asked = sglang_random_lengths(rng, (prompt_low, prompt_high, 0, output_high), n)
     return p, asked, np.maximum(asked, 1)
 
 
-def warm_random_series(table: Path, warm: int, folder: Path,
+def warm_prompt_series(table: Path, warm: int, folder: Path,
                        gap_s: float = 600.0) -> tuple[Path, int, float, str]:
-    """A bench_serving random-dataset run (``table``: its lengths, as :func:`random_lengths`
-    wrote them) whose first ``warm`` prompts the same server
-    cached before it: a Mooncake-format trace of those prompts (1 output token each, every
-    one at 0), then, ``gap_s`` later, this run's requests, all at once. Prompt ``i`` is the
-    same text in both (bench_serving takes the ``i``-th shuffled ShareGPT conversation,
-    repeated or cut to the ``i``-th drawn length, with the same seeds every run), so both
-    carry hash ids ``1000 i + k``, one per 512 tokens. Returns the file, the number of
-    warming requests, this run's send time and a note."""
+    """A run (``table``: its request table, as :func:`random_lengths` or a client's send
+    times wrote it) whose first ``warm`` prompts the same server cached before it: a
+    Mooncake-format trace of those prompts (1 output token each, every one at 0), then,
+    ``gap_s`` later, this run's requests at their own times (the table's ``arrival_s``,
+    else all at once). Prompt ``i`` is the same text in both: bench_serving takes the
+    ``i``-th shuffled ShareGPT conversation, repeated or cut to the ``i``-th drawn length,
+    with the same seeds every run, and vLLM's benchmark_serving samples the same prompts
+    at the same seed. So both carry hash ids ``1000 i + k``, one per 512 tokens. Returns
+    the file, the number of warming requests, this run's first send time and a note."""
     lengths = pd.read_csv(table)
     prompts = lengths["prompt_tokens"].to_numpy()
     served = lengths["output_tokens"].to_numpy()
+    sends = (lengths["arrival_s"].to_numpy(np.float64) if "arrival_s" in lengths
+             else np.zeros(len(prompts)))
     if not 1 <= warm <= len(prompts):
         raise ValueError(f"warm = {warm}: between 1 and the run's {len(prompts)} prompts")
     lines: list[str] = []
-    for offset, outputs in ((0.0, np.ones(warm, dtype=int)), (gap_s, served)):
-        for i, (p, o) in enumerate(zip(prompts[:len(outputs)], outputs, strict=True)):
-            lines.append(_prompt_line(offset * 1000.0, i, int(p), int(o)))
-    path = folder / f"warm{warm}_random_{len(prompts)}_{int(prompts.sum())}.jsonl"
+    for offset, outputs, times in ((0.0, np.ones(warm, dtype=int), np.zeros(warm)),
+                                   (gap_s, served, sends)):
+        for i, (p, o, t) in enumerate(zip(prompts[:len(outputs)], outputs, times,
+                                          strict=True)):
+            lines.append(_prompt_line(round((offset + t) * 1000.0, 3), i, int(p), int(o)))
+    path = folder / f"warm{warm}_{table.stem}.jsonl"
     text = "\n".join(lines) + "\n"
     atomic_write(path, lambda tmp: tmp.write_text(text))
     return path, warm, gap_s, (
@@ -160,13 +164,13 @@ def _burst_table(path: Path, prompts: np.ndarray, outputs: np.ndarray) -> Path:
     return path
 
 
-def vllm_bench_arrivals(n: int, rate: float) -> np.ndarray:
+def vllm_bench_arrivals(n: int, rate: float, seed: int = 0) -> np.ndarray:
     """The send times (s from the first) of ``n`` requests as vLLM's ``benchmark_serving``
-    spaces them at ``rate`` req/s with its default seed and burstiness
+    spaces them at ``rate`` req/s with its ``--seed`` (default 0) and default burstiness
     (simulator/workload/arrivals.py ``vllm_bench_sends``; exact for the ShareGPT dataset)."""
     if n < 1 or not rate > 0 or math.isinf(rate):
         raise ValueError(f"{n=}, {rate=}: need n >= 1 and a finite rate > 0")
-    return vllm_bench_sends(rate, n)
+    return vllm_bench_sends(rate, n, seed=seed)
 
 
 def run_lengths(path: Path, folder: Path) -> tuple[Path, str]:
@@ -180,6 +184,39 @@ def run_lengths(path: Path, folder: Path) -> tuple[Path, str]:
     out = _burst_table(folder / f"run_{path.stem}.csv", prompts, outputs)
     return out, (f"the run's own {len(prompts)} requests (means {prompts.mean():.0f} / "
                  f"{outputs.mean():.0f}, {path.name})")
+
+
+def resampled_lengths(run: Path, prompt_mean: float, output_mean: float, n: int,
+                      folder: Path, seed: int = 0) -> tuple[Path, str]:
+    """``n`` (prompt, output) pairs from a published run's own (``run``: a ``--save-result``
+    JSON of the same client on the same dataset, read as :func:`run_lengths` reads it),
+    each pair at most once (a seeded permutation), both columns scaled so their means are
+    the case's (``prompt_mean``, ``output_mean``: rounded, at least 1 token; a few
+    fixed-point passes); written as a request table in ``folder``, and a note.
+
+    For a ShareGPT run whose client serves each reply until the model's end of sequence
+    (vLLM's ``benchmark_serving`` without ``--ignore-eos``): its outputs are the model's,
+    cut by the conversation's own reply, a shape no log-normal gives. A run of more
+    requests than ``run`` holds is refused: its longest outputs, which set its end, lie
+    past what this sample saw."""
+    table = load_vllm_bench(run).table
+    pairs = table[["prompt_tokens", "output_tokens"]].to_numpy(np.float64)
+    if not 1 <= n <= len(pairs):
+        raise ConfigError(f"{run.name}: {len(pairs)} requests, so it can shape a run of 1 to "
+                          f"{len(pairs)}, not {n}")
+    total = len(pairs)
+    pairs = pairs[np.random.default_rng(seed).permutation(total)[:n]]
+    target = np.array([float(prompt_mean), float(output_mean)])
+    scale = target / pairs.mean(axis=0)
+    for _ in range(8):
+        got = np.maximum(np.rint(pairs * scale), 1).astype(np.int64)
+        scale *= target / got.mean(axis=0)
+    got = np.maximum(np.rint(pairs * scale), 1).astype(np.int64)
+    out = _burst_table(folder / f"resampled_{n}_{prompt_mean}_{output_mean}_{run.stem}.csv",
+                       got[:, 0], got[:, 1])
+    return out, (f"{n} of the {total} (prompt, output) pairs of {run.name}, scaled x "
+                 f"{scale[0]:.3f} / {scale[1]:.3f}: means {got[:, 0].mean():.0f} / "
+                 f"{got[:, 1].mean():.0f}, longest output {got[:, 1].max()}")
 
 
 def _prompt_line(timestamp_ms: float, i: int, prompt: int, output: int) -> str:

@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import published_case_toml
@@ -202,13 +203,23 @@ def test_a_concurrency_sweep_point_is_a_closed_loop(cases: list) -> None:
     assert "rate" not in wl
 
 
-def test_an_open_loop_case_keeps_its_rate_and_cap(cases: list, tmp_path: Path) -> None:
-    case = next(c for c in cases
-                if c.id == "vllm0.6.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-rps8")
+@pytest.mark.parametrize(("case_id", "sent"), [
+    ("sglang0.4.6-issue5938-a100-40gb-llama-3.1-8b-tp1-random1000-2000-rps10-flashinfer", False),
+    ("vllm0.6.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-rps8", True),  # client's sends
+])
+def test_an_open_loop_case_keeps_its_rate_and_cap(cases: list, tmp_path: Path, case_id: str,
+                                                  sent: bool) -> None:
+    case = next(c for c in cases if c.id == case_id)
     point, _ = pc.scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf,
                                  trace_dir=tmp_path)
-    assert (point["workload"]["arrival"], point["workload"]["rate"]) == ("poisson", 8.0)
-    assert "max_concurrency" not in point["workload"]
+    wl = point["workload"]
+    if sent:  # at its client's own times, whose mean rate is the case's
+        times = pd.read_csv(wl["trace"])["arrival_s"]
+        assert wl["arrival"] == "trace"
+        assert (len(times) - 1) / times.iloc[-1] == pytest.approx(case.workload["rate"], rel=0.1)
+    else:
+        assert (wl["arrival"], wl["rate"]) == ("poisson", case.workload["rate"])
+    assert "max_concurrency" not in wl
     capped = pc.Case(**{**{f: getattr(case, f) for f in pc.Case.__dataclass_fields__},
                         "workload": {**case.workload, "max_concurrency": 16}})
     point, _ = pc.scenario_point(capped, max_prompts=1000, use_stack=True, burst_rate=math.inf,
@@ -240,6 +251,48 @@ def test_a_closed_case_thinks_for_its_think_time(tmp_path: Path) -> None:
         "ramp", 0.003)
 
 
+def test_iog_runs_end_after_their_seed_42_sends_not_all_after_seed_0s(cases: list) -> None:
+    """IOG's run_benchmark.sh passes --seed 42: every one of its 70 runs ends (its recorded
+    duration, completed / request_throughput) after its last send at seed 42's gaps, while
+    seed 0's last send comes after the end of 11 of them, which cannot be."""
+    sends = importlib.import_module("simulator.workload.arrivals").vllm_bench_sends
+    iog = [c for c in cases if "-iog-" in c.id]
+    assert len(iog) == 70 and {c.workload.get("client_seed") for c in iog} == {42}
+
+    def ended_before_last_send(seed: int) -> int:
+        return sum(sends(c.workload["rate"], c.workload["num_prompts"], seed=seed)[-1]
+                   > c.workload["num_prompts"] / c.metrics["request_throughput"] for c in iog)
+
+    assert (ended_before_last_send(42), ended_before_last_send(0)) == (0, 11)
+
+
+def test_a_client_seed_sets_the_sends(tmp_path: Path) -> None:
+    """client_seed = 42 sends at seed 42's gaps (at 1 req/s, five requests: by hand,
+    numpy's RandomState(42).gamma(1, 1) cumulated), seed 0's without it."""
+    case_toml = tmp_path / "cases.toml"
+    case_toml.write_text(
+        '[[case]]\nid = "s"\nsource = "s"\nstack = "vllm-v1"\nstack_version = "0.8"\n'
+        'gpu = "h100-sxm"\nmodel = "llama-3.1-8b"\nweight_dtype = "bf16"\ntp = 1\n'
+        'workload = { prompt_tokens = 10, output_tokens = 10, num_prompts = 5, '
+        'arrival = "poisson", rate = 1.0, client = "vllm-bench", client_seed = 42 }\n'
+        'metrics = { mean_ttft_ms = 1.0 }\n')
+    (case,) = pc.load_cases(case_toml)
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf, trace_dir=tmp_path)
+    sent = pd.read_csv(point["workload"]["trace"])["arrival_s"].to_numpy()
+    gaps = np.random.RandomState(42).gamma(1.0, 1.0, size=4)
+    assert sent == pytest.approx([0.0, *np.cumsum(gaps)])
+    assert sent[1] == pytest.approx(0.4692680899768591)  # RandomState(42)'s first gamma(1, 1)
+    assert any("seed 42" in n for n in notes)
+    plain = pc.Case(**{**{f: getattr(case, f) for f in pc.Case.__dataclass_fields__},
+                       "id": "s0", "workload": {k: v for k, v in case.workload.items()
+                                                if k != "client_seed"}})
+    point, _ = pc.scenario_point(plain, max_prompts=1000, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    sent0 = pd.read_csv(point["workload"]["trace"])["arrival_s"].to_numpy()
+    assert sent0 == pytest.approx([0.0, *np.cumsum(np.random.RandomState(0).gamma(1.0, 1.0, 4))])
+
+
 def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
     bad = tmp_path / "cases.toml"
     bad.write_text('[[case]]\nid = "y"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.0"\n'
@@ -266,6 +319,17 @@ def test_a_closed_case_needs_its_concurrency(tmp_path: Path) -> None:
      r"\(z\).*workload.client_ramp_s = 0.1: a 'ramp' start's length.*client_start = 'ramp'"),
     ('arrival = "closed", concurrency = 2, client_start = "ramp", client_ramp_s = 0',
      r"\(z\).*workload.client_ramp_s = 0: a 'ramp' start's length, a number > 0"),
+    ('client_seed = 42', r"\(z\).*workload.client_seed = 42: .*with client = 'vllm-bench' "
+                         r"or 'sglang-bench'"),
+    ('arrival = "poisson", rate = 1.0, client = "sglang-bench"',
+     r"\(z\).*client = 'sglang-bench': its send times follow its dataset's draws"),
+    ('dataset = "sharegpt", prompt_tokens_mean = 9, output_tokens_mean = 9, '
+     'output_sigma = 0.9, shape_run = "published_runs/x.json"',
+     r"\(z\).*workload.shape_run: .*no output_cap or sigmas"),
+    ('arrival = "poisson", rate = 1.0, client = "vllm-bench", client_seed = -1',
+     r"\(z\).*workload.client_seed = -1: the benchmark client's --seed"),
+    ('arrival = "poisson", rate = 1.0, client = "vllm-bench", client_seed = 4.2',
+     r"\(z\).*workload.client_seed = 4.2"),
 ])
 def test_a_bad_client_is_refused_with_its_id(tmp_path: Path, extra: str, message: str) -> None:
     bad = tmp_path / "cases.toml"

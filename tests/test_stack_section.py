@@ -107,7 +107,8 @@ def test_trtllm_uses_the_generic_tables_which_are_its_own() -> None:
 
 def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
     # AIConfigurator 0.12.0 prices vLLM's per-request CPU dispatch at 0.8 ms per layer: V0;
-    # V1's was fitted to 0 on a published run's records (simulator/stack_presets.py)
+    # V1's was fitted to 0 per layer on a published run's records, and flat to 6.96 ms on
+    # its TTFTs for the 0.8 line (simulator/stack_presets.py VLLM_V1_08_FRONT_END)
     for model, layers in (("llama-3.1-8b", 32), ("llama-3.1-70b", 80)):
         dep = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
                        "stack": {"name": "vllm-v0"}})
@@ -117,6 +118,12 @@ def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
                       "stack": {"name": "vllm-v1"}})
         assert v1.request_s == 0.0
         assert f"step {0.039 * layers:.4g} ms" in v1.cost_source
+        # the 0.8 line's API server before a first token: flat, the same for both models
+        for version in ("0.8", "0.8.4", "0.8.5"):
+            v08 = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
+                           "stack": {"name": "vllm-v1", "version": version}})
+            assert v08.request_s == pytest.approx(6.9594e-3)
+            assert f"step {0.039 * layers:.4g} ms" in v08.cost_source
     own = resolve({"stack": {"name": "vllm-v0"}, "cost": {"overhead": {"request_s": 0.002}}})
     assert own.request_s == pytest.approx(0.002)  # the scenario's own wins
     assert resolve({"stack": {"name": "trtllm"}}).request_s == 0.0
@@ -124,9 +131,10 @@ def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
 
 def test_sglang_04_and_05_add_their_fitted_host_costs_per_layer() -> None:
     # fitted on each release's own light-load runs (simulator/stack_presets.py
-    # SGLANG_04_HOST, SGLANG_05_HOST): 0.4700 / 0.4794 ms a layer before the first token,
-    # 0.0256 / 0.0225 ms a layer a step; 32 layers: 15.04 / 15.34 ms, 0.8192 / 0.72 ms
-    for version, request_ms, step_ms in (("0.4", 15.04, 0.8192), ("0.5", 15.3408, 0.72)):
+    # SGLANG_04_HOST, SGLANG_05_HOST): 0.2964 / 0.4794 ms a layer before the first token,
+    # 0.0253 / 0.0225 ms a layer a step; 32 layers: 9.4848 / 15.34 ms, 0.8096 / 0.72 ms
+    # (0.4's refitted with its overlap scheduler in place, stop 49)
+    for version, request_ms, step_ms in (("0.4", 9.4848, 0.8096), ("0.5", 15.3408, 0.72)):
         dep = resolve({"model": {"name": "llama-3.1-8b"},
                        "stack": {"name": "sglang", "version": version}})
         assert dep.request_s == pytest.approx(request_ms * 1e-3)
