@@ -79,13 +79,16 @@ def check_structure(raw: dict[str, Any], source: str) -> None:
 
 
 def apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply ``section.key=value`` overrides (values in TOML syntax; bare words are strings)."""
+    """Apply ``section.key=value`` overrides (values in TOML syntax; bare words are strings);
+    a top-level field (``seed``, ``name``, ``description``) is set as ``key=value``."""
     out = copy.deepcopy(raw)
     for item in overrides:
         path, sep, text = item.partition("=")
         parts = path.strip().split(".")
-        if not sep or len(parts) < 2 or not all(parts):
-            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        top = len(parts) == 1 and parts[0] in TOP_LEVEL
+        if not sep or (len(parts) < 2 and not top) or not all(parts):
+            raise ConfigError(f"--set {item!r}: expected section.key=value "
+                              f"(or one of {', '.join(TOP_LEVEL)}=value)")
         try:
             value = tomllib.loads(f"v = {text.strip()}")["v"]
         except tomllib.TOMLDecodeError:

@@ -53,6 +53,14 @@ def test_overrides_parse_toml_values_and_bare_words() -> None:
         apply_overrides(raw, ["rate=3"])
 
 
+def test_overrides_set_a_top_level_field() -> None:
+    raw = {"seed": 0, "workload": {"rate": 1.0}}
+    out = apply_overrides(raw, ["seed=7", "name=trial"])
+    assert out["seed"] == 7 and out["name"] == "trial"
+    with pytest.raises(ConfigError, match="or one of name, description, seed=value"):
+        apply_overrides(raw, ["workload=3"])
+
+
 def test_empty_sweep_list_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"workload.rate = \[\]"):
         expand_sweep({"workload": {"rate": []}})
