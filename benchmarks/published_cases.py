@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.published_front_ends import front_end_host, front_end_note
 from benchmarks.published_harness import HARNESSES, harness_host, harness_note
 from benchmarks.published_lengths import (
     SGLANG_BENCH_SEED,
@@ -494,6 +495,10 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     if host:  # the runner's own work on the engine's critical path
         point.setdefault("cost", {})["overhead"] = host
         notes.append(harness_note(case.harness, case.stack))
+    stream = front_end_host(case.stack_version)
+    if stream:  # the server in front of the engine hands out its tokens
+        point.setdefault("cost", {}).setdefault("overhead", {}).update(stream)
+        notes.append(front_end_note(case.stack_version))
     if use_stack:
         point["stack"] = {"name": case.stack}
     if measure_from is not None:  # scored from this request id and time (MEASURE_FROM)

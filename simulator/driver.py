@@ -266,14 +266,18 @@ class Driver:
         if self._progress is not None and (
                 self.num_done % self._every == 0 or self.num_done == self.num_total):
             self._progress(self.num_done, self.num_total)
+        # its last token may reach the client after the engine is done with it (the API
+        # server's token stream, simulator/token_stream.py): the client acts then
+        late = seq.finish_s - self.env.now
+        late = late if late > 0.0 else 0.0  # (NaN, for a refused request: none)
         if self._cap is not None:  # the slot passes to the longest-waiting request
             self._in_flight -= 1
             if self._waiting:  # sent through an event, as a closed-loop client's next
                 self._in_flight += 1
-                self._send_later(self._waiting.popleft(), 0.0)
+                self._send_later(self._waiting.popleft(), late)
         queue = self._clients.get(seq.client_id)
         if queue:
             nxt, think = queue.popleft()
-            self._send_later(nxt, think)
+            self._send_later(nxt, think + late)
         if self._scaling:
             self.fleet.done(seq)

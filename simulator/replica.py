@@ -22,6 +22,7 @@ import simpy
 
 from simulator.accel import compiled_module
 from simulator.costs.base import CostModel, decode_pricer
+from simulator.costs.host import stream_token_s
 from simulator.fastforward import (
     DecodeRun,
     apply_decode_run,
@@ -42,6 +43,7 @@ from simulator.replica_runs import ChunkRuns
 from simulator.speculative_acceptance import AcceptanceSampler
 from simulator.speculative_stats import SpecStats
 from simulator.steplog import make_step_log
+from simulator.token_stream import TokenStream
 
 # Decode runs expected to end within this many steps are priced one by one, longer ones
 # planned with numpy (the answers are the same). Compiled (simulator/accel.py), a step
@@ -119,6 +121,10 @@ class Replica(ChunkRuns):
         self._overlap = bool(getattr(policy, "overlap_schedule", False)) and acceptance is None
         self._held: list[Sequence] = []
         self._due: list[Sequence] = []
+        # The API server in front, streaming every output token ([cost] overhead stream_s;
+        # simulator/token_stream.py): None when it keeps up at any rate
+        token_s = stream_token_s(cost)
+        self.stream = TokenStream(token_s) if token_s > 0 else None
         self.process = env.process(self._loop())
 
     def submit(self, seq: Sequence) -> None:
@@ -230,7 +236,12 @@ class Replica(ChunkRuns):
         self._now = end
         emitted = decode_emitters(batch)
         accepted = self._accepted(batch) if batch.spec_tokens else None
+        stream = self.stream
+        prompts = [seq for seq, _ in batch.prefill] if stream is not None else []
         finished = complete(self.state, batch, start, end, accepted)
+        if stream is not None:  # the step's tokens reach their clients through the server
+            stream.step(end, batch.decode, sum(accepted) if accepted else emitted,
+                        [q for q in prompts if q.first_token_s == end], finished)
         s = self.state
         self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used, finished)
@@ -255,7 +266,12 @@ class Replica(ChunkRuns):
         if end >= self._inline_before():
             yield self._until(end)
         self._now = end
+        stream = self.stream
+        prompts = [seq for seq, _ in batch.prefill] if stream is not None else []
         finished = complete_chunk(self.state, batch, end)
+        if stream is not None:  # a chunk's tokens all come at its end
+            stream.step(end, batch.decode, len(batch.decode) * batch.num_steps,
+                        [q for q in prompts if q.first_token_s == end], finished)
         s = self.state
         self.log.add(start, end, batch.shape, len(batch.decode), len(s.running),
                      len(s.waiting), s.kv.used, finished)
@@ -314,6 +330,8 @@ class Replica(ChunkRuns):
             yield self._until(end)
         self._now = end
         finished = apply_decode_run(state, batch, run.ends, opened)
+        if self.stream is not None:
+            self.stream.run(run.ends, len(batch.decode), batch.decode, finished)
         log_short_run(self.log, run, batch, state, finished)
         self._check_log_size()
         return finished

@@ -38,6 +38,7 @@ from simulator.policies.state import DecodeCohort
 from simulator.replica_clock import ReplicaClock
 from simulator.shapes import filled
 from simulator.steplog import AnyStepLog
+from simulator.token_stream import TokenStream
 
 
 class OwnArrivalRuns(ReplicaClock):
@@ -47,6 +48,7 @@ class OwnArrivalRuns(ReplicaClock):
     cost: CostModel
     log: AnyStepLog
     _price_decode: Callable[[int, int, int], float] | None
+    stream: TokenStream | None  # the API server's token stream, if it is priced
     _cutting = False  # waiting on a decode run that a request reaching here cuts (_cut_run)
     _run_wait: simpy.Timeout  # that wait, while it lasts
     _cut_ends: list[float]  # the run's step ends
@@ -72,6 +74,8 @@ class OwnArrivalRuns(ReplicaClock):
             n = yield from self._steps_cut_by_arrival(run.ends)
             del run.ends[n:]
             finished = apply_decode_run(state, batch, run.ends)
+            if self.stream is not None:
+                self.stream.run(run.ends, len(batch.decode), batch.decode, finished)
             log_short_run(self.log, run, batch, state, finished)
             self._check_log_size()
             return finished
@@ -90,6 +94,8 @@ class OwnArrivalRuns(ReplicaClock):
         state = self.state
         k = len(ends)
         finished = apply_decode_run(state, batch, ends)
+        if self.stream is not None:
+            self.stream.run(ends, run.emitted[:k], batch.decode, finished)
         queue = filled(k, queue_len)
         queue[-1] = len(state.waiting)
         running, kv_used = run.running_after[:k], run.kv_after[:k]  # the plan is done with
@@ -176,7 +182,7 @@ class ChunkRuns(OwnArrivalRuns):
         """Run ``batch`` (from ``start`` to ``end``, before ``stop``) and the steps of
         ``run`` that follow it while each ends before ``stop``, all but the last; (the
         last: its batch, start and end). Not a generator, so compiled its locals are C's."""
-        state, log = self.state, self.log
+        state, log, stream = self.state, self.log, self.stream
         step_time = self.cost.step_time
         clock, kv, running, waiting = state.clock, state.kv, state.running, state.waiting
         seq, n = batch.prefill[0]
@@ -191,6 +197,8 @@ class ChunkRuns(OwnArrivalRuns):
             ran += 1
             seq.computed_base += n  # complete(): no first token, nobody finishes
             clock.tick()
+            if stream is not None:
+                stream.idle(end, members)
             log.add(start, end, shape, members, len(running), len(waiting), kv.used)
             self._check_log_size()
             n, shape = shape_next.num_prefill_tokens, shape_next  # schedule the next,

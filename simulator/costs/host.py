@@ -31,6 +31,13 @@ server, tokenising, HTTP). It is not a step cost and occupies no engine time; th
 model only carries it to the simulator (``ClusterSpec.request_s``), which delivers each
 request ``request_s`` after its arrival, so TTFT and E2E include it and TPOT does not.
 
+*Non-blocking* ``stream_s``: seconds the API server spends on each output token it streams
+(detokenising, framing, writing), one token at a time: a queue in front of each replica
+(simulator/token_stream.py) that adds nothing while it keeps up and caps the replica's
+output at ``1 / stream_s`` tokens a second when it does not. The replica reads it from its
+cost model (:func:`stream_token_s`); a black-box fit does not (a client's token times
+alone cannot tell the queue from the steps).
+
 A scenario adds these with ``[cost] overhead = {step_s = ..., request_s = ...}``; a cost
 profile (contract 3) stores them as its optional ``overhead`` object.
 """
@@ -65,6 +72,7 @@ class Overhead:
     token_s: float = 0.0  # per output token sampled in the step (D + admitted)
     seq_s: float = 0.0  # per decode row in the step
     request_s: float = 0.0  # per request, before it reaches the engine (non-blocking)
+    stream_s: float = 0.0  # per output token the API server streams (non-blocking, a FIFO)
     eager_s: float = 0.0  # per pure-decode step of more than graph_max_rows rows
     graph_max_rows: float = 0.0  # rows, not s: the largest decode step a graph replays (0: any)
 
@@ -106,7 +114,8 @@ COUNT_TERMS = ("graph_max_rows",)  # the terms that are counts, not seconds
 # profile's times, and every host term but the CUDA-graph pair (a limit is read from the
 # stack, not fitted, and a client's token times cannot place it); the default leaves out
 # finish_s and seq_s, which a client's token times barely separate from step_s and token_s.
-FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS if k not in ("eager_s", *COUNT_TERMS)))
+FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS
+                             if k not in ("eager_s", "stream_s", *COUNT_TERMS)))
 DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
@@ -178,6 +187,12 @@ def split_host(cost: CostModel) -> tuple[CostModel, Overhead]:
     if isinstance(cost, HostCost):
         return cost.inner, cost.overhead
     return cost, Overhead()
+
+
+def stream_token_s(cost: CostModel) -> float:
+    """Seconds the API server spends streaming each output token (``stream_s``; 0 without
+    host overhead): simulator/token_stream.py."""
+    return cost.overhead.stream_s if isinstance(cost, HostCost) else 0.0
 
 
 def request_delay_s(cost: CostModel) -> float:

@@ -1,0 +1,103 @@
+"""The API server's token stream (``[cost] overhead`` ``stream_s``): a replica's output
+tokens reach their clients through one first-in, first-out server.
+
+An engine step ends with one output token for each of its decode rows and for each prompt
+it completes; the engine goes on to the next step at once, but the server in front of it
+(an OpenAI-compatible HTTP server: detokenising, framing a server-sent event, writing it)
+handles the tokens one at a time, ``stream_s`` seconds each. A token reaches its client
+when the server has handled it: the step's tokens queue behind what the server still has
+to do, in the engine's order (the decode rows oldest first, then the prompts the step
+completed: TensorRT-LLM's executor and vLLM's output processor both walk their requests
+so). So the stream adds nothing while the server keeps up, and caps a replica's output at
+``1 / stream_s`` tokens a second when it does not: the tokens then wait, and with them a
+closed-loop client's next request (the driver sends it when the last token arrives).
+
+NIM's concurrency sweeps show that cap: Llama-3.1-8B on one H100 (NIM 1.8.0) delivered
+13,348 tokens a second at 200 clients and 12,965 at 250, and NIM 1.0's Llama-3-8B on two
+H100s levels off the same way while the engine alone would go on; docs/stacks.md ("NIM's
+token stream").
+
+:class:`TokenStream` keeps when the server is next free (``busy_s``) and, per step or per
+run of steps, moves the first-token and finish times of the step's requests from the
+step's end to when their tokens reach the client. A run of steps with ``s_j`` seconds of
+tokens each, ending at ``e_j``, is the Lindley recursion ``B_j = max(B_{j-1}, e_j) + s_j``,
+solved at once: ``B_j - S_j = max(B_0, max_{i<=j} (e_i - S_{i-1}))`` with ``S`` the
+cumulative sums of ``s``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence as Seq
+
+import numpy as np
+
+from simulator.policies.state import Sequence
+
+
+class TokenStream:
+    """One replica's API server streaming its output tokens, ``token_s`` seconds each."""
+
+    __slots__ = ("token_s", "busy_s")
+
+    def __init__(self, token_s: float) -> None:
+        if not (token_s > 0.0 and math.isfinite(token_s)):
+            raise ValueError(f"stream_s={token_s!r} must be a finite number > 0")
+        self.token_s = token_s
+        self.busy_s = 0.0  # when the server has handled every token queued so far
+
+    def step(self, end_s: float, decode: Seq[Sequence], tokens: int,
+             firsts: Seq[Sequence], finished: Seq[Sequence]) -> None:
+        """A step ending at ``end_s`` emitted ``tokens`` for its ``decode`` rows (in order)
+        and one first token for each of ``firsts`` (prompts it completed, after the rows):
+        their first-token and finish times become the times the server hands them out."""
+        start = self.busy_s if self.busy_s > end_s else end_s
+        self.busy_s = start + (tokens + len(firsts)) * self.token_s
+        self._deliver(start, decode, tokens, firsts, finished)
+
+    def run(self, ends: np.ndarray | list[float], tokens: np.ndarray | int,
+            decode: Seq[Sequence], finished: Seq[Sequence]) -> None:
+        """Steps ending at ``ends`` emitting ``tokens`` each (a number, or one a step) for
+        the ``decode`` rows they share; ``finished`` ended in them (their ``finish_s``: the
+        end of the step that emitted their last token)."""
+        ends = np.asarray(ends, dtype=np.float64)
+        service = np.broadcast_to(np.asarray(tokens, dtype=np.float64), ends.shape) * self.token_s
+        before = np.concatenate(([0.0], np.cumsum(service)[:-1]))  # S_{j-1}
+        free = np.maximum(np.maximum.accumulate(ends - before), self.busy_s) + before
+        starts = np.maximum(free, ends)  # when the server turns to each step's tokens
+        self.busy_s = float(starts[-1] + service[-1])
+        if not finished:
+            return
+        at = np.searchsorted(ends, [s.finish_s for s in finished])
+        order = {id(s): i for i, s in enumerate(decode)}
+        per_row = service / max(len(decode), 1)  # a row's share of its step's tokens
+        for s, j in zip(finished, at.tolist(), strict=True):
+            i = order.get(id(s), len(decode) - 1)
+            s.finish_s = float(starts[j] + (i + 1) * per_row[j])
+
+    def idle(self, end_s: float, tokens: int) -> None:
+        """A step ending at ``end_s`` emitted ``tokens`` and no request's first or last."""
+        busy = self.busy_s
+        self.busy_s = (busy if busy > end_s else end_s) + tokens * self.token_s
+
+    def _deliver(self, start: float, decode: Seq[Sequence], tokens: int,
+                 firsts: Seq[Sequence], finished: Seq[Sequence]) -> None:
+        """Hand out a step's tokens from ``start``: the rows' ``tokens`` in row order, then
+        the first tokens of ``firsts``."""
+        t = self.token_s
+        after = start + tokens * t  # the rows' tokens are out
+        for k, s in enumerate(firsts):
+            delivered = after + (k + 1) * t
+            if s.finish_s == s.first_token_s:  # its first token is its last
+                s.finish_s = delivered
+            s.first_token_s = delivered
+        if not finished:
+            return
+        order = {id(s): i for i, s in enumerate(decode)}
+        per_row = tokens * t / max(len(decode), 1)  # a row's share of the step's tokens
+        for s in finished:
+            i = order.get(id(s))
+            if i is not None:
+                s.finish_s = start + (i + 1) * per_row
+            elif s.finish_s < after:  # a recomputed prompt's later token: after the rows'
+                s.finish_s = after
