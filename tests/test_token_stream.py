@@ -4,6 +4,7 @@ hand timelines, the run's closed form against step-by-step, and the closed loop'
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import sys
 from pathlib import Path
@@ -162,3 +163,24 @@ def test_nims_250_clients_stay_under_the_servers_rate() -> None:
     row = published.run_case(case, max_prompts=1000, burst_rate=math.inf,  # type: ignore[attr-defined]
                               overrides=["cost.overhead.stream_s=0"])
     assert row["metrics"]["output_throughput"]["simulated"] > 18000
+
+
+def test_nim_stream_check_bands_the_course_rows_by_rate(tmp_path: Path) -> None:
+    _published()
+    check = importlib.import_module("benchmarks.nim_stream_check")
+
+    def row(rid: str, tok_s: float, p95: tuple[float, float]) -> dict[str, object]:
+        return {"id": rid, "metrics": {
+            "output_throughput": {"published": tok_s, "simulated": tok_s},
+            "p95_itl_ms": {"published": p95[0], "simulated": p95[1]},
+            "mean_tpot_ms": {"published": 10.0, "simulated": 10.0}}}
+
+    base = "nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp2-"
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"rows": [
+        row(base + "200-200-c250", 11885.0, (34.0, 10.0)),  # kept: 3.4 published, 1.0 replayed
+        row(base + "200-200-c25", 4000.0, (10.0, 10.0)),  # fewer than 50 clients
+        row(base + "2000-200-c250", 4445.0, (67.0, 63.0)),  # a 2,000-token prompt
+        row("nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp2-200-200-c250", 6235.0, (17.0, 9.0)),
+    ]}))
+    assert check.rows(run) == [(11885.0, 3.4, 1.0, base + "200-200-c250")]
