@@ -12,8 +12,9 @@ column             dtype   meaning
 request_id         int64   id from the request table
 arrival_s          f8      when the request reached the server
 scheduled_s        f8      start of the first step that worked on it (NaN if never)
-first_token_s      f8      end of the step that produced its first output token
-finish_s           f8      end of the step that produced its last output token
+first_token_s      f8      end of the step that produced its first output token (when it
+                           left the API server, with ``stream_s``: token_stream.py)
+finish_s           f8      end of the step that produced its last output token (likewise)
 prompt_tokens      int64   prompt length
 output_tokens      int64   output tokens asked for (and produced, when finished)
 preemptions        int64   times its KV cache was evicted and recomputed

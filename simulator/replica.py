@@ -236,16 +236,25 @@ class Replica(ChunkRuns):
         self._now = end
         emitted = decode_emitters(batch)
         accepted = self._accepted(batch) if batch.spec_tokens else None
-        stream = self.stream
-        prompts = [seq for seq, _ in batch.prefill] if stream is not None else []
-        finished = complete(self.state, batch, start, end, accepted)
-        if stream is not None:  # the step's tokens reach their clients through the server
-            stream.step(end, batch.decode, sum(accepted) if accepted else emitted,
-                        [q for q in prompts if q.first_token_s == end], finished)
+        if self.stream is None:
+            finished = complete(self.state, batch, start, end, accepted)
+        else:
+            finished = self._streamed(batch, start, end, accepted, emitted)
         s = self.state
         self.log.add(start, end, batch.shape, emitted, len(s.running), len(s.waiting),
                      s.kv.used, finished)
         self._check_log_size()
+        return finished
+
+    def _streamed(self, batch: Batch, start: float, end: float, accepted: list[int] | None,
+                  emitted: int) -> list[Sequence]:
+        """:func:`complete`, then the step's tokens reach their clients through the API
+        server (``self.stream``): the rows' tokens, then the prompts' first."""
+        assert self.stream is not None
+        prompts = [seq for seq, _ in batch.prefill]
+        finished = complete(self.state, batch, start, end, accepted)
+        self.stream.step(end, batch.decode, sum(accepted) if accepted else emitted,
+                         [q for q in prompts if q.first_token_s == end], finished)
         return finished
 
     def _accepted(self, batch: Batch) -> list[int]:
