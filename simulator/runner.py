@@ -14,6 +14,7 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.cluster import LeaveHook, Progress, SimResult, simulate
+from simulator.costs.host import stream_token_s
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
 from simulator.fleet.disagg_spec import blocks_by_replica
@@ -25,6 +26,7 @@ from simulator.metrics_classes import class_summary, with_classes
 from simulator.prefix_cache_run import prefix_summary
 from simulator.results_manifest import SIMULATED, begin_writing, seal_results
 from simulator.speculative_stats import spec_summary
+from simulator.token_stream import stream_summary
 from simulator.workload.arrivals import check_span
 from simulator.workload.build import BuiltWorkload, build_requests
 from simulator.workload.classes import CLASS_COLUMN
@@ -74,6 +76,10 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
         summary |= spec_summary(res.spec_stats)
     if res.prefix_stats is not None:  # prefix caching's keys, only when it is on
         summary |= prefix_summary(res.prefix_stats)
+    token_s = stream_token_s(dep.cost)
+    if token_s > 0:  # the API server's token stream's keys, only when it is priced
+        summary |= stream_summary(res.requests, token_s, summary.get("duration"),
+                                  res.num_replicas)
     if res.fleet is not None:  # the autoscaler's keys, only when it is on
         price = gpu_price(dep.hardware.name, dep.autoscale.usd_per_gpu_hour)
         summary |= fleet_summary(res.fleet, dep.tp, price)

@@ -31,6 +31,7 @@ import math
 from collections.abc import Sequence as Seq
 
 import numpy as np
+import pandas as pd
 
 from simulator.policies.state import Sequence
 
@@ -101,3 +102,16 @@ class TokenStream:
                 s.finish_s = start + (i + 1) * per_row
             elif s.finish_s < after:  # a recomputed prompt's later token: after the rows'
                 s.finish_s = after
+
+
+def stream_summary(requests: pd.DataFrame, token_s: float, duration_s: float | None,
+                   replicas: int) -> dict[str, float | None]:
+    """The summary's keys with a token stream priced: ``stream_s`` and
+    ``stream_utilization``, the share of the run the replicas' servers spent handing out
+    the finished requests' tokens (near 1: the server, not the engine, sets the output
+    rate)."""
+    done = requests["status"] == "finished"
+    tokens = float(requests.loc[done, "output_tokens"].sum())
+    busy = (tokens * token_s / (duration_s * replicas)
+            if duration_s is not None and duration_s > 0 and replicas > 0 else None)
+    return {"stream_s": token_s, "stream_utilization": busy}

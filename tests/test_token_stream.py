@@ -21,7 +21,7 @@ from simulator.policies import ContinuousPolicy
 from simulator.policies.state import Sequence
 from simulator.scenario import apply_overrides
 from simulator.slo import SLO
-from simulator.token_stream import TokenStream
+from simulator.token_stream import TokenStream, stream_summary
 
 # 0.5 s a step plus 0.125 s a prompt token (test_burst_and_clients' hand timeline)
 COST = TokenCost(step_s=0.5, prefill_token_s=0.125)
@@ -92,6 +92,9 @@ def test_the_burst_timeline_through_a_stream_of_a_quarter_second_a_token(
     assert res.steps["end_s"].max() == 4.0  # the engine's steps are the same
     s = to_json_safe(summarize(res.requests, res.steps, SLO(), kv_blocks_total=100))
     assert s["duration"] == 5.5 and s["output_throughput"] == pytest.approx(12 / 5.5)
+    # the server handed out 12 tokens of 0.25 s in 5.5 s: busy 3 s of them
+    assert stream_summary(res.requests, 0.25, s["duration"], 1) == {
+        "stream_s": 0.25, "stream_utilization": pytest.approx(3 / 5.5)}
 
 
 @pytest.mark.parametrize("fast_forward", [True, False])
@@ -184,3 +187,21 @@ def test_nim_stream_check_bands_the_course_rows_by_rate(tmp_path: Path) -> None:
         row("nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp2-200-200-c250", 6235.0, (17.0, 9.0)),
     ]}))
     assert check.rows(run) == [(11885.0, 3.4, 1.0, base + "200-200-c250")]
+
+
+def test_a_run_reports_how_busy_the_server_was() -> None:
+    from simulator.runner import run_point  # noqa: PLC0415
+
+    point = {"name": "stream", "model": {"name": "llama-3.1-8b"},
+             "hardware": {"gpu": "h100-sxm"}, "policy": {"name": "continuous"},
+             "cost": {"overhead": {"stream_s": 1e-3}},
+             "workload": {"arrival": "closed", "concurrency": 64, "num_requests": 640,
+                          "prompt": {"dist": "fixed", "tokens": 100},
+                          "output": {"dist": "fixed", "tokens": 50}}}
+    s = run_point({}, point).summary
+    # 64 clients would take ~64 tokens a step of well under 64 ms: the server's 1,000
+    # tokens a second caps the run, busy nearly all of it
+    assert s["stream_s"] == 1e-3 and s["stream_utilization"] == pytest.approx(1.0, abs=0.02)
+    assert s["output_throughput"] == pytest.approx(1000, rel=0.02)
+    point["cost"] = {}
+    assert "stream_utilization" not in run_point({}, point).summary
