@@ -205,3 +205,14 @@ def test_a_run_reports_how_busy_the_server_was() -> None:
     assert s["output_throughput"] == pytest.approx(1000, rel=0.02)
     point["cost"] = {}
     assert "stream_utilization" not in run_point({}, point).summary
+
+
+def test_a_capped_open_loop_sends_the_next_request_when_the_last_token_arrives() -> None:
+    # One slot, two requests due at 0, 0.25 s a token at the server. r0: prefill 0-1 (first
+    # token out at 1.25), decodes 1-1.5 and 1.5-2 (its last out at 2.25); r1 is sent then,
+    # not at 2: prefill 2.25-3.25 (out at 3.5), decodes to 4.25 (last out at 4.5)
+    built = _built({"arrival": "poisson", "rate": math.inf, "num_requests": 2})
+    cost = HostCost(COST, Overhead(stream_s=0.25))
+    spec = ClusterSpec(ContinuousPolicy(), cost, 100, 4)
+    res = simulate(built.table, spec, max_concurrency=1)
+    assert timeline(res.requests) == [(0, 0.0, 1.25, 2.25), (1, 2.25, 3.5, 4.5)]
