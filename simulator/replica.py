@@ -251,10 +251,9 @@ class Replica(ChunkRuns):
         """:func:`complete`, then the step's tokens reach their clients through the API
         server (``self.stream``): the rows' tokens, then the prompts' first."""
         assert self.stream is not None
-        prompts = [seq for seq, _ in batch.prefill]
         finished = complete(self.state, batch, start, end, accepted)
         self.stream.step(end, batch.decode, sum(accepted) if accepted else emitted,
-                         [q for q in prompts if q.first_token_s == end], finished)
+                         batch.prefill, finished)
         return finished
 
     def _accepted(self, batch: Batch) -> list[int]:
@@ -276,11 +275,11 @@ class Replica(ChunkRuns):
             yield self._until(end)
         self._now = end
         stream = self.stream
-        prompts = [seq for seq, _ in batch.prefill] if stream is not None else []
+        if stream is not None:  # a chunk's tokens all come at its end (it only decodes)
+            tokens = sum(min(batch.num_steps, seq.remaining) for seq in batch.decode)
         finished = complete_chunk(self.state, batch, end)
-        if stream is not None:  # a chunk's tokens all come at its end
-            stream.step(end, batch.decode, len(batch.decode) * batch.num_steps,
-                        [q for q in prompts if q.first_token_s == end], finished)
+        if stream is not None:
+            stream.step(end, batch.decode, tokens, (), finished)
         s = self.state
         self.log.add(start, end, batch.shape, len(batch.decode), len(s.running),
                      len(s.waiting), s.kv.used, finished)

@@ -48,13 +48,24 @@ class TokenStream:
         self.busy_s = 0.0  # when the server has handled every token queued so far
 
     def step(self, end_s: float, decode: Seq[Sequence], tokens: int,
-             firsts: Seq[Sequence], finished: Seq[Sequence]) -> None:
-        """A step ending at ``end_s`` emitted ``tokens`` for its ``decode`` rows (in order)
-        and one first token for each of ``firsts`` (prompts it completed, after the rows):
-        their first-token and finish times become the times the server hands them out."""
+             prefill: Seq[tuple[Sequence, int]], finished: Seq[Sequence]) -> None:
+        """A step ending at ``end_s`` (already applied) emitted ``tokens`` for its ``decode``
+        rows, in order, and a first token for each prompt of ``prefill`` it completed (after
+        the rows): their first-token and finish times become the times the server hands
+        those tokens out."""
+        firsts = [seq for seq, _ in prefill if seq.first_token_s == end_s]
+        t = self.token_s
         start = self.busy_s if self.busy_s > end_s else end_s
-        self.busy_s = start + (tokens + len(firsts)) * self.token_s
-        self._deliver(start, decode, tokens, firsts, finished)
+        after = start + tokens * t  # the rows' tokens are out
+        self.busy_s = after + len(firsts) * t
+        for k, seq in enumerate(firsts):
+            out = after + (k + 1) * t
+            if seq.finish_s == seq.first_token_s:  # its first token is its last
+                seq.finish_s = out
+            seq.first_token_s = out
+        if finished:  # (a prompt's only token is out already, past ``after``)
+            n = len(finished)
+            _rows_out(finished, decode, [start] * n, [tokens * t] * n, after)
 
     def run(self, ends: np.ndarray | list[float], tokens: np.ndarray | int,
             decode: Seq[Sequence], finished: Seq[Sequence]) -> None:
@@ -64,45 +75,33 @@ class TokenStream:
         ends = np.asarray(ends, dtype=np.float64)
         service = np.broadcast_to(np.asarray(tokens, dtype=np.float64), ends.shape) * self.token_s
         before = np.concatenate(([0.0], np.cumsum(service)[:-1]))  # S_{j-1}
-        free = np.maximum(np.maximum.accumulate(ends - before), self.busy_s) + before
-        starts = np.maximum(free, ends)  # when the server turns to each step's tokens
+        # when the server turns to each step's tokens (the module docstring's closed form)
+        starts = np.maximum(np.maximum.accumulate(ends - before), self.busy_s) + before
         self.busy_s = float(starts[-1] + service[-1])
-        if not finished:
-            return
-        at = np.searchsorted(ends, [s.finish_s for s in finished])
-        order = {id(s): i for i, s in enumerate(decode)}
-        per_row = service / max(len(decode), 1)  # a row's share of its step's tokens
-        for s, j in zip(finished, at.tolist(), strict=True):
-            i = order.get(id(s), len(decode) - 1)
-            s.finish_s = float(starts[j] + (i + 1) * per_row[j])
+        if finished:
+            at = np.searchsorted(ends, [seq.finish_s for seq in finished]).tolist()
+            _rows_out(finished, decode, starts[at].tolist(), service[at].tolist(),
+                      float(starts[-1] + service[-1]))
 
     def idle(self, end_s: float, tokens: int) -> None:
         """A step ending at ``end_s`` emitted ``tokens`` and no request's first or last."""
         busy = self.busy_s
         self.busy_s = (busy if busy > end_s else end_s) + tokens * self.token_s
 
-    def _deliver(self, start: float, decode: Seq[Sequence], tokens: int,
-                 firsts: Seq[Sequence], finished: Seq[Sequence]) -> None:
-        """Hand out a step's tokens from ``start``: the rows' ``tokens`` in row order, then
-        the first tokens of ``firsts``."""
-        t = self.token_s
-        after = start + tokens * t  # the rows' tokens are out
-        for k, s in enumerate(firsts):
-            delivered = after + (k + 1) * t
-            if s.finish_s == s.first_token_s:  # its first token is its last
-                s.finish_s = delivered
-            s.first_token_s = delivered
-        if not finished:
-            return
-        order = {id(s): i for i, s in enumerate(decode)}
-        per_row = tokens * t / max(len(decode), 1)  # a row's share of the step's tokens
-        for s in finished:
-            i = order.get(id(s))
-            if i is not None:
-                s.finish_s = start + (i + 1) * per_row
-            elif s.finish_s < after:  # a recomputed prompt's later token: after the rows'
-                s.finish_s = after
 
+def _rows_out(finished: Seq[Sequence], decode: Seq[Sequence], start: list[float],
+              rows_s: list[float], after: float) -> None:
+    """Each of ``finished``'s last token, handed out from ``start[i]`` as its row's share of
+    the ``rows_s[i]`` seconds its step's rows take (row order: ``decode``); a request that
+    is no row (a recomputed prompt's later token) gets ``after``, past the rows."""
+    order = {id(seq): i for i, seq in enumerate(decode)}
+    rows = max(len(decode), 1)
+    for seq, t0, span in zip(finished, start, rows_s, strict=True):
+        i = order.get(id(seq))
+        if i is not None:
+            seq.finish_s = t0 + (i + 1) * span / rows
+        elif seq.finish_s < after:
+            seq.finish_s = after
 
 def stream_summary(requests: pd.DataFrame, token_s: float, duration_s: float | None,
                    replicas: int) -> dict[str, float | None]:

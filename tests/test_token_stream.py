@@ -39,7 +39,7 @@ def test_a_step_hands_out_its_rows_then_its_prompts_one_token_at_a_time() -> Non
     rows[1].finish_s = 0.010
     prompt.first_token_s = prompt.finish_s = 0.010  # one output token: its first is its last
     # the server is free: row tokens at 11, 12, 13 ms, the prompt's first (and last) at 14
-    stream.step(0.010, rows, 3, [prompt], [rows[1], prompt])
+    stream.step(0.010, rows, 3, [(prompt, 4)], [rows[1], prompt])
     assert rows[1].finish_s == pytest.approx(0.012)
     assert prompt.first_token_s == pytest.approx(0.014) == prompt.finish_s
     assert stream.busy_s == pytest.approx(0.014)
@@ -216,3 +216,15 @@ def test_a_capped_open_loop_sends_the_next_request_when_the_last_token_arrives()
     spec = ClusterSpec(ContinuousPolicy(), cost, 100, 4)
     res = simulate(built.table, spec, max_concurrency=1)
     assert timeline(res.requests) == [(0, 0.0, 1.25, 2.25), (1, 2.25, 3.5, 4.5)]
+
+
+@pytest.mark.parametrize(("output", "finish"), [(3, 3.5), (5, 4.0)])
+def test_a_multi_step_chunk_hands_out_the_tokens_it_emitted(output: int, finish: float) -> None:
+    # One request, 4 scheduler steps a chunk: prefill 0-1 (first token out at 1.25), then a
+    # chunk of four 0.5 s passes, 1-3, whose tokens all come at 3: the 2 left of 3 outputs
+    # are out at 3.5, the 4 left of 5 at 4 (the chunk runs its four passes either way)
+    built = _built({"arrival": "poisson", "rate": math.inf, "num_requests": 1,
+                    "output": {"dist": "fixed", "tokens": output}})
+    cost = HostCost(COST, Overhead(stream_s=0.25))
+    res = simulate(built.table, ClusterSpec(ContinuousPolicy(num_scheduler_steps=4), cost, 100, 4))
+    assert timeline(res.requests) == [(0, 0.0, 1.25, finish)]
