@@ -32,6 +32,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from simulator.measured.perf_analyzer import STABILITY_WINDOW, TimeWindows
+from simulator.specs.models import get_model
+from simulator.stack_presets import STACKS, query_group
 
 HERE = Path(__file__).parent
 TABLE = HERE / "published_runs" / "nim_dli" / "nim_sweeps.csv"
@@ -99,8 +101,18 @@ RAMP_FITTED = ("the first round's spread, 1.5 ms a client (benchmarks/nim_dli_ra
 # (docs/stacks.md, "NIM 1.0's 16-bit decode steps").
 # Fitted on the A100 rows (FIT_GPU, all 16-bit: the most mean-TTFT and mean-TPOT errors
 # within 15% over 1-1.16; benchmarks/nim_dli_decode_fit.py); the H100 rows hold it out.
-DECODE_SCALE_16BIT = 1.12
+DECODE_SCALE_16BIT = 1.14
 SIXTEEN_BIT = ("fp16", "bf16")
+# How often the 16-bit engines' decode reads the KV cache a step where TensorRT-LLM 0.10 has
+# an XQA kernel for the model's query heads per KV head (G = 8 here: Llama-3-70B at TP 4 and
+# 8), as 1 + XQA_REREAD_16BIT x (G - 1) of the kernel tables' one read. XQA takes a KV head's
+# G query heads in one block, one read; the trtllm 0.10 preset carries 0.11's fitted law
+# instead (beta 0.108: 1.76 reads at G = 8), which 0.10's own max-throughput FP16 70B rows
+# prefer. Fitted on the A100 rows (FIT_GPU: the most mean-TTFT and mean-TPOT errors within
+# 15% over beta 0-0.108; benchmarks/nim_dli_reads_fit.py); the H100 rows hold it out.
+XQA_REREAD_16BIT = 0.0
+READS_FITTED = ("NIM 1.0's 16-bit XQA decode reads (benchmarks/nim_dli_reads_fit.py; "
+                "benchmarks/nim_dli_cases.py XQA_REREAD_16BIT): the A100 rows")
 # The share of each GPU's memory the engines' weights and KV cache take ([kv]
 # gpu_memory_utilization, the KV cache what the weights leave of it), which NIM 1.0 does
 # not state: TensorRT-LLM's 0.9 of the memory free after the engine's activations and
@@ -155,8 +167,11 @@ NOTES = (
     "= 32768: benchmarks/nim_dli_budget_fit.py), the KV cache dtype (fp16 with fp16 "
     "weights, fp8 with fp8: NIM's FP8 profiles), "
     "'fp16' as written (fp16 and bf16 cost the same). The 16-bit engines' steps with decode "
-    "rows are priced 1.12 x the tables (cost.decode_scale: fitted on the A100 rows, "
-    "benchmarks/nim_dli_decode_fit.py), the FP8 engines' as the tables price them. The "
+    f"rows are priced {DECODE_SCALE_16BIT:g} x the tables (cost.decode_scale: fitted on the "
+    "A100 rows, benchmarks/nim_dli_decode_fit.py), and the 70B's decode attention, where "
+    "TensorRT-LLM 0.10 has an XQA kernel for its 8 query heads per KV head, reads the 16-bit "
+    f"cache {1 + 7 * XQA_REREAD_16BIT:g} x a step (cost.decode_kv_reads: fitted on the A100 "
+    "rows, benchmarks/nim_dli_reads_fit.py); the FP8 engines' as the tables price them. The "
     "engines' KV cache: what the weights leave of 0.85 of each GPU's memory "
     "(kv.gpu_memory_utilization, not stated by NIM: fitted on the A100 rows, "
     "benchmarks/nim_dli_kv_fit.py).")
@@ -214,12 +229,28 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              **({"measured_windows": measured} if measured else {})},
                 "metrics": metrics,
                 "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
-                **({"cost": {"decode_scale": DECODE_SCALE_16BIT}}
-                   if precision in SIXTEEN_BIT else {}),
+                **({"cost": engine_cost(model, tp)} if precision in SIXTEEN_BIT else {}),
                 "kv": {"gpu_memory_utilization": KV_MEMORY_FRACTION},
                 **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),
             })
     return out
+
+
+def xqa_group(model: str, tp: int) -> int | None:
+    """``model``'s query heads per KV head on each of ``tp`` GPUs where the trtllm 0.10
+    preset (NIM 1.0's engines) has an XQA decode kernel for them, else None."""
+    group = query_group(get_model(model), tp)
+    xqa = next(p for p in STACKS["trtllm"] if p.version == "0.10").xqa_groups
+    return group if xqa is not None and group in xqa else None
+
+
+def engine_cost(model: str, tp: int) -> dict[str, float]:
+    """The ``[cost]`` of a 16-bit engine of the course: its decode factor, and where 0.10
+    decodes with XQA its KV reads a step (``1 + XQA_REREAD_16BIT x (G - 1)``)."""
+    group = xqa_group(model, tp)
+    reads = {} if group is None else {
+        "decode_kv_reads": round(1.0 + XQA_REREAD_16BIT * (group - 1), 9)}
+    return {"decode_scale": DECODE_SCALE_16BIT, **reads}
 
 
 def table_rows(table: Path = TABLE) -> list[dict[str, str]]:
@@ -264,7 +295,8 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
 
 def fitted(gpu: str, clients: int) -> str:
     """What was fitted on a row of ``gpu`` at ``clients`` ("" = nothing: held out)."""
-    parts = [BUDGET_FITTED, RAMP_FITTED, DECODE_FITTED, KV_FITTED] if gpu == FIT_GPU else []
+    parts = ([BUDGET_FITTED, RAMP_FITTED, DECODE_FITTED, KV_FITTED, READS_FITTED]
+             if gpu == FIT_GPU else [])
     if (gpu, clients) == (FIT_GPU, FITTED_CLIENTS):
         parts.append(FITTED)
     return "; ".join(parts)

@@ -208,9 +208,10 @@ def _load_file(path: Path, seen: set[str]) -> list[Case]:
 
 PARALLELISMS = ("", "dep")  # Case.parallelism
 # Case.cost and Case.kv: the [cost] and [kv] keys a case file may give its engines, each a
-# number in [low, high] (NIM 1.0's 16-bit decode steps and KV memory:
-# benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT, KV_MEMORY_FRACTION)
-CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {"decode_scale": (0.25, 4.0)}
+# number in [low, high] (NIM 1.0's 16-bit decode steps, their XQA KV reads and KV memory:
+# benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT, XQA_REREAD_16BIT, KV_MEMORY_FRACTION)
+CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {"decode_scale": (0.25, 4.0),
+                                                     "decode_kv_reads": (1.0, 64.0)}
 CASE_KV_KEYS: Mapping[str, tuple[float, float]] = {"gpu_memory_utilization": (0.05, 1.0)}
 
 

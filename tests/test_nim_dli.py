@@ -29,6 +29,7 @@ import nim_dli_check  # noqa: E402
 import nim_dli_decode_fit  # noqa: E402
 import nim_dli_kv_fit  # noqa: E402
 import nim_dli_ramp_fit  # noqa: E402
+import nim_dli_reads_fit  # noqa: E402
 import nim_dli_windows  # noqa: E402
 from published_cases import load_cases  # noqa: E402
 
@@ -99,11 +100,18 @@ def test_case_file_is_the_table() -> None:
     assert c.workload["num_prompts"] == 33 * 250
     assert sum(1 for i in cases if i.endswith("-run2")) == 72
     # the 16-bit engines' decode steps at the fitted factor; the FP8 engines' as priced
-    assert c.cost == {"decode_scale": nim_dli_cases.DECODE_SCALE_16BIT} == {"decode_scale": 1.12}
+    assert c.cost == {"decode_scale": nim_dli_cases.DECODE_SCALE_16BIT} == {"decode_scale": 1.14}
     assert "decode factor" in c.fitted
     assert held.cost == {} and held.weight_dtype == "fp8"
     sixteen = [x for x in cases.values() if x.weight_dtype in ("fp16", "bf16")]
-    assert len(sixteen) > 400 and all(x.cost == c.cost for x in sixteen)
+    eight_b = [x for x in sixteen if x.model == "llama-3-8b"]
+    assert len(eight_b) > 250 and all(x.cost == c.cost for x in eight_b)
+    # the 70B's (G = 8 query heads per KV head at TP 4 and 8: 0.10's XQA kernel) read the
+    # cache once a step, as fitted; the 8B's (G = 4: the masked kernel) keep the preset's
+    seventy = [x for x in sixteen if x.model == "llama-3-70b"]
+    assert len(seventy) == 264 and nim_dli_cases.XQA_REREAD_16BIT == 0.0
+    assert all(x.cost == {"decode_scale": 1.14, "decode_kv_reads": 1.0} for x in seventy)
+    assert "XQA decode reads" in c.fitted
     assert all(not x.cost for x in cases.values() if x.weight_dtype == "fp8")
     # every engine's KV cache: what the weights leave of the fitted 0.85 of each GPU
     assert nim_dli_cases.KV_MEMORY_FRACTION == 0.85 and "KV memory fraction" in c.fitted
@@ -292,6 +300,46 @@ def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
     assert nim_dli_cases.DECODE_SCALE_16BIT in nim_dli_decode_fit.CANDIDATES
     # the KV fit spans TensorRT-LLM's own 0.9 and the fitted fraction
     assert {0.9, nim_dli_cases.KV_MEMORY_FRACTION} <= set(nim_dli_kv_fit.CANDIDATES)
+
+
+@pytest.mark.parametrize(("model", "tp", "group"), [
+    ("llama-3-70b", 4, 8), ("llama-3-70b", 8, 8),  # 16 / 2 and 8 / 1 query / KV heads a GPU
+    ("llama-3-8b", 1, None), ("llama-3-8b", 2, None),  # G = 4: no XQA kernel in 0.10
+])
+def test_xqa_group_is_g_where_0_10_has_an_xqa_kernel(model: str, tp: int,
+                                                    group: int | None) -> None:
+    assert nim_dli_cases.xqa_group(model, tp) == group
+
+
+def test_the_reads_fit_sets_only_the_16_bit_xqa_rows() -> None:
+    cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
+    seventy = cases["nim1.0-dli-a100-80gb-llama-3-70b-fp16-tp4-200-200-c100"]
+    eight = cases["nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c250"]
+    fp8 = cases["nim1.0-dli-h100-sxm-llama-3-70b-fp8-tp4-200-200-c100"]
+    # 1 + beta (G - 1) at G = 8: beta 0.125 -> 1.875 reads; beta 0 -> the tables' one read
+    assert nim_dli_reads_fit.overrides(seventy, 0.125) == ["cost.decode_kv_reads=1.875"]
+    assert nim_dli_reads_fit.overrides(seventy, 0.0) == ["cost.decode_kv_reads=1.0"]
+    assert nim_dli_reads_fit.overrides(eight, 0.1) == []
+    assert nim_dli_reads_fit.overrides(fp8, 0.1) == []
+    # the candidates span the tables' one read and 0.11's law the preset carries
+    assert {0.0, nim_dli_reads_fit.TRTLLM_011_KV16_REREAD} <= set(nim_dli_reads_fit.CANDIDATES)
+    assert nim_dli_cases.XQA_REREAD_16BIT in nim_dli_reads_fit.CANDIDATES
+
+
+def test_a_case_s_own_kv_reads_reach_its_replay() -> None:
+    # 1.0 against the preset's 1 + 0.108 x 7 = 1.756: the case's own value prices the step
+    from published_cases import scenario_point, stack_accepted
+
+    case = next(c for c in load_cases(nim_dli_cases.OUT)
+                if c.id == "nim1.0-dli-h100-sxm-llama-3-70b-fp16-tp4-7000-1000-c100")
+    point, _ = stack_accepted(scenario_point(case, max_prompts=10, use_stack=True,
+                                             burst_rate=1e9)[0], case)
+    own = resolve(point)
+    point["cost"] = {k: v for k, v in point["cost"].items() if k != "decode_kv_reads"}
+    preset = resolve(point)
+    from simulator.shapes import StepShape
+    step = StepShape(num_prefill_tokens=0, num_decode_seqs=40, decode_context_tokens=300_000)
+    assert own.cost.step_time(step) < 0.9 * preset.cost.step_time(step)
 
 
 def test_a_fit_picks_the_most_ttfts_and_tpots_within_15_percent(

@@ -146,7 +146,7 @@ def test_nim_cases_replay_nims_server_and_others_none() -> None:
     point, _ = pc.scenario_point(course, max_prompts=1000, use_stack=True,  # type: ignore[attr-defined]
                                  burst_rate=math.inf)
     assert point["cost"]["overhead"]["stream_s"] == pytest.approx(1 / 13348)
-    assert point["cost"]["decode_scale"] == 1.12  # the case's own cost setting is kept
+    assert point["cost"]["decode_scale"] == 1.14  # the case's own cost setting is kept
     other = next(c for c in cases.values()
                  if c.stack == "trtllm" and not c.stack_version.startswith("nim"))
     point, _ = pc.scenario_point(other, max_prompts=1000, use_stack=True,  # type: ignore[attr-defined]
