@@ -273,7 +273,10 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
     (None: three can, or the mean fixes no count). A count n = k x the least count spans
     n / throughput seconds, from the first round's send to a response inside the last
     window W: within W windows, and no earlier than W windows less one window or one
-    request latency, whichever is shorter (less SPAN_SLACK)."""
+    request latency, whichever is shorter (less SPAN_SLACK). And every scored request was
+    sent after the load started and ended by the last window's end, so the row's mean
+    request latency fits within W windows (SPAN_SLACK over): a KV-bound row whose
+    requests waited minutes for a slot scored later windows than its count alone says."""
     try:
         least = least_count(float(row["num_input_token-avg"]))
     except ValueError:
@@ -286,7 +289,7 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
         end = windows * width
         low, high = end - min(latency_s, width) - SPAN_SLACK * end, end * (1 + SPAN_SLACK)
         k = max(1, math.ceil(low / per_request_s))
-        return k * per_request_s <= high
+        return k * per_request_s <= high and latency_s <= high
 
     if holds(STABILITY_WINDOW):
         return None

@@ -189,7 +189,14 @@ def test_a_row_whose_count_three_windows_cannot_give_scored_the_fewest_its_count
     one = rows[("H100_80GB_HBM3", "1", "fp16", "7000", "1", "meta-llama3-8b-instruct")]
     assert nim_dli_windows.scored_windows(one) is None
     found = nim_dli_windows.table_windows()
-    assert sum(w is not None for w in found) == 179
+    assert sum(w is not None for w in found) == 183
+    # FP16 Llama-3-70B at TP 4, 7000/1000 at 250 clients on the H100: its count (a multiple
+    # of 120 at 0.763 a second) fits three windows, its mean request latency, 254 s, does
+    # not (216 s): every scored request ended by the last window's end, so five
+    row = rows[("H100_80GB_HBM3", "4", "fp16", "7000", "250", "meta-llama3-70b-instruct")]
+    assert float(row["request_latency-avg"]) / 1e9 == pytest.approx(254.4, abs=0.1)
+    assert nim_dli_windows.least_count(float(row["num_input_token-avg"])) == 120
+    assert nim_dli_windows.scored_windows(row) == 5
     cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
     case = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp16-tp1-7000-1000-c100"]
     assert case.workload["measured_windows"] == 9
