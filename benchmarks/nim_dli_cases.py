@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import statistics
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from simulator.measured.perf_analyzer import STABILITY_WINDOW, TimeWindows
 from simulator.specs.models import get_model
-from simulator.stack_presets import STACKS, query_group
+from simulator.stacks import StackSection
 
 HERE = Path(__file__).parent
 TABLE = HERE / "published_runs" / "nim_dli" / "nim_sweeps.csv"
@@ -232,28 +233,34 @@ def cases(table: Path = TABLE) -> list[dict[str, object]]:
                              **({"measured_windows": measured} if measured else {})},
                 "metrics": metrics,
                 "knobs": {"max_num_batched_tokens": ENGINE_BUDGET},
-                **({"cost": engine_cost(model, tp)} if precision in SIXTEEN_BIT else {}),
+                **({"cost": engine_cost(model, tp, kv)} if precision in SIXTEEN_BIT else {}),
                 "kv": {"gpu_memory_utilization": KV_MEMORY_FRACTION},
                 **({"fitted": fitted(gpu, clients)} if gpu == FIT_GPU else {}),
             })
     return out
 
 
-def xqa_group(model: str, tp: int) -> int | None:
-    """``model``'s query heads per KV head on each of ``tp`` GPUs where the trtllm 0.10
-    preset (NIM 1.0's engines) has an XQA decode kernel for them, else None."""
-    group = query_group(get_model(model), tp)
-    xqa = next(p for p in STACKS["trtllm"] if p.version == "0.10").xqa_groups
-    return group if xqa is not None and group in xqa else None
+def xqa_reads(model: str, tp: int, kv_dtype: str, beta: float) -> float | None:
+    """The KV reads a decode step takes on ``tp`` GPUs of NIM 1.0's engine (the trtllm 0.10
+    preset) with ``beta`` as its 16-bit re-read term where 0.10 decodes with XQA (the
+    preset's own rule, ``StackPreset.decode_kv_reads``); None where the term does not
+    apply (the masked kernel's groups, an FP8 cache)."""
+    preset = StackSection(name="trtllm", version="0.10").preset()
+    assert preset is not None
+    spec = get_model(model)
+
+    def reads(b: float) -> float:
+        return dataclasses.replace(preset, kv16_reread=b).decode_kv_reads(spec, tp, kv_dtype)
+
+    return None if reads(beta) == reads(beta + 1.0) else round(reads(beta), 9)
 
 
-def engine_cost(model: str, tp: int) -> dict[str, float]:
+def engine_cost(model: str, tp: int, kv_dtype: str) -> dict[str, float]:
     """The ``[cost]`` of a 16-bit engine of the course: its decode factor, and where 0.10
     decodes with XQA its KV reads a step (``1 + XQA_REREAD_16BIT x (G - 1)``)."""
-    group = xqa_group(model, tp)
-    reads = {} if group is None else {
-        "decode_kv_reads": round(1.0 + XQA_REREAD_16BIT * (group - 1), 9)}
-    return {"decode_scale": DECODE_SCALE_16BIT, **reads}
+    reads = xqa_reads(model, tp, kv_dtype, XQA_REREAD_16BIT)
+    return {"decode_scale": DECODE_SCALE_16BIT,
+            **({} if reads is None else {"decode_kv_reads": reads})}
 
 
 def table_rows(table: Path = TABLE) -> list[dict[str, str]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.nim_dli_budget_fit import fit_main  # noqa: E402
-from benchmarks.nim_dli_cases import SIXTEEN_BIT, xqa_group  # noqa: E402
+from benchmarks.nim_dli_cases import xqa_reads  # noqa: E402
 from benchmarks.published import run_case  # noqa: E402
 from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
 from simulator.stack_presets import TRTLLM_011_KV16_REREAD  # noqa: E402
@@ -35,11 +35,10 @@ CANDIDATES = (0.0, 0.027, 0.054, 0.081, TRTLLM_011_KV16_REREAD)
 
 def overrides(case: Case, beta: float) -> list[str]:
     """``case``'s settings at ``beta``: ``1 + beta (G - 1)`` reads where its cache is 16-bit
-    and 0.10 has an XQA kernel for its G; else none (the row as the case file gives it)."""
-    group = xqa_group(case.model, case.tp)
-    if case.kv_dtype not in SIXTEEN_BIT or group is None:
-        return []
-    return [f"cost.decode_kv_reads={1.0 + beta * (group - 1)!r}"]
+    and 0.10 has an XQA kernel for its G (:func:`xqa_reads`); else none (the preset's own
+    count)."""
+    reads = xqa_reads(case.model, case.tp, case.kv_dtype, beta)
+    return [] if reads is None else [f"cost.decode_kv_reads={reads!r}"]
 
 
 def run(cases: list[Case], beta: float) -> list[dict]:

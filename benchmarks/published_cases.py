@@ -38,6 +38,8 @@ from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
 from simulator.atomic import atomic_write
+from simulator.costs.prefill_pass import DECODE_SCALE_HIGH, DECODE_SCALE_LOW
+from simulator.costs.roofline import DECODE_KV_READS_HIGH, DECODE_KV_READS_LOW
 from simulator.errors import ConfigError
 from simulator.measured.perf_analyzer import TimeWindows
 from simulator.scenario_policy import knob_rules
@@ -210,8 +212,9 @@ PARALLELISMS = ("", "dep")  # Case.parallelism
 # Case.cost and Case.kv: the [cost] and [kv] keys a case file may give its engines, each a
 # number in [low, high] (NIM 1.0's 16-bit decode steps, their XQA KV reads and KV memory:
 # benchmarks/nim_dli_cases.py DECODE_SCALE_16BIT, XQA_REREAD_16BIT, KV_MEMORY_FRACTION)
-CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {"decode_scale": (0.25, 4.0),
-                                                     "decode_kv_reads": (1.0, 64.0)}
+CASE_COST_KEYS: Mapping[str, tuple[float, float]] = {
+    "decode_scale": (DECODE_SCALE_LOW, DECODE_SCALE_HIGH),
+    "decode_kv_reads": (DECODE_KV_READS_LOW, DECODE_KV_READS_HIGH)}
 CASE_KV_KEYS: Mapping[str, tuple[float, float]] = {"gpu_memory_utilization": (0.05, 1.0)}
 
 

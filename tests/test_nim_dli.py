@@ -19,6 +19,8 @@ from helpers import TokenCost, table, timeline
 
 from simulator.cluster import ClusterSpec, simulate
 from simulator.deployment import resolve
+from simulator.shapes import StepShape
+from simulator.stack_presets import TRTLLM_011_KV16_REREAD
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -31,7 +33,7 @@ import nim_dli_kv_fit  # noqa: E402
 import nim_dli_ramp_fit  # noqa: E402
 import nim_dli_reads_fit  # noqa: E402
 import nim_dli_windows  # noqa: E402
-from published_cases import load_cases  # noqa: E402
+from published_cases import load_cases, scenario_point, stack_accepted  # noqa: E402
 
 
 def first_tokens(version: str) -> list[float]:
@@ -309,13 +311,15 @@ def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
     assert {0.9, nim_dli_cases.KV_MEMORY_FRACTION} <= set(nim_dli_kv_fit.CANDIDATES)
 
 
-@pytest.mark.parametrize(("model", "tp", "group"), [
-    ("llama-3-70b", 4, 8), ("llama-3-70b", 8, 8),  # 16 / 2 and 8 / 1 query / KV heads a GPU
-    ("llama-3-8b", 1, None), ("llama-3-8b", 2, None),  # G = 4: no XQA kernel in 0.10
+@pytest.mark.parametrize(("model", "tp", "kv", "reads"), [
+    # G = 8 (16 / 2 and 8 / 1 query / KV heads a GPU): 0.10's XQA kernel, 1 + beta x 7
+    ("llama-3-70b", 4, "fp16", 1.875), ("llama-3-70b", 8, "bf16", 1.875),
+    ("llama-3-8b", 1, "fp16", None), ("llama-3-8b", 2, "fp16", None),  # G = 4: masked kernel
+    ("llama-3-70b", 4, "fp8", None),  # an FP8 cache: read once where XQA runs, beta or not
 ])
-def test_xqa_group_is_g_where_0_10_has_an_xqa_kernel(model: str, tp: int,
-                                                    group: int | None) -> None:
-    assert nim_dli_cases.xqa_group(model, tp) == group
+def test_xqa_reads_follow_the_presets_rule_where_0_10_has_an_xqa_kernel(
+        model: str, tp: int, kv: str, reads: float | None) -> None:
+    assert nim_dli_cases.xqa_reads(model, tp, kv, 0.125) == reads
 
 
 def test_the_reads_fit_sets_only_the_16_bit_xqa_rows() -> None:
@@ -326,6 +330,9 @@ def test_the_reads_fit_sets_only_the_16_bit_xqa_rows() -> None:
     # 1 + beta (G - 1) at G = 8: beta 0.125 -> 1.875 reads; beta 0 -> the tables' one read
     assert nim_dli_reads_fit.overrides(seventy, 0.125) == ["cost.decode_kv_reads=1.875"]
     assert nim_dli_reads_fit.overrides(seventy, 0.0) == ["cost.decode_kv_reads=1.0"]
+    # at the preset's own beta too: the case file's one read must not stand in for it
+    assert nim_dli_reads_fit.overrides(seventy, TRTLLM_011_KV16_REREAD) == [
+        f"cost.decode_kv_reads={round(1 + 7 * TRTLLM_011_KV16_REREAD, 9)!r}"]
     assert nim_dli_reads_fit.overrides(eight, 0.1) == []
     assert nim_dli_reads_fit.overrides(fp8, 0.1) == []
     # the candidates span the tables' one read and 0.11's law the preset carries
@@ -335,8 +342,6 @@ def test_the_reads_fit_sets_only_the_16_bit_xqa_rows() -> None:
 
 def test_a_case_s_own_kv_reads_reach_its_replay() -> None:
     # 1.0 against the preset's 1 + 0.108 x 7 = 1.756: the case's own value prices the step
-    from published_cases import scenario_point, stack_accepted
-
     case = next(c for c in load_cases(nim_dli_cases.OUT)
                 if c.id == "nim1.0-dli-h100-sxm-llama-3-70b-fp16-tp4-7000-1000-c100")
     point, _ = stack_accepted(scenario_point(case, max_prompts=10, use_stack=True,
@@ -344,7 +349,6 @@ def test_a_case_s_own_kv_reads_reach_its_replay() -> None:
     own = resolve(point)
     point["cost"] = {k: v for k, v in point["cost"].items() if k != "decode_kv_reads"}
     preset = resolve(point)
-    from simulator.shapes import StepShape
     step = StepShape(num_prefill_tokens=0, num_decode_seqs=40, decode_context_tokens=300_000)
     assert own.cost.step_time(step) < 0.9 * preset.cost.step_time(step)
 

@@ -65,7 +65,13 @@ from simulator.costs.profile import (
     CostProfile,
     load_profile,
 )
-from simulator.costs.roofline import KNOBS, RooflineCost, check_knob
+from simulator.costs.roofline import (
+    DECODE_KV_READS_HIGH,
+    DECODE_KV_READS_LOW,
+    KNOBS,
+    RooflineCost,
+    check_knob,
+)
 from simulator.costs.shape_equivalent import LogitsOffsetCost, logits_delta_s, stand_in_note
 from simulator.costs.sibling import SiblingCost, sibling_note
 from simulator.costs.weight_only import SIXTEEN_BIT, NarrowWeightsCost, narrow_note, weight_only
@@ -155,7 +161,7 @@ def cost_model_from_config(
         own = _stack_tables(section, cost)
         if "decode_kv_reads" in section:
             reads = check_number(f"{where}.decode_kv_reads", section["decode_kv_reads"],
-                                 low=1.0, high=64.0)
+                                 low=DECODE_KV_READS_LOW, high=DECODE_KV_READS_HIGH)
             cost = with_decode_kv_reads(cost, reads, f"{where}.decode_kv_reads")
             used = f"{used}, decode KV cache read {reads:g}x a step"
         elif stack_kv_reads > 1.0 and own:

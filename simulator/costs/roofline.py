@@ -100,6 +100,7 @@ from simulator.specs.models import ModelSpec
 
 EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
                     "link_efficiency")
+DECODE_KV_READS_LOW, DECODE_KV_READS_HIGH = 1.0, 64.0  # the counts decode_kv_reads accepts
 TIME_KNOBS = ("step_overhead_s", "layer_overhead_s", "per_request_s", "allreduce_latency_s")
 KNOBS = EFFICIENCY_KNOBS + TIME_KNOBS  # fields a cost profile or a scenario may override
 
@@ -176,7 +177,8 @@ class RooflineCost:
     def __post_init__(self) -> None:
         for name in KNOBS:
             check_knob(name, getattr(self, name))
-        check_number("decode_kv_reads", self.decode_kv_reads, low=1.0, high=64.0)
+        check_number("decode_kv_reads", self.decode_kv_reads, low=DECODE_KV_READS_LOW,
+                     high=DECODE_KV_READS_HIGH)
         self._check_tp()
         kinds = allreduce_kinds()
         if self.allreduce_kind != "" and self.allreduce_kind not in kinds:
