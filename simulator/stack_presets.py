@@ -334,6 +334,26 @@ VLLM_V1_08_FRONT_END_SOURCE = (
     "host, the 0.8 line: request_s 6.96 ms flat (the API server before a first token), "
     "fitted by benchmarks/published_fit.py --flat on the same vLLM 0.8.3 run's TTFTs "
     "(benchmarks/published_cases_vllm_v1.toml vllm0.8.3-llmk8s-*-qps1)")
+# The 0.8 line with more than one GPU: its MultiprocExecutor pickles each step's
+# SchedulerOutput, one CachedRequestData object per running request, for the workers, and
+# rank 0 sends the step's outputs back the same way; one GPU runs the model in the engine's
+# process and serialises nothing (vllm-project/vllm#20232, 2025-06-29, v0.9.2: "serializing
+# one big object is faster than serializing many (up to 1024) small objects", measured
+# against "uni-process (no serialization)"). A flat cost per decode row, fitted by `python
+# benchmarks/published_fit.py --case vllm0.8.3-llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-
+# qps16-cached --case vllm0.8.3-llmk8s-a100-40gb-llama-3.3-70b-tp8-sharegpt200-inf-cached
+# --terms seq_s --flat --high 0.1` (Llama-3.3-70B on eight A100s, median ITL -9.5% and -16.0%
+# -> +2.9% and -2.0%); the fit asks more of one row than the serialisation alone, so other
+# per-row work of those steps may sit in it. The same term on one GPU makes vLLM 0.8's TP 1
+# runs slow (vllm-project/vllm#14431's 1,000-prompt burst on one H100: median ITL -8% ->
+# +108%), so it is a multi-GPU cost. Held out: IOG's TP 2 runs (docs/stacks.md, "vLLM 0.8
+# on more than one GPU").
+VLLM_V1_08_MULTI_GPU = {"seq_s": 52.5e-6}
+VLLM_V1_08_MULTI_GPU_SOURCE = (
+    "host, the 0.8 line on more than one GPU: seq_s 52.5 us per decode row (the "
+    "multiprocess executor's per-request SchedulerOutput objects, vllm-project/vllm#20232), "
+    "fitted on vLLM 0.8.3 runs of Llama-3.3-70B on eight A100s "
+    "(benchmarks/published_cases_vllm_v1.toml vllm0.8.3-llmk8s-*-qps16-cached, -inf-cached)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 
 # SGLang 0.3.0's host costs, per layer, fitted by `python benchmarks/published_fit.py --case
@@ -688,15 +708,17 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``), from 0.14
     async scheduling (``overlap``: ``policy.overlap_schedule``), and where measured the
-    API server's time before a first token (``front_end``: the 0.8 line's)."""
+    0.8 line's host costs (``front_end``: the API server's time before a first token and,
+    with more than one GPU, the executor's cost per decode row)."""
     rules = {"name": "chunked", **VLLM_RULES, **({"overlap_schedule": True} if overlap else {})}
-    extra = (VLLM_V1_08_FRONT_END_SOURCE,) if front_end else ()
+    extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if front_end else ()
     return _preset("vllm-v1", version, rules,
                    {**VLLM_KV, "prefix_caching": True},
                    (VLLM_V1_DISPATCH_SOURCE, *extra, VLLM_V1_SCHEDULER, *sources,
                     VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
-                   overhead=VLLM_V1_08_FRONT_END if front_end else None, adapt=adapt,
+                   overhead=VLLM_V1_08_FRONT_END if front_end else None,
+                   multi_gpu=VLLM_V1_08_MULTI_GPU if front_end else None, adapt=adapt,
                    fp8_kv_with=())
 
 
