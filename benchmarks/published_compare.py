@@ -56,6 +56,8 @@ def compare(before: dict[str, Row], after: dict[str, Row]) -> list[str]:
     changed = {i for i in common if before[i].simulated != after[i].simulated}
     lines = [f"{'group':<26} {'cases':>5} {'within':>7} {'median':>7}  ->  "
              f"{'within':>7} {'median':>7}   changed: {'n':>5} {'within':>7}  ->  {'within':>7}"]
+    if not common:  # no held-out case gives this metric in both runs
+        return lines + ["(no case in both runs gives this metric)"]
     groups = sorted({before[i].group for i in common}) + ["all"]
     for group in groups:
         ids = [i for i in common if group == "all" or before[i].group == group]

@@ -76,3 +76,9 @@ def test_newly_simulated_by_model_and_group(tmp_path: Path) -> None:
     got = [line.split() for line in lines[1:]]
     assert got[0] == ["m", "g1", "1", "100.0%", "10.0%", "+10.0%"]
     assert got[1] == ["m", "g2", "1", "0.0%", "30.0%", "-30.0%"]
+
+
+def test_a_metric_no_case_gives_is_said_not_divided_by_zero(tmp_path: Path) -> None:
+    run = _run(tmp_path / "r.json", [("a", "g1", 100.0, 0.10, "")])
+    lines = cmp.compare(cmp.errors(run, "mean_ttft_ms"), cmp.errors(run, "mean_ttft_ms"))
+    assert lines[1:] == ["(no case in both runs gives this metric)"]
