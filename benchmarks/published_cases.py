@@ -36,7 +36,7 @@ from benchmarks.published_lengths import (
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
 from benchmarks.trtllm_kv_memory import trtllm_kv
-from benchmarks.trtllm_xqa import masked_mha_group, xqa_note
+from benchmarks.trtllm_xqa import masked_mha_reads, xqa_note
 from simulator.atomic import atomic_write
 from simulator.costs.prefill_pass import DECODE_SCALE_HIGH, DECODE_SCALE_LOW
 from simulator.costs.roofline import DECODE_KV_READS_HIGH, DECODE_KV_READS_LOW
@@ -487,9 +487,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     if kv:
         point["kv"] = kv
     notes += xqa_note(case)
-    group = masked_mha_group(case)
-    if group is not None:
-        point["cost"] = {"decode_kv_reads": group}
+    reads = masked_mha_reads(case)
+    if reads is not None:
+        point["cost"] = {"decode_kv_reads": reads}
     if case.cost:  # a fit's settings for the case's engines (Case.cost)
         point.setdefault("cost", {}).update(case.cost)
         notes.append("engine cost: " + ", ".join(f"{k} = {v:g}" for k, v in case.cost.items()))

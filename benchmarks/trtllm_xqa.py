@@ -33,12 +33,15 @@ deployment whose cost model takes neither keeps one read and says so (:func:`pri
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.specs.models import catalogue_name, get_model
+from simulator.stack_presets import TRTLLM_010_MASKED_REREAD
+from simulator.stacks import StackSection
 
 if TYPE_CHECKING:
     from benchmarks.published_cases import Case
@@ -59,6 +62,14 @@ def group_size(model: str) -> int | None:
     return spec.num_heads // spec.num_kv_heads
 
 
+# The group sizes the trtllm 0.10 preset's 16-bit masked-kernel re-read
+# (TRTLLM_010_MASKED_REREAD) was fitted at: 4 query heads per KV head, 0.10's FP16
+# Llama-3-8B and Mixtral-8x7B rows. The same kernel ran the 0.5-0.9 static engines; at
+# other group sizes their rows disagree with the law's extrapolation (docs/stacks.md,
+# "The static engines' masked kernel over a 16-bit cache"), so they keep G reads.
+REREAD_FITTED_GROUPS = frozenset({4})
+
+
 def masked_mha_group(case: Case) -> int | None:
     """G when ``case``'s release ran its decode attention on the masked MHA kernel for a
     grouped-query model (the KV cache read G times a step); else None."""
@@ -70,16 +81,37 @@ def masked_mha_group(case: Case) -> int | None:
     return group
 
 
+def masked_mha_reads(case: Case) -> float | None:
+    """The KV reads a decode step of ``case``'s engine takes where its release ran the
+    masked MHA kernel (:func:`masked_mha_group`); None where it did not. G, except over a
+    16-bit cache at a group size the ``trtllm 0.10`` preset's masked-kernel re-read was
+    fitted at (:data:`REREAD_FITTED_GROUPS`): there the preset's rule, 1 + beta (G - 1)
+    (``StackPreset.decode_kv_reads`` with the release's own XQA groups)."""
+    group = masked_mha_group(case)
+    name = catalogue_name(case.model)
+    if group is None or name is None:
+        return None
+    if group not in REREAD_FITTED_GROUPS:
+        return float(group)
+    preset = StackSection(name="trtllm", version="0.10").preset()
+    assert preset is not None
+    static = dataclasses.replace(preset, xqa_groups=XQA_GROUPS[case.stack_version])
+    return round(static.decode_kv_reads(get_model(name), case.tp, case.kv_dtype), 9)
+
+
 def xqa_note(case: Case) -> list[str]:
     """A note when ``case``'s release ran the masked MHA kernel (see
-    :func:`masked_mha_group`); else none."""
-    group = masked_mha_group(case)
-    if group is None:
+    :func:`masked_mha_group` and :func:`masked_mha_reads`); else none."""
+    group, reads = masked_mha_group(case), masked_mha_reads(case)
+    if group is None or reads is None:
         return []
+    how = (f"which reads the KV cache {group}x a step" if reads == group else
+           f"one block per query head; over a 16-bit cache L2 serves part of the {group} "
+           f"reads, 1 + {TRTLLM_010_MASKED_REREAD:g} x ({group} - 1) as the trtllm 0.10 "
+           "preset fitted them")
     return [f"decode attention: TensorRT-LLM {case.stack_version} has no XQA kernel for "
-            f"{group} query heads per KV head, so it ran the masked MHA kernel, which reads "
-            f"the KV cache {group}x a step: cost.decode_kv_reads = {group} "
-            "(benchmarks/trtllm_xqa.py)"]
+            f"{group} query heads per KV head, so it ran the masked MHA kernel, {how}: "
+            f"cost.decode_kv_reads = {reads:g} (benchmarks/trtllm_xqa.py)"]
 
 
 def priced_reads(point: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

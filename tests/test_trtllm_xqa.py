@@ -78,3 +78,24 @@ def test_a_prior_priced_row_keeps_its_reads() -> None:
     assert point["cost"] == {"decode_kv_reads": 29}
     priced, note = xqa.priced_reads(point)
     assert note is None and priced == point
+
+
+@pytest.mark.parametrize("case_id, reads", [
+    # 16-bit cache at 4 query heads per KV head: the trtllm 0.10 preset's fitted masked
+    # kernel re-read, 1 + 0.234 x 3 = 1.702 (the same kernel, the group size it was fitted at)
+    ("trtllm0.9.0static-a100-80gb-mistral-7b-fp16-tp1-bs120-128-2048", 1.702),
+    ("trtllm0.9.0static-a100-80gb-mixtral-8x7b-fp16-tp2-bs128-128-2048", 1.702),
+    # FP8 cache at the same group size: every block reads its own copy, 4
+    ("trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4.0),
+    # 16-bit at group sizes the re-read was not fitted at: G (8 and 29)
+    ("trtllm0.5static-a100-80gb-llama-2-70b-fp16-tp4-bs64-128-2048", 8.0),
+    ("trtllm0.6.1static-a100-80gb-falcon-180b-fp16-tp8-bs128-128-2048", 29.0),
+])
+def test_a_16_bit_cache_takes_the_fitted_re_read_only_at_its_group_size(
+        case_id: str, reads: float) -> None:
+    case = CASES[case_id]
+    assert xqa.masked_mha_reads(case) == pytest.approx(reads)
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["cost"]["decode_kv_reads"] == pytest.approx(reads)
+    assert f"cost.decode_kv_reads = {reads:g}" in _kernel_notes(case)[0]
