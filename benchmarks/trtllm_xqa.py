@@ -65,8 +65,8 @@ def group_size(model: str) -> int | None:
 # The group sizes the trtllm 0.10 preset's 16-bit masked-kernel re-read
 # (TRTLLM_010_MASKED_REREAD) was fitted at: 4 query heads per KV head, 0.10's FP16
 # Llama-3-8B and Mixtral-8x7B rows. The same kernel ran the 0.5-0.9 static engines; at
-# other group sizes their rows disagree with the law's extrapolation (docs/stacks.md,
-# "The static engines' masked kernel over a 16-bit cache"), so they keep G reads.
+# other group sizes their rows disagree with the law's extrapolation (docs/gpu-profiles.md,
+# "Stop 53: a 16-bit cache at G = 4 takes 0.10's fitted re-read"), so they keep G reads.
 REREAD_FITTED_GROUPS = frozenset({4})
 
 

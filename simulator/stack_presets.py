@@ -704,21 +704,21 @@ VLLM_KV_DTYPE_SOURCE = (
 
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...], overlap: bool = False,
-             front_end: bool = False) -> StackPreset:
+             host_08: bool = False) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``), from 0.14
     async scheduling (``overlap``: ``policy.overlap_schedule``), and where measured the
-    0.8 line's host costs (``front_end``: the API server's time before a first token and,
+    0.8 line's host costs (``host_08``: the API server's time before a first token and,
     with more than one GPU, the executor's cost per decode row)."""
     rules = {"name": "chunked", **VLLM_RULES, **({"overlap_schedule": True} if overlap else {})}
-    extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if front_end else ()
+    extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if host_08 else ()
     return _preset("vllm-v1", version, rules,
                    {**VLLM_KV, "prefix_caching": True},
                    (VLLM_V1_DISPATCH_SOURCE, *extra, VLLM_V1_SCHEDULER, *sources,
                     VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
-                   overhead=VLLM_V1_08_FRONT_END if front_end else None,
-                   multi_gpu=VLLM_V1_08_MULTI_GPU if front_end else None, adapt=adapt,
+                   overhead=VLLM_V1_08_FRONT_END if host_08 else None,
+                   multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
                    fp8_kv_with=())
 
 
@@ -810,15 +810,15 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "than H100/200'; #15357's thread, 2025-03-24: 'raised from 256 to 1024 by "
             "default')",
             "vllm-project/vllm#12369 (2025-01-23): online server max_num_batched_tokens "
-            "8192 when 'h100' or 'h200' is in the device name, else 2048"), front_end=True),
+            "8192 when 'h100' or 'h200' is in the device name, else 2048"), host_08=True),
         _vllm_v1("0.8.4", _vllm_v1_084, (
             "vllm-project/vllm#16158 (2025-04-07): max_num_seqs 1024 on H100/H200, 256 "
             "elsewhere; max_num_batched_tokens as #12369 (8192 on H100/H200, else 2048)",),
-            front_end=True),
+            host_08=True),
         _vllm_v1("0.8.5", _vllm_v1_085, (
             "vllm-project/vllm#17073 (2025-04-23, 'use larger batch sizes for "
             "A100/B100/B200/MI300x', decided by GPU memory): 70 GiB or more: 1024 sequences, "
-            "8192 tokens; else 256 and 2048",), front_end=True),
+            "8192 tokens; else 256 and 2048",), host_08=True),
         _vllm_v1("0.9", _vllm_v1_big, (
             "vllm-project/vllm#17885 (2025-05-11, v0.9.0 release notes: 'use small "
             "max_num_batched_tokens for A100'): 70 GiB or more but not A100: 1024 "
