@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
+from simulator.specs.hardware import get_hardware
 from simulator.specs.models import catalogue_name, get_model
-from simulator.stack_presets import TRTLLM_010_MASKED_REREAD
+from simulator.stack_presets import TRTLLM_010_MASKED_REREAD, StackPreset
 from simulator.stacks import StackSection
 
 if TYPE_CHECKING:
@@ -62,6 +63,21 @@ def group_size(model: str) -> int | None:
     return spec.num_heads // spec.num_kv_heads
 
 
+# The masked MHA kernel over an FP8 cache is bound by its work on the CUDA cores, not by
+# its bytes: each of a KV head's G query-head blocks converts every cached element from FP8
+# and multiplies it in, so a step takes G x elements x FP8_MASKED_OPS operations at the
+# GPU's FP32 rate, or one read of the cache at its bandwidth, whichever is longer. In the
+# replay's unit, one read: max(1, G x FP8_MASKED_OPS x bandwidth / FP32 rate) (one byte an
+# element). FP8_MASKED_OPS is fitted on the H200 rows of the 0.5-0.9.0 tables (the most
+# within 15%, then the smallest median |error|, over 10-18: `python
+# benchmarks/published.py --group trtllm-0.9.0/h200 ...`; docs/gpu-profiles.md, "Stop 53:
+# an FP8 cache on the masked kernel is bound by its CUDA cores"); the H100 and L40S rows are
+# held out. A GPU without an FP32 rate here keeps G.
+FP8_MASKED_OPS = 13.0
+# Dense FP32 (CUDA-core) TFLOP/s, NVIDIA's datasheets: H100 SXM 67, H200 67, L40S 91.6
+CUDA_FP32_TFLOPS: Mapping[str, float] = {"h100-sxm": 67.0, "h200": 67.0, "l40s": 91.6}
+
+
 # The group sizes the trtllm 0.10 preset's 16-bit masked-kernel re-read
 # (TRTLLM_010_MASKED_REREAD) was fitted at: 4 query heads per KV head, 0.10's FP16
 # Llama-3-8B and Mixtral-8x7B rows. The same kernel ran the 0.5-0.9 static engines; at
@@ -70,32 +86,63 @@ def group_size(model: str) -> int | None:
 REREAD_FITTED_GROUPS = frozenset({4})
 
 
+def xqa_kernels(case: Case) -> frozenset[int] | None:
+    """The group sizes ``case``'s engine had an XQA kernel for: a 0.5-0.9.0 static row's
+    contiguous-KV kernels (:data:`XQA_GROUPS`), a 0.10 performance-table row's the ``trtllm
+    0.10`` preset's (``StackPreset.xqa_groups``, docs/stacks.md "0.10's decode attention for
+    4 query heads per KV head"); None where not read (other releases, NIM's engines)."""
+    if case.stack != "trtllm":
+        return None
+    if "gptSessionBenchmark" in case.notes:
+        return XQA_GROUPS.get(case.stack_version)
+    if case.stack_version == "0.10":
+        return _preset_010().xqa_groups
+    return None
+
+
+def _preset_010() -> StackPreset:
+    preset = StackSection(name="trtllm", version="0.10").preset()
+    assert preset is not None
+    return preset
+
+
 def masked_mha_group(case: Case) -> int | None:
     """G when ``case``'s release ran its decode attention on the masked MHA kernel for a
     grouped-query model (the KV cache read G times a step); else None."""
-    kernels = XQA_GROUPS.get(case.stack_version)
+    kernels = xqa_kernels(case)
     group = group_size(case.model)
-    if (case.stack != "trtllm" or "gptSessionBenchmark" not in case.notes
-            or kernels is None or group is None or group == 1 or group in kernels):
+    if kernels is None or group is None or group == 1 or group in kernels:
         return None
     return group
 
 
+def fp8_masked_reads(group: int, gpu: str) -> float:
+    """The masked kernel's step over an FP8 cache at ``group`` query heads per KV head on
+    ``gpu``, in reads of the cache: ``max(1, G x FP8_MASKED_OPS x bandwidth / FP32 rate)``
+    where the GPU's FP32 rate is known (:data:`CUDA_FP32_TFLOPS`), else G."""
+    tflops = CUDA_FP32_TFLOPS.get(gpu)
+    if tflops is None:
+        return float(group)
+    bandwidth = get_hardware(gpu).bandwidth_gbps * 1e9
+    return round(max(1.0, group * FP8_MASKED_OPS * bandwidth / (tflops * 1e12)), 6)
+
+
 def masked_mha_reads(case: Case) -> float | None:
     """The KV reads a decode step of ``case``'s engine takes where its release ran the
-    masked MHA kernel (:func:`masked_mha_group`); None where it did not. G, except over a
-    16-bit cache at a group size the ``trtllm 0.10`` preset's masked-kernel re-read was
-    fitted at (:data:`REREAD_FITTED_GROUPS`): there the preset's rule, 1 + beta (G - 1)
+    masked MHA kernel (:func:`masked_mha_group`); None where it did not. Over an FP8 cache
+    the kernel's CUDA-core bound (:func:`fp8_masked_reads`); over a 16-bit cache G, except
+    at a group size the ``trtllm 0.10`` preset's masked-kernel re-read was fitted at
+    (:data:`REREAD_FITTED_GROUPS`): there the preset's rule, 1 + beta (G - 1)
     (``StackPreset.decode_kv_reads`` with the release's own XQA groups)."""
     group = masked_mha_group(case)
     name = catalogue_name(case.model)
     if group is None or name is None:
         return None
+    if case.kv_dtype.lower() == "fp8":
+        return fp8_masked_reads(group, case.gpu)
     if group not in REREAD_FITTED_GROUPS:
         return float(group)
-    preset = StackSection(name="trtllm", version="0.10").preset()
-    assert preset is not None
-    static = dataclasses.replace(preset, xqa_groups=XQA_GROUPS[case.stack_version])
+    static = dataclasses.replace(_preset_010(), xqa_groups=xqa_kernels(case))
     return round(static.decode_kv_reads(get_model(name), case.tp, case.kv_dtype), 9)
 
 
@@ -105,10 +152,16 @@ def xqa_note(case: Case) -> list[str]:
     group, reads = masked_mha_group(case), masked_mha_reads(case)
     if group is None or reads is None:
         return []
-    how = (f"which reads the KV cache {group}x a step" if reads == group else
-           f"one block per query head; over a 16-bit cache L2 serves part of the {group} "
-           f"reads, 1 + {TRTLLM_010_MASKED_REREAD:g} x ({group} - 1) as the trtllm 0.10 "
-           "preset fitted them")
+    if reads == group:
+        how = f"which reads the KV cache {group}x a step"
+    elif case.kv_dtype.lower() == "fp8":
+        how = (f"one block per query head, bound over an FP8 cache by its CUDA cores: "
+               f"max(1, {group} x {FP8_MASKED_OPS:g} operations x bandwidth / FP32 rate) "
+               "reads of the cache")
+    else:
+        how = (f"one block per query head; over a 16-bit cache L2 serves part of the "
+               f"{group} reads, 1 + {TRTLLM_010_MASKED_REREAD:g} x ({group} - 1) as the "
+               "trtllm 0.10 preset fitted them")
     return [f"decode attention: TensorRT-LLM {case.stack_version} has no XQA kernel for "
             f"{group} query heads per KV head, so it ran the masked MHA kernel, {how}: "
             f"cost.decode_kv_reads = {reads:g} (benchmarks/trtllm_xqa.py)"]

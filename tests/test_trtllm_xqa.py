@@ -34,24 +34,29 @@ def test_group_size_is_query_heads_over_kv_heads(model: str, group: int) -> None
     assert xqa.group_size(model) == group
 
 
-@pytest.mark.parametrize("case_id, group", [
+@pytest.mark.parametrize("case_id, group, reads", [
     # 0.9.0 had contiguous-KV XQA kernels for 8 query heads per KV head only
-    ("trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4),
-    ("trtllm0.8.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4),
+    ("trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4, 3.725373),
+    ("trtllm0.8.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4, 3.725373),
     # 0.6.1 had no XQA kernel: the 70B's 8:1 groups ran the masked MHA kernel too
-    ("trtllm0.6.1static-h100-sxm-llama-2-70b-fp8-tp2-bs1024-128-128", 8),
+    ("trtllm0.6.1static-h100-sxm-llama-2-70b-fp8-tp2-bs1024-128-128", 8, 5.2),
+    # a 16-bit cache at a group size the re-read was not fitted at: G reads
+    ("trtllm0.5static-a100-80gb-llama-2-70b-fp16-tp4-bs64-128-2048", 8, 8),
+    # 0.10's performance table (in-flight batching): the preset's XQA groups, 1 and 8
+    ("trtllm0.10-h100-sxm-mixtral-8x7b-fp8-tp2-128-2048", 4, 2.6),
 ])
-def test_a_group_without_a_kernel_is_named(case_id: str, group: int) -> None:
+def test_a_group_without_a_kernel_is_named(case_id: str, group: int, reads: float) -> None:
     notes = _kernel_notes(CASES[case_id])
     assert len(notes) == 1
     assert f"no XQA kernel for {group} query heads per KV head" in notes[0]
-    assert f"reads the KV cache {group}x a step: cost.decode_kv_reads = {group}" in notes[0]
+    assert notes[0].endswith(f"cost.decode_kv_reads = {reads:g} (benchmarks/trtllm_xqa.py)")
 
 
 @pytest.mark.parametrize("case_id", [
     "trtllm0.9.0static-h200-llama-2-70b-fp8-tp2-bs512-128-2048",  # 8:1 has its kernel
     "trtllm0.9.0static-h200-llama-2-7b-fp8-tp1-bs120-128-2048",  # MHA: read once anyway
-    "trtllm0.10-h200-mixtral-8x7b-fp8-tp2-128-2048",  # 0.10's kernel list was not read
+    "trtllm0.10-h200-llama-2-70b-fp8-tp4-128-128",  # 0.10 had XQA for 8:1
+    "nim1.0-dli-h100-sxm-llama-3-8b-fp8-tp1-200-200-c1",  # NIM's engines: not read here
 ])
 def test_no_note_where_the_kernel_existed_or_is_unknown(case_id: str) -> None:
     assert _kernel_notes(CASES[case_id]) == []
@@ -65,7 +70,8 @@ def test_the_repeated_reads_are_the_only_setting_changed() -> None:
     without, notes = pc.scenario_point(unknown, max_prompts=1000, use_stack=True,
                                        burst_rate=math.inf)
     assert not [n for n in notes if n.startswith("decode attention:")]
-    assert with_note.pop("cost") == {"decode_kv_reads": 4}  # 32 query heads / 8 KV heads
+    # 32 query heads / 8 KV heads over an FP8 cache on an H200: 4 x 13 x 4.8 / 67 reads
+    assert with_note.pop("cost") == {"decode_kv_reads": pytest.approx(3.725373)}
     assert {**with_note, "name": "probe"} == without
 
 
@@ -85,8 +91,6 @@ def test_a_prior_priced_row_keeps_its_reads() -> None:
     # kernel re-read, 1 + 0.234 x 3 = 1.702 (the same kernel, the group size it was fitted at)
     ("trtllm0.9.0static-a100-80gb-mistral-7b-fp16-tp1-bs120-128-2048", 1.702),
     ("trtllm0.9.0static-a100-80gb-mixtral-8x7b-fp16-tp2-bs128-128-2048", 1.702),
-    # FP8 cache at the same group size: every block reads its own copy, 4
-    ("trtllm0.9.0static-h200-mistral-7b-fp8-tp1-bs120-128-2048", 4.0),
     # 16-bit at group sizes the re-read was not fitted at: G (8 and 29)
     ("trtllm0.5static-a100-80gb-llama-2-70b-fp16-tp4-bs64-128-2048", 8.0),
     ("trtllm0.6.1static-a100-80gb-falcon-180b-fp16-tp8-bs128-128-2048", 29.0),
@@ -99,3 +103,15 @@ def test_a_16_bit_cache_takes_the_fitted_re_read_only_at_its_group_size(
                                      burst_rate=math.inf)
     assert point["cost"]["decode_kv_reads"] == pytest.approx(reads)
     assert f"cost.decode_kv_reads = {reads:g}" in _kernel_notes(case)[0]
+
+
+@pytest.mark.parametrize("group, gpu, reads", [
+    (4, "h200", 4 * 13 * 4800 / 67000),  # 3.725: bound by the CUDA cores, about G
+    (4, "h100-sxm", 4 * 13 * 3350 / 67000),  # 2.6: the same work, less bandwidth
+    (4, "l40s", 1.0),  # 4 x 13 x 864 / 91600 = 0.49: one read of the cache bounds it
+    (29, "l40s", 29 * 13 * 864 / 91600),  # 3.556
+    (4, "a100-80gb", 4.0),  # no FP32 rate here (and no FP8 on the A100): G
+])
+def test_an_fp8_cache_on_the_masked_kernel_is_bound_by_the_cuda_cores(
+        group: int, gpu: str, reads: float) -> None:
+    assert xqa.fp8_masked_reads(group, gpu) == pytest.approx(reads, abs=1e-6)
