@@ -70,9 +70,9 @@ def group_size(model: str) -> int | None:
 # replay's unit, one read: max(1, G x FP8_MASKED_OPS x bandwidth / FP32 rate) (one byte an
 # element). FP8_MASKED_OPS is fitted on the H200 rows of the 0.5-0.9.0 tables (the most
 # within 15%, then the smallest median |error|, over 10-18: `python
-# benchmarks/published.py --group trtllm-0.9.0/h200 ...`; docs/gpu-profiles.md, "Stop 53:
-# an FP8 cache on the masked kernel is bound by its CUDA cores"); the H100 and L40S rows are
-# held out. A GPU without an FP32 rate here keeps G.
+# benchmarks/masked_reads_fit.py --held-out`; docs/gpu-profiles.md, "Stop 53: an FP8 cache
+# on the masked kernel is bound by its CUDA cores"); the H100 and L40S rows are held out. A
+# GPU without an FP32 rate here keeps G.
 FP8_MASKED_OPS = 13.0
 # Dense FP32 (CUDA-core) TFLOP/s, NVIDIA's datasheets: H100 SXM 67, H200 67, L40S 91.6
 CUDA_FP32_TFLOPS: Mapping[str, float] = {"h100-sxm": 67.0, "h200": 67.0, "l40s": 91.6}
@@ -96,11 +96,12 @@ def xqa_kernels(case: Case) -> frozenset[int] | None:
     if "gptSessionBenchmark" in case.notes:
         return XQA_GROUPS.get(case.stack_version)
     if case.stack_version == "0.10":
-        return _preset_010().xqa_groups
+        return preset_010().xqa_groups
     return None
 
 
-def _preset_010() -> StackPreset:
+def preset_010() -> StackPreset:
+    """The ``trtllm 0.10`` preset, whose masked-kernel rules these rows borrow."""
     preset = StackSection(name="trtllm", version="0.10").preset()
     assert preset is not None
     return preset
@@ -116,15 +117,16 @@ def masked_mha_group(case: Case) -> int | None:
     return group
 
 
-def fp8_masked_reads(group: int, gpu: str) -> float:
+def fp8_masked_reads(group: int, gpu: str, ops: float = FP8_MASKED_OPS) -> float:
     """The masked kernel's step over an FP8 cache at ``group`` query heads per KV head on
-    ``gpu``, in reads of the cache: ``max(1, G x FP8_MASKED_OPS x bandwidth / FP32 rate)``
-    where the GPU's FP32 rate is known (:data:`CUDA_FP32_TFLOPS`), else G."""
+    ``gpu``, in reads of the cache: ``max(1, G x ops x bandwidth / FP32 rate)`` (``ops``:
+    operations per element and query head, :data:`FP8_MASKED_OPS` as fitted) where the
+    GPU's FP32 rate is known (:data:`CUDA_FP32_TFLOPS`), else G."""
     tflops = CUDA_FP32_TFLOPS.get(gpu)
     if tflops is None:
         return float(group)
     bandwidth = get_hardware(gpu).bandwidth_gbps * 1e9
-    return round(max(1.0, group * FP8_MASKED_OPS * bandwidth / (tflops * 1e12)), 6)
+    return round(max(1.0, group * ops * bandwidth / (tflops * 1e12)), 6)
 
 
 def masked_mha_reads(case: Case) -> float | None:
@@ -142,7 +144,7 @@ def masked_mha_reads(case: Case) -> float | None:
         return fp8_masked_reads(group, case.gpu)
     if group not in REREAD_FITTED_GROUPS:
         return float(group)
-    static = dataclasses.replace(_preset_010(), xqa_groups=xqa_kernels(case))
+    static = dataclasses.replace(preset_010(), xqa_groups=xqa_kernels(case))
     return round(static.decode_kv_reads(get_model(name), case.tp, case.kv_dtype), 9)
 
 

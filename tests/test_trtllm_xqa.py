@@ -115,3 +115,13 @@ def test_a_16_bit_cache_takes_the_fitted_re_read_only_at_its_group_size(
 def test_an_fp8_cache_on_the_masked_kernel_is_bound_by_the_cuda_cores(
         group: int, gpu: str, reads: float) -> None:
     assert xqa.fp8_masked_reads(group, gpu) == pytest.approx(reads, abs=1e-6)
+
+
+def test_the_fp8_fit_set_is_what_the_case_files_mark_in_sample() -> None:
+    # benchmarks/masked_reads_fit.py fits FP8_MASKED_OPS on the H200 static rows over an
+    # FP8 cache: those 22 and no other masked-kernel row carry its `fitted` mark
+    fit = importlib.import_module("benchmarks.masked_reads_fit")
+    rows = fit.masked_rows("fp8")
+    chosen = {c.id for c in rows if c.gpu == fit.FIT_GPU and "gptSessionBenchmark" in c.notes}
+    marked = {c.id for c in CASES.values() if "FP8_MASKED_OPS" in c.fitted}
+    assert len(chosen) == 22 and chosen == marked
