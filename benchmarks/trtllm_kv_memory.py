@@ -46,7 +46,7 @@ rule from sourced non-KV memory"):
   The model does not reproduce the first log whole. Of the 15.48 GiB that engine used,
   its own engine (6.07), activations (0.91), buffers (5.49) and the context term (0.76)
   leave 2.26 GiB unexplained; with servesim's weights and AIConfigurator's activations the
-  model leaves 65.89 GiB free where the log has 63.62 GiB available (+3.6%). No source
+  model leaves 65.65 GiB free where the log has 63.62 GiB available (+3.2%). No source
   here splits that remainder (part may grow with max_seq_len: github:NVIDIA/TensorRT-LLM
   issue 2317 says the runtime and decoder buffers do).
 - ``total``: CUDA's total memory per GPU (CUDA_TOTAL_GIB, sources there).

@@ -83,9 +83,16 @@ def test_weight_bytes_by_dtype() -> None:
     m = get_model("llama-3.1-8b")
     bf16 = m.weight_bytes("bf16")
     assert bf16 == 2 * m.params_total
-    assert m.weight_bytes("fp8") == m.params_total
-    assert m.weight_bytes("int4") * 4 == bf16  # 0.5 B vs 2 B per weight
     assert m.weight_bytes("fp32") == 2 * bf16
+    # A quantised checkpoint keeps its embedding and lm_head (2 x 128,256 x 4,096 =
+    # 1,050,673,152 weights) in 16 bits: 8,030,261,248 - 1,050,673,152 weights at 1 byte
+    # plus those at 2 is 9,080,934,400 bytes, the size of the published
+    # Llama-3.1-8B-Instruct FP8 checkpoints (9.08 GB); int4 packs the rest two to a byte.
+    embedding = 2 * 128_256 * 4_096
+    assert m.params_embedding == embedding == 1_050_673_152
+    assert m.weight_bytes("fp8") == 9_080_934_400
+    assert m.weight_bytes("int8") == 9_080_934_400
+    assert m.weight_bytes("int4") == (m.params_total - embedding) // 2 + 2 * embedding
 
 
 def test_dtype_tables_and_errors() -> None:

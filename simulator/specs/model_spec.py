@@ -14,6 +14,9 @@ from dataclasses import dataclass, fields
 from simulator.errors import ConfigError
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 
+# Quantised checkpoints keep the embedding and lm_head in 16 bits (see weight_bytes)
+EMBEDDING_BYTES = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
@@ -99,8 +102,13 @@ class ModelSpec:
         return self.params_shared + self.experts_per_token * self.params_per_expert
 
     def weight_bytes(self, weight_dtype: str) -> int:
-        """Bytes of the whole model's weights stored in ``weight_dtype``."""
-        return round(self.params_total * weight_dtype_bytes(weight_dtype))
+        """Bytes of the whole model's weights stored in ``weight_dtype``: a quantised
+        checkpoint (fewer than 2 bytes a weight) keeps its embedding and lm_head in 16 bits."""
+        b = weight_dtype_bytes(weight_dtype)
+        if b >= EMBEDDING_BYTES:
+            return round(self.params_total * b)
+        embedding = self.params_embedding
+        return round((self.params_total - embedding) * b + embedding * EMBEDDING_BYTES)
 
     def kv_bytes_per_token(self, kv_dtype: str) -> int:
         """KV-cache bytes per token: K and V, all layers (2 * L * kv_heads * head_dim * b)."""
