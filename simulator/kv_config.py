@@ -17,14 +17,20 @@ from dataclasses import dataclass
 from simulator.errors import CapacityError
 from simulator.scenario_fields import check_fields, spec
 
+MEMORY_SHARES = ("total", "free")  # what [kv] gpu_memory_utilization is a share of
+
 
 @dataclass(slots=True, frozen=True)
 class KVCacheConfig:
     """How a replica carves its memory into KV blocks."""
 
     block_size: int = spec(16, unit="tokens per block", low=1)  # vLLM's default
-    # fraction of each GPU's memory the engine may use
+    # fraction of each GPU's memory the engine may use (of what, memory_share says)
     gpu_memory_utilization: float = spec(0.9, low=0, low_open=True, high=1)
+    # what that fraction is of: "total" memory, weights and reserve then taken out (vLLM's
+    # gpu_memory_utilization, SGLang's mem_fraction_static), or the memory still "free"
+    # after the weights and reserve (TensorRT-LLM's free_gpu_memory_fraction)
+    memory_share: str = spec("total", choices=MEMORY_SHARES)
     # per GPU: activations, CUDA graphs, context (not for KV)
     reserve_gb: float = spec(2.0, unit="GB", low=0)
     num_blocks: int | None = spec(None, unit="blocks", low=1)  # overrides the derived capacity
@@ -40,16 +46,22 @@ class KVCacheConfig:
         """Blocks that fit; raises :class:`CapacityError` with the numbers when none do."""
         if self.num_blocks is not None:
             return self.num_blocks
-        usable = memory_bytes * tp * self.gpu_memory_utilization
+        util = self.gpu_memory_utilization
         reserve = self.reserve_gb * 1e9 * tp
-        left = usable - weight_bytes - reserve
+        if self.memory_share == "free":
+            usable = memory_bytes * tp
+            left = util * (usable - weight_bytes - reserve)
+        else:
+            usable = memory_bytes * tp * util
+            left = usable - weight_bytes - reserve
         block_bytes = kv_bytes_per_token * self.block_size
         blocks = int(left // block_bytes) if left > 0 else 0
         if blocks < 1:
             raise CapacityError(
                 f"model does not fit: weights {weight_bytes / 1e9:.1f} GB + reserve "
                 f"{reserve / 1e9:.1f} GB > usable {usable / 1e9:.1f} GB "
-                f"({tp} GPU(s) x {memory_bytes / 1e9:.0f} GB x {self.gpu_memory_utilization}); "
+                f"({tp} GPU(s) x {memory_bytes / 1e9:.0f} GB"
+                f"{'' if self.memory_share == 'free' else f' x {util}'}); "
                 "use more tensor parallelism, a smaller dtype or a bigger GPU"
             )
         return blocks

@@ -645,6 +645,21 @@ TRTLLM_010_SOURCES = (
     f"host: token_s {TRTLLM_010_TOKEN_S * 1e6:g} us per output token (blocking), fitted "
     "by benchmarks/published_fit.py to the 24 Llama-3-70B and Llama-2-70B FP8 TP4 rows of "
     "0.10's perf-overview table (benchmarks/published_cases.toml, fitted = ...)")
+# TensorRT-LLM sizes its KV cache as a share of the memory still free once the engine and
+# its buffers are loaded (KvCacheConfig free_gpu_memory_fraction, 0.9 by default), not of
+# the whole memory as vLLM's gpu_memory_utilization: [kv] memory_share = "free". 0.10 keeps
+# "total": NIM 1.0's engines (its main user here) carry a KV fraction fitted under that rule,
+# and refitted under "free" (benchmarks/nim_dli_kv_fit.py picks 0.85 again on the A100
+# rows) their held-out H100 rows read worse (docs/stacks.md, "TensorRT-LLM's KV cache: a
+# share of the free memory").
+TRTLLM_FREE_SHARE_SOURCE = (
+    "KV cache: free_gpu_memory_fraction 0.9 of the memory the weights and a 2 GB/GPU reserve "
+    "leave free ([kv] memory_share = 'free'; KVCacheManager::calculateMaxNumBlocks, "
+    "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, search-index file id 36927720914)")
+TRTLLM_010_TOTAL_SHARE_SOURCE = (
+    "KV cache: 0.9 of each GPU's whole memory less the weights and reserve ([kv] "
+    "memory_share = 'total'), the rule NIM 1.0's fitted KV fraction (0.85) was fitted under; "
+    "TensorRT-LLM's own rule is a share of the free memory (the later presets)")
 # 0.11-0.17 (TensorRT engines, the C++ executor, streaming off in the published runs): decode
 # attention over a 16-bit KV cache reads it 1 + TRTLLM_011_KV16_REREAD x (G - 1) times a
 # step in units of the kernel tables' one read (G: query heads per KV head on a GPU). Fitted
@@ -765,19 +780,23 @@ def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
                    allreduce_sync: float = 0.0,
                    kv16_masked_reread: float = 0.0,
                    prefill_weight_passes: float = 0.0,
-                   prefill_scale: float = 1.0) -> StackPreset:
+                   prefill_scale: float = 1.0,
+                   memory_share: str = "free") -> StackPreset:
     """A TensorRT-LLM release: in-flight batching with no-evict admission, its KV block
-    size and block reuse (prefix caching), its kernel tables; FP8 (with an FP8 cache)
-    only on GPUs with FP8 math."""
+    size and block reuse (prefix caching), its KV cache a share of the memory the weights
+    leave free (``memory_share``), its kernel tables; FP8 (with an FP8 cache) only on GPUs
+    with FP8 math."""
     walk = (TRTLLM_WALK_SOURCE,) if walk_cycles > 0 else ()
     sync = (TRTLLM_ALLREDUCE_SYNC_SOURCE,) if allreduce_sync > 0 else ()
     passes: tuple[str, ...] = (TRTLLM_PREFILL_PASS_SOURCE,) if prefill_weight_passes > 0 else ()
     passes += (TRTLLM_PREFILL_SCALE_SOURCE,) if prefill_scale != 1.0 else ()
     return _preset("trtllm", version, dict(TRTLLM_POLICY),
                    {"block_size": block_size, "gpu_memory_utilization": 0.9,
-                    "prefix_caching": block_reuse},
+                    "memory_share": memory_share, "prefix_caching": block_reuse},
                    (*sources, *TRTLLM_IFB_SOURCES, TRTLLM_FP8_SOURCE, PREFIX_CACHING_SOURCE,
-                    *walk, *sync, *passes),
+                    *walk, *sync, *passes,
+                    TRTLLM_FREE_SHARE_SOURCE if memory_share == "free" else
+                    TRTLLM_010_TOTAL_SHARE_SOURCE),
                    profiles="trtllm",
                    overhead=overhead, adapt=adapt, kv16_reread=kv16_reread,
                    fp8_kv_with=("fp8",), fp8_needs_fp8_math=True, xqa_groups=xqa_groups,
@@ -853,7 +872,7 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
                        walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC,
                        kv16_masked_reread=TRTLLM_010_MASKED_REREAD,
                        prefill_weight_passes=TRTLLM_010_PREFILL_PASSES,
-                       prefill_scale=TRTLLM_010_PREFILL_SCALE),
+                       prefill_scale=TRTLLM_010_PREFILL_SCALE, memory_share="total"),
         _trtllm_preset("0.11", 32, TRTLLM_011_SOURCES, kv16_reread=TRTLLM_011_KV16_REREAD,
                        walk_cycles=TRTLLM_WALK_CYCLES, allreduce_sync=TRTLLM_ALLREDUCE_SYNC),
         _trtllm_preset("0.12", 32, (*TRTLLM_011_SOURCES, TRTLLM_012_MULTI_BLOCK_SOURCE),

@@ -74,6 +74,29 @@ def test_kv_capacity_from_memory_and_a_clear_error_when_weights_do_not_fit() -> 
         cfg.capacity_blocks(memory_bytes=24e9, tp=1, weight_bytes=141e9, kv_bytes_per_token=1)
 
 
+def test_kv_capacity_as_a_share_of_the_free_memory() -> None:
+    # TensorRT-LLM's rule: 0.9 of what the weights and reserve leave free, not 0.9 of the
+    # whole memory less them. 80e9 - 16e9 - 2e9 = 62e9 free; x 0.9 = 55.8e9 (the vLLM
+    # rule above: 54e9). Near full memory the two part: 80e9 - 72e9 - 2e9 = 6e9 free, 5.4e9
+    # of cache by TensorRT-LLM's rule, where vLLM's keeps 72e9 - 72e9 - 2e9 < 0: none.
+    free = KVCacheConfig(block_size=16, gpu_memory_utilization=0.9, reserve_gb=2.0,
+                         memory_share="free")
+    per_block = 131072 * 16
+    assert free.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=16e9,
+                                kv_bytes_per_token=131072) == int(55.8e9 // per_block)
+    assert free.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=72e9,
+                                kv_bytes_per_token=131072) == int(5.4e9 // per_block) == 2574
+    total = KVCacheConfig(block_size=16, gpu_memory_utilization=0.9, reserve_gb=2.0)
+    with pytest.raises(CapacityError, match=r"usable 72.0 GB \(1 GPU\(s\) x 80 GB x 0.9\)"):
+        total.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=72e9,
+                              kv_bytes_per_token=131072)
+    with pytest.raises(CapacityError, match=r"usable 80.0 GB \(1 GPU\(s\) x 80 GB\)"):
+        free.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=79e9,
+                             kv_bytes_per_token=131072)
+    with pytest.raises(ConfigError, match="memory_share"):
+        KVCacheConfig(memory_share="used")
+
+
 def test_block_manager_pairs_queries_and_commands() -> None:
     kv = BlockManager(num_blocks=4, block_size=16)
     assert kv.can_allocate(1, 33)  # 3 blocks
