@@ -19,6 +19,7 @@ from helpers import TokenCost, table, timeline
 
 from simulator.cluster import ClusterSpec, simulate
 from simulator.deployment import resolve
+from simulator.scenario import apply_overrides
 from simulator.shapes import StepShape
 from simulator.stack_presets import TRTLLM_011_KV16_REREAD
 
@@ -309,6 +310,36 @@ def test_the_decode_fit_scales_only_the_16_bit_rows() -> None:
     assert nim_dli_cases.DECODE_SCALE_16BIT in nim_dli_decode_fit.CANDIDATES
     # the KV fit spans TensorRT-LLM's own 0.9 and the fitted fraction
     assert {0.9, nim_dli_cases.KV_MEMORY_FRACTION} <= set(nim_dli_kv_fit.CANDIDATES)
+
+
+def test_the_kv_fit_reads_free_as_a_share_of_the_free_memory(monkeypatch) -> None:  # noqa: ANN001
+    seen = {}
+
+    def fake_fit_main(argv, doc, candidates, run, label) -> int:  # noqa: ANN001
+        seen.update(argv=argv, candidates=candidates, run=run)
+        return 0
+
+    monkeypatch.setattr(nim_dli_kv_fit, "fit_main", fake_fit_main)
+    monkeypatch.setattr(nim_dli_kv_fit, "run_case",
+                        lambda case, **kw: {"case": case, **kw})
+    assert nim_dli_kv_fit.main(["--held-out", "--free"]) == 0
+    assert seen["argv"] == ["--held-out"]
+    assert seen["candidates"] == nim_dli_kv_fit.FREE_CANDIDATES
+    assert min(nim_dli_kv_fit.FREE_CANDIDATES) == 0.7
+    (row,) = seen["run"](["case"], 0.8)
+    assert row["overrides"] == ["kv.gpu_memory_utilization=0.8", "kv.memory_share='free'"]
+    nim_dli_kv_fit.main([])
+    assert seen["candidates"] == nim_dli_kv_fit.CANDIDATES
+    (row,) = seen["run"](["case"], 0.85)
+    assert row["overrides"][1] == "kv.memory_share='total'"
+    # the override is one the replay takes: 0.10's preset under TensorRT-LLM's own rule
+    case = {c.id: c for c in load_cases(nim_dli_cases.OUT)}[
+        "nim1.0-dli-a100-80gb-llama-3-8b-fp16-tp1-200-200-c250"]
+    point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=float("inf"))
+    point, _ = stack_accepted(point, case)
+    free = resolve(apply_overrides(point, row["overrides"][:1] + ["kv.memory_share='free'"]))
+    total = resolve(apply_overrides(point, row["overrides"]))
+    assert free.kv_blocks > total.kv_blocks
 
 
 @pytest.mark.parametrize(("model", "tp", "kv", "reads"), [
