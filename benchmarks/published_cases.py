@@ -35,7 +35,7 @@ from benchmarks.published_lengths import (
 )
 from benchmarks.trtllm_bench_settings import bench_limits, engine_context
 from benchmarks.trtllm_bench_table import table_limits
-from benchmarks.trtllm_kv_memory import trtllm_kv
+from benchmarks.trtllm_kv_memory import static_session_kv, trtllm_kv
 from benchmarks.trtllm_xqa import masked_mha_reads, xqa_note
 from simulator.atomic import atomic_write
 from simulator.costs.prefill_pass import DECODE_SCALE_HIGH, DECODE_SCALE_LOW
@@ -480,6 +480,8 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     notes += bench_limits(case, prompt, output, policy)
     notes += engine_context(case, prompt, output, policy)
     kv, kv_notes = trtllm_kv(case, prompt, output, policy, trtllm_buffers)
+    if not kv:
+        kv, kv_notes = static_session_kv(case, prompt, output, policy)
     notes += kv_notes
     if case.kv:  # a fit's KV-cache settings for the case's engines win (Case.kv)
         kv = {**kv, **case.kv}

@@ -216,3 +216,23 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
         f"{mem.activations / GIB:.2f}, runtime+decoder buffers {mem.slot_buffers / GIB:.2f} "
         f"(max_batch_size {batch}), context {mem.context / GIB:.2f}, NCCL "
         f"{mem.nccl / GIB:.2f} of {mem.total / GIB:.2f} GiB (benchmarks/trtllm_kv_memory.py)"]
+
+
+def static_session_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
+                      policy: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The ``[kv]`` section of a static-batch row (the pre-0.10 tables' gptSessionBenchmark,
+    one batch run whole) and a note: the session held its whole batch, batch x (input +
+    output) tokens, so the replay gets exactly that many blocks, whatever a memory rule
+    would give; ``({}, [])`` for any other case."""
+    if (case.stack != "trtllm" or "static batching" not in case.notes
+            or prompt.get("dist") != "fixed" or output.get("dist") != "fixed"
+            or "max_num_seqs" not in policy):
+        return {}, []
+    batch = int(policy["max_num_seqs"])
+    block = int(STACKS["trtllm"][-1].kv["block_size"])
+    per_request = math.ceil((int(prompt["tokens"]) + int(output["tokens"])) / block)
+    return {"num_blocks": batch * per_request, "block_size": block}, [
+        f"[kv] num_blocks {batch * per_request}: a static batch of {batch} ran whole, so its "
+        f"cache held {batch} x {per_request} blocks of {block} tokens "
+        "(benchmarks/trtllm_kv_memory.py static_session_kv)"]
+

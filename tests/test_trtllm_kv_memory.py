@@ -137,3 +137,19 @@ def test_other_releases_and_stacks_keep_the_kv_rule() -> None:
         point, _ = pc.scenario_point(other, max_prompts=1000, use_stack=True,
                                      burst_rate=math.inf)
         assert "kv" not in point
+
+
+def test_a_static_batch_row_holds_its_whole_batch() -> None:
+    # gptSessionBenchmark ran one batch of 64 prompts of 128 tokens decoding 2,048: the
+    # cache held 64 x ceil(2,176 / 32) = 64 x 68 = 4,352 blocks of 32 tokens, whatever the
+    # L40S's memory rule gives
+    case = CASES["trtllm0.5static-l40s-llama-2-7b-fp8-tp1-bs64-128-2048"]
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["kv"] == {"num_blocks": 4_352, "block_size": 32}
+    assert any("a static batch of 64 ran whole" in n for n in notes)
+    # an in-flight row keeps the engine's rule or the preset's
+    inflight = CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"]
+    assert km.static_session_kv(inflight, {"dist": "fixed", "tokens": 128},
+                                {"dist": "fixed", "tokens": 2048},
+                                {"max_num_seqs": 256}) == ({}, [])
