@@ -235,4 +235,3 @@ def static_session_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str
         f"[kv] num_blocks {batch * per_request}: a static batch of {batch} ran whole, so its "
         f"cache held {batch} x {per_request} blocks of {block} tokens "
         "(benchmarks/trtllm_kv_memory.py static_session_kv)"]
-
