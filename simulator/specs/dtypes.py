@@ -2,7 +2,8 @@
 
 Weights may be quantised (int4 packs two values in a byte, so 0.5); the KV cache is
 stored in 16-bit or fp8. Quantisation scales and zero points are ignored: for group
-size 128 they add well under 2% to the weight bytes.
+size 128 they add well under 2% to the weight bytes. A quantised checkpoint's embedding
+and lm_head stay 16-bit (``ModelSpec.weight_bytes``).
 """
 
 from __future__ import annotations
