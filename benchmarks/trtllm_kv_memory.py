@@ -189,7 +189,8 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
     """The ``[kv]`` section replaying ``case``'s engine by TensorRT-LLM's rule and a note;
     ``({}, [])`` for a case this does not cover (another stack or release, lengths not
     fixed, a GPU without a CUDA total, no stated fraction). ``buffers``: which reading of
-    the runtime and decoder buffers (BUFFER_READINGS)."""
+    the runtime and decoder buffers (BUFFER_READINGS); where the log's reading leaves no
+    free memory, the engine still ran, so the sourced reading sizes its cache."""
     if buffers not in BUFFER_READINGS:
         raise ValueError(f"trtllm_kv: buffers {buffers!r}: one of {BUFFER_READINGS}")
     name = catalogue_name(case.model)
@@ -202,16 +203,26 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
     batch = int(policy.get("max_num_seqs", DEFAULT_MAX_BATCH_SIZE))
     tokens = int(policy.get("max_num_batched_tokens", DEFAULT_MAX_NUM_TOKENS))
     seq = int(prompt["tokens"]) + int(output["tokens"])  # the build's max_seq_len
-    mem = engine_memory(get_model(name), get_hardware(case.gpu), case.tp, case.weight_dtype,
-                        case.kv_dtype, batch, tokens, fraction,
-                        (seq, case.stack_version) if buffers == "sourced" else None)
+    model, hw = get_model(name), get_hardware(case.gpu)
+    sourced = (seq, case.stack_version)
+    mem = engine_memory(model, hw, case.tp, case.weight_dtype, case.kv_dtype, batch, tokens,
+                        fraction, sourced if buffers == "sourced" else None)
     block = int(STACKS["trtllm"][-1].kv["block_size"])
     blocks = mem.kv_tokens // block
+    prefix = ""
+    if blocks < 1 and buffers == "log":  # the engine ran, so it had a cache: the log's
+        # reading overstates its buffers here; the term-by-term reading of the same engine
+        prefix = (f"the log's buffer reading leaves no KV cache ({mem.free / GIB:.2f} GiB "
+                  "free per GPU), so the sourced one: ")
+        mem = engine_memory(model, hw, case.tp, case.weight_dtype, case.kv_dtype, batch,
+                            tokens, fraction, sourced)
+        blocks = mem.kv_tokens // block
     if blocks < 1:
         return {}, [f"TensorRT-LLM's KV rule leaves no KV cache ({mem.free / GIB:.2f} GiB free "
                     "per GPU): the [kv] rule kept (benchmarks/trtllm_kv_memory.py)"]
     return {"num_blocks": blocks, "block_size": block}, [
-        f"[kv] num_blocks {blocks}: TensorRT-LLM's rule, {fraction:g} x {mem.free / GIB:.2f} "
+        f"{prefix}[kv] num_blocks {blocks}: TensorRT-LLM's rule, {fraction:g} x "
+        f"{mem.free / GIB:.2f} "
         f"GiB free per GPU after weights {mem.weights / GIB:.2f}, activations "
         f"{mem.activations / GIB:.2f}, runtime+decoder buffers {mem.slot_buffers / GIB:.2f} "
         f"(max_batch_size {batch}), context {mem.context / GIB:.2f}, NCCL "

@@ -658,7 +658,8 @@ TRTLLM_FREE_SHARE_SOURCE = (
     "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, search-index file id 36927720914)")
 TRTLLM_010_TOTAL_SHARE_SOURCE = (
     "KV cache: 0.9 of each GPU's whole memory less the weights and reserve ([kv] "
-    "memory_share = 'total'), the rule NIM 1.0's fitted KV fraction (0.85) was fitted under; "
+    "memory_share = 'total'), the rule NIM 1.0's KV fraction was fitted under "
+    "(benchmarks/nim_dli_cases.py KV_MEMORY_FRACTION); "
     "TensorRT-LLM's own rule is a share of the free memory (the later presets)")
 # 0.11-0.17 (TensorRT engines, the C++ executor, streaming off in the published runs): decode
 # attention over a 16-bit KV cache reads it 1 + TRTLLM_011_KV16_REREAD x (G - 1) times a

@@ -153,3 +153,21 @@ def test_a_static_batch_row_holds_its_whole_batch() -> None:
     assert km.static_session_kv(inflight, {"dist": "fixed", "tokens": 128},
                                 {"dist": "fixed", "tokens": 2048},
                                 {"max_num_seqs": 256}) == ({}, [])
+
+
+def test_where_the_logs_buffer_reading_leaves_nothing_the_sourced_one_sizes_the_cache() -> None:
+    # 0.13's Llama-3.1-70B FP8 engine on one H100 (max_batch_size 2,048): 79.10 GiB less
+    # weights 67.67 (the embedding and lm_head in 16 bits), the log's 11 GiB of buffers and
+    # the rest leaves -0.67 GiB. The engine ran, so it had a cache: the term-by-term buffers
+    # at max_seq_len 2,176 (6.16 GiB) leave 4.17 GiB, 0.9 of which at 163,840 B a token is
+    # 769 blocks of 32
+    case = CASES["trtllm0.13-h100-sxm-llama-3.1-70b-fp8-tp1-128-2048"]
+    point, notes = pc.scenario_point(case, max_prompts=1000, use_stack=True,
+                                     burst_rate=math.inf)
+    assert point["kv"] == {"num_blocks": 769, "block_size": 32}
+    assert int(0.9 * 4.17 * GIB / 163_840) // 32 == pytest.approx(769, abs=1)
+    assert any("the log's buffer reading leaves no KV cache (-0.67 GiB" in n for n in notes)
+    # an engine the log's reading leaves memory to keeps that reading
+    point, notes = pc.scenario_point(CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"],
+                                     max_prompts=1000, use_stack=True, burst_rate=math.inf)
+    assert not any("so the sourced one" in n for n in notes)
