@@ -181,6 +181,21 @@ def test_fp8_weights_without_fp8_math_fall_back_to_bf16() -> None:
     assert fp8.bytes < bf16.bytes
 
 
+def test_fp8_weights_keep_a_16_bit_lm_head() -> None:
+    # Llama-3.1-8B in FP8 on an H100: every shared weight at 1 byte but the lm_head's
+    # 128,256 x 4,096 at 2 (the input embedding is gathered, not streamed)
+    head = 128256 * 4096
+    n_sh = 8_030_261_248 - head  # the weights a step streams, lm_head included
+    cost = RooflineCost(LLAMA8B, H100, weight_dtype="fp8", kv_dtype="fp8")
+    weights = cost.terms(decode(1, 0)).bytes - 65536  # minus the FP8 KV of one token
+    assert weights == (n_sh - head) * 1 + head * 2  # 8.03 GB, not 7.50
+    # the lm_head's GEMM runs at the bf16 peak (989 TFLOP/s), the rest at FP8's (1,979)
+    p = 2048
+    flops = 2 * (n_sh - head) * p / 1979e12 + 2 * head * p / 989e12
+    terms = cost.terms(StepShape(num_prefill_tokens=p, num_admitted=1))  # no attention
+    assert terms.compute_s == pytest.approx(flops / 0.6, rel=1e-12)
+
+
 def test_roofline_validation() -> None:
     with pytest.raises(ConfigError, match=r"tp=2 needs a GPU link.*cpu"):
         RooflineCost(get_model("tiny"), get_hardware("cpu"), tp=2)

@@ -3,6 +3,12 @@
 :class:`~simulator.costs.roofline.RooflineCost` (symbols and formula in its module
 docstring) and :class:`~simulator.costs.roofline_scalar.ScalarRoofline` both price a step
 from these; nothing here depends on the step.
+
+A quantised checkpoint (fewer than 2 bytes a weight) keeps its lm_head in 16 bits, as
+:meth:`~simulator.specs.model_spec.ModelSpec.weight_bytes` counts it (ModelOpt disables
+the lm_head's quantizers; vLLM quantises its linear layers only): the prior reads that
+matrix at 2 bytes a weight and runs its GEMM at the 16-bit peak (its FLOPs enter the
+weights' peak scaled by peak(w) / peak(act)), as the composed tables price the logits GEMM.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from simulator.costs.collectives import AllReduceCurve, allreduce_curve
 from simulator.costs.moe_tables import MoeLayerCurve, moe_layer_curve
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
+from simulator.specs.model_spec import EMBEDDING_BYTES
 
 if TYPE_CHECKING:
     from simulator.costs.roofline import RooflineCost
@@ -24,7 +31,7 @@ class RooflineConstants(NamedTuple):
     attn_flops_per_pair: float  # 4 L n_h d_h
     inv_peak_mm: float  # 1 / peak(w), s per FLOP
     inv_peak_attn: float  # 1 / peak(act)
-    shared_bytes: float  # b_w N_sh / tp
+    shared_bytes: float  # b_w N_sh / tp (the lm_head at 2 bytes under quantised weights)
     expert_bytes: float  # b_w N_e / tp
     num_experts: int  # E
     miss_prob: float  # 1 - k/E: chance one token skips a given expert
@@ -43,7 +50,8 @@ class RooflineConstants(NamedTuple):
     # in place of their roofline: t_mm = max(shared compute, shared reads) + L_moe x it
     moe_curve: MoeLayerCurve | None
     moe_layers: float  # L_moe: the layers with experts (every layer of the catalogue's MoEs)
-    shared_flops_per_token: float  # 2 N_sh: the matmul FLOPs outside the experts
+    shared_flops_per_token: float  # 2 N_sh: the matmul FLOPs outside the experts (a
+    # 16-bit lm_head's at the weights' peak: scaled by peak(w) / peak(act))
 
 
 def roofline_constants(cost: RooflineCost) -> RooflineConstants:
@@ -55,12 +63,17 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     n_sh = m.params_shared - gathered
     act_dtype = "fp32" if cost.weight_dtype.lower() == "fp32" else "bf16"
     b_act = weight_dtype_bytes(act_dtype)
+    # the lm_head (vocab x hidden, tied or not) in 16 bits under quantised weights
+    head = m.vocab_size * m.hidden_size if b_w < EMBEDDING_BYTES else 0
+    shared_bytes = (b_w * (n_sh - head) + EMBEDDING_BYTES * head) / tp
+    head_flops = 2.0 * head * hw.peak_flops(cost.weight_dtype) / hw.peak_flops(act_dtype)
+    shared_flops = 2.0 * (n_sh - head) + head_flops
     return RooflineConstants(
-        flops_per_token=2.0 * (n_sh + m.experts_per_token * m.params_per_expert),
+        flops_per_token=shared_flops + 2.0 * m.experts_per_token * m.params_per_expert,
         attn_flops_per_pair=4.0 * m.num_layers * m.num_heads * m.head_dim,
         inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
         inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
-        shared_bytes=b_w * n_sh / tp,
+        shared_bytes=shared_bytes,
         expert_bytes=b_w * m.params_per_expert / tp,
         num_experts=m.num_experts,
         miss_prob=1.0 - m.experts_per_token / m.num_experts,
@@ -79,5 +92,5 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, tp, cost.moe_kind)
                    if cost.moe_kind else None),
         moe_layers=float(m.num_layers),
-        shared_flops_per_token=2.0 * n_sh,
+        shared_flops_per_token=shared_flops,
     )
