@@ -121,9 +121,10 @@ READS_FITTED = ("NIM 1.0's 16-bit XQA decode reads (benchmarks/nim_dli_reads_fit
 # gpu_memory_utilization, the KV cache what the weights leave of it), which NIM 1.0 does
 # not state: TensorRT-LLM's 0.9 of the memory free after the engine's activations and
 # buffers, which depend on its build. Fitted on the A100 rows (FIT_GPU: the most mean-TTFT
-# and mean-TPOT errors within 15% over 0.75-0.9, the decode factor in place;
+# and mean-TPOT errors within 15% over 0.75-0.9 in steps down to 0.0125, the decode factor
+# in place, of the memory CUDA reports (HardwareSpec.cuda_total_gib);
 # benchmarks/nim_dli_kv_fit.py); the H100 rows hold it out.
-KV_MEMORY_FRACTION = 0.85
+KV_MEMORY_FRACTION = 0.8625
 KV_FITTED = ("NIM 1.0's KV memory fraction (benchmarks/nim_dli_kv_fit.py; "
              "benchmarks/nim_dli_cases.py KV_MEMORY_FRACTION): the A100 rows")
 DECODE_FITTED = ("NIM 1.0's 16-bit decode factor (benchmarks/nim_dli_decode_fit.py; "

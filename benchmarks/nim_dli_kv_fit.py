@@ -32,7 +32,7 @@ from benchmarks.nim_dli_budget_fit import fit_main  # noqa: E402
 from benchmarks.published import run_case  # noqa: E402
 from benchmarks.published_cases import Case, burst_rate_accepted  # noqa: E402
 
-CANDIDATES = (0.75, 0.8, 0.825, 0.85, 0.875, 0.9)
+CANDIDATES = (0.75, 0.8, 0.825, 0.8375, 0.85, 0.8625, 0.875, 0.8875, 0.9)
 FREE_CANDIDATES = (0.7, *CANDIDATES)  # a share of less memory reaches the same cache higher
 
 

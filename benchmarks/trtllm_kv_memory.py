@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.trtllm_bench_settings import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS
-from simulator.specs.hardware import HardwareSpec, get_hardware
+from simulator.specs.hardware import HARDWARE, HardwareSpec, get_hardware
 from simulator.specs.model_spec import ModelSpec
 from simulator.specs.models import catalogue_name, get_model
 from simulator.stack_presets import STACKS
@@ -79,16 +79,10 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 MIB = 2**20
-# What cudaMemGetInfo reports as total, GiB per GPU (less than the datasheet's memory):
-# - h100-sxm: "total: 79.10 GiB" in both TensorRT-LLM logs above;
-# - h200: "device total memory 139.81 GiB" (a TensorRT-LLM log, search-index file id
-#   14031891033);
-# - a100-80gb: "79.35 GiB total capacity", PyTorch on an A100 80GB (file id 39596015918)
-#   and on an A800 80G, the same memory (github:ModelTC/LightLLM issue 13);
-# - l40s: "a total capacity of 44.42 GiB", PyTorch on an L40S
-#   (github:stepfun-ai/Step-Video-T2V issue 8).
-CUDA_TOTAL_GIB: Mapping[str, float] = {"a100-80gb": 79.35, "h100-sxm": 79.10, "h200": 139.81,
-                                       "l40s": 44.42}
+# What cudaMemGetInfo reports as total, GiB per GPU, for the GPUs of the replayed tables
+# (HardwareSpec.cuda_total_gib, with their sources in simulator/specs/hardware.py)
+CUDA_TOTAL_GIB: Mapping[str, float] = {
+    name: HARDWARE[name].memory_bytes / 2**30 for name in ("a100-80gb", "h100-sxm", "h200", "l40s")}
 # AIConfigurator's activation factor c(tp) (module docstring), Llama family and MoE
 ACTIVATION_FACTOR: Mapping[int, float] = {1: 11, 2: 6.5, 4: 5, 8: 5}
 ACTIVATION_FACTOR_MOE: Mapping[int, float] = {1: 22, 2: 13, 4: 10, 8: 10}

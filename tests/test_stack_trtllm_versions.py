@@ -184,25 +184,26 @@ def test_0_10_reads_an_fp8_cache_g_times_where_it_had_no_xqa_kernel(
 
 
 def test_the_kv_cache_is_a_share_of_the_free_memory_from_0_11_on() -> None:
-    """Llama-3.1-70B FP8 on one H100 (80 GiB = 85,899,345,920 B): weights 72,655,052,800 B
-    (the embedding and lm_head, 2,101,346,304 weights, in 16 bits), an FP8 cache of 2 x 80
-    layers x 8 heads x 128 = 163,840 B a token. TensorRT-LLM's rule, 0.9 x (85.90 - 72.66 -
-    2) GB = 10.12 GB, is 1,930 blocks of 32 tokens; vLLM's, 0.9 x 85.90 - 72.66 - 2 = 2.65
-    GB, which 0.10 keeps (NIM 1.0's fitted fraction is of it), 253 blocks of 64."""
+    """Llama-3.1-70B FP8 on one H100 (CUDA's 79.10 GiB = 84,932,978,278 B): weights
+    72,655,052,800 B (the embedding and lm_head, 2,101,346,304 weights, in 16 bits), an FP8
+    cache of 2 x 80 layers x 8 heads x 128 = 163,840 B a token. TensorRT-LLM's rule, 0.9 x
+    (84.93 - 72.66 - 2) GB = 9.25 GB, is 1,764 blocks of 32 tokens; vLLM's, 0.9 x 84.93 -
+    72.66 - 2 = 1.78 GB, which 0.10 keeps (NIM 1.0's fitted fraction is of it), 170 blocks
+    of 64."""
     point = {"model": {"name": "llama-3.1-70b", "weight_dtype": "fp8"},
              "hardware": {"gpu": "h100-sxm"}}
-    left = 85_899_345_920 - 72_655_052_800 - 2e9
+    left = 84_932_978_278 - 72_655_052_800 - 2e9
     blocks = {}
     for version in ("0.10", "0.11", "0.12", "1.0"):
         dep = resolve({**point, "stack": {"name": "trtllm", "version": version}})
         assert dep.kv_dtype == "fp8"
         blocks[version] = (dep.kv_blocks, dep.block_size)
     assert blocks["1.0"] == blocks["0.12"] == blocks["0.11"] == (
-        int(0.9 * left // (163_840 * 32)), 32) == (1_930, 32)
-    assert blocks["0.10"] == (int((0.9 * 85_899_345_920 - 72_655_052_800 - 2e9)
-                                  // (163_840 * 64)), 64) == (253, 64)
+        int(0.9 * left // (163_840 * 32)), 32) == (1_764, 32)
+    assert blocks["0.10"] == (int((0.9 * 84_932_978_278 - 72_655_052_800 - 2e9)
+                                  // (163_840 * 64)), 64) == (170, 64)
     # vLLM keeps its own rule (and a bf16 cache beside FP8 weights: 327,680 B a token)
     dep = resolve({**point, "stack": {"name": "vllm-v1"}})
     assert dep.kv_dtype == "bf16"
-    assert dep.kv_blocks == int((0.9 * 85_899_345_920 - 72_655_052_800 - 2e9)
-                                // (327_680 * 16)) == 506
+    assert dep.kv_blocks == int((0.9 * 84_932_978_278 - 72_655_052_800 - 2e9)
+                                // (327_680 * 16)) == 340

@@ -31,13 +31,17 @@ class HardwareSpec:
     link_bandwidth_gbps: float = 0.0  # GPU-to-GPU link, GB/s, both directions added
     link_kind: str = "none"  # "nvlink" | "pcie" | "none" (cannot do tensor parallelism)
     fp32_tflops: float | None = None  # dense FP32 math; None = TF32 tensor cores = bf16 / 2
+    # What CUDA reports as the device's total memory, GiB (cudaMemGetInfo; PyTorch's "total
+    # capacity"): a little less than the datasheet's (the driver keeps some), and what an
+    # engine's memory fraction is a share of. None: ``memory_gb`` read as GiB.
+    cuda_total_gib: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"hardware.name={self.name!r} must be a non-empty string")
         for field in ("memory_gb", "bandwidth_gbps", "bf16_tflops"):
             _check_positive(self.name, field, getattr(self, field))
-        for field in ("fp8_tflops", "int8_tops", "fp32_tflops"):
+        for field in ("fp8_tflops", "int8_tops", "fp32_tflops", "cuda_total_gib"):
             if getattr(self, field) is not None:
                 _check_positive(self.name, field, getattr(self, field))
         if self.link_kind not in LINK_KINDS:
@@ -54,9 +58,11 @@ class HardwareSpec:
 
     @property
     def memory_bytes(self) -> int:
-        """Device memory in bytes; ``memory_gb`` is read as GiB, as HBM is sized in powers
-        of two (an "80 GB" H100 reports 79.2 GiB usable to CUDA)."""
-        return round(self.memory_gb * 2**30)
+        """Device memory in bytes as CUDA reports its total (``cuda_total_gib``: an "80 GB"
+        H100 reports 79.10 GiB), else ``memory_gb`` read as GiB, as HBM is sized in powers
+        of two."""
+        gib = self.memory_gb if self.cuda_total_gib is None else self.cuda_total_gib
+        return round(gib * 2**30)
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for matrix math on ``compute_dtype`` weights.
@@ -92,23 +98,35 @@ def _gpu(
     int8: float,
     link: float,
     kind: str,
+    cuda_total: float | None = None,
 ) -> HardwareSpec:
-    return HardwareSpec(name, mem, bw, bf16, fp8, int8, link, kind)
+    return HardwareSpec(name, mem, bw, bf16, fp8, int8, link, kind,
+                        cuda_total_gib=cuda_total)
 
 
 # Datasheet figures (design.md table). INT8 dense: A100 624, H100 SXM/H200 1979,
 # H100 PCIe 1513, L40S 733, RTX 4090 660.6 (Ada whitepaper), B200 4500.
 # PCIe links: Gen5 x16 = 128 GB/s and Gen4 x16 = 64 GB/s, both directions added.
+# CUDA's total memory, GiB (the last column; it varies by a few tenths with the driver):
+# - h100-sxm 79.10: "total: 79.10 GiB" in TensorRT-LLM's memory logs
+#   (benchmarks/trtllm_kv_memory.py cites them); h100-pcie the same: nvidia-smi reports
+#   81,559 MiB for both parts (search-index file ids 56434233954 and 59138297598);
+# - h200 139.81: "device total memory 139.81 GiB", a TensorRT-LLM log (file id 14031891033);
+# - a100-80gb 79.35: "79.35 GiB total capacity", PyTorch (file id 39596015918);
+# - a100-40gb 39.39 and rtx4090 23.65: PyTorch's "total capacity" in out-of-memory
+#   messages (file ids 15996934928 and 56212744191);
+# - l40s 44.42: "a total capacity of 44.42 GiB", PyTorch (github:stepfun-ai/Step-Video-T2V
+#   issue 8); b200: none read, its memory_gb stands.
 HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType(
     {
-        #                     name        GB    GB/s   BF16  FP8   INT8   link  kind
-        "a100-80gb": _gpu("a100-80gb", 80, 2039, 312, None, 624, 600, "nvlink"),
-        "a100-40gb": _gpu("a100-40gb", 40, 1555, 312, None, 624, 600, "nvlink"),
-        "h100-sxm": _gpu("h100-sxm", 80, 3350, 989, 1979, 1979, 900, "nvlink"),
-        "h100-pcie": _gpu("h100-pcie", 80, 2000, 756, 1513, 1513, 128, "pcie"),
-        "h200": _gpu("h200", 141, 4800, 989, 1979, 1979, 900, "nvlink"),
-        "l40s": _gpu("l40s", 48, 864, 362, 733, 733, 64, "pcie"),
-        "rtx4090": _gpu("rtx4090", 24, 1008, 165, 330, 660.6, 64, "pcie"),
+        #                     name        GB    GB/s   BF16  FP8   INT8   link  kind     CUDA GiB
+        "a100-80gb": _gpu("a100-80gb", 80, 2039, 312, None, 624, 600, "nvlink", 79.35),
+        "a100-40gb": _gpu("a100-40gb", 40, 1555, 312, None, 624, 600, "nvlink", 39.39),
+        "h100-sxm": _gpu("h100-sxm", 80, 3350, 989, 1979, 1979, 900, "nvlink", 79.10),
+        "h100-pcie": _gpu("h100-pcie", 80, 2000, 756, 1513, 1513, 128, "pcie", 79.10),
+        "h200": _gpu("h200", 141, 4800, 989, 1979, 1979, 900, "nvlink", 139.81),
+        "l40s": _gpu("l40s", 48, 864, 362, 733, 733, 64, "pcie", 44.42),
+        "rtx4090": _gpu("rtx4090", 24, 1008, 165, 330, 660.6, 64, "pcie", 23.65),
         "b200": _gpu("b200", 180, 7700, 2250, 4500, 4500, 1800, "nvlink"),
         # A shared 2-core x86 host (CI runners, laptops in a container). Rough figures:
         # dual-channel DDR4 bandwidth seen by one process, AVX2 FMA at ~3 GHz on 2 cores
