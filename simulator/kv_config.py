@@ -60,8 +60,9 @@ class KVCacheConfig:
             raise CapacityError(
                 f"model does not fit: weights {weight_bytes / 1e9:.1f} GB + reserve "
                 f"{reserve / 1e9:.1f} GB > usable {usable / 1e9:.1f} GB "
-                f"({tp} GPU(s) x {memory_bytes / 1e9:.0f} GB"
-                f"{'' if self.memory_share == 'free' else f' x {util}'}); "
+                f"({'' if self.memory_share == 'free' else f'{util} x '}{tp} GPU(s) x "
+                f"{memory_bytes / 1e9:.1f} GB, {memory_bytes / 2**30:.2f} GiB each as CUDA "
+                "reports it); "
                 "use more tensor parallelism, a smaller dtype or a bigger GPU"
             )
         return blocks

@@ -87,10 +87,12 @@ def test_kv_capacity_as_a_share_of_the_free_memory() -> None:
     assert free.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=72e9,
                                 kv_bytes_per_token=131072) == int(5.4e9 // per_block) == 2574
     total = KVCacheConfig(block_size=16, gpu_memory_utilization=0.9, reserve_gb=2.0)
-    with pytest.raises(CapacityError, match=r"usable 72.0 GB \(1 GPU\(s\) x 80 GB x 0.9\)"):
+    # 80e9 B = 74.51 GiB, each GPU's total as CUDA would report it
+    with pytest.raises(CapacityError, match=r"usable 72.0 GB \(0.9 x 1 GPU\(s\) x 80.0 GB, "
+                                            r"74.51 GiB each as CUDA reports it\)"):
         total.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=72e9,
                               kv_bytes_per_token=131072)
-    with pytest.raises(CapacityError, match=r"usable 80.0 GB \(1 GPU\(s\) x 80 GB\)"):
+    with pytest.raises(CapacityError, match=r"usable 80.0 GB \(1 GPU\(s\) x 80.0 GB, 74.51"):
         free.capacity_blocks(memory_bytes=80e9, tp=1, weight_bytes=79e9,
                              kv_bytes_per_token=131072)
     with pytest.raises(ConfigError, match="memory_share"):
