@@ -43,6 +43,8 @@ def composed_mape_bound(backend: str, dtype: str) -> float:
     5% plus a little, where the A100's 70B TP 8 files fit at 5.2% (the sweep's prompts
     one token past the grid, since 0.12.0's tables time both); vLLM's and SGLang's fp8
     GEMM tables differ by up to ~45% between m and m + 1 (H100, m = 512: 55 us against
-    79 us), a saw no smooth form follows, and the sweep takes both, so 13% (12.8% worst).
+    79 us), a saw no smooth form follows, and the sweep takes both, so 14% (13.4% worst:
+    vLLM's H100 70B fp8 TP 1, whose KV cache holds fewer shapes since stop 55 read the
+    memory CUDA reports; 12.8% before).
     """
-    return 0.13 if dtype.startswith("fp8") and backend in ("vllm", "sglang") else 0.06
+    return 0.14 if dtype.startswith("fp8") and backend in ("vllm", "sglang") else 0.06
