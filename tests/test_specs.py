@@ -198,7 +198,8 @@ def test_peak_flops_and_fallbacks() -> None:
 def test_hardware_memory_and_validation() -> None:
     # an "80 GB" H100: what CUDA reports, 79.10 GiB; a GPU without a CUDA total: its GiB
     assert HARDWARE["h100-sxm"].memory_bytes == round(79.10 * 2**30) == 84_932_978_278
-    assert HARDWARE["b200"].memory_bytes == 180 * 2**30
+    assert HARDWARE["b200"].memory_bytes == round(178.35 * 2**30)
+    assert HARDWARE["cpu"].memory_bytes == 24 * 2**30
     assert HardwareSpec("x", 80, 1000, 100, cuda_total_gib=79.5).memory_bytes == 79.5 * 2**30
     with pytest.raises(ConfigError, match=r"cuda_total_gib=0 must be a finite number > 0"):
         HardwareSpec("x", 80, 1000, 100, cuda_total_gib=0)

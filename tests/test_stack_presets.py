@@ -153,8 +153,8 @@ def test_sglang_chunk_size_follows_gpu_memory(gpu: str) -> None:
                                                   ("h100-sxm", 8192, 8192),
                                                   ("b200", 8192, 8192)])
 def test_older_sglang_chunk_sizes(gpu: str, v03: int, v04: int) -> None:
-    """0.3: 8192 on every GPU. 0.4: 2048 under 25,000 MB (the 4090's 24 GiB is 24,576 MB),
-    else 8192, no 16384 tier (0.5 gives the 180 GiB B200 16384)."""
+    """0.3: 8192 on every GPU. 0.4: 2048 under 25,000 MB (the 4090's 23.65 GiB, as CUDA
+    reports it, is 24,218 MB), else 8192, no 16384 tier (0.5 gives the 178 GiB B200 16384)."""
     for version, want in (("0.3", v03), ("0.4", v04)):
         dep = resolve({"hardware": {"gpu": gpu}, "model": {"name": "llama-2-7b"},
                        "stack": {"name": "sglang", "version": version}})

@@ -116,7 +116,9 @@ def _gpu(
 # - a100-40gb 39.39 and rtx4090 23.65: PyTorch's "total capacity" in out-of-memory
 #   messages (file ids 15996934928 and 56212744191);
 # - l40s 44.42: "a total capacity of 44.42 GiB", PyTorch (github:stepfun-ai/Step-Video-T2V
-#   issue 8); b200: none read, its memory_gb stands.
+#   issue 8);
+# - b200 178.35: "GPU 0 has a total capacity of 178.35 GiB", PyTorch's out-of-memory
+#   message on a B200 (search-index file ids 63244951597, 55106805727).
 HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType(
     {
         #                     name        GB    GB/s   BF16  FP8   INT8   link  kind     CUDA GiB
@@ -127,7 +129,7 @@ HARDWARE: Mapping[str, HardwareSpec] = MappingProxyType(
         "h200": _gpu("h200", 141, 4800, 989, 1979, 1979, 900, "nvlink", 139.81),
         "l40s": _gpu("l40s", 48, 864, 362, 733, 733, 64, "pcie", 44.42),
         "rtx4090": _gpu("rtx4090", 24, 1008, 165, 330, 660.6, 64, "pcie", 23.65),
-        "b200": _gpu("b200", 180, 7700, 2250, 4500, 4500, 1800, "nvlink"),
+        "b200": _gpu("b200", 180, 7700, 2250, 4500, 4500, 1800, "nvlink", 178.35),
         # A shared 2-core x86 host (CI runners, laptops in a container). Rough figures:
         # dual-channel DDR4 bandwidth seen by one process, AVX2 FMA at ~3 GHz on 2 cores
         # (2 cores * 2 FMA units * 8 fp32 lanes * 2 FLOP * 3e9 ~ 0.19 TFLOPS peak); no
