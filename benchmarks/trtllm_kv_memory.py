@@ -11,7 +11,7 @@ replay passes the engine's count as ``[kv] num_blocks``.
 Per GPU, in bytes (every term below has a source; docs/gpu-profiles.md, "TensorRT-LLM's KV
 rule from sourced non-KV memory"):
 
-    free = total                      what CUDA reports (CUDA_TOTAL_GIB)
+    free = total                      what CUDA reports (HardwareSpec.memory_bytes)
          - weights / tp               servesim's weight bytes
          - activations                TensorRT's execution context, sized for max_num_tokens
          - slot buffers               runtime and decoder buffers, max_batch_size x vocab
@@ -49,7 +49,8 @@ rule from sourced non-KV memory"):
   model leaves 65.65 GiB free where the log has 63.62 GiB available (+3.2%). No source
   here splits that remainder (part may grow with max_seq_len: github:NVIDIA/TensorRT-LLM
   issue 2317 says the runtime and decoder buffers do).
-- ``total``: CUDA's total memory per GPU (CUDA_TOTAL_GIB, sources there).
+- ``total``: CUDA's total memory per GPU (``HardwareSpec.memory_bytes``: its
+  ``cuda_total_gib``, sources in simulator/specs/hardware.py).
 
 The fraction is each release's (``--kv_cache_free_gpu_mem_fraction`` or the "KV Memory
 Percentage" trtllm-bench prints), read from the case's notes. 0.12-0.14's commands set none,
@@ -69,7 +70,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.trtllm_bench_settings import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS
-from simulator.specs.hardware import HARDWARE, HardwareSpec, get_hardware
+from simulator.specs.hardware import HardwareSpec, get_hardware
 from simulator.specs.model_spec import ModelSpec
 from simulator.specs.models import catalogue_name, get_model
 from simulator.stack_presets import STACKS
@@ -79,10 +80,9 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 MIB = 2**20
-# What cudaMemGetInfo reports as total, GiB per GPU, for the GPUs of the replayed tables
-# (HardwareSpec.cuda_total_gib, with their sources in simulator/specs/hardware.py)
-CUDA_TOTAL_GIB: Mapping[str, float] = {
-    name: HARDWARE[name].memory_bytes / 2**30 for name in ("a100-80gb", "h100-sxm", "h200", "l40s")}
+# The GPUs of the replayed tables, whose CUDA totals the memory model reads
+# (HardwareSpec.memory_bytes: cuda_total_gib, with sources in simulator/specs/hardware.py)
+TABLE_GPUS = ("a100-80gb", "h100-sxm", "h200", "l40s")
 # AIConfigurator's activation factor c(tp) (module docstring), Llama family and MoE
 ACTIVATION_FACTOR: Mapping[int, float] = {1: 11, 2: 6.5, 4: 5, 8: 5}
 ACTIVATION_FACTOR_MOE: Mapping[int, float] = {1: 22, 2: 13, 4: 10, 8: 10}
@@ -163,7 +163,7 @@ def engine_memory(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str
     buffers = SLOT_VOCAB_BYTES * max_batch_size * vocab_padded if sourced is None else \
         sum(sourced_buffers(max_batch_size, vocab_padded, *sourced))
     return EngineMemory(
-        total=CUDA_TOTAL_GIB[hw.name] * GIB, weights=model.weight_bytes(weight_dtype) / tp,
+        total=hw.memory_bytes, weights=model.weight_bytes(weight_dtype) / tp,
         activations=activations, slot_buffers=buffers,
         context=CONTEXT_GIB * GIB, nccl=NCCL_BYTES[min(tp, 8)], fraction=fraction,
         kv_bytes_per_token=kv_per_token)
@@ -191,7 +191,7 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
     fraction = kv_fraction(case.notes)
     if (case.stack != "trtllm" or case.stack_version not in VERSIONS or name is None
             or not any(tool in case.notes for tool in TOOLS) or fraction is None
-            or case.gpu not in CUDA_TOTAL_GIB or prompt.get("dist") != "fixed"
+            or case.gpu not in TABLE_GPUS or prompt.get("dist") != "fixed"
             or output.get("dist") != "fixed"):
         return {}, []
     batch = int(policy.get("max_num_seqs", DEFAULT_MAX_BATCH_SIZE))
@@ -201,7 +201,7 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
     sourced = (seq, case.stack_version)
     mem = engine_memory(model, hw, case.tp, case.weight_dtype, case.kv_dtype, batch, tokens,
                         fraction, sourced if buffers == "sourced" else None)
-    block = int(STACKS["trtllm"][-1].kv["block_size"])
+    block = trtllm_block_tokens()
     blocks = mem.kv_tokens // block
     prefix = ""
     if blocks < 1 and buffers == "log":  # the engine ran, so it had a cache: the log's
@@ -223,6 +223,11 @@ def trtllm_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
         f"{mem.nccl / GIB:.2f} of {mem.total / GIB:.2f} GiB (benchmarks/trtllm_kv_memory.py)"]
 
 
+def trtllm_block_tokens() -> int:
+    """Tokens a KV block holds in the replayed engines (the trtllm presets' block size)."""
+    return int(STACKS["trtllm"][-1].kv["block_size"])
+
+
 def static_session_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str, Any],
                       policy: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The ``[kv]`` section of a static-batch row (the pre-0.10 tables' gptSessionBenchmark,
@@ -234,7 +239,7 @@ def static_session_kv(case: Case, prompt: Mapping[str, Any], output: Mapping[str
             or "max_num_seqs" not in policy):
         return {}, []
     batch = int(policy["max_num_seqs"])
-    block = int(STACKS["trtllm"][-1].kv["block_size"])
+    block = trtllm_block_tokens()
     per_request = math.ceil((int(prompt["tokens"]) + int(output["tokens"])) / block)
     return {"num_blocks": batch * per_request, "block_size": block}, [
         f"[kv] num_blocks {batch * per_request}: a static batch of {batch} ran whole, so its "

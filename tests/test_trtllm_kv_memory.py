@@ -166,6 +166,7 @@ def test_where_the_logs_buffer_reading_leaves_nothing_the_sourced_one_sizes_the_
                                      burst_rate=math.inf)
     assert point["kv"] == {"num_blocks": 769, "block_size": 32}
     assert int(0.9 * 4.17 * GIB / 163_840) // 32 == pytest.approx(769, abs=1)
+    assert any("0.9 x 4.17 GiB free per GPU" in n for n in notes)  # the figure above, printed
     assert any("the log's buffer reading leaves no KV cache (-0.67 GiB" in n for n in notes)
     # an engine the log's reading leaves memory to keeps that reading
     point, notes = pc.scenario_point(CASES["trtllm0.12-a100-80gb-llama-3-70b-fp16-tp2-128-2048"],
