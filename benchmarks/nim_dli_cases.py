@@ -177,8 +177,8 @@ NOTES = (
     "TensorRT-LLM 0.10 has an XQA kernel for its 8 query heads per KV head, reads the 16-bit "
     f"cache {1 + 7 * XQA_REREAD_16BIT:g} x a step (cost.decode_kv_reads: fitted on the A100 "
     "rows, benchmarks/nim_dli_reads_fit.py); the FP8 engines' as the tables price them. The "
-    "engines' KV cache: what the weights leave of 0.85 of each GPU's memory "
-    "(kv.gpu_memory_utilization, not stated by NIM: fitted on the A100 rows, "
+    f"engines' KV cache: what the weights leave of {KV_MEMORY_FRACTION:g} of each GPU's "
+    "memory as CUDA reports it (kv.gpu_memory_utilization, not stated by NIM: fitted on the A100 rows, "
     "benchmarks/nim_dli_kv_fit.py).")
 
 
