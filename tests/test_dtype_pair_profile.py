@@ -134,9 +134,15 @@ def test_stack_pair_composer_reads_that_stacks_tables() -> None:
     for op in ("context_attention", "generation_attention"):
         assert pair[op] == bf16[op]
     # And the file written from these tables prices a step as the tables do: its fitted
-    # piecewise model within its held-out error of the composed sum.
+    # piecewise model within the held-out error its fit reports for mixed steps (this shape
+    # is one of the sweep's; the file says 20.8%: the sweep's m + 1 prefill steps, on the
+    # fp8 GEMMs' cliff past m = 512, pull the smooth form, calibrate/aiconfigurator.py
+    # PROMPT_OFFSETS) of the composed sum, 17.26 ms.
     path = PROFILES_DIR / "stacks" / "vllm" / "h100-sxm__llama-3.1-8b__fp8-kvbf16__tp1.json"
     shape = StepShape(num_decode_seqs=8, decode_context_tokens=8 * 2048,
                       num_prefill_tokens=512, prefill_attn_work=512 * 256.0)
-    fitted = load_profile(path).build(LLAMA8B, H100).step_time(shape)
-    assert fitted == pytest.approx(sum(pair.values()), rel=0.15)
+    profile = load_profile(path)
+    fitted = profile.build(LLAMA8B, H100).step_time(shape)
+    bound = profile.fit["by_phase"]["mixed"]["max_ape"]
+    assert 0.0 < bound < 0.25
+    assert fitted == pytest.approx(sum(pair.values()), rel=bound)
