@@ -94,7 +94,8 @@ def fit_main(argv: list[str] | None, doc: str, candidates: Sequence[T],
     """A course fit's command line (``--held-out``): :func:`choose` over the case file.
     With ``option``, a number ``--<option>`` (default None) is the third argument of every
     ``run(cases, candidate, value)``."""
-    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc,  # the whole docstring: its options too
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--held-out", action="store_true", help="print the H100 rows too")
     if option is not None:
         ap.add_argument(f"--{option}", type=float, default=None)
