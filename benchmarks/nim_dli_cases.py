@@ -178,8 +178,8 @@ NOTES = (
     f"cache {1 + 7 * XQA_REREAD_16BIT:g} x a step (cost.decode_kv_reads: fitted on the A100 "
     "rows, benchmarks/nim_dli_reads_fit.py); the FP8 engines' as the tables price them. The "
     f"engines' KV cache: what the weights leave of {KV_MEMORY_FRACTION:g} of each GPU's "
-    "memory as CUDA reports it (kv.gpu_memory_utilization, not stated by NIM: fitted on the A100 rows, "
-    "benchmarks/nim_dli_kv_fit.py).")
+    "memory as CUDA reports it (kv.gpu_memory_utilization, not stated by NIM: fitted on "
+    "the A100 rows, benchmarks/nim_dli_kv_fit.py).")
 
 
 def cases(table: Path = TABLE) -> list[dict[str, object]]:

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from simulator import sglang_memory
 from simulator.costs.collectives import allreduce_curve
+from simulator.sglang_memory import (
+    SGLANG_02_FRACTION_SOURCE,
+    SGLANG_04_FRACTION_SOURCE,
+    SGLANG_05_FRACTION_SOURCE,
+    SGLANG_MEMORY_SOURCE,
+)
 from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 
@@ -85,6 +92,9 @@ class StackPreset:
     # the largest decode batch the stack replays as a captured CUDA graph, by GPU and TP
     # (the host term graph_max_rows: past it a decode step pays eager_s); None: no limit
     graph_rows: Callable[[HardwareSpec, int], int] | None = None
+    # [kv] defaults that depend on the GPU, the TP and the [policy] defaults (SGLang's
+    # mem_fraction_static and startup memory: simulator/sglang_memory.py); None: ``kv``'s
+    kv_rule: Callable[[HardwareSpec, int, dict[str, Any]], dict[str, Any]] | None = None
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -458,7 +468,8 @@ SGLANG_KV_DTYPE_SOURCE = (
     "'Dtype of the kv cache, defaults to the dtype'): an FP8 checkpoint keeps a bf16 cache")
 SGLANG_SOURCES = (
     "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
-    "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static ~0.88",
+    "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static from the GPU's "
+    "memory (below; 0.88 where the GPU is not known)",
     "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
     "retract_decode (fewest outputs first, back to the queue's tail); "
     "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
@@ -466,15 +477,14 @@ SGLANG_SOURCES = (
     "max_running_requests: derived from the KV pool (at least 2048); here 2048")
 # SGLang 0.3 and 0.4's server defaults, re-read (sources below). What differs from 0.5 is
 # chunked_prefill_size's rule; the rest is as 0.5's preset models it. mem_fraction_static
-# falls with TP (0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 (0.3: 0.83) at 8); [kv] takes
-# one fraction per preset, so TP 1's is kept (SGLang 0.3's TP 4 offline run sets 0.88
-# itself; its TP 2 and TP 4 online runs are not KV-bound).
+# falls with TP (0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 (0.3: 0.83) at 8): each preset's
+# kv_rule gives it by TP (simulator/sglang_memory.py).
 SGLANG_03_SOURCES = (
     "sglang v0.3.x python/sglang/srt/server_args.py (search-index file id 455044790, the "
     "release that deprecates --disable-flashinfer for --attention-backend): "
     "chunked_prefill_size 8192 on every GPU, max_prefill_tokens 16384, schedule_policy "
     "lpm, schedule_conservativeness 1.0, enable_mixed_chunk false; mem_fraction_static "
-    "0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4 (not per TP here: TP 1's)",
+    "by TP (below)",
     "sglang v0.3.x python/sglang/global_config.py (search-index file id 170582854): "
     "new_token_ratio 0.7 falling by 0.001 a decode step to 0.1 (here by 0.001003 to "
     "0.098, 0.5's), retract_decode_steps 20",
@@ -484,7 +494,7 @@ SGLANG_04_SOURCES = (
     "sglang v0.4.x python/sglang/srt/server_args.py (search-index file ids 26596591 and "
     "483039325, the 0.4.4-0.4.6 line): chunked_prefill_size 2048 under 25,000 MB of GPU "
     "memory, else 8192; cuda_graph_max_bs 160 (8 under 25,000 MB; not modelled); "
-    "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4 (not per TP here: TP 1's)",
+    "mem_fraction_static by TP (below)",
     *SGLANG_SOURCES[1:])
 # SGLang 0.2 (the 0.2.0-0.2.12 releases): the same admission and retraction as 0.3, but
 # whole prompts: chunked prefill was opt-in until sgl-project/sglang#1040 turned it on
@@ -509,7 +519,7 @@ SGLANG_02_SOURCES = (
     "sgl-project/sglang#800 (2024-07-29), on by default (8192) from sgl-project/sglang#1040 "
     "(the 0.2.13-0.2.15 server_args.py, search-index file id 151270057: chunked_prefill_size "
     "8192, max_prefill_tokens 16384, schedule_conservativeness 1.0, enable_mixed_chunk "
-    "false; mem_fraction_static 0.88 at TP 1, 0.87 at 2, 0.85 at 4: TP 1's here)",
+    "false; mem_fraction_static by TP, below)",
     "new_token_ratio: global_config.py init 0.7, min 0.1 x schedule_conservativeness, decay "
     "0.001 a decode step (as 0.3's, search-index file id 170582854; here 0.5's 0.098 floor); "
     "num_continue_decode_steps 10, but tp_worker stops after a decode step that streams "
@@ -759,17 +769,21 @@ def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dic
 def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, ...],
                    adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
                    per_layer: dict[str, float] | None = None,
-                   graph_rows: Callable[[HardwareSpec, int], int] | None = None
-                   ) -> StackPreset:
-    """An SGLang release: its policy, page size and memory share, kernel tables, a KV cache
+                   graph_rows: Callable[[HardwareSpec, int], int] | None = None,
+                   kv_rule: Callable[[HardwareSpec, int, dict[str, Any]], dict[str, Any]]
+                   | None = None) -> StackPreset:
+    """An SGLang release: its policy, page size and memory share (``kv_rule``: its fraction
+    and startup memory by GPU and TP), kernel tables, a KV cache
     in the model's dtype; ``per_layer``: its host costs where a release has them;
     ``graph_rows``: its CUDA-graph batch limit, past which a decode step pays
     ``SGLANG_04_EAGER_S`` per layer (the one fit, carried to every release with a limit)."""
     if graph_rows is not None:
         per_layer = {**(per_layer or {}), "eager_s": SGLANG_04_EAGER_S}
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
-                   (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE), profiles="sglang",
-                   per_layer=per_layer, adapt=adapt, fp8_kv_with=(), graph_rows=graph_rows)
+                   (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE,
+                    SGLANG_MEMORY_SOURCE), profiles="sglang",
+                   per_layer=per_layer, adapt=adapt, fp8_kv_with=(), graph_rows=graph_rows,
+                   kv_rule=kv_rule)
 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],
@@ -851,20 +865,23 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "decoding): policy.overlap_schedule; batch defaults as 0.9's",), overlap=True),
     ),
     "sglang": (
-        _sglang_preset("0.2", SGLANG_02_POLICY, (*SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE),
-                       _context, SGLANG_03_HOST, graph_rows=_sglang_03_graph_rows),
+        _sglang_preset("0.2", SGLANG_02_POLICY, (
+            *SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE, SGLANG_02_FRACTION_SOURCE),
+                       _context, SGLANG_03_HOST, graph_rows=_sglang_03_graph_rows,
+                       kv_rule=sglang_memory.kv_02),
         _sglang_preset("0.3", SGLANG_POLICY, (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE,
-            SGLANG_03_GRAPH_SOURCE), _sglang_03, SGLANG_03_HOST,
-            graph_rows=_sglang_03_graph_rows),
+            SGLANG_03_GRAPH_SOURCE, SGLANG_02_FRACTION_SOURCE), _sglang_03, SGLANG_03_HOST,
+            graph_rows=_sglang_03_graph_rows, kv_rule=sglang_memory.kv_02),
         _sglang_preset("0.4", SGLANG_OVERLAP_POLICY, (
             *SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE, SGLANG_04_GRAPH_SOURCE,
-            SGLANG_OVERLAP_SOURCE),
+            SGLANG_OVERLAP_SOURCE, SGLANG_04_FRACTION_SOURCE),
                        _sglang_04, SGLANG_04_HOST,
-                       graph_rows=_sglang_04_graph_rows),
+                       graph_rows=_sglang_04_graph_rows, kv_rule=sglang_memory.kv_04),
         _sglang_preset("0.5", SGLANG_OVERLAP_POLICY, (
-            *SGLANG_SOURCES, SGLANG_05_HOST_SOURCE, SGLANG_OVERLAP_SOURCE), _sglang,
-            SGLANG_05_HOST),
+            *SGLANG_SOURCES, SGLANG_05_HOST_SOURCE, SGLANG_OVERLAP_SOURCE,
+            SGLANG_05_FRACTION_SOURCE), _sglang,
+            SGLANG_05_HOST, kv_rule=sglang_memory.kv_05),
     ),
     "trtllm": (
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),

@@ -121,8 +121,9 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
 
     ``[policy]``: the preset's knobs (for ``model`` on ``hardware`` when given) are shared
     knobs: they apply to every policy that has them, and a static or dynamic policy named
-    by the scenario keeps its own. ``[kv]``: the preset's fields unless the scenario sets
-    them (its prefix caching not under a static or dynamic policy, nor with
+    by the scenario keeps its own. ``[kv]``: the preset's fields (on ``gpus`` x
+    ``hardware`` when given, for a stack whose memory share follows them) unless the
+    scenario sets them (its prefix caching not under a static or dynamic policy, nor with
     ``[disaggregated]`` pools). ``[model] kv_dtype``: for quantised weights the scenario
     gives without one, the stack's (``fp8_kv_with``); FP8 on a GPU the stack cannot run it
     on is refused.
@@ -143,6 +144,8 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
     layout = dict(preset.kv)
+    if preset.kv_rule is not None and hardware is not None:  # by GPU and TP (SGLang's),
+        layout.update(preset.kv_rule(hardware, gpus, defaults))  # from the stack's defaults
     split = out.get("disaggregated")
     pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
     name = out["policy"].get("name")

@@ -1,0 +1,119 @@
+"""SGLang's KV pool: ``mem_fraction_static`` by release, tensor parallelism and GPU, and the
+memory its startup holds before the weights load.
+
+SGLang sizes its KV pool at startup (``ModelRunner.profile_max_num_token``)::
+
+    rest = free_after_weights - free_at_start x (1 - mem_fraction_static)
+
+``free_at_start`` is the memory free once the CUDA context and ``torch.distributed`` are up
+("Load weight begin. avail mem=...": 78.32-78.81 GB of an H100's 79.10 on one GPU, 77.17
+-77.43 GB on two or eight, GB meaning GiB there), so the pool is
+``f x (total - startup) - weights``: the activations and CUDA graphs live in the
+``1 - f`` left over, outside it. servesim's ``[kv]`` rule (``f x total - weights -
+reserve``) gives the same pool with ``reserve_gb = f x startup`` (:func:`sglang_kv`).
+
+``f`` by release, when the user sets none (``server_args.py``):
+
+- 0.2-0.4: by TP only: 0.88 on one GPU, 0.87 from 2, 0.85 from 4, 0.81 from 8 (0.83 in
+  0.2-0.3), 0.79 from 16;
+- 0.5: from the GPU's capacity ``C`` (MiB) and what it reserves for activations and graphs,
+  ``reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs +
+  1024 x TP / 8`` MiB, at least 10,240 on GPUs over 60 GiB; ``f = round((C - reserved) /
+  C, 3)``. ``cuda_graph_max_bs`` by memory: 8 under 20 GiB, 24 (80 at TP >= 4) under 35,
+  32 (160) under 60, 256 (512) under 160, else 512.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.errors import ConfigError
+from simulator.specs.hardware import HardwareSpec
+
+GIB = 2**30
+# Memory in use before the weights load (CUDA context, torch.distributed's buffers), GiB a
+# GPU: H100 (79.10 GiB) minus "Load weight begin. avail mem" in SGLang logs: 78.81, 78.43
+# and 78.32 on one GPU (search-index file ids 18084549501, 14968382678, 66584923754), 77.17
+# (TP 2, 71258027165) and 77.43 (TP 8, 45518106035) on more: the medians
+STARTUP_GIB_ONE = 0.67
+STARTUP_GIB_MANY = 1.92
+SGLANG_MEMORY_SOURCE = (
+    "kv: SGLang's pool is mem_fraction_static x the memory free at startup less the weights "
+    "(model_runner profile_max_num_token: rest = available after load - total at start x "
+    f"(1 - f); search-index file id 2093463969): [kv] reserve_gb = f x {STARTUP_GIB_ONE} GiB "
+    f"on one GPU, f x {STARTUP_GIB_MANY} GiB on more (the context and torch.distributed "
+    "before the weights: SGLang logs' 'Load weight begin. avail mem', simulator/"
+    "sglang_memory.py)")
+SGLANG_02_FRACTION_SOURCE = (
+    "kv: mem_fraction_static 0.88 at TP 1, 0.87 from 2, 0.85 from 4, 0.83 from 8, 0.79 from 16 "
+    "(0.2-0.3 server_args.py, search-index file ids 151270057, 455044790)")
+SGLANG_04_FRACTION_SOURCE = (
+    "kv: mem_fraction_static 0.88 at TP 1, 0.87 from 2, 0.85 from 4, 0.81 from 8, 0.79 from 16 "
+    "(0.4 server_args.py, search-index file ids 309022971, 26596591, 483039325)")
+SGLANG_05_FRACTION_SOURCE = (
+    "kv: mem_fraction_static = round((C - reserved) / C, 3), C the GPU's memory in MiB, "
+    "reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x "
+    "TP / 8 MiB, at least 10,240 over 60 GiB (a 0.5-line server_args.py, search-index file "
+    "id 8356329)")
+
+
+def fraction_by_tp(tp: int, eight: float) -> float:
+    """0.2-0.4's ``mem_fraction_static`` on ``tp`` GPUs (``eight``: the release's at 8)."""
+    return 0.79 if tp >= 16 else eight if tp >= 8 else 0.85 if tp >= 4 else \
+        0.87 if tp >= 2 else 0.88
+
+
+def graph_max_bs_05(hw: HardwareSpec, tp: int) -> int:
+    """0.5's ``cuda_graph_max_bs`` by the GPU's memory and TP."""
+    gib = hw.memory_bytes / GIB
+    if gib < 20:
+        return 8
+    if gib < 35:
+        return 24 if tp < 4 else 80
+    if gib < 60:
+        return 32 if tp < 4 else 160
+    return (256 if tp < 4 else 512) if gib < 160 else 512
+
+
+def fraction_05(hw: HardwareSpec, tp: int, chunk: int) -> float:
+    """0.5's ``mem_fraction_static`` on ``tp`` GPUs of ``hw`` with prefill chunks of
+    ``chunk`` tokens (the module docstring's rule); a GPU that the reserve fills is
+    refused, as SGLang refuses to start there."""
+    capacity = hw.memory_bytes / 2**20  # MiB
+    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graph_max_bs_05(hw, tp) + 1024 * tp / 8
+    if capacity > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    fraction = round((capacity - reserved) / capacity, 3)
+    if fraction <= 0:
+        raise ConfigError(
+            f"stack sglang 0.5 on {hw.name}: it reserves {reserved:,.0f} MiB of the GPU's "
+            f"{capacity:,.0f} for activations and CUDA graphs, which leaves no memory for "
+            "the weights and the KV cache; set [kv] gpu_memory_utilization yourself")
+    return fraction
+
+
+def sglang_kv(fraction: float, tp: int) -> dict[str, Any]:
+    """``[kv]`` defaults for a pool of ``fraction`` of what is free at startup on ``tp``
+    GPUs: the fraction, and the startup memory's share of it as the reserve (GB a GPU)."""
+    startup = STARTUP_GIB_ONE if tp == 1 else STARTUP_GIB_MANY
+    return {"gpu_memory_utilization": fraction,
+            "reserve_gb": round(fraction * startup * GIB / 1e9, 4)}
+
+
+def kv_02(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
+    """SGLang 0.2-0.3's ``[kv]`` defaults on ``tp`` GPUs."""
+    return sglang_kv(fraction_by_tp(tp, 0.83), tp)
+
+
+def kv_04(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
+    """SGLang 0.4's ``[kv]`` defaults on ``tp`` GPUs."""
+    return sglang_kv(fraction_by_tp(tp, 0.81), tp)
+
+
+def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
+    """SGLang 0.5's ``[kv]`` defaults on ``tp`` GPUs of ``hw``, from the chunk size the
+    stack defaults to there (``policy``: the stack's ``[policy]`` defaults; a scenario that
+    sets its own chunk keeps this fraction unless it sets ``[kv]`` too)."""
+    chunk = policy.get("max_num_batched_tokens")
+    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 8192
+    return sglang_kv(fraction_05(hw, tp, chunk), tp)

@@ -1,0 +1,87 @@
+"""SGLang's KV pool by release, TP and GPU (simulator/sglang_memory.py), worked by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from simulator.deployment import resolve
+from simulator.errors import ConfigError
+from simulator.sglang_memory import fraction_05, fraction_by_tp, graph_max_bs_05
+from simulator.specs.hardware import get_hardware
+
+GIB = 2**30
+
+
+def _point(version: str, model: str, gpu: str, tp: int, **kv: float) -> dict:
+    point = {"stack": {"name": "sglang", "version": version}, "model": {"name": model},
+             "hardware": {"gpu": gpu, "tp": tp}}
+    return {**point, "kv": kv} if kv else point
+
+
+@pytest.mark.parametrize(("tp", "v03", "v04"), [(1, 0.88, 0.88), (2, 0.87, 0.87),
+                                                 (4, 0.85, 0.85), (8, 0.83, 0.81),
+                                                 (16, 0.79, 0.79)])
+def test_the_early_releases_fraction_falls_with_tp(tp: int, v03: float, v04: float) -> None:
+    # server_args.py: 0.88, 0.87 from 2, 0.85 from 4, 0.83 (0.4: 0.81) from 8, 0.79 from 16
+    assert fraction_by_tp(tp, 0.83) == v03
+    assert fraction_by_tp(tp, 0.81) == v04
+
+
+def test_sglang_04_on_eight_h200s_pools_what_its_fraction_leaves() -> None:
+    # Llama-3.1-405B FP8 (a bf16 cache: SGLang's kv_cache_dtype auto), 8 x H200 (139.81 GiB
+    # each as CUDA reports it): f = 0.81; startup 1.92 GiB a GPU, of which the pool's share
+    # is 0.81 x 1.92 GiB = 1.6699 GB. Pool: 0.81 x 8 x 150,119,844,413 B - 410,056,081,408 B
+    # of weights - 8 x 1.6699e9 B = 549,361,310,388 B, over 516,096 B a token:
+    dep = resolve(_point("0.4", "llama-3.1-405b", "h200", 8) | {
+        "model": {"name": "llama-3.1-405b", "weight_dtype": "fp8"}})
+    assert dep.kv_dtype == "bf16"
+    assert dep.kv_blocks == 1_064_455
+    # Before (one fraction for every TP): 0.88 x 8 x 150,119,844,413 - 410,056,081,408 - 8 x
+    # 2e9 = 630,787,623,259 B, 14.8% more
+    before = resolve(_point("0.4", "llama-3.1-405b", "h200", 8,
+                            gpu_memory_utilization=0.88, reserve_gb=2.0) | {
+        "model": {"name": "llama-3.1-405b", "weight_dtype": "fp8"}})
+    assert before.kv_blocks == 1_222_229
+
+
+def test_sglang_05_derives_its_fraction_from_the_gpus_capacity() -> None:
+    # H100 (79.10 GiB = 80,998.4 MiB), TP 1: chunk 8192, cuda_graph_max_bs 256, reserved =
+    # 512 + 1.5 x 8192 + 2 x 256 + 1024 x 1 / 8 = 13,440 MiB -> f = 67,558.4 / 80,998.4 =
+    # 0.834 (three places, as SGLang rounds it)
+    h100 = get_hardware("h100-sxm")
+    assert graph_max_bs_05(h100, 1) == 256
+    assert fraction_05(h100, 1, 8192) == 0.834
+    # Llama-3.1-8B on it: 0.834 x 84,932,978,278 B - 16,060,522,496 B of weights - 0.834 x
+    # 0.67 GiB (0.6000 GB) = 54,173,581,388 B of pool, 131,072 B a token
+    dep = resolve(_point("0.5", "llama-3.1-8b", "h100-sxm", 1))
+    assert dep.kv_blocks == 413_311
+    # B200 (178.35 GiB = 182,630.4 MiB), TP 8: chunk 16384, max_bs 512, reserved = 512 +
+    # 24,576 + 1,024 + 1,024 = 27,136 MiB -> f = 0.851
+    b200 = get_hardware("b200")
+    assert fraction_05(b200, 8, 16384) == 0.851
+    # Under 60 GiB no 10 GiB floor: L40S (44.42 GiB = 45,486.1 MiB), TP 1, chunk 8192, max_bs
+    # 32: reserved = 512 + 12,288 + 64 + 128 = 12,992 -> f = 0.714
+    assert fraction_05(get_hardware("l40s"), 1, 8192) == 0.714
+
+
+def test_a_gpu_the_reserve_fills_is_refused_by_name() -> None:
+    tiny = dataclasses.replace(get_hardware("rtx4090"), name="tiny", cuda_total_gib=3.0)
+    # 3,072 MiB against 512 + 1.5 x 2048 + 2 x 8 + 128 = 3,728 MiB reserved
+    with pytest.raises(ConfigError, match=r"tiny: it reserves 3,728 MiB of the GPU's 3,072"):
+        fraction_05(tiny, 1, 2048)
+
+
+def test_a_scenarios_own_kv_fraction_wins() -> None:
+    own = resolve(_point("0.5", "llama-3.1-8b", "h100-sxm", 1,
+                         gpu_memory_utilization=0.9, reserve_gb=2.0))
+    # 0.9 x 84,932,978,278 - 16,060,522,496 - 2e9 = 58,379,157,954 B / 131,072 B
+    assert own.kv_blocks == 445_397
+
+
+def test_vllm_keeps_its_own_memory_rule() -> None:
+    point = {"stack": {"name": "vllm-v1"}, "model": {"name": "llama-3.1-8b"},
+             "hardware": {"gpu": "h100-sxm", "tp": 1}}
+    # 0.9 x 84,932,978,278 - 16,060,522,496 - 2e9 = 58,379,157,954 B, blocks of 16 tokens
+    assert resolve(point).kv_blocks == 58_379_157_954 // (131_072 * 16)
