@@ -62,10 +62,12 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
         kv_dtype, step_costs = None, f"none: {e}"
     else:
         kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
+    policy = preset.policy_for(spec, hw)
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
-            "policy": preset.policy_for(spec, hw),
-            "kv": {**preset.kv, **({"kv_dtype": kv_dtype} if kv_dtype else {})},
+            "policy": policy,
+            "kv": {**preset.kv_for(hw, tp, policy),
+                   **({"kv_dtype": kv_dtype} if kv_dtype else {})},
             "host_costs_s": preset.host_costs(spec.num_layers, tp, hw),
             "step_costs": step_costs, "sources": list(preset.sources)}
 

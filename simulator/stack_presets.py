@@ -157,6 +157,16 @@ class StackPreset:
             out["graph_max_rows"] = float(self.graph_rows(hardware, gpus))
         return out
 
+    def kv_for(self, hardware: HardwareSpec | None, tp: int,
+               policy: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``[kv]`` defaults on ``tp`` x ``hardware``: ``kv``, with ``kv_rule``'s by GPU
+        and TP where there is one and the GPU is known (``policy``: the stack's ``[policy]``
+        defaults there)."""
+        out = dict(self.kv)
+        if self.kv_rule is not None and hardware is not None:
+            out.update(self.kv_rule(hardware, tp, dict(policy)))
+        return out
+
     def describe(self) -> str:
         """``vllm-v1 0.9``: the preset's name, for cost sources and summaries."""
         return f"{self.stack} {self.version}"

@@ -143,9 +143,7 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     defaults = (preset.policy_for(model, hardware, own) if model and hardware
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
-    layout = dict(preset.kv)
-    if preset.kv_rule is not None and hardware is not None:  # by GPU and TP (SGLang's),
-        layout.update(preset.kv_rule(hardware, gpus, defaults))  # from the stack's defaults
+    layout = preset.kv_for(hardware, gpus, defaults)  # by GPU and TP where the stack's are
     split = out.get("disaggregated")
     pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
     name = out["policy"].get("name")
