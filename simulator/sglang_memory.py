@@ -7,7 +7,7 @@ SGLang sizes its KV pool at startup (``ModelRunner.profile_max_num_token``)::
 
 ``free_at_start`` is the memory free once the CUDA context and ``torch.distributed`` are up
 ("Load weight begin. avail mem=...": 78.32-78.81 GB of an H100's 79.10 on one GPU, 77.17
--77.43 GB on two or eight, GB meaning GiB there), so the pool is
+and 77.43 GB on two and eight, GB meaning GiB there), so the pool is
 ``f x (total - startup) - weights``: the activations and CUDA graphs live in the
 ``1 - f`` left over, outside it. servesim's ``[kv]`` rule (``f x total - weights -
 reserve``) gives the same pool with ``reserve_gb = f x startup`` (:func:`sglang_kv`).
@@ -32,11 +32,12 @@ from simulator.specs.hardware import HardwareSpec
 
 GIB = 2**30
 # Memory in use before the weights load (CUDA context, torch.distributed's buffers), GiB a
-# GPU: H100 (79.10 GiB) minus "Load weight begin. avail mem" in SGLang logs: 78.81, 78.43
-# and 78.32 on one GPU (search-index file ids 18084549501, 14968382678, 66584923754), 77.17
-# (TP 2, 71258027165) and 77.43 (TP 8, 45518106035) on more: the medians
+# GPU: an 80 GB GPU's 79.10 GiB (the H100's CUDA total) minus "Load weight begin. avail
+# mem" in SGLang logs. One GPU: 78.81, 78.43 and 78.32 (search-index file ids 18084549501,
+# 14968382678, 66584923754), the median 0.67 GiB. More: 77.17 (TP 2, 71258027165) and 77.43
+# (TP 8, 45518106035), the mean 1.80 GiB
 STARTUP_GIB_ONE = 0.67
-STARTUP_GIB_MANY = 1.92
+STARTUP_GIB_MANY = 1.80
 SGLANG_MEMORY_SOURCE = (
     "kv: SGLang's pool is mem_fraction_static x the memory free at startup less the weights "
     "(model_runner profile_max_num_token: rest = available after load - total at start x "

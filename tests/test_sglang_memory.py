@@ -31,13 +31,13 @@ def test_the_early_releases_fraction_falls_with_tp(tp: int, v03: float, v04: flo
 
 def test_sglang_04_on_eight_h200s_pools_what_its_fraction_leaves() -> None:
     # Llama-3.1-405B FP8 (a bf16 cache: SGLang's kv_cache_dtype auto), 8 x H200 (139.81 GiB
-    # each as CUDA reports it): f = 0.81; startup 1.92 GiB a GPU, of which the pool's share
-    # is 0.81 x 1.92 GiB = 1.6699 GB. Pool: 0.81 x 8 x 150,119,844,413 B - 410,056,081,408 B
-    # of weights - 8 x 1.6699e9 B = 549,361,310,388 B, over 516,096 B a token:
+    # each as CUDA reports it): f = 0.81; startup 1.80 GiB a GPU, of which the pool's share
+    # is 0.81 x 1.80 GiB = 1.5655 GB. Pool: 0.81 x 8 x 150,119,844,413 B - 410,056,081,408 B
+    # of weights - 8 x 1.5655e9 B = 550,196,510,388 B, over 516,096 B a token:
     dep = resolve(_point("0.4", "llama-3.1-405b", "h200", 8) | {
         "model": {"name": "llama-3.1-405b", "weight_dtype": "fp8"}})
     assert dep.kv_dtype == "bf16"
-    assert dep.kv_blocks == 1_064_455
+    assert dep.kv_blocks == 1_066_073
     # Before (one fraction for every TP): 0.88 x 8 x 150,119,844,413 - 410,056,081,408 - 8 x
     # 2e9 = 630,787,623,259 B, 14.8% more
     before = resolve(_point("0.4", "llama-3.1-405b", "h200", 8,

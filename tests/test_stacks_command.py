@@ -56,8 +56,8 @@ def test_sglang_memory_follows_the_gpu_and_tp(capsys: pytest.CaptureFixture[str]
     views = _views(capsys, "sglang", "--gpu", "h200", "--tp", "8")
     assert {v: x["kv"]["gpu_memory_utilization"] for v, x in views.items()} == {
         "0.2": 0.83, "0.3": 0.83, "0.4": 0.81, "0.5": 0.896}
-    # 0.81 x 1.92 GiB of startup memory outside the pool: 1.6699 GB
-    assert views["0.4"]["kv"]["reserve_gb"] == 1.6699
+    # 0.81 x 1.80 GiB of startup memory outside the pool: 1.5655 GB
+    assert views["0.4"]["kv"]["reserve_gb"] == 1.5655
     one = _views(capsys, "sglang")["0.5"]["kv"]  # one H100: 0.834, 0.834 x 0.67 GiB
     assert (one["gpu_memory_utilization"], one["reserve_gb"]) == (0.834, 0.6)
 
