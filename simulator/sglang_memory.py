@@ -101,20 +101,27 @@ def sglang_kv(fraction: float, tp: int) -> dict[str, Any]:
             "reserve_gb": round(fraction * startup * GIB / 1e9, 4)}
 
 
-def kv_02(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
-    """SGLang 0.2-0.3's ``[kv]`` defaults on ``tp`` GPUs."""
-    return sglang_kv(fraction_by_tp(tp, 0.83), tp)
+def kv_02(hw: HardwareSpec, tp: int, policy: dict[str, Any],
+          fraction: float | None = None) -> dict[str, Any]:
+    """SGLang 0.2-0.3's ``[kv]`` defaults on ``tp`` GPUs (``fraction``: the scenario's own,
+    whose share of the startup memory is then the reserve)."""
+    return sglang_kv(fraction_by_tp(tp, 0.83) if fraction is None else fraction, tp)
 
 
-def kv_04(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
-    """SGLang 0.4's ``[kv]`` defaults on ``tp`` GPUs."""
-    return sglang_kv(fraction_by_tp(tp, 0.81), tp)
+def kv_04(hw: HardwareSpec, tp: int, policy: dict[str, Any],
+          fraction: float | None = None) -> dict[str, Any]:
+    """SGLang 0.4's ``[kv]`` defaults on ``tp`` GPUs (``fraction`` as :func:`kv_02`)."""
+    return sglang_kv(fraction_by_tp(tp, 0.81) if fraction is None else fraction, tp)
 
 
-def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any]) -> dict[str, Any]:
+def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any],
+          fraction: float | None = None) -> dict[str, Any]:
     """SGLang 0.5's ``[kv]`` defaults on ``tp`` GPUs of ``hw``, from the chunk size the
     stack defaults to there (``policy``: the stack's ``[policy]`` defaults; a scenario that
-    sets its own chunk keeps this fraction unless it sets ``[kv]`` too)."""
+    sets its own chunk keeps this fraction unless it sets ``[kv]`` too); ``fraction`` as
+    :func:`kv_02` (no rule to refuse a GPU then)."""
+    if fraction is not None:
+        return sglang_kv(fraction, tp)
     chunk = policy.get("max_num_batched_tokens")
     chunk = chunk if isinstance(chunk, int) and chunk > 0 else 8192
     return sglang_kv(fraction_05(hw, tp, chunk), tp)

@@ -27,6 +27,9 @@ from simulator.sglang_memory import (
 from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
 
+# (GPU, TP, the stack's [policy] defaults, the scenario's own fraction or None) -> [kv]
+KVRule = Callable[[HardwareSpec, int, dict[str, Any], float | None], dict[str, Any]]
+
 
 @dataclass(frozen=True, slots=True)
 class StackPreset:
@@ -92,9 +95,10 @@ class StackPreset:
     # the largest decode batch the stack replays as a captured CUDA graph, by GPU and TP
     # (the host term graph_max_rows: past it a decode step pays eager_s); None: no limit
     graph_rows: Callable[[HardwareSpec, int], int] | None = None
-    # [kv] defaults that depend on the GPU, the TP and the [policy] defaults (SGLang's
-    # mem_fraction_static and startup memory: simulator/sglang_memory.py); None: ``kv``'s
-    kv_rule: Callable[[HardwareSpec, int, dict[str, Any]], dict[str, Any]] | None = None
+    # [kv] defaults that depend on the GPU, the TP, the [policy] defaults and the scenario's
+    # own memory fraction, if it sets one (SGLang's mem_fraction_static and the startup
+    # memory outside its pool: simulator/sglang_memory.py); None: ``kv``'s
+    kv_rule: KVRule | None = None
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -157,14 +161,14 @@ class StackPreset:
             out["graph_max_rows"] = float(self.graph_rows(hardware, gpus))
         return out
 
-    def kv_for(self, hardware: HardwareSpec | None, tp: int,
-               policy: Mapping[str, Any]) -> dict[str, Any]:
+    def kv_for(self, hardware: HardwareSpec | None, tp: int, policy: Mapping[str, Any],
+               fraction: float | None = None) -> dict[str, Any]:
         """The ``[kv]`` defaults on ``tp`` x ``hardware``: ``kv``, with ``kv_rule``'s by GPU
         and TP where there is one and the GPU is known (``policy``: the stack's ``[policy]``
-        defaults there)."""
+        defaults there; ``fraction``: the scenario's own memory fraction, if it sets one)."""
         out = dict(self.kv)
         if self.kv_rule is not None and hardware is not None:
-            out.update(self.kv_rule(hardware, tp, dict(policy)))
+            out.update(self.kv_rule(hardware, tp, dict(policy), fraction))
         return out
 
     def describe(self) -> str:
@@ -780,8 +784,7 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
                    adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
                    per_layer: dict[str, float] | None = None,
                    graph_rows: Callable[[HardwareSpec, int], int] | None = None,
-                   kv_rule: Callable[[HardwareSpec, int, dict[str, Any]], dict[str, Any]]
-                   | None = None) -> StackPreset:
+                   kv_rule: KVRule | None = None) -> StackPreset:
     """An SGLang release: its policy, page size and memory share (``kv_rule``: its fraction
     and startup memory by GPU and TP), kernel tables, a KV cache
     in the model's dtype; ``per_layer``: its host costs where a release has them;

@@ -143,7 +143,13 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     defaults = (preset.policy_for(model, hardware, own) if model and hardware
                 else dict(preset.policy))
     out["policy"] = {**defaults, **own}
-    layout = preset.kv_for(hardware, gpus, defaults)  # by GPU and TP where the stack's are
+    own_kv = out.get("kv")
+    fraction = own_kv.get("gpu_memory_utilization") if isinstance(own_kv, Mapping) else None
+    if not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+            and 0 < fraction <= 1):
+        fraction = None  # none of its own (a bad one is left for [kv]'s own check)
+    # by GPU and TP where the stack's are, and the scenario's own fraction's reserve
+    layout = preset.kv_for(hardware, gpus, defaults, fraction)
     split = out.get("disaggregated")
     pools = isinstance(split, Mapping) and split.get("enabled", True) is not False
     name = out["policy"].get("name")

@@ -8,7 +8,7 @@ import pytest
 
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
-from simulator.sglang_memory import fraction_05, fraction_by_tp, graph_max_bs_05
+from simulator.sglang_memory import fraction_05, fraction_by_tp, graph_max_bs_05, kv_05
 from simulator.specs.hardware import get_hardware
 
 GIB = 2**30
@@ -78,6 +78,21 @@ def test_a_scenarios_own_kv_fraction_wins() -> None:
                          gpu_memory_utilization=0.9, reserve_gb=2.0))
     # 0.9 x 84,932,978,278 - 16,060,522,496 - 2e9 = 58,379,157,954 B / 131,072 B
     assert own.kv_blocks == 445_397
+    # Its own fraction alone: the startup memory's share of it is the reserve, 0.9 x 0.67
+    # GiB = 0.6475 GB: 76,439,680,450 - 16,060,522,496 - 647,500,000 = 59,731,657,954 B
+    fraction = resolve(_point("0.5", "llama-3.1-8b", "h100-sxm", 1,
+                              gpu_memory_utilization=0.9))
+    assert fraction.kv_blocks == 455_716
+
+
+def test_the_users_own_fraction_is_not_refused() -> None:
+    # What the refusal advises works: with a fraction of its own, 0.5's rule is not run
+    tiny = dataclasses.replace(get_hardware("rtx4090"), name="tiny", cuda_total_gib=3.0)
+    with pytest.raises(ConfigError, match="set \\[kv\\] gpu_memory_utilization yourself"):
+        kv_05(tiny, 1, {"max_num_batched_tokens": 2048})
+    # 0.5 x 0.67 GiB = 0.3597 GB outside the pool
+    assert kv_05(tiny, 1, {"max_num_batched_tokens": 2048}, 0.5) == {
+        "gpu_memory_utilization": 0.5, "reserve_gb": 0.3597}
 
 
 def test_vllm_keeps_its_own_memory_rule() -> None:
