@@ -50,24 +50,25 @@ def add_stacks_parser(sub: Any) -> None:
 def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
                 weight_dtype: str = "bf16") -> dict[str, Any]:
     """What ``preset`` sets for ``model`` (``weight_dtype`` weights) on ``tp`` x ``gpu``:
-    policy, kv (with the KV cache's dtype), host costs (s), the step costs a run resolves
-    (``servesim run``'s ``step costs:`` line), sources; ``latest`` when a scenario without
-    a version runs it."""
+    policy, kv (with the KV cache's dtype and the tokens it holds), host costs (s), the step
+    costs a run resolves (``servesim run``'s ``step costs:`` line), sources; ``latest`` when
+    a scenario without a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
     try:
         dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
                        "hardware": {"gpu": gpu, "tp": tp},
                        "stack": {"name": preset.stack, "version": preset.version}})
     except ConfigError as e:  # this stack cannot serve that checkpoint there: say why
-        kv_dtype, step_costs = None, f"none: {e}"
+        kv_dtype, step_costs, kv_tokens = None, f"none: {e}", None
     else:
         kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
+        kv_tokens = dep.kv_blocks * dep.block_size  # the cache a run gets: its capacity
     policy = preset.policy_for(spec, hw)
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": policy,
             "kv": {**preset.kv_for(hw, tp, policy),
-                   **({"kv_dtype": kv_dtype} if kv_dtype else {})},
+                   **({"kv_dtype": kv_dtype, "kv_tokens": kv_tokens} if kv_dtype else {})},
             "host_costs_s": preset.host_costs(spec.num_layers, tp, hw),
             "step_costs": step_costs, "sources": list(preset.sources)}
 

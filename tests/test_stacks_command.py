@@ -60,6 +60,16 @@ def test_sglang_memory_follows_the_gpu_and_tp(capsys: pytest.CaptureFixture[str]
     assert views["0.4"]["kv"]["reserve_gb"] == 1.5655
     one = _views(capsys, "sglang")["0.5"]["kv"]  # one H100: 0.834, 0.834 x 0.67 GiB
     assert (one["gpu_memory_utilization"], one["reserve_gb"]) == (0.834, 0.6)
+    # and the tokens that leaves Llama-3.1-8B: 0.834 x 84,932,978,278 - 16,060,522,496 -
+    # 0.6e9 = 54,173,581,388 B at 131,072 B a token (tests/test_sglang_memory.py)
+    assert one["kv_tokens"] == 413_311
+
+
+def test_the_kv_cache_a_run_gets(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM V1 on one H100, Llama-3.1-8B: 0.9 x 84,932,978,278 - 16,060,522,496 - 2e9 =
+    # 58,379,157,954 B: 27,837 whole blocks of 16 tokens at 131,072 B a token
+    views = _views(capsys, "vllm-v1")
+    assert {x["kv"]["kv_tokens"] for x in views.values()} == {27_837 * 16}
 
 
 def test_text_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
