@@ -25,6 +25,7 @@ reserve``) gives the same pool with ``reserve_gb = f x startup`` (:func:`sglang_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
@@ -45,12 +46,6 @@ SGLANG_MEMORY_SOURCE = (
     f"on one GPU, f x {STARTUP_GIB_MANY} GiB on more (the context and torch.distributed "
     "before the weights: SGLang logs' 'Load weight begin. avail mem', simulator/"
     "sglang_memory.py)")
-SGLANG_02_FRACTION_SOURCE = (
-    "kv: mem_fraction_static 0.88 at TP 1, 0.87 from 2, 0.85 from 4, 0.83 from 8, 0.79 from 16 "
-    "(0.2-0.3 server_args.py, search-index file ids 151270057, 455044790)")
-SGLANG_04_FRACTION_SOURCE = (
-    "kv: mem_fraction_static 0.88 at TP 1, 0.87 from 2, 0.85 from 4, 0.81 from 8, 0.79 from 16 "
-    "(0.4 server_args.py, search-index file ids 309022971, 26596591, 483039325)")
 SGLANG_05_FRACTION_SOURCE = (
     "kv: mem_fraction_static = round((C - reserved) / C, 3), C the GPU's memory in MiB, "
     "reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + 1024 x "
@@ -101,17 +96,30 @@ def sglang_kv(fraction: float, tp: int) -> dict[str, Any]:
             "reserve_gb": round(fraction * startup * GIB / 1e9, 4)}
 
 
-def kv_02(hw: HardwareSpec, tp: int, policy: dict[str, Any],
-          fraction: float | None = None) -> dict[str, Any]:
-    """SGLang 0.2-0.3's ``[kv]`` defaults on ``tp`` GPUs (``fraction``: the scenario's own,
-    whose share of the startup memory is then the reserve)."""
-    return sglang_kv(fraction_by_tp(tp, 0.83) if fraction is None else fraction, tp)
+@dataclass(frozen=True, slots=True)
+class FractionByTP:
+    """0.2-0.4's ``[kv]`` rule: ``mem_fraction_static`` by TP only (``eight``: the
+    release's at TP 8; ``file_ids``: the ``server_args.py`` files read), and its source."""
+
+    eight: float
+    releases: str
+    file_ids: str
+
+    @property
+    def source(self) -> str:
+        return (f"kv: mem_fraction_static 0.88 at TP 1, 0.87 from 2, 0.85 from 4, {self.eight:g} "
+                f"from 8, 0.79 from 16 ({self.releases} server_args.py, search-index file ids "
+                f"{self.file_ids})")
+
+    def __call__(self, hw: HardwareSpec, tp: int, policy: dict[str, Any],
+                 fraction: float | None = None) -> dict[str, Any]:
+        """The ``[kv]`` defaults on ``tp`` GPUs (``fraction``: the scenario's own, whose
+        share of the startup memory is then the reserve)."""
+        return sglang_kv(fraction_by_tp(tp, self.eight) if fraction is None else fraction, tp)
 
 
-def kv_04(hw: HardwareSpec, tp: int, policy: dict[str, Any],
-          fraction: float | None = None) -> dict[str, Any]:
-    """SGLang 0.4's ``[kv]`` defaults on ``tp`` GPUs (``fraction`` as :func:`kv_02`)."""
-    return sglang_kv(fraction_by_tp(tp, 0.81) if fraction is None else fraction, tp)
+KV_02 = FractionByTP(0.83, "0.2-0.3", "151270057, 455044790")
+KV_04 = FractionByTP(0.81, "0.4", "309022971, 26596591, 483039325")
 
 
 def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any],
@@ -119,7 +127,7 @@ def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any],
     """SGLang 0.5's ``[kv]`` defaults on ``tp`` GPUs of ``hw``, from the chunk size the
     stack defaults to there (``policy``: the stack's ``[policy]`` defaults; a scenario that
     sets its own chunk keeps this fraction unless it sets ``[kv]`` too); ``fraction`` as
-    :func:`kv_02` (no rule to refuse a GPU then)."""
+    :class:`FractionByTP`'s (no rule to refuse a GPU then)."""
     if fraction is not None:
         return sglang_kv(fraction, tp)
     chunk = policy.get("max_num_batched_tokens")

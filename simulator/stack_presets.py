@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from simulator import sglang_memory
 from simulator.costs.collectives import allreduce_curve
 from simulator.sglang_memory import (
-    SGLANG_02_FRACTION_SOURCE,
-    SGLANG_04_FRACTION_SOURCE,
+    KV_02,
+    KV_04,
     SGLANG_05_FRACTION_SOURCE,
     SGLANG_MEMORY_SOURCE,
+    kv_05,
 )
 from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
@@ -879,22 +879,22 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
     ),
     "sglang": (
         _sglang_preset("0.2", SGLANG_02_POLICY, (
-            *SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE, SGLANG_02_FRACTION_SOURCE),
+            *SGLANG_02_SOURCES, SGLANG_03_GRAPH_SOURCE, KV_02.source),
                        _context, SGLANG_03_HOST, graph_rows=_sglang_03_graph_rows,
-                       kv_rule=sglang_memory.kv_02),
+                       kv_rule=KV_02),
         _sglang_preset("0.3", SGLANG_POLICY, (
             *SGLANG_03_SOURCES, *SGLANG_SOURCES[1:2], SGLANG_03_HOST_SOURCE,
-            SGLANG_03_GRAPH_SOURCE, SGLANG_02_FRACTION_SOURCE), _sglang_03, SGLANG_03_HOST,
-            graph_rows=_sglang_03_graph_rows, kv_rule=sglang_memory.kv_02),
+            SGLANG_03_GRAPH_SOURCE, KV_02.source), _sglang_03, SGLANG_03_HOST,
+            graph_rows=_sglang_03_graph_rows, kv_rule=KV_02),
         _sglang_preset("0.4", SGLANG_OVERLAP_POLICY, (
             *SGLANG_04_SOURCES, SGLANG_04_HOST_SOURCE, SGLANG_04_GRAPH_SOURCE,
-            SGLANG_OVERLAP_SOURCE, SGLANG_04_FRACTION_SOURCE),
+            SGLANG_OVERLAP_SOURCE, KV_04.source),
                        _sglang_04, SGLANG_04_HOST,
-                       graph_rows=_sglang_04_graph_rows, kv_rule=sglang_memory.kv_04),
+                       graph_rows=_sglang_04_graph_rows, kv_rule=KV_04),
         _sglang_preset("0.5", SGLANG_OVERLAP_POLICY, (
             *SGLANG_SOURCES, SGLANG_05_HOST_SOURCE, SGLANG_OVERLAP_SOURCE,
             SGLANG_05_FRACTION_SOURCE), _sglang,
-            SGLANG_05_HOST, kv_rule=sglang_memory.kv_05),
+            SGLANG_05_HOST, kv_rule=kv_05),
     ),
     "trtllm": (
         _trtllm_preset("0.10", 64, (*TRTLLM_010_SOURCES, TRTLLM_010_XQA_SOURCE),
