@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.itl_gaps import itl_gaps
 from simulator.metrics_resources import busy_fraction, kv_usage, require_columns, run_window
 from simulator.metrics_slo import Samples, good_mask, percentile_checks, refusal_causes, slo_met
 from simulator.metrics_stats import check_percentiles, describe, weighted_percentile
@@ -68,16 +69,33 @@ def itl_samples(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """ITL samples from the step log: ``(values_ms, weights)``.
 
     Each step that emitted tokens after some request's first contributes its duration
-    ``(end_s - start_s) * 1000`` with weight ``num_decode_tokens``. Steps with no such
-    tokens are left out. Approximation (docs/metrics.md): a token is charged the
-    duration of the step that emitted it, so a token emitted right after a preemption's
-    recompute counts that step's duration, not the whole stall.
+    ``(end_s - start_s) * 1000`` with weight ``num_decode_tokens``; where steps that
+    emitted nothing (prefill batches run on their own) lie between it and the replica's
+    previous emitting step, the tokens carried across them get the whole gap since that
+    step's end (simulator/itl_gaps.py; docs/metrics.md). Steps with no such tokens are left
+    out. Approximation (docs/metrics.md): the step log does not say whose tokens a step
+    emitted, so the carried tokens are counted, not followed.
     """
-    require_columns(steps, ("start_s", "end_s", "num_decode_tokens"), "step log")
-    weights = steps["num_decode_tokens"].to_numpy(dtype=np.int64)
-    keep = weights > 0
-    duration_ms = steps["end_s"].to_numpy(dtype=float) - steps["start_s"].to_numpy(dtype=float)
-    return duration_ms[keep] * 1000.0, weights[keep]
+    require_columns(steps, ("start_s", "end_s", "num_decode_tokens", "num_running"),
+                    "step log")
+    replica = (steps["replica"].to_numpy(dtype=np.int64) if "replica" in steps
+               else np.zeros(len(steps), np.int64))
+    start = steps["start_s"].to_numpy(dtype=float)
+    order = None
+    if len(steps) > 1 and (np.any(np.diff(replica) < 0) or np.any(
+            (np.diff(start) < 0) & (np.diff(replica) == 0))):
+        order = np.lexsort((start, replica))  # per replica, in time order
+    cols = [steps[c].to_numpy() for c in ("start_s", "end_s", "num_decode_tokens",
+                                          "num_running")]
+    if order is not None:
+        cols, replica = [c[order] for c in cols], replica[order]
+    cuts = np.flatnonzero(np.diff(replica)) + 1
+    parts = [itl_gaps(*(c[a:b] for c in cols))[:2]
+             for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(replica)], strict=True)]
+    if not parts:
+        return np.empty(0), np.empty(0, np.int64)
+    return (np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]).astype(np.int64))
 
 
 def summarize(

@@ -4,7 +4,8 @@ Both take the calls :class:`simulator.steplog.StepLog` takes (the replica does n
 which it has) and give an empty ``table()``; ``stats()`` gives what was kept
 (:class:`simulator.metrics_steps.StepStats`).
 
-``SummaryStepLog`` holds a step as its ``start_s``, ``end_s``, ``num_decode_tokens`` and
+``SummaryStepLog`` holds a step as its ``start_s``, ``end_s``, ``num_decode_tokens``,
+``num_running`` (for the ITL gaps across prefill steps: simulator/itl_gaps.py) and
 ``kv_blocks_used``, one list each (a fast-forwarded run: its arrays) until ``_FOLD_ROWS``
 rows wait, then folds them into the ITL histogram, the busy time and the KV tallies and
 drops them. Its memory is the histogram (``NUM_BINS`` x 24 bytes, allocated at the first
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.itl_gaps import LastEmit, itl_gaps
 from simulator.kvcache import used_after_steps, used_sum_after_steps
 from simulator.metrics_steps import ItlHistogram, StepStats
 from simulator.number_lists import floats, ints
@@ -82,8 +84,9 @@ class NoStepLog:
 class SummaryStepLog:
     """``step_log = "summary"``: the step log folded into :class:`StepStats` as it grows."""
 
-    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_kv", "_kv_rows", "_kv_sum",
-                 "_kv_peak", "_runs", "_waiting", "_last_finish", "_stats")
+    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_running", "_kv", "_kv_rows",
+                 "_kv_sum", "_kv_peak", "_runs", "_waiting", "_last_finish", "_last_emit",
+                 "_stats")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
@@ -92,14 +95,17 @@ class SummaryStepLog:
         self._starts: list[float] = []
         self._ends: list[float] = []
         self._tokens: list[int] = []
+        self._running: list[int] = []
         self._kv: list[int] = []
         # the KV blocks of decode runs' rows (all but each run's last), tallied: how many,
         # their sum and the largest (-1: none)
         self._kv_rows = self._kv_sum = 0
         self._kv_peak = -1
-        self._runs: list[tuple[np.ndarray, ...]] = []  # runs (start, end, tokens, kv), waiting
-        self._waiting = 0  # rows in the four lists and _runs
+        # runs (start, end, tokens, running, kv), waiting
+        self._runs: list[tuple[np.ndarray, ...]] = []
+        self._waiting = 0  # rows in the five lists and _runs
         self._last_finish = -np.inf  # end of the latest step that finished a request here
+        self._last_emit: LastEmit | None = None  # the latest folded step with decode tokens
         self._stats = StepStats("summary")
 
     def __len__(self) -> int:
@@ -112,6 +118,7 @@ class SummaryStepLog:
         self._starts.append(start_s)
         self._ends.append(end_s)
         self._tokens.append(num_decode_tokens)
+        self._running.append(num_running)
         self._kv.append(kv_blocks_used)
         if finished:
             self._last_finish = end_s
@@ -130,13 +137,17 @@ class SummaryStepLog:
         if self._waiting + n >= _FOLD_ROWS:  # fold after the very row add() would fold at
             kv = used_after_steps(openings, n - 1, kv_used) if openings else [kv_used] * n
             for i in range(n):
-                self.add(ends[i - 1] if i else start_s, ends[i], shape, rows, 0, 0,
-                         kv[i] if i < n - 1 else last[2], finished if i == n - 1 else ())
+                mid = i < n - 1
+                self.add(ends[i - 1] if i else start_s, ends[i], shape, rows,
+                         num_running if mid else last[0], queue_len if mid else last[1],
+                         kv[i] if mid else last[2], () if mid else finished)
             return
         self._starts.append(start_s)
         self._starts.extend(ends[:n - 1])
         self._ends.extend(ends)
         self._tokens.extend([rows] * n)
+        self._running.extend([num_running] * (n - 1))
+        self._running.append(last[0])
         if n > 1:
             total, largest = used_sum_after_steps(openings, n - 2, kv_used)
             self._kv_rows += n - 1
@@ -156,7 +167,7 @@ class SummaryStepLog:
         last = _last_finish(finished)
         if last is not None:
             self._last_finish = max(self._last_finish, last)
-        self._runs.append((starts, ends, num_decode_tokens, kv_blocks_used))
+        self._runs.append((starts, ends, num_decode_tokens, num_running, kv_blocks_used))
         self._waiting += len(starts)
         if self._waiting >= _FOLD_ROWS:
             self._fold()
@@ -166,20 +177,27 @@ class SummaryStepLog:
         parts = list(self._runs)
         if self._starts:  # after the runs, as before (the moments' sums keep their order)
             parts.append((floats(self._starts), floats(self._ends), ints(self._tokens),
-                          ints(self._kv)))
-            self._starts, self._ends, self._tokens, self._kv = [], [], [], []
+                          ints(self._running), ints(self._kv)))
+            self._starts, self._ends, self._tokens, self._running, self._kv = [], [], [], [], []
         self._runs, self._waiting = [], 0
         if not parts:
             return
-        start, end, tokens, kv = (np.concatenate(list(c)) for c in zip(*parts, strict=True))
+        start, end, tokens, running, kv = (np.concatenate(list(c))
+                                           for c in zip(*parts, strict=True))
         st = self._stats
         st.num_steps += len(start)
         st.first_start_s = min(st.first_start_s, float(start.min()))
-        emitting = tokens > 0
-        if emitting.any():
+        if len(start) > 1 and np.any(np.diff(start) < 0):  # runs were listed before the rows
+            order = np.argsort(start, kind="stable")
+            values, weights, self._last_emit = itl_gaps(
+                start[order], end[order], tokens[order], running[order], self._last_emit)
+        else:
+            values, weights, self._last_emit = itl_gaps(start, end, tokens, running,
+                                                        self._last_emit)
+        if len(values):
             if st.itl is None:
                 st.itl = ItlHistogram()
-            st.itl.add((end - start)[emitting] * 1000.0, tokens[emitting])
+            st.itl.add(values, weights)
         n, total, peak = st.kv.get(self.replica, (0, 0, 0))
         st.kv[self.replica] = (n + len(kv) + self._kv_rows, total + int(kv.sum()) + self._kv_sum,
                                max(peak, int(kv.max()), self._kv_peak))

@@ -38,10 +38,11 @@ def test_tokens_arrive_in_chunks_of_n(fast_forward: bool) -> None:
     assert steps["end_s"].round(9).tolist() == [0.01, 0.05, 0.06, 0.1]
     assert steps["num_decode_seqs"].tolist() == [0, 2, 0, 1]
     assert steps["num_decode_tokens"].tolist() == [0, 2, 0, 1]  # requests served per chunk
-    # ITL: one sample per request and chunk, the chunk's 40 ms (vLLM's bench: the gap
-    # between two streamed messages)
+    # ITL: one sample per request and chunk (vLLM's bench: the gap between two streamed
+    # messages): the first chunk's 40 ms for r0 and r1; r0's last chunk reached it at .10,
+    # 50 ms after its previous one at .05, since it waited through r2's prefill too
     values, weights = itl_samples(steps)
-    assert np.round(values, 9).tolist() == [40.0, 40.0] and weights.tolist() == [2, 1]
+    assert np.round(values, 9).tolist() == [40.0, 50.0] and weights.tolist() == [2, 1]
     # TPOT stays per token: r0 (0.10 - 0.01) / 5 = 18 ms, r1 (0.05 - 0.01) / 2 = 20 ms
     tpot = request_metrics(res.requests)["tpot_ms"].round(9).tolist()
     assert tpot[:2] == [18.0, 20.0]

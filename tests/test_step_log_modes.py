@@ -63,6 +63,7 @@ def _assert_same(full: dict[str, Any], other: dict[str, Any], *, itl: bool = Tru
 CASES = [
     (),
     ("policy.name='chunked'",),
+    ("stack.name='sglang'",),  # prefill-only steps: ITL gaps across them (itl_gaps.py)
     ("policy.name='static'", "policy.batch_size=4"),
     ("policy.name='dynamic'",),
     ("cluster.replicas=3", "cluster.router='least_outstanding'", "workload.rate=30"),
@@ -82,7 +83,7 @@ def test_summary_equals_full(extra: tuple[str, ...]) -> None:
     assert "step_log" not in full  # full summaries are as they were
 
 
-@pytest.mark.parametrize("extra", CASES[:7], ids=lambda e: " ".join(e) or "continuous")
+@pytest.mark.parametrize("extra", CASES[:8], ids=lambda e: " ".join(e) or "continuous")
 def test_many_small_folds_give_the_same_figures(
         extra: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
     # fold every 5 rows: tails after a finish carried across many folds
