@@ -54,6 +54,7 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
     costs a run resolves (``servesim run``'s ``step costs:`` line), sources; ``latest`` when
     a scenario without a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
+    policy = preset.policy_for(spec, hw)
     try:
         dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
                        "hardware": {"gpu": gpu, "tp": tp},
@@ -63,7 +64,9 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
     else:
         kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
         kv_tokens = dep.kv_blocks * dep.block_size  # the cache a run gets: its capacity
-    policy = preset.policy_for(spec, hw)
+        seqs = getattr(dep.policy, "max_num_seqs", None)  # a continuous or chunked policy's
+        if "max_num_seqs" in policy and isinstance(seqs, int):  # from that cache, where the
+            policy["max_num_seqs"] = seqs  # stack sizes it so (SGLang)
     return {"stack": preset.stack, "version": preset.version,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": policy,

@@ -1,5 +1,6 @@
-"""SGLang's KV pool: ``mem_fraction_static`` by release, tensor parallelism and GPU, and the
-memory its startup holds before the weights load.
+"""SGLang's KV pool: ``mem_fraction_static`` by release, tensor parallelism and GPU, the
+memory its startup holds before the weights load, and the requests the pool lets it run
+at once (:func:`request_slots`).
 
 SGLang sizes its KV pool at startup (``ModelRunner.profile_max_num_token``)::
 
@@ -133,3 +134,25 @@ def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any],
     chunk = policy.get("max_num_batched_tokens")
     chunk = chunk if isinstance(chunk, int) and chunk > 0 else 8192
     return sglang_kv(fraction_05(hw, tp, chunk), tp)
+
+
+# SGLang's request slots: the req_to_token pool holds clamp(pool / context x 512, 2048,
+# 4096) requests (model_runner.py init_memory_pool, unchanged from the 0.2 router's
+# ``max_requests`` to 0.5: search-index file ids 30619244531, 432591181), and the
+# scheduler runs at most min(pool // 2, those slots) at once (scheduler.py / 0.2-0.3's
+# tp_worker.py, ids 74498457, 5861334175; 0.2-0.3 keep one slot back: not modelled).
+SLOTS_LOW, SLOTS_HIGH, SLOTS_PER_CONTEXT = 2048, 4096, 512
+REQUEST_SLOTS_SOURCE = (
+    "max_num_seqs: SGLang's max_running_requests when unset, min(KV tokens // 2, "
+    "clamp(KV tokens / context_len x 512, 2048, 4096)) (model_runner.py init_memory_pool, "
+    "scheduler.py; search-index file ids 432591181, 74498457): 4096 for Llama-3.1-70B on "
+    "4 x H200 (1,106,960 tokens), 2048 for Llama-3.1-8B on one H100 (413,311)")
+
+
+def request_slots(pool_tokens: int, context: int) -> int:
+    """The requests SGLang runs at once by default, for a KV pool of ``pool_tokens`` tokens
+    and a served context of ``context`` tokens (see :data:`REQUEST_SLOTS_SOURCE`)."""
+    if pool_tokens < 2 or context < 1:
+        raise ValueError(f"{pool_tokens=} and {context=} must be >= 2 and >= 1")
+    slots = min(max(int(pool_tokens / context * SLOTS_PER_CONTEXT), SLOTS_LOW), SLOTS_HIGH)
+    return min(pool_tokens // 2, slots)

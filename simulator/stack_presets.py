@@ -20,9 +20,11 @@ from simulator.costs.collectives import allreduce_curve
 from simulator.sglang_memory import (
     KV_02,
     KV_04,
+    REQUEST_SLOTS_SOURCE,
     SGLANG_05_FRACTION_SOURCE,
     SGLANG_MEMORY_SOURCE,
     kv_05,
+    request_slots,
 )
 from simulator.specs.hardware import BOOST_CLOCK_GHZ, HardwareSpec
 from simulator.specs.model_spec import ModelSpec
@@ -99,6 +101,10 @@ class StackPreset:
     # own memory fraction, if it sets one (SGLang's mem_fraction_static and the startup
     # memory outside its pool: simulator/sglang_memory.py); None: ``kv``'s
     kv_rule: KVRule | None = None
+    # max_num_seqs from the KV pool (tokens) and the served context, where the stack sizes
+    # its running batch so (SGLang's max_running_requests: sglang_memory.request_slots);
+    # None: ``policy``'s
+    slots_rule: Callable[[int, int], int] | None = None
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -488,7 +494,8 @@ SGLANG_SOURCES = (
     "retract_decode (fewest outputs first, back to the queue's tail); "
     "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "
     "(enable_mixed_chunk false)",
-    "max_running_requests: derived from the KV pool (at least 2048); here 2048")
+    "max_running_requests: derived from the KV pool (the max_num_seqs source); 2048 where "
+    "the pool is not known")
 # SGLang 0.3 and 0.4's server defaults, re-read (sources below). What differs from 0.5 is
 # chunked_prefill_size's rule; the rest is as 0.5's preset models it. mem_fraction_static
 # falls with TP (0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 (0.3: 0.83) at 8): each preset's
@@ -502,8 +509,8 @@ SGLANG_03_SOURCES = (
     "sglang v0.3.x python/sglang/global_config.py (search-index file id 170582854): "
     "new_token_ratio 0.7 falling by 0.001 a decode step to 0.1 (here by 0.001003 to "
     "0.098, 0.5's), retract_decode_steps 20",
-    "max_running_requests: KV tokens / context x 512, at least 2048 (model_runner.py "
-    "init_memory_pool); here 2048")
+    "max_running_requests: from the KV pool (model_runner.py init_memory_pool; the "
+    "max_num_seqs source)")
 SGLANG_04_SOURCES = (
     "sglang v0.4.x python/sglang/srt/server_args.py (search-index file ids 26596591 and "
     "483039325, the 0.4.4-0.4.6 line): chunked_prefill_size 2048 under 25,000 MB of GPU "
@@ -528,7 +535,7 @@ SGLANG_02_SOURCES = (
     "a request starts if prompt + max_new_tokens + the batch's < free tokens - "
     "sum((max_new_tokens - decoded) x new_token_ratio) over running requests (no 4096 "
     "clip in 0.2: not modelled); retracted requests go to the queue's tail; "
-    "max_running_requests min(KV tokens // 2, request slots - 1); here 2048",
+    "max_running_requests min(KV tokens // 2, request slots - 1) (the max_num_seqs source)",
     "chunked prefill off by default in 0.2.0-0.2.12: --chunked-prefill-size added opt-in by "
     "sgl-project/sglang#800 (2024-07-29), on by default (8192) from sgl-project/sglang#1040 "
     "(the 0.2.13-0.2.15 server_args.py, search-index file id 151270057: chunked_prefill_size "
@@ -794,9 +801,9 @@ def _sglang_preset(version: str, policy: Mapping[str, Any], sources: tuple[str, 
         per_layer = {**(per_layer or {}), "eager_s": SGLANG_04_EAGER_S}
     return _preset("sglang", version, dict(policy), dict(SGLANG_KV),
                    (*sources, SGLANG_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE,
-                    SGLANG_MEMORY_SOURCE), profiles="sglang",
+                    SGLANG_MEMORY_SOURCE, REQUEST_SLOTS_SOURCE), profiles="sglang",
                    per_layer=per_layer, adapt=adapt, fp8_kv_with=(), graph_rows=graph_rows,
-                   kv_rule=kv_rule)
+                   kv_rule=kv_rule, slots_rule=request_slots)
 
 
 def _trtllm_preset(version: str, block_size: int, sources: tuple[str, ...],

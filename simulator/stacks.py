@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.kv_config import KVCacheConfig
 from simulator.policies import caches_prefixes
-from simulator.scenario_fields import check_fields, spec
+from simulator.scenario_fields import build_section, check_fields, spec
 from simulator.specs.dtypes import natural_kv_dtype
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.model_spec import ModelSpec
@@ -176,4 +177,32 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}
         out["cost"] = cost
+    policy = out["policy"]
+    if (preset.slots_rule is not None and model is not None and hardware is not None
+            and "max_num_seqs" in policy and "max_num_seqs" not in own):
+        tokens = _pool_tokens(out, model, hardware, gpus)
+        context = policy.get("max_model_len")
+        if not (isinstance(context, int) and context > 0):
+            context = model.max_context_tokens
+        if tokens is not None and tokens >= 2:
+            policy["max_num_seqs"] = preset.slots_rule(tokens, context)
     return out
+
+
+def _pool_tokens(point: Mapping[str, Any], model: ModelSpec, hardware: HardwareSpec,
+                 gpus: int) -> int | None:
+    """The KV tokens ``point``'s ``[kv]`` gives a replica of ``gpus`` x ``hardware`` (as
+    ``deployment.resolve`` sizes it), or None where its ``[model]`` or ``[kv]`` is not
+    valid or nothing fits (left for the scenario's own checks to report)."""
+    section = point.get("model")
+    section = section if isinstance(section, Mapping) else {}
+    weights = section.get("weight_dtype", "bf16")
+    try:
+        kv = build_section(KVCacheConfig, point.get("kv"), "kv")
+        cache = section.get("kv_dtype") or natural_kv_dtype(weights)
+        blocks = kv.capacity_blocks(memory_bytes=hardware.memory_bytes, tp=gpus,
+                                    weight_bytes=model.weight_bytes(weights),
+                                    kv_bytes_per_token=model.kv_bytes_per_token(cache))
+    except (ConfigError, ValueError, TypeError, KeyError):
+        return None
+    return blocks * kv.block_size

@@ -8,7 +8,13 @@ import pytest
 
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
-from simulator.sglang_memory import fraction_05, fraction_by_tp, graph_max_bs_05, kv_05
+from simulator.sglang_memory import (
+    fraction_05,
+    fraction_by_tp,
+    graph_max_bs_05,
+    kv_05,
+    request_slots,
+)
 from simulator.specs.hardware import get_hardware
 
 GIB = 2**30
@@ -100,3 +106,31 @@ def test_vllm_keeps_its_own_memory_rule() -> None:
              "hardware": {"gpu": "h100-sxm", "tp": 1}}
     # 0.9 x 84,932,978,278 - 16,060,522,496 - 2e9 = 58,379,157,954 B, blocks of 16 tokens
     assert resolve(point).kv_blocks == 58_379_157_954 // (131_072 * 16)
+
+
+@pytest.mark.parametrize(("pool", "context", "slots"), [
+    (1_106_960, 131_072, 4096),  # 4,324 clamped to 4,096
+    (413_311, 131_072, 2048),  # 1,614 raised to 2,048
+    (600_000, 131_072, 2343),  # int(600,000 / 131,072 x 512) = 2,343: between the bounds
+    (3_000, 8_192, 1500),  # a small pool: pool // 2 = 1,500 under the 2,048 floor
+])
+def test_request_slots_follow_the_pool(pool: int, context: int, slots: int) -> None:
+    assert request_slots(pool, context) == slots
+
+
+def test_a_run_gets_the_slots_its_pool_allows() -> None:
+    # Llama-3.1-70B on 4 x H200 under 0.4: 1,106,960 tokens (f 0.85), so 4096 at once,
+    # where the preset had said 2048; Llama-3.1-8B on one H100 under 0.5 keeps 2048
+    big = resolve(_point("0.4", "llama-3.1-70b", "h200", 4))
+    assert big.kv_blocks == 1_106_960 and big.policy.max_num_seqs == 4096
+    assert resolve(_point("0.5", "llama-3.1-8b", "h100-sxm", 1)).policy.max_num_seqs == 2048
+    # a scenario's own max_num_seqs wins; a served context of 32,768 tokens: 6,458 -> 4096
+    own = _point("0.4", "llama-3.1-70b", "h200", 4) | {"policy": {"max_num_seqs": 300}}
+    assert resolve(own).policy.max_num_seqs == 300
+    short = resolve(_point("0.5", "llama-3.1-8b", "h100-sxm", 1) | {
+        "policy": {"max_model_len": 32_768}})
+    assert short.kv_blocks == 413_311 and short.policy.max_num_seqs == 4096
+    # vLLM sizes its batch by max_num_seqs alone: unchanged
+    vllm = resolve({"stack": {"name": "vllm-v1"}, "model": {"name": "llama-3.1-70b"},
+                    "hardware": {"gpu": "h200", "tp": 4}})
+    assert vllm.policy.max_num_seqs == 1024

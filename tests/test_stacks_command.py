@@ -97,3 +97,12 @@ def test_an_fp8_checkpoint_on_an_a100(capsys: pytest.CaptureFixture[str]) -> Non
     assert "kv_dtype" not in refused["kv"]
     assert refused["step_costs"].startswith("none: model.weight_dtype = fp8: trtllm 1.0 runs "
                                             "FP8 only on GPUs with FP8 tensor cores")
+
+
+def test_sglang_shows_the_slots_its_pool_allows(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-70B on 4 x H200: 0.4's pool of 1,106,960 tokens / 131,072 x 512 = 4,324,
+    # clamped to 4,096 running requests; on one H100 the 8B's 2,048 floor
+    views = _views(capsys, "sglang", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "4")
+    assert views["0.4"]["kv"]["kv_tokens"] == 1_106_960
+    assert views["0.4"]["policy"]["max_num_seqs"] == 4096
+    assert _views(capsys, "sglang")["0.5"]["policy"]["max_num_seqs"] == 2048
