@@ -299,9 +299,10 @@ def _vllm_v1_big(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
 
 
 def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
-    """chunked_prefill_size by GPU memory: 2048 under 35 GB, 16384 from 160 GB, else 8192."""
+    """chunked_prefill_size by GPU memory: 2048 under 35 GiB, 4096 under 60, 8192 under 160,
+    else 16384 (the tiers of the server_args.py its memory rule reads: sglang_memory)."""
     gib = _gib(hw)
-    size = 2048 if gib < 35 else 16384 if gib >= 160 else 8192
+    size = 2048 if gib < 35 else 4096 if gib < 60 else 8192 if gib < 160 else 16384
     return {**_context(model, hw), "max_num_batched_tokens": size}
 
 
@@ -487,9 +488,11 @@ SGLANG_KV_DTYPE_SOURCE = (
     "sglang server_args.py kv_cache_dtype default 'auto' (docs/backend/server_arguments.md: "
     "'Dtype of the kv cache, defaults to the dtype'): an FP8 checkpoint keeps a bf16 cache")
 SGLANG_SOURCES = (
-    "sglang 0.5 python/sglang/srt/server_args.py: chunked_prefill_size 2048 under "
-    "35 GB, 8192, 16384 from 160 GB; page_size 1; mem_fraction_static from the GPU's "
-    "memory (below; 0.88 where the GPU is not known)",
+    "sglang 0.5 python/sglang/srt/server_args.py (search-index file id 8356329, the one "
+    "the memory rule reads; an earlier 0.5 file, id 18295442, had 8192 from 35 GiB): "
+    "chunked_prefill_size 2048 under 35 GiB, 4096 under 60 (A100 40GB, L40), 8192 under "
+    "160, else 16384; page_size 1; mem_fraction_static from the GPU's memory (below; 0.88 "
+    "where the GPU is not known)",
     "schedule_policy.py PrefillAdder (new_token_ratio admission), scheduler.py "
     "retract_decode (fewest outputs first, back to the queue's tail); "
     "scheduler.py get_next_batch_to_run: a prefill batch first, else decode "

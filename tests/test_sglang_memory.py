@@ -68,8 +68,12 @@ def test_sglang_05_derives_its_fraction_from_the_gpus_capacity() -> None:
     b200 = get_hardware("b200")
     assert fraction_05(b200, 8, 16384) == 0.851
     # Under 60 GiB no 10 GiB floor: L40S (44.42 GiB = 45,486.1 MiB), TP 1, chunk 8192, max_bs
-    # 32: reserved = 512 + 12,288 + 64 + 128 = 12,992 -> f = 0.714
+    # 32: reserved = 512 + 12,288 + 64 + 128 = 12,992 -> f = 0.714; with the 4096-token
+    # chunk 0.5 gives a GPU under 60 GiB, 512 + 6,144 + 64 + 128 = 6,848 -> f = 0.849
     assert fraction_05(get_hardware("l40s"), 1, 8192) == 0.714
+    l40s = resolve(_point("0.5", "llama-3.1-8b", "l40s", 1))
+    assert l40s.policy.max_num_batched_tokens == 4096
+    assert fraction_05(get_hardware("l40s"), 1, 4096) == 0.849
 
 
 def test_a_gpu_the_reserve_fills_is_refused_by_name() -> None:

@@ -140,10 +140,12 @@ def test_vllm_v1_batch_defaults_follow_the_release_and_the_gpu(gpu: str) -> None
         assert dep.policy.chunked_prefill
 
 
-@pytest.mark.parametrize("gpu", ["rtx4090", "l40s", "h100-sxm", "h200", "b200"])
+@pytest.mark.parametrize("gpu", ["rtx4090", "l40s", "a100-40gb", "h100-sxm", "h200", "b200"])
 def test_sglang_chunk_size_follows_gpu_memory(gpu: str) -> None:
+    # 0.5's server_args.py tiers: the 4090 2048, the L40S (44.42 GiB) and the A100 40GB
+    # (39.39) 4096, the H100 and H200 8192, the B200 (178.35) 16384
     gib = get_hardware(gpu).memory_bytes / 2**30
-    want = 2048 if gib < 35 else 16384 if gib >= 160 else 8192
+    want = 2048 if gib < 35 else 4096 if gib < 60 else 8192 if gib < 160 else 16384
     dep = resolve({"hardware": {"gpu": gpu}, "model": {"name": "llama-2-7b"},
                    "stack": {"name": "sglang"}})
     assert dep.policy.max_num_batched_tokens == want
