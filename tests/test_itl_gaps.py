@@ -67,7 +67,7 @@ def test_itl_samples_are_each_tokens_gap_on_a_simulated_timeline() -> None:
                        block_size=4, check_invariants=True)
     res = simulate(table([(0.0, 4, 4), (0.015, 4, 2)]), spec)
     values, weights = itl_samples(res.steps)
-    assert sorted(zip(np.round(values, 9).tolist(), weights.tolist())) == [
+    assert sorted(zip(np.round(values, 9).tolist(), weights.tolist(), strict=True)) == [
         (10.0, 1), (10.0, 1), (10.0, 1), (20.0, 1)]
     assert weighted_percentile(values, weights, 100) == pytest.approx(20.0)
     # the pooled mean ITL is every request's (finish - first token) over its gaps
