@@ -27,17 +27,20 @@ LastEmit = tuple[float, int, int]
 """The latest step that emitted decode tokens: its end, its tokens, requests running after."""
 
 
-def itl_gaps(start_s: np.ndarray, end_s: np.ndarray, tokens: np.ndarray, running: np.ndarray,
-             last: LastEmit | None = None) -> tuple[np.ndarray, np.ndarray, LastEmit | None]:
-    """``(values_ms, weights, last)``: the ITL samples of one replica's steps given in time
-    order (``last``: the emitting step before them, if any) and the last emitting step
-    after them. Values whose weight is 0 are left out."""
-    emit = np.flatnonzero(np.asarray(tokens) > 0)
+def carried_gaps(start_s: np.ndarray, end_s: np.ndarray, tokens: np.ndarray,
+                 running: np.ndarray, last: LastEmit | None = None,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, LastEmit | None]:
+    """``(own, gap_ms, gap_tokens, last)`` for one replica's steps given in time order
+    (``last``: the emitting step before them, if any): each step's tokens that keep its own
+    duration (``tokens`` less those carried across a gap), the gaps of the carried tokens
+    and how many each has (only gaps with some), and the last emitting step after them."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    emit = np.flatnonzero(tokens > 0)
     if not len(emit):
-        return np.empty(0), np.empty(0, np.int64), last
+        return tokens, np.empty(0), np.empty(0, np.int64), last
     e_start = np.asarray(start_s, dtype=float)[emit]
     e_end = np.asarray(end_s, dtype=float)[emit]
-    e_tok = np.asarray(tokens, dtype=np.int64)[emit]
+    e_tok = tokens[emit]
     e_run = np.asarray(running, dtype=np.int64)[emit]
     before_end = np.empty(len(emit))
     before_tok = np.empty(len(emit), np.int64)
@@ -47,10 +50,23 @@ def itl_gaps(start_s: np.ndarray, end_s: np.ndarray, tokens: np.ndarray, running
         before_end[0], before_tok[0], before_run[0] = e_start[0], 0, 0
     else:
         before_end[0], before_tok[0], before_run[0] = last
-    stalled = e_start > before_end
-    carried = np.where(stalled, np.minimum(e_tok, np.minimum(before_tok, before_run)), 0)
-    values = np.concatenate(((e_end - e_start) * 1000.0,
-                             (e_end[stalled] - before_end[stalled]) * 1000.0))
-    weights = np.concatenate((e_tok - carried, carried[stalled]))
-    keep = weights > 0
-    return values[keep], weights[keep], (float(e_end[-1]), int(e_tok[-1]), int(e_run[-1]))
+    carried = np.where(e_start > before_end,
+                       np.minimum(e_tok, np.minimum(before_tok, before_run)), 0)
+    own = tokens.copy()
+    own[emit] -= carried
+    gaps = carried > 0
+    return (own, (e_end[gaps] - before_end[gaps]) * 1000.0, carried[gaps],
+            (float(e_end[-1]), int(e_tok[-1]), int(e_run[-1])))
+
+
+def itl_gaps(start_s: np.ndarray, end_s: np.ndarray, tokens: np.ndarray, running: np.ndarray,
+             last: LastEmit | None = None) -> tuple[np.ndarray, np.ndarray, LastEmit | None]:
+    """``(values_ms, weights, last)``: the ITL samples of one replica's steps given in time
+    order (``last``: the emitting step before them, if any) and the last emitting step
+    after them: each step's duration for its own tokens, then the carried tokens' gaps
+    (:func:`carried_gaps`). Values whose weight is 0 are left out."""
+    own, gap_ms, gap_tokens, after = carried_gaps(start_s, end_s, tokens, running, last)
+    keep = own > 0
+    duration_ms = (np.asarray(end_s, dtype=float) - np.asarray(start_s, dtype=float)) * 1000.0
+    return (np.concatenate((duration_ms[keep], gap_ms)),
+            np.concatenate((own[keep], gap_tokens)), after)

@@ -4,26 +4,28 @@ Both take the calls :class:`simulator.steplog.StepLog` takes (the replica does n
 which it has) and give an empty ``table()``; ``stats()`` gives what was kept
 (:class:`simulator.metrics_steps.StepStats`).
 
-``SummaryStepLog`` holds a step as its ``start_s``, ``end_s``, ``num_decode_tokens``,
-``num_running`` (for the ITL gaps across prefill steps: simulator/itl_gaps.py) and
-``kv_blocks_used``, one list each (a fast-forwarded run: its arrays) until ``_FOLD_ROWS``
-rows wait, then folds them into the ITL histogram, the busy time and the KV tallies and
-drops them. Its memory is the histogram (``NUM_BINS`` x 24 bytes, allocated at the first
-ITL sample), at most ``_FOLD_ROWS`` waiting rows plus one run, and the (start, end) of the
-steps after the replica's latest finish (none once every request has finished; a run stopped at a
-horizon keeps those since the last finish, 16 bytes each). ``len()`` is the rows held,
-so the step-row budget of :mod:`simulator.memory_guard` applies to what is kept.
+``SummaryStepLog`` holds a step as its ``start_s``, ``end_s``, ``num_decode_tokens`` (less
+those carried across steps that emitted none, whose gaps it keeps apart as they come:
+simulator/itl_gaps.py) and ``kv_blocks_used``, one list each (a fast-forwarded run: its
+arrays) until ``_FOLD_ROWS`` rows wait, then folds them into the ITL histogram, the busy
+time and the KV tallies and drops them. Its memory is the histogram (``NUM_BINS`` x 24
+bytes, allocated at the first ITL sample), at most ``_FOLD_ROWS`` waiting rows plus one
+run, and the (start, end) of the steps after the replica's latest finish (none once every
+request has finished; a run stopped at a horizon keeps those since the last finish, 16
+bytes each). ``len()`` is the rows held, so the step-row budget of
+:mod:`simulator.memory_guard` applies to what is kept.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from simulator.itl_gaps import LastEmit, itl_gaps
+from simulator.itl_gaps import carried_gaps
 from simulator.kvcache import used_after_steps, used_sum_after_steps
 from simulator.metrics_steps import ItlHistogram, StepStats
 from simulator.number_lists import floats, ints
@@ -84,9 +86,9 @@ class NoStepLog:
 class SummaryStepLog:
     """``step_log = "summary"``: the step log folded into :class:`StepStats` as it grows."""
 
-    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_running", "_kv", "_kv_rows",
-                 "_kv_sum", "_kv_peak", "_runs", "_waiting", "_last_finish", "_last_emit",
-                 "_stats")
+    __slots__ = ("replica", "_starts", "_ends", "_tokens", "_kv", "_kv_rows", "_kv_sum",
+                 "_kv_peak", "_runs", "_waiting", "_last_finish", "_emit_end", "_emit_tokens",
+                 "_emit_running", "_gap_ms", "_gap_tokens", "_stats")
 
     def __init__(self, replica: int) -> None:
         self.replica = replica
@@ -94,18 +96,23 @@ class SummaryStepLog:
         # into arrays cost ~2.7x as much: python benchmarks/hot_path_parts.py)
         self._starts: list[float] = []
         self._ends: list[float] = []
-        self._tokens: list[int] = []
-        self._running: list[int] = []
+        self._tokens: list[int] = []  # each step's tokens that keep its own duration as ITL
         self._kv: list[int] = []
         # the KV blocks of decode runs' rows (all but each run's last), tallied: how many,
         # their sum and the largest (-1: none)
         self._kv_rows = self._kv_sum = 0
         self._kv_peak = -1
-        # runs (start, end, tokens, running, kv), waiting
-        self._runs: list[tuple[np.ndarray, ...]] = []
-        self._waiting = 0  # rows in the five lists and _runs
+        self._runs: list[tuple[np.ndarray, ...]] = []  # runs (start, end, tokens, kv), waiting
+        self._waiting = 0  # rows in the four lists and _runs
         self._last_finish = -np.inf  # end of the latest step that finished a request here
-        self._last_emit: LastEmit | None = None  # the latest folded step with decode tokens
+        # the latest step that emitted tokens after a first (its end, its tokens and the
+        # requests running after it), and the ITL gaps of tokens carried across the steps
+        # that emitted none since (simulator/itl_gaps.py), waiting
+        self._emit_end: float = -math.inf
+        self._emit_tokens: int = 0
+        self._emit_running: int = 0
+        self._gap_ms: list[float] = []
+        self._gap_tokens: list[int] = []
         self._stats = StepStats("summary")
 
     def __len__(self) -> int:
@@ -117,8 +124,14 @@ class SummaryStepLog:
         """Record one step (``finished``: the requests it finished)."""
         self._starts.append(start_s)
         self._ends.append(end_s)
-        self._tokens.append(num_decode_tokens)
-        self._running.append(num_running)
+        own = num_decode_tokens
+        if own > 0:
+            if start_s > self._emit_end:  # steps that emitted nothing came between
+                own -= self._carry(start_s, end_s, num_decode_tokens)
+            self._emit_end = end_s
+            self._emit_tokens = num_decode_tokens
+            self._emit_running = num_running
+        self._tokens.append(own)
         self._kv.append(kv_blocks_used)
         if finished:
             self._last_finish = end_s
@@ -146,8 +159,12 @@ class SummaryStepLog:
         self._starts.extend(ends[:n - 1])
         self._ends.extend(ends)
         self._tokens.extend([rows] * n)
-        self._running.extend([num_running] * (n - 1))
-        self._running.append(last[0])
+        if rows > 0:
+            if start_s > self._emit_end:  # steps that emitted nothing came between
+                self._tokens[-n] -= self._carry(start_s, ends[0], rows)
+            self._emit_end = ends[n - 1]
+            self._emit_tokens = rows
+            self._emit_running = last[0]
         if n > 1:
             total, largest = used_sum_after_steps(openings, n - 2, kv_used)
             self._kv_rows += n - 1
@@ -167,37 +184,66 @@ class SummaryStepLog:
         last = _last_finish(finished)
         if last is not None:
             self._last_finish = max(self._last_finish, last)
-        self._runs.append((starts, ends, num_decode_tokens, num_running, kv_blocks_used))
+        own = num_decode_tokens
+        n = len(starts)
+        if n and bool(np.all(own > 0)):  # a decode run (back to back, every step emits): only
+            first = int(own[0])  # its first step can come after steps that emitted nothing
+            if float(starts[0]) > self._emit_end:
+                carried = self._carry(float(starts[0]), float(ends[0]), first)
+                if carried:
+                    own = own.copy()
+                    own[0] = first - carried
+            self._emit_end = float(ends[n - 1])
+            self._emit_tokens = int(num_decode_tokens[n - 1])
+            self._emit_running = int(num_running[n - 1])
+        elif n:
+            last_emit = ((self._emit_end, self._emit_tokens, self._emit_running)
+                         if self._emit_tokens > 0 else None)
+            own, gap_ms, gap_tokens, after = carried_gaps(starts, ends, num_decode_tokens,
+                                                          num_running, last_emit)
+            if after is not None:
+                self._emit_end, self._emit_tokens, self._emit_running = after
+            self._gap_ms.extend(gap_ms.tolist())
+            self._gap_tokens.extend(gap_tokens.tolist())
+        self._runs.append((starts, ends, own, kv_blocks_used))
         self._waiting += len(starts)
         if self._waiting >= _FOLD_ROWS:
             self._fold()
+
+    def _carry(self, start_s: float, end_s: float, tokens: int) -> int:
+        """Of a step's ``tokens`` (> 0) from ``start_s`` to ``end_s``, which starts after the
+        last step that emitted any ended, those carried across the steps between (their
+        gap, since that end, is kept to fold); as :func:`simulator.itl_gaps.carried_gaps`
+        counts them."""
+        carried = tokens if tokens < self._emit_tokens else self._emit_tokens
+        if self._emit_running < carried:
+            carried = self._emit_running
+        if carried > 0:
+            self._gap_ms.append((end_s - self._emit_end) * 1000.0)
+            self._gap_tokens.append(carried)
+        return carried
 
     def _fold(self) -> None:
         """Fold the waiting rows into the figures and drop them."""
         parts = list(self._runs)
         if self._starts:  # after the runs, as before (the moments' sums keep their order)
             parts.append((floats(self._starts), floats(self._ends), ints(self._tokens),
-                          ints(self._running), ints(self._kv)))
-            self._starts, self._ends, self._tokens, self._running, self._kv = [], [], [], [], []
+                          ints(self._kv)))
+            self._starts, self._ends, self._tokens, self._kv = [], [], [], []
         self._runs, self._waiting = [], 0
         if not parts:
             return
-        start, end, tokens, running, kv = (np.concatenate(list(c))
-                                           for c in zip(*parts, strict=True))
+        start, end, tokens, kv = (np.concatenate(list(c)) for c in zip(*parts, strict=True))
         st = self._stats
         st.num_steps += len(start)
         st.first_start_s = min(st.first_start_s, float(start.min()))
-        if len(start) > 1 and np.any(np.diff(start) < 0):  # runs were listed before the rows
-            order = np.argsort(start, kind="stable")
-            values, weights, self._last_emit = itl_gaps(
-                start[order], end[order], tokens[order], running[order], self._last_emit)
-        else:
-            values, weights, self._last_emit = itl_gaps(start, end, tokens, running,
-                                                        self._last_emit)
-        if len(values):
+        emitting = tokens > 0
+        if emitting.any() or self._gap_ms:
             if st.itl is None:
                 st.itl = ItlHistogram()
-            st.itl.add(values, weights)
+            st.itl.add(np.concatenate(((end - start)[emitting] * 1000.0, floats(self._gap_ms))),
+                       np.concatenate((tokens[emitting], ints(self._gap_tokens))))
+            self._gap_ms, self._gap_tokens = [], []
         n, total, peak = st.kv.get(self.replica, (0, 0, 0))
         st.kv[self.replica] = (n + len(kv) + self._kv_rows, total + int(kv.sum()) + self._kv_sum,
                                max(peak, int(kv.max()), self._kv_peak))

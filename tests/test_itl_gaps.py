@@ -74,3 +74,45 @@ def test_itl_samples_are_each_tokens_gap_on_a_simulated_timeline() -> None:
     req = res.requests
     pooled = 1000 * (req.finish_s - req.first_token_s).sum() / (req.output_tokens - 1).sum()
     assert summarize(req, res.steps)["mean_itl_ms"] == pytest.approx(pooled) == 12.5
+
+
+def test_the_summary_log_counts_the_same_gaps_as_the_table() -> None:
+    # one replica's steps fed as single steps, a decode run and arrays (one with a step that
+    # emits nothing, one a decode run after a prefill): the summary log's ITL histogram
+    # holds the samples itl_gaps gives over the same rows, in order
+    from simulator.shapes import StepShape
+    from simulator.steplog_summary import SummaryStepLog
+
+    log = SummaryStepLog(0)
+    shape = StepShape()
+    rows: list[tuple[float, float, int, int]] = []
+
+    def single(start: float, end: float, tokens: int, running: int) -> None:
+        log.add(start, end, shape, tokens, running, 0, 1)
+        rows.append((start, end, tokens, running))
+
+    def arrays(part: list[tuple[float, float, int, int]]) -> None:
+        start, end, tokens, running = (np.array(c) for c in zip(*part, strict=True))
+        log.extend(start, end, None, tokens.astype(np.int64), running.astype(np.int64),  # type: ignore[arg-type]
+                   np.zeros(len(part), np.int64), np.ones(len(part), np.int64))
+        rows.extend(part)
+
+    single(0.00, 0.01, 0, 2)  # prefill
+    single(0.01, 0.02, 2, 2)
+    log.add_decode_rows(0.05, [0.06, 0.07, 0.08], shape, 2, 2, 0, 1, [], (2, 0, 1))
+    rows.extend([(0.05, 0.06, 2, 2), (0.06, 0.07, 2, 2), (0.07, 0.08, 2, 2)])
+    arrays([(0.08, 0.10, 0, 3), (0.10, 0.11, 3, 3), (0.11, 0.12, 3, 3)])  # not all emit
+    single(0.12, 0.15, 0, 4)  # prefill
+    arrays([(0.15, 0.16, 4, 4), (0.16, 0.17, 4, 3)])  # a decode run
+    itl = log.stats().itl
+    assert itl is not None
+    start, end, tokens, running = (np.array(c) for c in zip(*rows, strict=True))
+    values, weights, _ = itl_gaps(start, end, tokens, running)
+    # gaps: .02 -> .06 (both tokens, 40 ms), .08 -> .11 (2 of 3, 30 ms), .12 -> .16 (3 of 4,
+    # 40 ms); every other token its step's 10 ms
+    assert sorted(zip(np.round(values, 9).tolist(), weights.tolist(), strict=True)) == [
+        (10.0, 1), (10.0, 1), (10.0, 2), (10.0, 2), (10.0, 2), (10.0, 3), (10.0, 4),
+        (30.0, 2), (40.0, 2), (40.0, 3)]
+    assert itl.weight == int(weights.sum()) == 22
+    assert itl.mean_ms == pytest.approx(np.average(values, weights=weights), rel=1e-12)
+    assert itl.hi_ms.max() == pytest.approx(40.0)
