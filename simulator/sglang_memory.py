@@ -20,12 +20,14 @@ reserve``) gives the same pool with ``reserve_gb = f x startup`` (:func:`sglang_
 - 0.5: from the GPU's capacity ``C`` (MiB) and what it reserves for activations and graphs,
   ``reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs +
   1024 x TP / 8`` MiB, at least 10,240 on GPUs over 60 GiB; ``f = round((C - reserved) /
-  C, 3)``. ``cuda_graph_max_bs`` by memory: 8 under 20 GiB, 24 (80 at TP >= 4) under 35,
-  32 (160) under 60, 256 (512) under 160, else 512.
+  C, 3)``. ``chunked_prefill_size`` and ``cuda_graph_max_bs`` by memory (:data:`TIERS_05`):
+  2048 and 8 under 20 GiB, 2048 and 24 (80 at TP >= 4) under 35, 4096 and 32 (160) under
+  60, 8192 and 256 (512) under 160, else 16384 and 512.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,16 +62,28 @@ def fraction_by_tp(tp: int, eight: float) -> float:
         0.87 if tp >= 2 else 0.88
 
 
+# 0.5's settings by the GPU's memory (server_args.py _handle_gpu_memory_settings, file id
+# 8356329): below each bound (GiB), the prefill chunk and cuda_graph_max_bs below TP 4 and
+# from TP 4; one table, as the file sets both in one ladder
+TIERS_05: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512),
+    (math.inf, 16384, 512, 512))
+
+
+def _tier_05(hw: HardwareSpec) -> tuple[float, int, int, int]:
+    gib = hw.memory_bytes / GIB
+    return next(tier for tier in TIERS_05 if gib < tier[0])
+
+
+def chunk_05(hw: HardwareSpec) -> int:
+    """0.5's ``chunked_prefill_size`` by the GPU's memory."""
+    return _tier_05(hw)[1]
+
+
 def graph_max_bs_05(hw: HardwareSpec, tp: int) -> int:
     """0.5's ``cuda_graph_max_bs`` by the GPU's memory and TP."""
-    gib = hw.memory_bytes / GIB
-    if gib < 20:
-        return 8
-    if gib < 35:
-        return 24 if tp < 4 else 80
-    if gib < 60:
-        return 32 if tp < 4 else 160
-    return (256 if tp < 4 else 512) if gib < 160 else 512
+    tier = _tier_05(hw)
+    return tier[2] if tp < 4 else tier[3]
 
 
 def fraction_05(hw: HardwareSpec, tp: int, chunk: int) -> float:

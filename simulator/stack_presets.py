@@ -23,6 +23,7 @@ from simulator.sglang_memory import (
     REQUEST_SLOTS_SOURCE,
     SGLANG_05_FRACTION_SOURCE,
     SGLANG_MEMORY_SOURCE,
+    chunk_05,
     kv_05,
     request_slots,
 )
@@ -300,10 +301,8 @@ def _vllm_v1_big(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
 
 def _sglang(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
     """chunked_prefill_size by GPU memory: 2048 under 35 GiB, 4096 under 60, 8192 under 160,
-    else 16384 (the tiers of the server_args.py its memory rule reads: sglang_memory)."""
-    gib = _gib(hw)
-    size = 2048 if gib < 35 else 4096 if gib < 60 else 8192 if gib < 160 else 16384
-    return {**_context(model, hw), "max_num_batched_tokens": size}
+    else 16384 (sglang_memory.TIERS_05, the table its memory rule reads)."""
+    return {**_context(model, hw), "max_num_batched_tokens": chunk_05(hw)}
 
 
 def _sglang_04(model: ModelSpec, hw: HardwareSpec) -> dict[str, Any]:
