@@ -24,6 +24,8 @@ hybrid-model branches and the GiB rounding of the parameter count):
 
 with pipeline parallelism 1 (the tables' rows are TP only). Memory is the GPU's in GiB
 (``get_device_memory``); the KV fraction is the command's (0.95 for most published rows).
+"Parameters" are the checkpoint's safetensors elements (:func:`checkpoint_elements`) and
+"layers" every layer, sliding-window ones too (the tool's ``num_attention_layers``).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def engine_settings(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: s
     """(max_batch_size, max_num_tokens) ``trtllm-bench`` builds for fixed ``isl``/``osl``."""
     kv_bytes = 2 * model.num_layers * max(tp, model.num_kv_heads) * model.head_dim * \
         _bytes(kv_dtype) / GIB
-    engine = model.params_total * _bytes(weight_dtype) / GIB
+    engine = checkpoint_elements(model, weight_dtype) * _bytes(weight_dtype) / GIB
     available = hw.memory_bytes / GIB * tp - engine
     requests = available * kv_fraction / (kv_bytes * (isl + osl))
     return finetune(requests, isl, osl)
@@ -146,7 +148,20 @@ def finetune(requests: float, isl: int, osl: int) -> tuple[int, int]:
     return batch, tokens
 
 
+def checkpoint_elements(model: ModelSpec, weight_dtype: str) -> float:
+    """The parameter count trtllm-bench reads: the elements of the checkpoint's safetensors
+    tensors (``ModelConfig.get_param_count``: the metadata's ``parameter_count`` summed over
+    dtypes). An MXFP4 checkpoint (gpt-oss) stores its experts as bytes of two four-bit
+    weights plus one scale byte per 32 weights, so they count 17/32 of their weights; every
+    other checkpoint here counts its weights."""
+    if weight_dtype.lower() != "mxfp4":
+        return float(model.params_total)
+    experts = model.num_experts * model.params_per_expert
+    return model.params_total - experts + experts * (1 / 2 + 1 / 32)
+
+
 def _bytes(dtype: str) -> float:
     """Bytes per element as trtllm-bench counts them (``BYTES_PER_ELEM``): fp8 1, anything
-    not quantised 2."""
+    else 2 (NVFP4's 0.5 has no dtype here; MXFP4, W4A16_MXFP4 to the tool, is not in its
+    table, so 2)."""
     return 1.0 if dtype.lower() == "fp8" else 2.0

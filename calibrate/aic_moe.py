@@ -69,7 +69,8 @@ HF_IDS = {"mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
 MOE_MODELS = ("mixtral-8x7b", "mixtral-8x22b")
 TP_DEGREES = (1, 2, 4, 8)
 MLP_OPS = ("gate_ffn1_gemm", "act_gate", "ffn2_gemm")  # the dense MLP the MoE op replaces
-MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8"}  # moe_perf.parquet's moe_dtype
+# moe_perf.parquet's moe_dtype; mxfp4: gpt-oss's experts, bf16 activations (W4A16)
+MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8", "mxfp4": "w4a16_mxfp4"}
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,19 @@
 Needs the ``aiconfigurator`` extra (aiconfigurator-core==0.12.0). For each kernel table
 (``trtllm``, ``vllm``, ``sglang``), each GPU whose tables that stack has at AIConfigurator's
 "current" slot (``systems/query_versions.yaml``; the B200's included: it has all three),
-each MoE model of the catalogue, weight dtype (bf16, and fp8's per-tensor rows where the
-GPU has FP8 math) and TP degree 1, 2, 4, 8: the median latency by token count of the rows at
-moe_tp = tp, ep 1, first kernel in sorted order, with the routing AIConfigurator's own
-engine prices these models with: ``power_law_1.2`` (``sdk/models/moe.py``, the generic MoE
-model: Qwen3-MoE, Mixtral; ``_power_law_alpha = 1.2`` with ``workload_distribution =
-"power_law"``, the SDK's default). Balanced routing spreads 16 tokens x 8 picks over all 128
-experts, which real routing does not (B200 SGLang Qwen3 at tp 8: 126 us balanced against
-70 us power law at 16 tokens); past 256 tokens power law reads 2-16% slower
-(``python benchmarks/moe_prior_check.py --routing balanced``). Writes the
-knots, no fit, with provenance to
-``simulator/costs/moe_tables.json`` (read by simulator/costs/moe_tables.py): the roofline
-prior's experts where no composed profile prices the model (Qwen3-235B-A22B: the piecewise
-profile cannot follow its expert reads, calibrate/aic_moe.py).
+each MoE model of the catalogue, weight dtype (bf16, fp8's per-tensor rows where the
+GPU has FP8 math, and MXFP4's W4A16 rows: gpt-oss) and TP degree 1, 2, 4, 8: the median
+latency by token count of the rows at moe_tp = tp, ep 1, first kernel in sorted order,
+with the routing AIConfigurator's own engine prices these models with: ``power_law_1.2``
+(``sdk/models/moe.py``, the generic MoE model: Qwen3-MoE, Mixtral; ``_power_law_alpha =
+1.2`` with ``workload_distribution = "power_law"``, the SDK's default). Balanced routing
+spreads 16 tokens x 8 picks over all 128 experts, which real routing does not (B200 SGLang
+Qwen3 at tp 8: 126 us balanced against 70 us power law at 16 tokens); past 256 tokens
+power law reads 2-16% slower (``python benchmarks/moe_prior_check.py --routing
+balanced``). Writes the knots, no fit, with provenance to ``simulator/costs/moe_tables.json``
+(read by simulator/costs/moe_tables.py): the roofline prior's experts where no composed
+profile prices the model (Qwen3-235B-A22B: the piecewise profile cannot follow its expert
+reads, calibrate/aic_moe.py; gpt-oss has no composed profile at all).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
     for backend in BACKENDS:
         for hw, (system, version) in gpu_systems(root, backend).items():
             dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
+            dtypes += ("mxfp4",)  # gpt-oss's W4A16 rows, on every GPU whose table has them
             for model, dtype in product(moe_models(), dtypes):
                 table = shape_rows(root, system, version, backend, dtype, model)
                 if table is None:

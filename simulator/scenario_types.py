@@ -53,7 +53,7 @@ class ModelSection:
 
     # catalogue name, Hugging Face id, or a folder / config.json (relative: to the scenario)
     name: str = spec("llama-3.1-8b")
-    weight_dtype: str = spec("bf16")  # fp32, fp16, bf16, fp8, int8 or int4
+    weight_dtype: str = spec("bf16")  # fp32, fp16, bf16, fp8, int8, int4 or mxfp4
     # fp16, bf16 or fp8; None: see kv_dtype_used (vLLM's and SGLang's [stack] presets give
     # quantised weights a bf16 cache, their --kv-cache-dtype auto: simulator/stacks.py)
     kv_dtype: str | None = spec(None)

@@ -33,6 +33,10 @@ ROOFLINES = {
     "moe-curve": RooflineCost(get_model("qwen3-235b-a22b"), get_hardware("b200"), tp=8,
                               moe_kind="sglang"),
     "cpu": RooflineCost(get_model("tiny"), get_hardware("cpu"), weight_dtype="fp32"),
+    "windows": RooflineCost(get_model("gpt-oss-20b"), get_hardware("h200"),
+                            weight_dtype="mxfp4", kv_dtype="fp8", moe_kind=""),
+    "windows-moe-tp2": RooflineCost(get_model("gpt-oss-120b"), H100, tp=2,
+                                    weight_dtype="mxfp4", moe_kind="vllm"),
 }
 PIECEWISE = PiecewiseCost(0.04, 0.03, 0.045, 0.029, 3e-5, 512, 6e-5, 2048, 2e-5, 3e-9, 2e-4,
                           7e-8, 1e-3, 2e-4)

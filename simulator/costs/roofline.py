@@ -32,6 +32,13 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
                h200 at tp 2/4/8), else lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l)
       t      = t_step + L t_layer + t_req (admitted + finished) + t_mm + t_attn + t_ar
 
+    sliding-window layers (gpt-oss: L_win of the L layers see the last W tokens only):
+    F_attn and B_kv above count the other L - L_win layers; the window layers add
+      4 L_win n_h d_h (min(A, P W) + min(C, D W) + W_s)        FLOPs
+      kv_win (g min(C, D W) + min(R, W) + P + D)              bytes
+    (min(C, D W): every row's context read up to W tokens, exact when all rows hold W
+    tokens or more, an overcount when some hold fewer; min(A, P W) likewise)
+
 Each operator class has its own roofline, and the step is their sum: the matmuls and the
 attention run one after the other, so a step whose matmuls are compute-bound (a large
 decode batch) still pays its attention's KV reads at memory speed (LLM-Viewer prices each
@@ -138,6 +145,13 @@ def _maximum(a: Num, b: Num) -> Num:
     return np.maximum(a, b)
 
 
+def _minimum(a: Num, b: Num) -> Num:
+    """Element-wise min; plain ``min`` for floats (as :func:`_maximum`)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if a <= b else b
+    return np.minimum(a, b)
+
+
 MEMORY_EFFICIENCY = 0.8  # the prior's default share of peak HBM bandwidth achieved
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +253,12 @@ class RooflineCost:
         flops_attn = k.attn_flops_per_pair * (a + c + w)
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         kv_bytes = k.kv_bytes_per_token * (c * k.decode_kv_reads + cache_read + t)
+        if k.window:  # the window layers: at most W keys a query, W cached tokens a row
+            c_win = _minimum(c, d * k.window)
+            flops_attn = flops_attn + k.win_attn_flops_per_pair * (
+                _minimum(a, p * k.window) + c_win + w)
+            kv_bytes = kv_bytes + k.win_kv_bytes_per_token * (
+                c_win * k.decode_kv_reads + _minimum(cache_read, k.window) + t)
         # in roofline_scalar.py's order, so one step's floats are the same
         attn_c = flops_attn * k.inv_peak_attn * k.compute_scale
         allreduce_s = 0.0 * t  # keeps the array shape when tp == 1

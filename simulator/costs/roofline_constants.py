@@ -9,6 +9,12 @@ A quantised checkpoint (fewer than 2 bytes a weight) keeps its lm_head in 16 bit
 the lm_head's quantizers; vLLM quantises its linear layers only): the prior reads that
 matrix at 2 bytes a weight and runs its GEMM at the 16-bit peak (its FLOPs enter the
 weights' peak scaled by peak(w) / peak(act)), as the composed tables price the logits GEMM.
+A checkpoint that quantises the experts only (gpt-oss's MXFP4) keeps every shared weight
+in 16 bits.
+
+A model with sliding-window layers (gpt-oss) splits the attention constants: the full
+layers' FLOPs per query-key pair and KV bytes per token, and the window layers' with the
+window ``W`` (roofline.py prices their reads at most ``W`` tokens a request).
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ class RooflineConstants(NamedTuple):
     moe_layers: float  # L_moe: the layers with experts (every layer of the catalogue's MoEs)
     shared_flops_per_token: float  # 2 N_sh: the matmul FLOPs outside the experts (a
     # 16-bit lm_head's at the weights' peak: scaled by peak(w) / peak(act))
+    window: float  # W: the sliding-window layers' window in tokens (0: none)
+    win_attn_flops_per_pair: float  # 4 L_win n_h d_h (attn_flops_per_pair: the full layers')
+    win_kv_bytes_per_token: float  # the window layers' KV bytes a token / min(tp, n_kv)
 
 
 def roofline_constants(cost: RooflineCost) -> RooflineConstants:
@@ -63,14 +72,16 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     n_sh = m.params_shared - gathered
     act_dtype = "fp32" if cost.weight_dtype.lower() == "fp32" else "bf16"
     b_act = weight_dtype_bytes(act_dtype)
+    # the shared weights' bytes: all in 16 bits when only the experts are quantised
+    b_sh = EMBEDDING_BYTES if m.experts_only_quantised and b_w < EMBEDDING_BYTES else b_w
     # the lm_head (vocab x hidden, tied or not) in 16 bits under quantised weights
-    head = m.vocab_size * m.hidden_size if b_w < EMBEDDING_BYTES else 0
-    shared_bytes = (b_w * (n_sh - head) + EMBEDDING_BYTES * head) / tp
+    head = m.vocab_size * m.hidden_size if b_sh < EMBEDDING_BYTES else 0
+    shared_bytes = (b_sh * (n_sh - head) + EMBEDDING_BYTES * head) / tp
     head_flops = 2.0 * head * hw.peak_flops(cost.weight_dtype) / hw.peak_flops(act_dtype)
     shared_flops = 2.0 * (n_sh - head) + head_flops
     return RooflineConstants(
         flops_per_token=shared_flops + 2.0 * m.experts_per_token * m.params_per_expert,
-        attn_flops_per_pair=4.0 * m.num_layers * m.num_heads * m.head_dim,
+        attn_flops_per_pair=4.0 * m.full_layers * m.num_heads * m.head_dim,
         inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
         inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
         shared_bytes=shared_bytes,
@@ -93,4 +104,8 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
                    if cost.moe_kind else None),
         moe_layers=float(m.num_layers),
         shared_flops_per_token=shared_flops,
+        window=float(m.sliding_window),
+        win_attn_flops_per_pair=4.0 * m.sliding_layers * m.num_heads * m.head_dim,
+        win_kv_bytes_per_token=(m.window_kv_bytes_per_token(cost.kv_dtype)
+                                / min(tp, m.num_kv_heads)),
     )

@@ -81,8 +81,17 @@ class ScalarRoofline:
         kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw, reads = self._consts
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
-        attn_c = attn_flops * (a + c + w) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (c * reads + cache_read + t) / kv_bw
+        flops = attn_flops * (a + c + w)
+        read = kv_bytes * (c * reads + cache_read + t)
+        k = self._k
+        if k.window:  # roofline.py's window layers, in its order
+            c_win = c if c <= d * k.window else d * k.window
+            a_win = a if a <= p * k.window else p * k.window
+            flops = flops + k.win_attn_flops_per_pair * (a_win + c_win + w)
+            r_win = cache_read if cache_read <= k.window else k.window
+            read = read + k.win_kv_bytes_per_token * (c_win * reads + r_win + t)
+        attn_c = flops * inv_peak_attn * compute_scale
+        attn_m = read / kv_bw
         overhead_s = self._step + self._per_req * n_req
         return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
                 + allreduce_s)
@@ -95,8 +104,15 @@ class ScalarRoofline:
         matmul_s, allreduce_s = terms if terms is not None else self._token_terms(t)
         kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw, reads = self._consts
         ctx = float(c)
-        attn_c = attn_flops * (0.0 + ctx) * inv_peak_attn * compute_scale
-        attn_m = kv_bytes * (ctx * reads + 0.0 + t) / kv_bw
+        flops = attn_flops * (0.0 + ctx)
+        read = kv_bytes * (ctx * reads + 0.0 + t)
+        k = self._k
+        if k.window:  # the window layers (time()'s, with P = A = R = 0)
+            c_win = ctx if ctx <= t * k.window else t * k.window
+            flops = flops + k.win_attn_flops_per_pair * (0.0 + c_win + 0.0)
+            read = read + k.win_kv_bytes_per_token * (c_win * reads + 0.0 + t)
+        attn_c = flops * inv_peak_attn * compute_scale
+        attn_m = read / kv_bw
         overhead_s = self._step + self._per_req * num_finished
         return (overhead_s + matmul_s + (attn_c if attn_c >= attn_m else attn_m)
                 + allreduce_s)

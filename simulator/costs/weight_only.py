@@ -47,13 +47,15 @@ SIXTEEN_BIT = "bf16"  # the math dtype of weight-only kernels, and the profile's
 
 def weight_only(weight_dtype: str, hw: HardwareSpec) -> bool:
     """Whether ``hw`` runs ``weight_dtype`` weights with weight-only (W8A16 / W4A16)
-    kernels: fp8 without FP8 tensor cores, int8 without INT8 ones, int4 always; a GPU's
-    kernels, so never on the CPU (whose profiles are measured on the machine)."""
+    kernels: fp8 without FP8 tensor cores, int8 without INT8 ones, int4 and MXFP4 always
+    (gpt-oss's experts: W4A16 MXFP4 kernels in all three stacks' measured MoE tables on
+    Hopper; a Blackwell FP4 path is not priced); a GPU's kernels, so never on the CPU
+    (whose profiles are measured on the machine)."""
     if hw.name == "cpu":
         return False
     w = weight_dtype.lower()
     return ((w == "fp8" and hw.fp8_tflops is None) or (w == "int8" and hw.int8_tops is None)
-            or w == "int4")
+            or w in ("int4", "mxfp4"))
 
 
 def narrow_note(weight_dtype: str, hardware: str) -> str:

@@ -2,7 +2,9 @@
 
 Weights may be quantised (int4 packs two values in a byte, so 0.5); the KV cache is
 stored in 16-bit or fp8. Quantisation scales and zero points are ignored: for group
-size 128 they add well under 2% to the weight bytes. A quantised checkpoint's embedding
+size 128 they add well under 2% to the weight bytes. MXFP4 (the OCP microscaling format
+gpt-oss ships its experts in) is counted with its scales: 32 four-bit values share one
+8-bit exponent, 4.25 bits a weight. A quantised checkpoint's embedding
 and lm_head stay 16-bit (``ModelSpec.weight_bytes``).
 """
 
@@ -14,7 +16,8 @@ from types import MappingProxyType
 from simulator.errors import ConfigError
 
 WEIGHT_DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
-    {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+    {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
+     "mxfp4": 4.25 / 8}
 )
 KV_DTYPE_BYTES: Mapping[str, float] = MappingProxyType({"fp16": 2.0, "bf16": 2.0, "fp8": 1.0})
 
@@ -46,8 +49,10 @@ def same_cost_dtype(a: str, b: str) -> bool:
 
 def natural_kv_dtype(weight_dtype: str) -> str:
     """The KV dtype a deployment gets unless it says otherwise: bf16 for 16/32-bit weights,
-    fp8 for quantised ones (the scenario's ``model.kv_dtype`` default)."""
-    return "bf16" if weight_dtype.lower() in ("fp32", "fp16", "bf16") else "fp8"
+    fp8 for quantised ones (the scenario's ``model.kv_dtype`` default); bf16 for MXFP4,
+    whose checkpoints (gpt-oss) keep attention in bf16 and carry no KV scales, so vLLM's
+    and SGLang's ``auto`` cache is bf16."""
+    return "bf16" if weight_dtype.lower() in ("fp32", "fp16", "bf16", "mxfp4") else "fp8"
 
 
 def dtype_label(weight_dtype: str, kv_dtype: str) -> str:

@@ -68,8 +68,9 @@ class HardwareSpec:
         """Dense peak FLOP/s for matrix math on ``compute_dtype`` weights.
 
         fp8 and int8 weights use FP8/INT8 tensor cores where the device has them and fall
-        back to bf16 math (dequantise, then multiply) where it does not; int4 weights are
-        always dequantised to bf16 (W4A16 kernels such as Marlin); fp32 runs as TF32.
+        back to bf16 math (dequantise, then multiply) where it does not; int4 and MXFP4
+        weights are always dequantised to bf16 (W4A16 kernels such as Marlin); fp32 runs
+        as TF32.
         """
         weight_dtype_bytes(compute_dtype, "compute_dtype")  # validates the name
         dtype = compute_dtype.lower()

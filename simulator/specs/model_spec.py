@@ -1,7 +1,8 @@
 """The :class:`ModelSpec` dataclass: a decoder-only transformer's shapes and derived sizes.
 
 A spec holds only what the cost model and the KV cache need: layer, head and MLP sizes,
-vocabulary, context limit and the mixture-of-experts routing. Parameter counts are derived
+vocabulary, context limit, the mixture-of-experts routing and, for models whose layers
+alternate full and sliding-window attention (gpt-oss), the window. Parameter counts are derived
 from the shapes (Llama family: GQA attention without biases, SwiGLU MLP, RMSNorm), so they
 are checked against the published totals in tests/test_specs.py and
 tests/test_catalogue_peers.py. The catalogue lives in simulator/specs/models.py.
@@ -16,6 +17,9 @@ from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 
 # Quantised checkpoints keep the embedding and lm_head in 16 bits (see weight_bytes)
 EMBEDDING_BYTES = 2.0
+
+
+_FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +41,24 @@ class ModelSpec:
     # attention and MLP read the same normed input and their outputs are summed (GPT-J,
     # Falcon, Phi-2): under tensor parallelism one all-reduce a layer, not two
     parallel_block: bool = False
+    # Layers whose attention sees only the last ``sliding_window`` tokens (gpt-oss: every
+    # other layer, 128 tokens); 0 and 0 for full attention everywhere. Their KV cache is
+    # bounded by the window, so :meth:`kv_bytes_per_token` counts the other layers only.
+    sliding_layers: int = 0
+    sliding_window: int = 0
+    # A quantised checkpoint that quantises the experts only (gpt-oss's MXFP4: attention,
+    # router, embedding and lm_head stay 16-bit); False: every linear layer but the
+    # embedding and lm_head is quantised (ModelOpt FP8, AWQ, GPTQ)
+    experts_only_quantised: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"model.name={self.name!r} must be a non-empty string")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name not in ("name", "tie_embeddings", "parallel_block") and (
+            if f.name in ("sliding_layers", "sliding_window"):
+                continue
+            if f.name not in ("name",) + _FLAGS and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise ConfigError(f"model {self.name}: {f.name}={value!r} must be an int >= 1")
@@ -57,9 +72,29 @@ class ModelSpec:
                 f"model {self.name}: experts_per_token={self.experts_per_token} must be "
                 f"<= num_experts={self.num_experts}"
             )
-        for flag in ("tie_embeddings", "parallel_block"):
+        for flag in _FLAGS:
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"model {self.name}: {flag}={getattr(self, flag)!r} not bool")
+        self._check_window()
+
+    def _check_window(self) -> None:
+        for name in ("sliding_layers", "sliding_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"model {self.name}: {name}={value!r} must be an int >= 0")
+        if self.sliding_layers >= self.num_layers:
+            raise ConfigError(f"model {self.name}: sliding_layers={self.sliding_layers} must "
+                              f"be below num_layers={self.num_layers} (some layers keep "
+                              f"every token)")
+        if (self.sliding_layers > 0) != (self.sliding_window > 0):
+            raise ConfigError(f"model {self.name}: sliding_layers={self.sliding_layers} and "
+                              f"sliding_window={self.sliding_window} must be both 0 or both "
+                              f">= 1")
+
+    @property
+    def full_layers(self) -> int:
+        """Layers whose attention sees every earlier token (all of them without a window)."""
+        return self.num_layers - self.sliding_layers
 
     @property
     def layer_allreduces(self) -> int:
@@ -103,14 +138,27 @@ class ModelSpec:
 
     def weight_bytes(self, weight_dtype: str) -> int:
         """Bytes of the whole model's weights stored in ``weight_dtype``: a quantised
-        checkpoint (fewer than 2 bytes a weight) keeps its embedding and lm_head in 16 bits."""
+        checkpoint (fewer than 2 bytes a weight) keeps its embedding and lm_head in 16 bits,
+        and everything but the experts when it quantises the experts only."""
         b = weight_dtype_bytes(weight_dtype)
         if b >= EMBEDDING_BYTES:
             return round(self.params_total * b)
-        embedding = self.params_embedding
-        return round((self.params_total - embedding) * b + embedding * EMBEDDING_BYTES)
+        kept = self.params_embedding
+        if self.experts_only_quantised:
+            kept = self.params_total - self.num_experts * self.params_per_expert
+        return round((self.params_total - kept) * b + kept * EMBEDDING_BYTES)
 
     def kv_bytes_per_token(self, kv_dtype: str) -> int:
-        """KV-cache bytes per token: K and V, all layers (2 * L * kv_heads * head_dim * b)."""
-        elements = 2 * self.num_layers * self.num_kv_heads * self.head_dim
+        """KV-cache bytes per token of the layers that keep every token: K and V
+        (2 * L_full * kv_heads * head_dim * b). A sliding-window layer holds at most
+        ``sliding_window`` tokens of a request (:meth:`window_kv_bytes_per_token`), so
+        the cache's capacity in tokens is set by the full layers (docs/gpu-profiles.md,
+        "gpt-oss")."""
+        elements = 2 * self.full_layers * self.num_kv_heads * self.head_dim
+        return round(elements * kv_dtype_bytes(kv_dtype))
+
+    def window_kv_bytes_per_token(self, kv_dtype: str) -> int:
+        """KV bytes per token of the sliding-window layers (0 without them): written for
+        every token, read for the last ``sliding_window`` of each request only."""
+        elements = 2 * self.sliding_layers * self.num_kv_heads * self.head_dim
         return round(elements * kv_dtype_bytes(kv_dtype))

@@ -83,6 +83,19 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # 151,936, 40,960 positions: 235.1B, 22.2B active. Its QK norms are left out.
         "qwen3-235b-a22b": ModelSpec("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 1536, 151936,
                                      40960, 128, 8),
+        # openai/gpt-oss-120b and -20b (AIConfigurator 0.12.0's model_configs/ copies):
+        # hidden 2,880, 64 query / 8 KV heads of 64, every layer a mixture of 128 (20b: 32)
+        # experts of 2,880, 4 a token, vocab 201,088, 131,072 positions; layer_types
+        # alternate sliding (a 128-token window) and full attention, so half the layers
+        # keep a bounded cache. The checkpoints quantise the experts only (MXFP4;
+        # attention, router, embedding and lm_head in bf16). Left out: the attention
+        # and expert biases and the attention sinks (about 0.1% of the weights).
+        "gpt-oss-120b": ModelSpec("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072,
+                                  128, 4, sliding_layers=18, sliding_window=128,
+                                  experts_only_quantised=True),
+        "gpt-oss-20b": ModelSpec("gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 131072,
+                                 32, 4, sliding_layers=12, sliding_window=128,
+                                 experts_only_quantised=True),
         # Two older models of the same overview, not Llama-shaped; approximated as Phi-2 is
         # (a SwiGLU of 2/3 the width: the same MLP weights and FLOPs per token; LayerNorm,
         # partial rotary and biases left out). Their attention and MLP run in parallel, as
@@ -141,6 +154,8 @@ _HF_IDS = {
                        "meta-llama/llama-3.1-405b-instruct-fp8"),
     "qwen3-235b-a22b": ("qwen/qwen3-235b-a22b", "qwen/qwen3-235b-a22b-fp8",
                         "nvidia/qwen3-235b-a22b-fp8"),
+    "gpt-oss-120b": ("openai/gpt-oss-120b",),
+    "gpt-oss-20b": ("openai/gpt-oss-20b",),
     "gpt-j-6b": ("eleutherai/gpt-j-6b", "gpt-j-6b", "gptj-6b"),
     "falcon-180b": ("tiiuae/falcon-180b", "tiiuae/falcon-180b-chat"),
     "mixtral-8x22b": ("mistralai/mixtral-8x22b-v0.1", "mistralai/mixtral-8x22b-instruct-v0.1",
@@ -210,6 +225,7 @@ def model_from_hf_config(
 
     values = {field: get(key, required=True) for field, key in _REQUIRED_HF_KEYS.items()}
     heads = values["num_heads"]
+    sliding, window = _window(cfg)
     try:
         return ModelSpec(
             name=name or default_name,
@@ -218,10 +234,33 @@ def model_from_hf_config(
             num_experts=get("num_local_experts", get("num_experts", 1)),
             experts_per_token=get("num_experts_per_tok", 1),
             tie_embeddings=get("tie_word_embeddings", False),
+            experts_only_quantised=_experts_only(cfg),
+            sliding_layers=sliding,
+            sliding_window=window,
             **values,
         )
     except (ConfigError, TypeError) as e:
         raise ConfigError(f"{source}: {e}") from e
+
+
+def _window(cfg: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(sliding-window layers, window): the layers a config's ``layer_types`` names
+    ``sliding_attention`` (gpt-oss, Gemma 2/3) and its ``sliding_window``; (0, 0) without
+    them. A ``sliding_window`` alone (Mistral v0.1) is not taken: engines differ on whether
+    they apply it."""
+    types = cfg.get("layer_types")
+    sliding = sum(1 for t in types if t == "sliding_attention") if isinstance(types, list) \
+        else 0
+    return (sliding, cfg.get("sliding_window") or 0) if sliding else (0, 0)
+
+
+def _experts_only(cfg: Mapping[str, Any]) -> bool:
+    """Whether a MoE config's quantisation leaves the attention unconverted (gpt-oss's
+    MXFP4 checkpoints: ``modules_to_not_convert`` names ``self_attn``)."""
+    quant = cfg.get("quantization_config")
+    kept = quant.get("modules_to_not_convert") if isinstance(quant, dict) else None
+    return isinstance(kept, list) and any("self_attn" in str(k) for k in kept) and \
+        int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1) > 1
 
 
 def get_model(name: str | Path, base_dir: str | Path | None = None,
