@@ -7,7 +7,11 @@
 For every gpt-oss case of the run (model ``gpt-oss-*``), the median signed error of output
 throughput, median TPOT and mean TTFT, per (stack release, GPU, load): "light" when at most
 four requests are in flight (a ``max_concurrency`` of 1 to 4), else "heavy" (bursts of 100
-to 3,000 requests). docs/gpu-profiles.md ("gpt-oss", stop 58) reads the table.
+to 3,000 requests). Then, for each burst of fixed-length prompts sent all at once, the
+mean TTFT the replay misses per prompt token: a burst's mean TTFT is about half the time
+to prefill all of it, so 2 x (published - simulated) / (prompts x prompt tokens) is what
+each prompt token costs beyond the replay's prefill. docs/gpu-profiles.md ("gpt-oss", stop
+58) reads both tables.
 """
 
 from __future__ import annotations
@@ -59,12 +63,32 @@ def table(rows: list[dict[str, Any]], cases: dict[str, Case]) -> list[str]:
     return lines
 
 
+def missing_per_token(rows: list[dict[str, Any]], cases: dict[str, Case]) -> list[str]:
+    """Microseconds of mean TTFT missed per prompt token, one line per fixed-length burst."""
+    lines = [f"{'case':78s} {'prompt':>6s} {'us/token':>8s}"]
+    for r in rows:
+        case = cases.get(r["id"])
+        wl = case.workload if case is not None else {}
+        ttft = (r.get("metrics") or {}).get("mean_ttft_ms")
+        if (case is None or not case.model.startswith("gpt-oss") or ttft is None
+                or ttft.get("simulated") is None or wl.get("arrival") != "burst"
+                or wl.get("max_concurrency") or "prompt_tokens" not in wl):
+            continue
+        tokens = int(wl["prompt_tokens"]) * int(wl["num_prompts"])
+        us = 2e3 * (ttft["published"] - ttft["simulated"]) / tokens
+        lines.append(f"{case.id:78s} {int(wl['prompt_tokens']):6d} {us:8.1f}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a published.py --json file")
     args = ap.parse_args(argv)
     rows = json.loads(args.run.read_text())["rows"]
-    print("\n".join(table(rows, {c.id: c for c in load_cases(None)})))
+    cases = {c.id: c for c in load_cases(None)}
+    print("\n".join(table(rows, cases)))
+    print()
+    print("\n".join(missing_per_token(rows, cases)))
     return 0
 
 
