@@ -41,7 +41,7 @@ def add_stacks_parser(sub: Any) -> None:
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"catalogue GPU (default {DEFAULT_GPU})")
     p.add_argument("--tp", type=int, default=1, help="GPUs per replica (default 1)")
     p.add_argument("--weight-dtype", default="bf16",
-                   help="the checkpoint's weight dtype: bf16, fp16, fp8, int8, int4 "
+                   help="the checkpoint's weight dtype: bf16, fp16, fp8, int8, int4, mxfp4 "
                         "(default bf16); the KV cache's follows each stack's rule")
     p.add_argument("--sources", action="store_true", help="also print where each value was read")
     p.add_argument("--json", action="store_true", help="print the presets as JSON")
