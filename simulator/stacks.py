@@ -92,10 +92,16 @@ class StackSection:
 
 
 def _refuse_fp8(preset: StackPreset, hardware: HardwareSpec, model: Mapping[str, Any]) -> None:
-    """A ConfigError naming the field when ``model`` asks ``preset``'s stack for FP8 on a
-    GPU without FP8 tensor cores (``StackPreset.fp8_needs_fp8_math``)."""
+    """A ConfigError naming the field when ``model`` asks ``preset``'s stack for FP8 (or
+    MXFP4 experts) on a GPU without FP8 tensor cores (``StackPreset.fp8_needs_fp8_math``)."""
     weights = model.get("weight_dtype")
     kv = model.get("kv_dtype")
+    if isinstance(weights, str) and weights.lower() == "mxfp4":
+        raise ConfigError(
+            f"model.weight_dtype = {weights}: {preset.describe()} has no MXFP4 expert kernels "
+            f"for {hardware.name} (its W4A16 MXFP4 MoE needs Hopper or later: 'WFP4A16 MoE "
+            "is unsupported on SM80', GPUStack's TensorRT-LLM runs of gpt-oss on an A100); "
+            "use a vLLM or SGLang stack, which run MXFP4 experts on Ampere (Marlin)")
     if isinstance(weights, str) and weights.lower() == "fp8":
         field, value = "model.weight_dtype", weights
     elif isinstance(kv, str) and kv.lower() == "fp8":

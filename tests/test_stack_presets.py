@@ -287,6 +287,19 @@ def test_tensorrt_llm_refuses_fp8_on_an_a100(model: dict, field: str) -> None:
                     "stack": {"name": "trtllm"}}).kv_dtype == "bf16"
 
 
+def test_tensorrt_llm_refuses_mxfp4_experts_on_an_a100() -> None:
+    # GPUStack's TensorRT-LLM runs of gpt-oss on an A100 stop at "WFP4A16 MoE is
+    # unsupported on SM80"; its vLLM runs of the same checkpoint on that GPU have figures
+    point = {"model": {"name": "gpt-oss-20b", "weight_dtype": "mxfp4"},
+             "hardware": {"gpu": "a100-80gb"}}
+    with pytest.raises(ConfigError, match="model.weight_dtype = mxfp4: trtllm 1.0 has no "
+                                          "MXFP4 expert kernels for a100-80gb"):
+        resolve({**point, "stack": {"name": "trtllm"}})
+    assert resolve({**point, "stack": {"name": "vllm-v1"}}).kv_dtype == "bf16"
+    assert resolve({**point, "hardware": {"gpu": "h100-sxm"},
+                    "stack": {"name": "trtllm"}}).kv_dtype == "bf16"
+
+
 @pytest.mark.parametrize(("stack", "version", "on"), [
     ("vllm-v0", "", False), ("vllm-v1", "", True), ("sglang", "", True),
     ("trtllm", "1.0", True), ("trtllm", "0.11", False), ("trtllm", "0.10", False)])
