@@ -129,6 +129,9 @@ def test_hf_config_reads_windows_and_the_experts_only_quantisation() -> None:
                                       "modules_to_not_convert": ["model.layers.*.self_attn"]}}
     m = model_from_hf_config(config, name="toy-oss")
     assert (m.sliding_layers, m.sliding_window, m.experts_only_quantised) == (2, 128, True)
+    dense = model_from_hf_config({**config, "num_local_experts": None,  # no experts to keep
+                                  "num_experts_per_tok": None})
+    assert dense.experts_only_quantised is False
     plain = model_from_hf_config({**config, "layer_types": None, "quantization_config": None})
     assert (plain.sliding_layers, plain.sliding_window, plain.experts_only_quantised) == (
         0, 0, False)

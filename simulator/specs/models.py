@@ -259,8 +259,9 @@ def _experts_only(cfg: Mapping[str, Any]) -> bool:
     MXFP4 checkpoints: ``modules_to_not_convert`` names ``self_attn``)."""
     quant = cfg.get("quantization_config")
     kept = quant.get("modules_to_not_convert") if isinstance(quant, dict) else None
-    return isinstance(kept, list) and any("self_attn" in str(k) for k in kept) and \
-        int(cfg.get("num_local_experts") or cfg.get("num_experts") or 1) > 1
+    experts = cfg.get("num_local_experts", cfg.get("num_experts"))
+    return (isinstance(kept, list) and any("self_attn" in str(k) for k in kept)
+            and isinstance(experts, int) and experts > 1)
 
 
 def get_model(name: str | Path, base_dir: str | Path | None = None,
