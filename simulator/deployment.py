@@ -87,7 +87,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     tp, weight_dtype, kv_dtype = sc.hardware.tp, sc.model.weight_dtype, sc.model.kv_dtype_used
     kv_blocks = sc.kv.capacity_blocks(
         memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight_dtype),
-        kv_bytes_per_token=model.kv_bytes_per_token(kv_dtype))
+        kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
     preset = sc.stack.preset()
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from simulator.errors import CapacityError
 from simulator.scenario_fields import check_fields, spec
+from simulator.specs.model_spec import ModelSpec
 
 MEMORY_SHARES = ("total", "free")  # what [kv] gpu_memory_utilization is a share of
 
@@ -36,9 +37,20 @@ class KVCacheConfig:
     num_blocks: int | None = spec(None, unit="blocks", low=1)  # overrides the derived capacity
     # reuse the KV of cached prompt prefixes (vLLM enable_prefix_caching; prefix_cache.py)
     prefix_caching: bool = spec(False)
+    # Sliding-window layers' cache set aside up front, in tokens a full-layer token: SGLang's
+    # --swa-full-tokens-ratio (0.8), whose window layers get a pool of their own that size.
+    # 0: they take blocks as needed from the one pool (vLLM) or a pool sized by the window
+    # (TensorRT-LLM), and the pool's tokens are the full layers' (ModelSpec.kv_bytes_per_token)
+    window_share: float = spec(0.0, low=0, high=1)
 
     def __post_init__(self) -> None:
         check_fields(self, "kv")
+
+    def pool_bytes_per_token(self, model: ModelSpec, kv_dtype: str) -> float:
+        """Memory a token of the pool takes: the full layers' KV, plus ``window_share`` of a
+        token of the sliding-window layers' (none without them)."""
+        return (model.kv_bytes_per_token(kv_dtype)
+                + self.window_share * model.window_kv_bytes_per_token(kv_dtype))
 
     def capacity_blocks(
         self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float

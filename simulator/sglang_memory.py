@@ -137,17 +137,24 @@ KV_02 = FractionByTP(0.83, "0.2-0.3", "151270057, 455044790")
 KV_04 = FractionByTP(0.81, "0.4", "309022971, 26596591, 483039325")
 
 
+# SGLang 0.5 gives a model's sliding-window layers (gpt-oss) a pool of their own,
+# --swa-full-tokens-ratio (0.8) of the full layers' tokens, and solves the two so that
+# they fill the memory: full tokens = tokens x L / (0.8 L_swa + L_full) (server_args.py,
+# search-index file id 8356329; model_runner.py, ids 51824532752, 20394803172)
+SWA_FULL_TOKENS_RATIO = 0.8
+
+
 def kv_05(hw: HardwareSpec, tp: int, policy: dict[str, Any],
           fraction: float | None = None) -> dict[str, Any]:
     """SGLang 0.5's ``[kv]`` defaults on ``tp`` GPUs of ``hw``, from the chunk size the
     stack defaults to there (``policy``: the stack's ``[policy]`` defaults; a scenario that
     sets its own chunk keeps this fraction unless it sets ``[kv]`` too); ``fraction`` as
     :class:`FractionByTP`'s (no rule to refuse a GPU then)."""
-    if fraction is not None:
-        return sglang_kv(fraction, tp)
-    chunk = policy.get("max_num_batched_tokens")
-    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 8192
-    return sglang_kv(fraction_05(hw, tp, chunk), tp)
+    if fraction is None:
+        chunk = policy.get("max_num_batched_tokens")
+        chunk = chunk if isinstance(chunk, int) and chunk > 0 else 8192
+        fraction = fraction_05(hw, tp, chunk)
+    return {**sglang_kv(fraction, tp), "window_share": SWA_FULL_TOKENS_RATIO}
 
 
 # SGLang's request slots: the req_to_token pool holds clamp(pool / context x 512, 2048,

@@ -208,7 +208,7 @@ def _pool_tokens(point: Mapping[str, Any], model: ModelSpec, hardware: HardwareS
         cache = section.get("kv_dtype") or natural_kv_dtype(weights)
         blocks = kv.capacity_blocks(memory_bytes=hardware.memory_bytes, tp=gpus,
                                     weight_bytes=model.weight_bytes(weights),
-                                    kv_bytes_per_token=model.kv_bytes_per_token(cache))
+                                    kv_bytes_per_token=kv.pool_bytes_per_token(model, cache))
     except (ConfigError, ValueError, TypeError, KeyError):
         return None
     return blocks * kv.block_size

@@ -8,6 +8,7 @@ import pytest
 
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
+from simulator.kv_config import KVCacheConfig
 from simulator.sglang_memory import (
     fraction_05,
     fraction_by_tp,
@@ -16,6 +17,7 @@ from simulator.sglang_memory import (
     request_slots,
 )
 from simulator.specs.hardware import get_hardware
+from simulator.specs.models import get_model
 
 GIB = 2**30
 
@@ -102,7 +104,25 @@ def test_the_users_own_fraction_is_not_refused() -> None:
         kv_05(tiny, 1, {"max_num_batched_tokens": 2048})
     # 0.5 x 0.67 GiB = 0.3597 GB outside the pool
     assert kv_05(tiny, 1, {"max_num_batched_tokens": 2048}, 0.5) == {
-        "gpu_memory_utilization": 0.5, "reserve_gb": 0.3597}
+        "gpu_memory_utilization": 0.5, "reserve_gb": 0.3597, "window_share": 0.8}
+
+
+def test_sglang_05_sets_a_pool_aside_for_the_window_layers() -> None:
+    # SGLang 0.5 splits the tokens T its budget holds at every layer into a full pool F and
+    # a sliding-window pool 0.8 F: F = T x 36 / (0.8 x 18 + 18) for gpt-oss-120b. A token of
+    # F then costs 0.8 x 18 + 18 = 32.4 layers of 2 x 8 x 64 x 2 bytes (bf16): 66,355.2
+    model = get_model("gpt-oss-120b")
+    point = {"stack": {"name": "sglang"}, "model": {"name": "gpt-oss-120b",
+                                                    "weight_dtype": "mxfp4"},
+             "hardware": {"gpu": "h200", "tp": 1}}
+    dep = resolve(point)
+    kv = KVCacheConfig(window_share=0.8)
+    assert kv.pool_bytes_per_token(model, "bf16") == pytest.approx(32.4 * 2048)
+    apart = resolve({**point, "kv": {"window_share": 0.0}})  # the full layers' tokens only
+    assert abs(dep.kv_blocks - apart.kv_blocks * 18 / 32.4) <= 1  # 1 / 1.8 of the tokens
+    # a model without windows is not touched
+    llama = {**point, "model": {"name": "llama-3.1-8b"}}
+    assert resolve(llama).kv_blocks == resolve({**llama, "kv": {"window_share": 0.0}}).kv_blocks
 
 
 def test_vllm_keeps_its_own_memory_rule() -> None:

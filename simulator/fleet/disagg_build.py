@@ -45,7 +45,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
         try:
             blocks = sc.kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight),
-                kv_bytes_per_token=model.kv_bytes_per_token(kv_dtype))
+                kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
         except CapacityError as e:  # kept a CapacityError: the planner skips what cannot fit
             raise CapacityError(f"{where}: {e}") from None
         knobs = section.knobs(pool)
