@@ -10,8 +10,11 @@ four requests are in flight (a ``max_concurrency`` of 1 to 4), else "heavy" (bur
 to 3,000 requests). Then, for each burst of fixed-length prompts sent all at once, the
 mean TTFT the replay misses per prompt token: a burst's mean TTFT is about half the time
 to prefill all of it, so 2 x (published - simulated) / (prompts x prompt tokens) is what
-each prompt token costs beyond the replay's prefill. docs/gpu-profiles.md ("gpt-oss", stop
-58) reads both tables.
+each prompt token costs beyond the replay's prefill. With ``--kernels`` (needs the
+``aiconfigurator`` extra), last, one MXFP4 expert layer of each gpt-oss model by the vLLM
+release AIConfigurator timed it in on the H200 (0.19.0 and 0.24.0), at 1, 64, 1,024 and
+8,192 tokens, power-law routing. docs/gpu-profiles.md ("gpt-oss", stop 58) reads the
+tables.
 """
 
 from __future__ import annotations
@@ -80,15 +83,48 @@ def missing_per_token(rows: list[dict[str, Any]], cases: dict[str, Case]) -> lis
     return lines
 
 
+KERNEL_TOKENS = (1, 64, 1024, 8192)
+
+
+def vllm_kernels() -> list[str]:
+    """One MXFP4 expert layer's latency (us) by vLLM release on the H200, per gpt-oss model."""
+    from calibrate.aic_moe import routing_curve, shape_rows
+    from calibrate.aiconfigurator import find_data_root
+    from calibrate.moe_curves import ROUTING
+
+    root = find_data_root()
+    if root is None:
+        return ["no AIConfigurator 0.12.0 tables: install the aiconfigurator extra"]
+    lines = [f"{'model':13s} {'vllm':7s} {'kernel':58s} "
+             + " ".join(f"{t:>7d}" for t in KERNEL_TOKENS)]
+    for model in ("gpt-oss-20b", "gpt-oss-120b"):
+        for release in ("0.19.0", "0.24.0"):
+            table = shape_rows(root, "h200_sxm", release, "vllm", "mxfp4", model)
+            curve = None if table is None else routing_curve(
+                table[1][table[1].moe_tp_size == 1], ROUTING)
+            if curve is None:
+                continue
+            latency, kernel = curve
+            cells = " ".join(f"{latency.get(t, float('nan')) * 1e3:7.0f}"
+                             for t in KERNEL_TOKENS)
+            lines.append(f"{model:13s} {release:7s} {kernel[:58]:58s} {cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a published.py --json file")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also print vLLM's MXFP4 expert layers by release (H200)")
     args = ap.parse_args(argv)
     rows = json.loads(args.run.read_text())["rows"]
     cases = {c.id: c for c in load_cases(None)}
     print("\n".join(table(rows, cases)))
     print()
     print("\n".join(missing_per_token(rows, cases)))
+    if args.kernels:
+        print()
+        print("\n".join(vllm_kernels()))
     return 0
 
 
