@@ -156,8 +156,7 @@ def checkpoint_elements(model: ModelSpec, weight_dtype: str) -> float:
     other checkpoint here counts its weights."""
     if weight_dtype.lower() != "mxfp4":
         return float(model.params_total)
-    experts = model.num_experts * model.params_per_expert
-    return model.params_total - experts + experts * (1 / 2 + 1 / 32)
+    return model.params_shared + model.params_experts * (1 / 2 + 1 / 32)
 
 
 def _bytes(dtype: str) -> float:

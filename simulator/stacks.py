@@ -91,9 +91,9 @@ class StackSection:
         return f"{preset.describe()} (for {self.version})" if asked else preset.describe()
 
 
-def _refuse_fp8(preset: StackPreset, hardware: HardwareSpec, model: Mapping[str, Any]) -> None:
-    """A ConfigError naming the field when ``model`` asks ``preset``'s stack for FP8 (or
-    MXFP4 experts) on a GPU without FP8 tensor cores (``StackPreset.fp8_needs_fp8_math``)."""
+def _refuse_narrow(preset: StackPreset, hardware: HardwareSpec, model: Mapping[str, Any]) -> None:
+    """A ConfigError naming the field when ``model`` asks ``preset``'s stack for FP8 or
+    MXFP4 experts on a GPU without FP8 tensor cores (``StackPreset.fp8_needs_fp8_math``)."""
     weights = model.get("weight_dtype")
     kv = model.get("kv_dtype")
     if isinstance(weights, str) and weights.lower() == "mxfp4":
@@ -175,7 +175,7 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
         section = {**section, "kv_dtype": kv}
         out["model"] = section
     if preset.fp8_needs_fp8_math and hardware is not None and hardware.fp8_tflops is None:
-        _refuse_fp8(preset, hardware, section)
+        _refuse_narrow(preset, hardware, section)
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
     host = preset.host_costs(model.num_layers if model else 0, gpus, hardware)

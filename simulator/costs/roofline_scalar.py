@@ -23,7 +23,7 @@ _MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thous
 class ScalarRoofline:
     """One step's roofline time from floats ``P, A, D, C, n_req`` (roofline.py's symbols)."""
 
-    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts")
+    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts", "_win")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
                  per_request_s: float) -> None:
@@ -37,6 +37,10 @@ class ScalarRoofline:
         # peak, compute scale, bandwidth of the KV reads, reads of a decode row's cache
         self._consts = (k.kv_bytes_per_token, k.attn_flops_per_pair, k.inv_peak_attn,
                         k.compute_scale, k.kv_mem_bw, k.decode_kv_reads)
+        # a sliding-window model's W, its window layers' FLOPs per pair and KV bytes per
+        # token; None for every other model, so their steps pay one test of a slot
+        self._win = ((k.window, k.win_attn_flops_per_pair, k.win_kv_bytes_per_token)
+                     if k.window else None)
 
     def _token_terms(self, t: float) -> tuple[float, float]:
         """(t_mm, t_ar) of a step of ``t`` tokens: sqrt(compute^2 + reads^2) of the matmuls
@@ -83,13 +87,14 @@ class ScalarRoofline:
         cache_read = 0.0 if 0.0 >= x else x
         flops = attn_flops * (a + c + w)
         read = kv_bytes * (c * reads + cache_read + t)
-        k = self._k
-        if k.window:  # roofline.py's window layers, in its order
-            c_win = c if c <= d * k.window else d * k.window
-            a_win = a if a <= p * k.window else p * k.window
-            flops = flops + k.win_attn_flops_per_pair * (a_win + c_win + w)
-            r_win = cache_read if cache_read <= k.window else k.window
-            read = read + k.win_kv_bytes_per_token * (c_win * reads + r_win + t)
+        win = self._win
+        if win is not None:  # roofline.py's window layers, in its order
+            window, win_flops, win_kv = win
+            c_win = c if c <= d * window else d * window
+            a_win = a if a <= p * window else p * window
+            flops = flops + win_flops * (a_win + c_win + w)
+            r_win = cache_read if cache_read <= window else window
+            read = read + win_kv * (c_win * reads + r_win + t)
         attn_c = flops * inv_peak_attn * compute_scale
         attn_m = read / kv_bw
         overhead_s = self._step + self._per_req * n_req
@@ -106,11 +111,12 @@ class ScalarRoofline:
         ctx = float(c)
         flops = attn_flops * (0.0 + ctx)
         read = kv_bytes * (ctx * reads + 0.0 + t)
-        k = self._k
-        if k.window:  # the window layers (time()'s, with P = A = R = 0)
-            c_win = ctx if ctx <= t * k.window else t * k.window
-            flops = flops + k.win_attn_flops_per_pair * (0.0 + c_win + 0.0)
-            read = read + k.win_kv_bytes_per_token * (c_win * reads + 0.0 + t)
+        win = self._win
+        if win is not None:  # the window layers (time()'s, with P = A = R = 0)
+            window, win_flops, win_kv = win
+            c_win = ctx if ctx <= t * window else t * window
+            flops = flops + win_flops * (0.0 + c_win + 0.0)
+            read = read + win_kv * (c_win * reads + 0.0 + t)
         attn_c = flops * inv_peak_attn * compute_scale
         attn_m = read / kv_bw
         overhead_s = self._step + self._per_req * num_finished

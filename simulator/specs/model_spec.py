@@ -127,9 +127,14 @@ class ModelSpec:
         return self.num_layers * per_layer + self.params_embedding + self.hidden_size
 
     @property
+    def params_experts(self) -> int:
+        """Every expert's MLP weights, all layers (the MLP's for a dense model)."""
+        return self.num_experts * self.params_per_expert
+
+    @property
     def params_total(self) -> int:
         """All weights (what must fit in memory)."""
-        return self.params_shared + self.num_experts * self.params_per_expert
+        return self.params_shared + self.params_experts
 
     @property
     def params_active(self) -> int:
@@ -145,7 +150,7 @@ class ModelSpec:
             return round(self.params_total * b)
         kept = self.params_embedding
         if self.experts_only_quantised:
-            kept = self.params_total - self.num_experts * self.params_per_expert
+            kept = self.params_shared
         return round((self.params_total - kept) * b + kept * EMBEDDING_BYTES)
 
     def kv_bytes_per_token(self, kv_dtype: str) -> int:
