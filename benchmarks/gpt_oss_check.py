@@ -13,7 +13,10 @@ to prefill all of it, so 2 x (published - simulated) / (prompts x prompt tokens)
 each prompt token costs beyond the replay's prefill. With ``--kernels`` (needs the
 ``aiconfigurator`` extra), last, one MXFP4 expert layer of each gpt-oss model by the vLLM
 release AIConfigurator timed it in on the H200 (0.19.0 and 0.24.0), at 1, 64, 1,024 and
-8,192 tokens, power-law routing. docs/gpu-profiles.md ("gpt-oss", stop 58) reads the
+8,192 tokens, power-law routing; and on the H100 the TFLOP/s of Marlin's MXFP4 expert layer
+(at the one shape AIConfigurator timed it) against the triton kernel's at gpt-oss's shapes,
+then the shipped ``vllm-marlin`` curves against the ``vllm`` ones (calibrate/moe_marlin.py:
+vLLM before 0.12 ran Marlin). docs/gpu-profiles.md ("gpt-oss", stop 58) reads the
 tables.
 """
 
@@ -26,6 +29,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
@@ -111,11 +116,58 @@ def vllm_kernels() -> list[str]:
     return lines
 
 
+RATE_TOKENS = (1024, 8192, 16384)
+
+
+def marlin_kernels() -> list[str]:
+    """On the H100 (vLLM 0.24.0's table, tp 1): TFLOP/s of Marlin's MXFP4 expert layer at
+    its one shape and of the triton kernel at gpt-oss's, then one layer of the shipped
+    ``vllm-marlin`` curve against the ``vllm`` one, us (calibrate/moe_marlin.py)."""
+    from calibrate.aic_moe import moe_table, routing_curve
+    from calibrate.aiconfigurator import find_data_root
+    from calibrate.moe_curves import ROUTING
+    from calibrate.moe_marlin import marlin_rows
+    from simulator.costs.moe_tables import MARLIN_KIND, moe_layer_curve
+    from simulator.specs import get_model
+
+    lines = []
+    root = find_data_root()
+    if root is not None:
+        table = pd.read_parquet(moe_table(root, "h100_sxm", "0.24.0", "vllm"))
+        mx = table[(table.moe_dtype == "w4a16_mxfp4") & (table.moe_ep_size == 1)
+                   & (table.moe_tp_size == 1)]
+        parts = [marlin_rows(mx), mx[mx.kernel_source.str.contains("oaitriton")]]
+        lines.append(f"{'kernel':58s} {'h':>5s} {'i':>5s} {'E':>4s} {'k':>3s} "
+                     + " ".join(f"{t:>7d}" for t in RATE_TOKENS) + "  TFLOP/s")
+        for part in parts:
+            for (h, i, e, k), rows in part.groupby(["hidden_size", "inter_size",
+                                                   "num_experts", "topk"]):
+                curve = routing_curve(rows, ROUTING)
+                if curve is None:
+                    continue
+                ms, kernel = curve
+                rate = [t * k * 3 * h * i * 2 / (ms.get(t, float("nan")) * 1e-3) / 1e12
+                        for t in RATE_TOKENS]
+                lines.append(f"{kernel[:58]:58s} {h:5d} {i:5d} {e:4d} {k:3d} "
+                             + " ".join(f"{r:7.0f}" for r in rate))
+        lines.append("")
+    lines.append(f"{'model':13s} {'shipped curve, H100 tp 1':26s} "
+                 + " ".join(f"{t:>7d}" for t in KERNEL_TOKENS))
+    for model in ("gpt-oss-20b", "gpt-oss-120b"):
+        for kind in ("vllm", MARLIN_KIND):
+            curve = moe_layer_curve(get_model(model), "h100-sxm", "mxfp4", 1, kind)
+            if curve is not None:
+                cells = " ".join(f"{curve.time_s(float(t)) * 1e6:7.0f}" for t in KERNEL_TOKENS)
+                lines.append(f"{model:13s} {kind:26s} {cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a published.py --json file")
     ap.add_argument("--kernels", action="store_true",
-                    help="also print vLLM's MXFP4 expert layers by release (H200)")
+                    help="also print vLLM's MXFP4 expert layers by release (H200) and "
+                    "Marlin's against the triton kernel's (H100)")
     args = ap.parse_args(argv)
     rows = json.loads(args.run.read_text())["rows"]
     cases = {c.id: c for c in load_cases(None)}
@@ -125,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.kernels:
         print()
         print("\n".join(vllm_kernels()))
+        print()
+        print("\n".join(marlin_kernels()))
     return 0
 
 

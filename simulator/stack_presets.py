@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from simulator.costs.collectives import allreduce_curve
+from simulator.costs.moe_tables import MARLIN_KIND
 from simulator.sglang_memory import (
     KV_02,
     KV_04,
@@ -106,6 +107,10 @@ class StackPreset:
     # its running batch so (SGLang's max_running_requests: sglang_memory.request_slots);
     # None: ``policy``'s
     slots_rule: Callable[[int, int], int] | None = None
+    # whose measured MoE kernels a prior's experts read where not the stack's own tables
+    # (``profiles``): "vllm-marlin" for vLLM before 0.12, whose Hopper MXFP4 experts ran on
+    # Marlin (simulator/costs/moe_tables.py); None: the stack's own
+    moe_kind: str | None = None
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -187,12 +192,13 @@ def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSp
               kv_dtype: str) -> dict[str, Any]:
     """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
     folder, its decode attention's KV reads and walk time, its all-reduce handshake, its
-    prefill steps' extra weight passes and their scale (none, 1, 0, 0, 0 and 1 without a
-    stack)."""
+    prefill steps' extra weight passes and their scale, and whose MoE kernels its experts
+    read where not its own (none, 1, 0, 0, 0, 1 and none without a stack)."""
     if preset is None:
         return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0,
-                "stack_sync_s": 0.0, "stack_prefill_passes": 0.0, "stack_prefill_scale": 1.0}
-    return {"stack": preset.profiles,
+                "stack_sync_s": 0.0, "stack_prefill_passes": 0.0, "stack_prefill_scale": 1.0,
+                "stack_moe_kind": None}
+    return {"stack": preset.profiles, "stack_moe_kind": preset.moe_kind,
             "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype),
             "stack_walk_s": preset.decode_walk_s(hardware),
             "stack_sync_s": preset.allreduce_sync_s(hardware, tp),
@@ -751,24 +757,42 @@ VLLM_KV_DTYPE_SOURCE = (
     "type' (an FP8 checkpoint keeps a bf16 KV cache unless --kv-cache-dtype fp8)")
 
 
+# False: before 0.12, True: from 0.12 (the preset's ``moe_kind``)
+VLLM_MXFP4_SOURCE = {
+    False: ("vllm v0.10.2/v0.11.0 vllm/model_executor/layers/quantization/mxfp4.py "
+            "get_mxfp4_backend: on SM90 'Using Triton backend' only when triton_kernels imports "
+            "(has_triton_kernels), else 'Using Marlin backend'; below SM90 Marlin always. Neither "
+            "the PyPI wheels nor docker/Dockerfile install triton_kernels (vllm-project/vllm"
+            "#27370, 2025-10-22: users 'have to install triton_kernels manually'): gpt-oss's "
+            "MXFP4 experts priced by Marlin (cost moe_kind 'vllm-marlin', "
+            "calibrate/moe_marlin.py)"),
+    True: ("vllm-project/vllm#28788 ('[Build] Add OpenAI triton_kernels', first in v0.12.0): "
+           "vllm/third_party/triton_kernels built into the wheel, so Hopper runs gpt-oss's "
+           "MXFP4 experts on OpenAI's triton kernels, as AIConfigurator's vLLM tables timed"),
+}
+
+
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...], overlap: bool = False,
-             host_08: bool = False) -> StackPreset:
+             host_08: bool = False, triton_kernels: bool = False) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``), from 0.14
-    async scheduling (``overlap``: ``policy.overlap_schedule``), and where measured the
+    async scheduling (``overlap``: ``policy.overlap_schedule``), where measured the
     0.8 line's host costs (``host_08``: the API server's time before a first token and,
-    with more than one GPU, the executor's cost per decode row)."""
+    with more than one GPU, the executor's cost per decode row), and from 0.12 OpenAI's
+    ``triton_kernels`` in the wheel (``triton_kernels``: Hopper's MXFP4 experts on them, as
+    the vLLM tables timed; before, on Marlin: ``moe_kind`` "vllm-marlin")."""
     rules = {"name": "chunked", **VLLM_RULES, **({"overlap_schedule": True} if overlap else {})}
     extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if host_08 else ()
     return _preset("vllm-v1", version, rules,
                    {**VLLM_KV, "prefix_caching": True},
                    (VLLM_V1_DISPATCH_SOURCE, *extra, VLLM_V1_SCHEDULER, *sources,
-                    VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE),
+                    VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE,
+                    VLLM_MXFP4_SOURCE[triton_kernels]),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
                    overhead=VLLM_V1_08_FRONT_END if host_08 else None,
                    multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
-                   fp8_kv_with=())
+                   fp8_kv_with=(), moe_kind=None if triton_kernels else MARLIN_KIND)
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
@@ -880,11 +904,15 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "max_num_batched_tokens for A100'): 70 GiB or more but not A100: 1024 "
             "sequences, 8192 tokens; else 256 and 2048; the same in v0.10's "
             "vllm/engine/arg_utils.py get_batch_defaults",)),
+        _vllm_v1("0.12", _vllm_v1_big, (
+            "v0.12.0: batch defaults as 0.9's (vllm/engine/arg_utils.py "
+            "get_batch_defaults)",), triton_kernels=True),
         _vllm_v1("0.14", _vllm_v1_big, (
             "v0.14.0 release notes (2026-01): 'Async scheduling is now enabled by default' "
             "(vllm-project/vllm#27614: the engine core schedules step N+1 while step N runs; "
             "not with pipeline parallelism, the CPU backend or non-MTP/EAGLE speculative "
-            "decoding): policy.overlap_schedule; batch defaults as 0.9's",), overlap=True),
+            "decoding): policy.overlap_schedule; batch defaults as 0.9's",), overlap=True,
+                 triton_kernels=True),
     ),
     "sglang": (
         _sglang_preset("0.2", SGLANG_02_POLICY, (

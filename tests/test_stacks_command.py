@@ -46,7 +46,8 @@ def test_vllm_v1_defaults_follow_the_gpu(capsys: pytest.CaptureFixture[str]) -> 
     batches = {v: (x["policy"]["max_num_seqs"], x["policy"]["max_num_batched_tokens"])
                for v, x in views.items()}
     assert batches == {"0.8": (1024, 2048), "0.8.4": (256, 2048), "0.8.5": (1024, 8192),
-                       "0.9": (256, 2048), "0.14": (256, 2048)}  # 0.14: 0.9's, async on
+                       "0.9": (256, 2048), "0.12": (256, 2048),
+                       "0.14": (256, 2048)}  # 0.12 and 0.14: 0.9's (0.14: async on)
     assert [views[v]["policy"].get("overlap_schedule", False) for v in ("0.9", "0.14")] == [
         False, True]
 

@@ -108,6 +108,7 @@ def cost_model_from_config(
     stack_sync_s: float = 0.0,
     stack_prefill_passes: float = 0.0,
     stack_prefill_scale: float = 1.0,
+    stack_moe_kind: str | None = None,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -123,8 +124,9 @@ def cost_model_from_config(
     (simulator/costs/allreduce_sync.py); ``stack_prefill_passes`` (the preset's extra
     weight passes a prefilling step) unless it sets ``prefill_pass_s``, and
     ``stack_prefill_scale`` (the preset's factor on those steps) unless it sets
-    ``prefill_scale`` (simulator/costs/prefill_pass.py). Errors name the field as
-    ``<where>.<key>`` and show the bad value.
+    ``prefill_scale`` (simulator/costs/prefill_pass.py); ``stack_moe_kind`` (the preset's
+    ``moe_kind``: whose MoE kernels a prior's experts read) unless it sets ``moe_kind``.
+    Errors name the field as ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
     if unknown:
@@ -133,7 +135,7 @@ def cost_model_from_config(
         )
     coefficients = {k: v for k, v in section.items() if k not in NOT_COEFFICIENTS}
     try:
-        moe = _moe_kind(section, stack, where)
+        moe = _moe_kind(section, stack, where, stack_moe_kind)
         if "force" in section and "profile" not in section:
             raise ConfigError(f"{where}.force applies only with {where}.profile (a profile "
                               "file to use although it was measured for another deployment)")
@@ -429,16 +431,20 @@ def _sibling(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     return cost, sibling_note(hw.name, other.name, used, scale), cv
 
 
-def _moe_kind(section: dict[str, Any], stack: str | None, where: str) -> str | None:
+def _moe_kind(section: dict[str, Any], stack: str | None, where: str,
+              stack_moe_kind: str | None = None) -> str | None:
     """Whose measured MoE kernels a prior's experts read (moe_tables.py): the section's
-    ``moe_kind`` ("" for the experts' roofline), else the stack's own where NVIDIA timed
-    them, else None (the default's, TensorRT-LLM's)."""
+    ``moe_kind`` ("" for the experts' roofline), else the one the stack's preset names
+    (``stack_moe_kind``), else the stack's own where NVIDIA timed them, else None (the
+    default's, TensorRT-LLM's)."""
     if "moe_kind" in section:
         kind = section["moe_kind"]
         if kind != "" and kind not in moe_kinds():
             raise ConfigError(f"{where}.moe_kind={kind!r} must be \"\" (the experts' "
                               f"roofline) or one of {', '.join(moe_kinds())}")
         return str(kind)
+    if stack_moe_kind is not None:
+        return stack_moe_kind
     return stack if stack in moe_kinds() else None
 
 

@@ -12,7 +12,8 @@ tokens 622.0 against 260.3 (``python benchmarks/moe_prior_check.py``; docs/gpu-p
 
 ``moe_tables.json`` (next to this file; written by ``python -m calibrate.moe_curves``)
 holds, per GPU, kernel table (``kind``: the serving stack whose kernels AIConfigurator
-0.12.0 timed: "trtllm", "vllm", "sglang"), weight dtype, TP degree and MoE shape (hidden,
+0.12.0 timed: "trtllm", "vllm", "sglang"; and "vllm-marlin", vLLM's Marlin kernel moved
+to gpt-oss's shapes: calibrate/moe_marlin.py), weight dtype, TP degree and MoE shape (hidden,
 expert inter, experts, top k), one layer's latency at the token counts the table
 collected: balanced routing, moe_tp = tp, ep 1. Between counts it is linear in tokens, past
 the last count it continues the last slope (compute-bound there), below the first it is
@@ -34,6 +35,10 @@ from simulator.specs.models import ModelSpec
 
 MOE_FILE = Path(__file__).resolve().parent / "moe_tables.json"
 DEFAULT_MOE_KIND = "trtllm"  # the kernels the prior reads unless a stack names its own
+# vLLM before 0.12 on Hopper: gpt-oss's MXFP4 experts on Marlin (calibrate/moe_marlin.py);
+# its curves cover those shapes only, every other layer reads vLLM's own tables
+MARLIN_KIND = "vllm-marlin"
+FALLBACK = {MARLIN_KIND: "vllm"}  # a kind's tables, then these, then DEFAULT_MOE_KIND's
 SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_experts", "experts_per_token")
 
 
@@ -42,7 +47,7 @@ class MoeLayerCurve:
     """One MoE layer's measured latency by token count (module docstring)."""
 
     hardware: str  # catalogue GPU name
-    kind: str  # whose kernels: "trtllm", "vllm", "sglang"
+    kind: str  # whose kernels: "trtllm", "vllm", "sglang", "vllm-marlin"
     dtype: str  # weight dtype, the catalogue's name ("bf16", "fp8")
     tp: int  # moe_tp: GPUs sharing each expert
     tokens: tuple[float, ...]  # token counts collected, increasing
@@ -84,8 +89,8 @@ def moe_kinds(path: Path = MOE_FILE) -> tuple[str, ...]:
 def moe_layer_curve(model: ModelSpec, hardware: str, dtype: str, tp: int, kind: str,
                     path: Path = MOE_FILE) -> MoeLayerCurve | None:
     """``model``'s MoE layer on ``tp`` x ``hardware`` in ``dtype`` (or a dtype that costs
-    the same: fp16 reads bf16's) from ``kind``'s tables, else from the default kind's, else
-    None (a dense model: always None)."""
+    the same: fp16 reads bf16's) from ``kind``'s tables, else from those :data:`FALLBACK`
+    names for it, else from the default kind's, else None (a dense model: always None)."""
     if model.num_experts <= 1:
         return None
     shape = tuple(getattr(model, key) for key in SHAPE_KEYS)
@@ -93,7 +98,7 @@ def moe_layer_curve(model: ModelSpec, hardware: str, dtype: str, tp: int, kind: 
             if (row["hardware"], row["tp"]) == (hardware, tp)
             and same_cost_dtype(row["dtype"], dtype)
             and tuple(row[key] for key in SHAPE_KEYS) == shape]
-    for want in dict.fromkeys((kind, DEFAULT_MOE_KIND)):
+    for want in dict.fromkeys((kind, FALLBACK.get(kind, kind), DEFAULT_MOE_KIND)):
         for row in rows:
             if row["kind"] == want:
                 return MoeLayerCurve(row["hardware"], row["kind"], row["dtype"], int(row["tp"]),

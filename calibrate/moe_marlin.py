@@ -1,0 +1,133 @@
+"""vLLM's Marlin MXFP4 expert layers at gpt-oss's shapes, moved from AIConfigurator's
+Marlin rows at another shape.
+
+Which kernel vLLM runs gpt-oss's MXFP4 experts on depends on the release. Before 0.12, on
+Hopper, ``get_mxfp4_backend`` (``vllm/model_executor/layers/quantization/mxfp4.py``,
+0.10.2 and 0.11.0) picks OpenAI's ``triton_kernels`` (``matmul_ogs``) only when that
+package imports, else Marlin, and neither the PyPI wheels nor ``docker/Dockerfile`` of
+0.10.2-0.11.x install it (vllm-project/vllm#27370, 2025-10-22: users "have to install
+``triton_kernels`` manually"). vllm-project/vllm#28788 bundles it as
+``vllm/third_party/triton_kernels`` from 0.12.0. So a stock vLLM 0.10 or 0.11 runs gpt-oss on
+Marlin on an H100 or H200, and AIConfigurator 0.12.0 timed the triton kernel (vLLM 0.24.0's
+``vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic`` rows).
+
+The same vLLM 0.24.0 tables hold Marlin's MXFP4 expert layer
+(``vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts...``, W4A16 MXFP4) at one other
+shape only (hidden 3,584, expert inter 3,072, 896 experts, top 16). There it reaches about
+200 TFLOP/s on the H100 at 8,192-16,384 tokens; the triton kernel at gpt-oss-20b's shape
+reaches 520-540 (``python benchmarks/gpt_oss_check.py --kernels`` prints both). This module
+moves the Marlin curve to a gpt-oss shape at equal tokens per expert (T k / E): the same
+GEMM rows per expert, so the same share of peak, and time in proportion to the expert
+weights every expert holds, E h i (with TP, h i / tp on both sides). That is
+
+    T_dst = T_src (k_src E_dst) / (k_dst E_src)
+    t_dst = t_src (E_dst h_dst i_dst) / (E_src h_src i_src)
+
+and past the last moved count the curve continues its last slope (simulator/costs/knots.py:
+compute-bound there). A step of few tokens is no longer like the source's: the launch,
+routing and permutation cost a layer whatever its shape, and the move would scale them down
+too. So the curve never reads below the triton kernel's measured one at the model's own
+shape (its floor): the max of the two at the union of their token counts. Both curves read
+the tables' ``power_law_1.2`` rows at moe_tp = tp, ep 1, as calibrate/moe_curves.py does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibrate.aic_backends import VERSIONS
+from calibrate.aic_moe import MOE_DTYPE, moe_table, routing_curve
+from calibrate.aiconfigurator import AIC_VERSION
+from simulator.costs import knots
+from simulator.costs.moe_tables import MARLIN_KIND, SHAPE_KEYS
+from simulator.specs.models import MODELS
+
+BACKEND = "vllm"  # whose tables hold both kernels
+HOPPER = ("h100-sxm", "h200")  # SM90: where vLLM < 0.12 fell back to Marlin (module docstring)
+DTYPE = "mxfp4"
+
+
+def marlin_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The table's Marlin W4A16 MXFP4 rows at ep 1."""
+    return table[table.kernel_source.str.contains("marlin") & (table.moe_ep_size == 1)
+                 & (table.moe_dtype == MOE_DTYPE[DTYPE])]
+
+
+def moved(tokens: np.ndarray, latency: np.ndarray, src: tuple[int, ...], dst: tuple[int, ...]
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """A curve at shape ``src`` moved to shape ``dst`` (each ``(hidden, inter, experts,
+    top k)``) at equal tokens per expert, time scaled by the experts' weights (module
+    docstring)."""
+    h_s, i_s, e_s, k_s = src
+    h_d, i_d, e_d, k_d = dst
+    return (tokens * (k_s * e_d) / (k_d * e_s),
+            latency * (e_d * h_d * i_d) / (e_s * h_s * i_s))
+
+
+def with_floor(curve: tuple[np.ndarray, np.ndarray], floor: tuple[np.ndarray, np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The larger of two curves at the union of their token counts (each read between its
+    counts linearly, past its last count on its last slope, below its first at its first)."""
+    at = np.union1d(curve[0], floor[0])
+    at = at[at >= floor[0][0]]  # the model's own table's fewest tokens start the curve
+    one = knots.at_array(at, tuple(curve[0]), tuple(curve[1]))
+    two = knots.at_array(at, tuple(floor[0]), tuple(floor[1]))
+    return at, np.maximum(one, two)
+
+
+def _shape(row: pd.DataFrame) -> tuple[int, ...]:
+    return tuple(int(row[c].iloc[0]) for c in ("hidden_size", "inter_size", "num_experts",
+                                                "topk"))
+
+
+def read_marlin(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """One ``vllm-marlin`` curve row per (Hopper GPU, gpt-oss model, tp) whose vLLM table
+    holds both the Marlin rows and the triton rows at the model's shape."""
+    for hw in HOPPER:
+        system, version = VERSIONS[BACKEND][hw]
+        path = moe_table(root, system, version, BACKEND)
+        if not path.is_file():
+            continue
+        table = pd.read_parquet(path)
+        source = marlin_rows(table)
+        if source.empty:
+            continue
+        shapes = source.groupby(["hidden_size", "inter_size", "num_experts", "topk"]).size()
+        if len(shapes) != 1:  # the move assumes one source shape; a second would need a rule
+            raise ValueError(f"{path}: Marlin MXFP4 rows at {len(shapes)} shapes, expected 1")
+        src = _shape(source)
+        for model in (name for name, m in MODELS.items()
+                      if m.experts_only_quantised and m.num_experts > 1):
+            m = MODELS[model]
+            dst = (m.hidden_size, m.intermediate_size, m.num_experts, m.experts_per_token)
+            own = table[(table.hidden_size == dst[0]) & (table.inter_size == dst[1])
+                        & (table.num_experts == dst[2]) & (table.topk == dst[3])
+                        & (table.moe_ep_size == 1) & (table.moe_dtype == MOE_DTYPE[DTYPE])
+                        & ~table.kernel_source.str.contains("marlin")]
+            for tp in tps:
+                marlin = routing_curve(source[source.moe_tp_size == tp], routing)
+                floor = routing_curve(own[own.moe_tp_size == tp], routing)
+                if marlin is None or floor is None:
+                    continue
+                src_t = marlin[0].index.to_numpy(dtype=float)
+                curve = moved(src_t, marlin[0].to_numpy(dtype=float) * 1e3, src, dst)
+                base = (floor[0].index.to_numpy(dtype=float),
+                        floor[0].to_numpy(dtype=float) * 1e3)
+                tokens, latency = with_floor(curve, base)
+                yield {
+                    "hardware": hw, "kind": MARLIN_KIND, "dtype": DTYPE, "tp": tp,
+                    **{key: getattr(m, key) for key in SHAPE_KEYS}, "model": model,
+                    "tokens": [round(float(t), 4) for t in tokens],
+                    "latency_us": [round(float(v), 4) for v in latency],
+                    "source": (f"AIConfigurator {AIC_VERSION} {path.relative_to(root)}: "
+                               f"{marlin[1]} ({MOE_DTYPE[DTYPE]}, hidden {src[0]}, inter "
+                               f"{src[1]}, {src[2]} experts, top {src[3]}) moved to this shape "
+                               f"at equal tokens per expert, floored by {floor[1]} at this "
+                               f"shape (moe_tp {tp}, ep 1, {routing} routing; "
+                               "calibrate/moe_marlin.py)"),
+                }
