@@ -29,7 +29,7 @@ from simulator.slo import SLO
 from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 from simulator.speculative_acceptance import Acceptance
-from simulator.stack_presets import cost_args
+from simulator.stack_presets import cost_args, stack_weight_bytes
 from simulator.workload.config import WorkloadConfig
 
 
@@ -85,10 +85,11 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     if context > model.max_context_tokens:  # an engine built for longer sequences
         model = replace(model, max_context_tokens=context)
     tp, weight_dtype, kv_dtype = sc.hardware.tp, sc.model.weight_dtype, sc.model.kv_dtype_used
-    kv_blocks = sc.kv.capacity_blocks(
-        memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight_dtype),
-        kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
     preset = sc.stack.preset()
+    kv_blocks = sc.kv.capacity_blocks(
+        memory_bytes=hw.memory_bytes, tp=tp,
+        weight_bytes=stack_weight_bytes(preset, model, hw, tp, weight_dtype),
+        kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
         **cost_args(preset, model, hw, tp, kv_dtype))

@@ -183,9 +183,34 @@ class StackPreset:
             out.update(self.kv_rule(hardware, tp, dict(policy), fraction))
         return out
 
+    def weight_bytes(self, model: ModelSpec, hardware: HardwareSpec, tp: int,
+                     weight_dtype: str) -> int:
+        """The weights' bytes in memory under this stack: the checkpoint's, plus the
+        padding vLLM's Marlin MXFP4 MoE kernel gives the experts (hidden to a multiple of
+        256, each GPU's expert inter to 128: ``Mxfp4MoEMethod.create_weights``, 0.10.2 and
+        0.11.0), wherever vLLM runs MXFP4 experts on Marlin: below SM90 always, on Hopper
+        before 0.12 (``moe_kind`` "vllm-marlin"). Other kernels' padding is not counted."""
+        own = model.weight_bytes(weight_dtype)
+        if self.stack != "vllm-v1" or weight_dtype != "mxfp4":
+            return own
+        hopper = hardware.name.startswith(("h100", "h200"))
+        if _sm90_or_newer(hardware) and not (hopper and self.moe_kind == MARLIN_KIND):
+            return own
+        return own + model.expert_pad_bytes(weight_dtype, tp, *MARLIN_ALIGN)
+
     def describe(self) -> str:
         """``vllm-v1 0.9``: the preset's name, for cost sources and summaries."""
         return f"{self.stack} {self.version}"
+
+
+MARLIN_ALIGN = (256, 128)  # vLLM's Marlin MoE: hidden and each GPU's expert inter padded to
+SM90_PREFIXES = ("h100", "h200", "gh200", "b200", "b300", "gb200", "gb300")
+
+
+def _sm90_or_newer(hw: HardwareSpec) -> bool:
+    """Hopper or Blackwell data-centre GPUs (compute capability 9.0 and up), by name: vLLM's
+    MXFP4 MoE runs Marlin below that (``get_device_capability()[0] < 9``)."""
+    return hw.name.startswith(SM90_PREFIXES)
 
 
 def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec, tp: int,
@@ -204,6 +229,14 @@ def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSp
             "stack_sync_s": preset.allreduce_sync_s(hardware, tp),
             "stack_prefill_passes": preset.prefill_weight_passes,
             "stack_prefill_scale": preset.prefill_scale}
+
+
+def stack_weight_bytes(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec,
+                       tp: int, weight_dtype: str) -> int:
+    """:meth:`StackPreset.weight_bytes`, the checkpoint's own without a stack."""
+    if preset is None:
+        return model.weight_bytes(weight_dtype)
+    return preset.weight_bytes(model, hardware, tp, weight_dtype)
 
 
 def query_group(model: ModelSpec, tp: int) -> int:

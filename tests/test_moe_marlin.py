@@ -129,3 +129,48 @@ def test_vllm_before_0_12_prices_gpt_oss_experts_by_marlin() -> None:
         assert f"experts: {kind or 'vllm'} MoE kernels" in used, used
     # 24 layers x (8,009 - 3,121 us) of one 8,192-token step: about 117 ms more on Marlin
     assert out["0.11"] - out["0.12"] == pytest.approx(24 * (8009.0 - 3121.1) * 1e-6, rel=0.01)
+
+
+def test_marlins_padding_by_hand() -> None:
+    """gpt-oss-120b at tp 1: hidden 2,880 -> 3,072 (256s), expert inter 2,880 -> 2,944
+    (128s); at tp 2 each GPU's 1,440 -> 1,536. MXFP4: 4.25 bits a weight."""
+    m = get_model("gpt-oss-120b")
+    experts = 36 * 128 * 3 * 2880 * 2880
+    assert m.params_experts == experts
+    one = experts * (3072 * 2944 - 2880 * 2880) / (2880 * 2880) * 4.25 / 8
+    two = experts * (3072 * 1536 * 2 - 2880 * 2880) / (2880 * 2880) * 4.25 / 8
+    assert m.expert_pad_bytes("mxfp4", 1, 256, 128) == round(one)
+    assert m.expert_pad_bytes("mxfp4", 2, 256, 128) == round(two)
+    # 60.69 GiB of checkpoint + 5.13 GiB: vLLM 0.10.1 logged "Model loading took 65.9651
+    # GiB" on an H100 with the Marlin backend (vllm-project/vllm#23278)
+    assert (m.weight_bytes("mxfp4") + one) / 2**30 == pytest.approx(65.97, abs=0.2)
+    assert get_model("llama-3.1-8b").expert_pad_bytes("bf16", 1, 256, 128) == 0
+
+
+def test_vllm_counts_marlins_padding_where_it_runs_marlin() -> None:
+    m = get_model("gpt-oss-120b")
+    pad = m.expert_pad_bytes("mxfp4", 1, 256, 128)
+    own = m.weight_bytes("mxfp4")
+    a100, b200 = get_hardware("a100-80gb"), get_hardware("b200")
+    cases = {("vllm-v1", "0.11", H100): own + pad, ("vllm-v1", "0.12", H100): own,
+             ("vllm-v1", "0.14", a100): own + pad,  # below SM90: Marlin in every release
+             ("vllm-v1", "0.11", b200): own,  # Blackwell: FlashInfer's kernels
+             ("sglang", "0.5", H100): own}
+    for (stack, version, hw), want in cases.items():
+        preset = StackSection(stack, version).preset()
+        assert preset is not None
+        assert preset.weight_bytes(m, hw, 1, "mxfp4") == want, (stack, version, hw.name)
+    assert _preset("0.11").weight_bytes(get_model("gpt-oss-20b"), H100, 1, "bf16") == \
+        get_model("gpt-oss-20b").weight_bytes("bf16")
+
+
+def test_a_deployment_sizes_its_cache_after_the_padding() -> None:
+    from simulator.deployment import resolve
+    point = {"model": {"name": "gpt-oss-120b", "weight_dtype": "mxfp4"},
+             "hardware": {"gpu": "h100-sxm", "tp": 1}}
+    blocks = {v: resolve({**point, "stack": {"name": "vllm-v1", "version": v}}).kv_blocks
+              for v in ("0.11", "0.12")}
+    pad = get_model("gpt-oss-120b").expert_pad_bytes("mxfp4", 1, 256, 128)
+    block = 16 * 36_864  # 16 tokens x 18 full layers x K, V x 8 heads x 64 x 2 bytes
+    # the pool is what 0.9 of the GPU leaves after the weights: the padding comes out whole
+    assert blocks["0.12"] - blocks["0.11"] == pytest.approx(pad / block, abs=1)

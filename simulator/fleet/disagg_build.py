@@ -19,7 +19,7 @@ from simulator.fleet.disagg_spec import DisaggSpec, PoolSpec
 from simulator.policies import ContinuousPolicy, Policy
 from simulator.specs.hardware import get_hardware
 from simulator.specs.links import get_link
-from simulator.stack_presets import StackPreset, cost_args
+from simulator.stack_presets import StackPreset, cost_args, stack_weight_bytes
 
 
 def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset | None
@@ -44,7 +44,8 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
             **cost_args(preset, model, hw, tp, kv_dtype))
         try:
             blocks = sc.kv.capacity_blocks(
-                memory_bytes=hw.memory_bytes, tp=tp, weight_bytes=model.weight_bytes(weight),
+                memory_bytes=hw.memory_bytes, tp=tp,
+                weight_bytes=stack_weight_bytes(preset, model, hw, tp, weight),
                 kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
         except CapacityError as e:  # kept a CapacityError: the planner skips what cannot fit
             raise CapacityError(f"{where}: {e}") from None

@@ -153,6 +153,20 @@ class ModelSpec:
             kept = self.params_shared
         return round((self.params_total - kept) * b + kept * EMBEDDING_BYTES)
 
+    def expert_pad_bytes(self, weight_dtype: str, tp: int, hidden_align: int,
+                         inter_align: int) -> int:
+        """Bytes an expert kernel adds to the experts by padding each GPU's expert matrices:
+        the hidden size to a multiple of ``hidden_align``, each GPU's share of the expert
+        inter (``intermediate_size / tp``) to a multiple of ``inter_align`` (vLLM's Marlin
+        MXFP4 MoE: 256 and 128; docs/gpu-profiles.md, "gpt-oss"). 0 for a dense model."""
+        if self.num_experts <= 1:
+            return 0
+        h, i = self.hidden_size, self.intermediate_size
+        share = -(-i // tp)
+        padded = -(-h // hidden_align) * hidden_align * -(-share // inter_align) * inter_align
+        scale = padded * tp / (h * i) - 1.0
+        return round(self.params_experts * scale * weight_dtype_bytes(weight_dtype))
+
     def kv_bytes_per_token(self, kv_dtype: str) -> int:
         """KV-cache bytes per token of the layers that keep every token: K and V
         (2 * L_full * kv_heads * head_dim * b). A sliding-window layer holds at most
