@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibrate.aiconfigurator import find_data_root
 from calibrate.moe_marlin import moved, read_marlin, with_floor
 from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.moe_tables import MARLIN_KIND, MOE_FILE, moe_layer_curve
@@ -174,3 +175,23 @@ def test_a_deployment_sizes_its_cache_after_the_padding() -> None:
     block = 16 * 36_864  # 16 tokens x 18 full layers x K, V x 8 heads x 64 x 2 bytes
     # the pool is what 0.9 of the GPU leaves after the weights: the padding comes out whole
     assert blocks["0.12"] - blocks["0.11"] == pytest.approx(pad / block, abs=1)
+
+
+@pytest.mark.skipif(find_data_root() is None, reason="needs the aiconfigurator extra: "
+                    "pip install -e '.[aiconfigurator]'")
+def test_the_move_reads_measured_marlin_shapes_within_15_percent(capsys) -> None:
+    """benchmarks/moe_move_check.py: int4 Marlin moved between the ten shapes SGLang 0.5.10
+    timed on the H100 reads within 15% of the measured curve for 80% of the 90 pairs at
+    4,096-16,384 tokens, and the median within 2%."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import moe_move_check
+    assert moe_move_check.main() == 0
+    rows = {line[:64].strip(): [float(v) for v in line[64:].split()]
+            for line in capsys.readouterr().out.splitlines()[1:]}
+    for name in ("median", "p10", "p90"):
+        row = rows[f"h100_sxm int4, 90 shape pairs, {name}"]
+        assert len(row) == 6
+        want = (0.98, 1.02) if name == "median" else (0.85, 1.15)
+        assert all(want[0] <= v <= want[1] for v in row[3:]), (name, row)
