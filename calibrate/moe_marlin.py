@@ -15,7 +15,7 @@ The same vLLM 0.24.0 tables hold Marlin's MXFP4 expert layer
 (``vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts...``, W4A16 MXFP4) at one other
 shape only (hidden 3,584, expert inter 3,072, 896 experts, top 16). There it reaches about
 200 TFLOP/s on the H100 at 8,192-16,384 tokens; the triton kernel at gpt-oss-20b's shape
-reaches 520-540 (``python benchmarks/gpt_oss_check.py --kernels`` prints both). This module
+reaches 520-540 (``python benchmarks/gpt_oss_check.py F --kernels`` prints both). This module
 moves the Marlin curve to a gpt-oss shape at equal tokens per expert (T k / E): the same
 GEMM rows per expert, so the same share of peak, and time in proportion to the expert
 weights every expert holds, E h i (with TP, h i / tp on both sides). That is
@@ -29,6 +29,10 @@ routing and permutation cost a layer whatever its shape, and the move would scal
 too. So the curve never reads below the triton kernel's measured one at the model's own
 shape (its floor): the max of the two at the union of their token counts. Both curves read
 the tables' ``power_law_1.2`` rows at moe_tp = tp, ep 1, as calibrate/moe_curves.py does.
+
+``python benchmarks/moe_move_check.py`` reads the move against the tables' own Marlin
+shapes: within about 15% between int4 shapes; gpt-oss-20b's shape 24-40% slow past 4,096
+tokens on the one GPU whose tables hold both MXFP4 shapes (docs/gpu-profiles.md).
 """
 
 from __future__ import annotations
