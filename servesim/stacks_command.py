@@ -50,7 +50,8 @@ def add_stacks_parser(sub: Any) -> None:
 def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
                 weight_dtype: str = "bf16") -> dict[str, Any]:
     """What ``preset`` sets for ``model`` (``weight_dtype`` weights) on ``tp`` x ``gpu``:
-    policy, kv (with the KV cache's dtype and the tokens it holds), host costs (s), the step
+    policy, kv (with the KV cache's dtype, the tokens it holds and the weights in memory a
+    GPU, GiB: the stack's kernels may pad them), host costs (s), the step
     costs a run resolves (``servesim run``'s ``step costs:`` line), sources; ``latest`` when
     a scenario without a version runs it."""
     spec, hw = get_model(model), get_hardware(gpu)
@@ -71,7 +72,9 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
             "latest": STACKS[preset.stack][-1] is preset,
             "policy": policy,
             "kv": {**preset.kv_for(hw, tp, policy),
-                   **({"kv_dtype": kv_dtype, "kv_tokens": kv_tokens} if kv_dtype else {})},
+                   **({"kv_dtype": kv_dtype, "kv_tokens": kv_tokens} if kv_dtype else {}),
+                   "weights_gib_per_gpu": round(preset.weight_bytes(spec, hw, tp, weight_dtype)
+                                                / tp / 2**30, 2)},
             "host_costs_s": preset.host_costs(spec.num_layers, tp, hw),
             "step_costs": step_costs, "sources": list(preset.sources)}
 

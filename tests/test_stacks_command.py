@@ -107,3 +107,17 @@ def test_sglang_shows_the_slots_its_pool_allows(capsys: pytest.CaptureFixture[st
     assert views["0.4"]["kv"]["kv_tokens"] == 1_106_960
     assert views["0.4"]["policy"]["max_num_seqs"] == 4096
     assert _views(capsys, "sglang")["0.5"]["policy"]["max_num_seqs"] == 2048
+
+
+def test_the_weights_a_gpu_holds_follow_the_stacks_kernels(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-oss-120b in MXFP4 on one H100: 65,168,599,680 bytes = 60.69 GiB as the checkpoint
+    stores it; vLLM before 0.12 pads its experts for Marlin (+5.13 GiB: tests/test_moe_marlin.py
+    works it), from 0.12 it does not; at tp 2 each GPU holds half."""
+    views = _views(capsys, "vllm-v1", "--model", "gpt-oss-120b", "--weight-dtype", "mxfp4")
+    weights = {v: x["kv"]["weights_gib_per_gpu"] for v, x in views.items()}
+    assert weights["0.12"] == weights["0.14"] == round(65_168_599_680 / 2**30, 2) == 60.69
+    assert weights["0.9"] == pytest.approx(65.82, abs=0.01)
+    two = _views(capsys, "sglang", "--model", "gpt-oss-120b", "--weight-dtype", "mxfp4",
+                 "--tp", "2")
+    assert two["0.5"]["kv"]["weights_gib_per_gpu"] == round(65_168_599_680 / 2 / 2**30, 2)
