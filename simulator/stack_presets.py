@@ -938,8 +938,9 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "sequences, 8192 tokens; else 256 and 2048; the same in v0.10's "
             "vllm/engine/arg_utils.py get_batch_defaults",)),
         _vllm_v1("0.12", _vllm_v1_big, (
-            "v0.12.0: batch defaults as 0.9's (vllm/engine/arg_utils.py "
-            "get_batch_defaults)",), triton_kernels=True),
+            "v0.12.0 (PyPI source): vllm/engine/arg_utils.py get_batch_defaults as 0.9's "
+            "(70 GiB or more and not an A100: 1024 sequences, 8192 tokens; else 256 and "
+            "2048); vllm/config/scheduler.py async_scheduling False",), triton_kernels=True),
         _vllm_v1("0.14", _vllm_v1_big, (
             "v0.14.0 release notes (2026-01): 'Async scheduling is now enabled by default' "
             "(vllm-project/vllm#27614: the engine core schedules step N+1 while step N runs; "
