@@ -18,7 +18,8 @@ balanced``). Writes the knots, no fit, with provenance to ``simulator/costs/moe_
 (read by simulator/costs/moe_tables.py): the roofline prior's experts where no composed
 profile prices the model (Qwen3-235B-A22B: the piecewise profile cannot follow its expert
 reads, calibrate/aic_moe.py; gpt-oss has no composed profile at all). Last, the
-``vllm-marlin`` curves: vLLM's Marlin MXFP4 kernel moved to gpt-oss's shapes on Hopper
+``vllm-marlin`` curves: vLLM's Marlin MXFP4 kernel moved to gpt-oss's shapes on Hopper, and
+the A100's ``vllm`` MXFP4 curves, moved from SGLang's int4 Marlin tables there
 (calibrate/moe_marlin.py).
 """
 
@@ -35,7 +36,7 @@ from calibrate.aic_moe import MOE_DTYPE, routing_curve, shape_rows
 from calibrate.aiconfigurator import AIC_VERSION, file_cli
 from calibrate.collectives_fit import current_version
 from calibrate.generated_file import write_or_check
-from calibrate.moe_marlin import read_marlin
+from calibrate.moe_marlin import read_ampere, read_marlin
 from simulator.costs.moe_tables import MOE_FILE, SHAPE_KEYS
 from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import MODELS
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if cli is None:
         return 2
     args, root = cli
-    rows = [*read_all(root), *read_marlin(root, ROUTING, TPS)]
+    rows = [*read_all(root), *read_marlin(root, ROUTING, TPS), *read_ampere(root, ROUTING, TPS)]
     for c in rows:
         print(f"{c['kind']:7s} {c['hardware']:10s} {c['model']:16s} {c['dtype']:5s} tp{c['tp']}"
               f"  {c['tokens'][0]}-{c['tokens'][-1]} tokens  {c['latency_us'][0]:8.1f} -"

@@ -33,6 +33,16 @@ the tables' ``power_law_1.2`` rows at moe_tp = tp, ep 1, as calibrate/moe_curves
 ``python benchmarks/moe_move_check.py`` reads the move against the tables' own Marlin
 shapes: within about 15% between int4 shapes; gpt-oss-20b's shape 24-40% slow past 4,096
 tokens on the one GPU whose tables hold both MXFP4 shapes (docs/gpu-profiles.md).
+
+On the A100 vLLM runs MXFP4 experts on Marlin in every release (below SM90), and no table
+holds MXFP4 Marlin or the triton kernel there. SGLang 0.5.10's A100 table holds Marlin
+int4 (W4A16, the same kernel family) at ten shapes. Each is moved as above with its fixed
+cost a layer kept out of the scaling: ``c0``, the intercept of the one-token latencies
+against the bytes of the k experts a token reads (:func:`layer_overhead_us`; 30.5 us and
+1,444 GB/s at tp 1), so t_dst = c0 + (t_src - c0) x scale. The curve is the median of the
+ten moved curves at the tables' token counts, kind ``vllm``: on an A100 that is the kernel
+vLLM runs. int4 Marlin reads 0.83-1.07 of MXFP4 Marlin where both were timed (MXFP4's
+dequantisation costs a little more), which the curve does not add.
 """
 
 from __future__ import annotations
@@ -54,6 +64,9 @@ from simulator.specs.models import MODELS
 BACKEND = "vllm"  # whose tables hold both kernels
 HOPPER = ("h100-sxm", "h200")  # SM90: where vLLM < 0.12 fell back to Marlin (module docstring)
 DTYPE = "mxfp4"
+AMPERE = ("a100-80gb",)  # Marlin in every vLLM release; SGLang's int4 Marlin tables move there
+INT4 = "int4_wo"
+INT4_BYTES = 0.5  # a weight of int4 Marlin's rows, for the one-token fit
 
 
 def marlin_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -133,5 +146,70 @@ def read_marlin(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
                                f"{src[1]}, {src[2]} experts, top {src[3]}) moved to this shape "
                                f"at equal tokens per expert, floored by {floor[1]} at this "
                                f"shape (moe_tp {tp}, ep 1, {routing} routing; "
+                               "calibrate/moe_marlin.py)"),
+                }
+
+
+def layer_overhead_us(curves: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]], tp: int
+                      ) -> float:
+    """The fixed cost of one Marlin MoE layer, us: the intercept of a least-squares line
+    through each shape's one-token latency against the bytes of the k experts one token
+    reads on a GPU (k x 3 h i / tp at INT4_BYTES)."""
+    reads = [k * 3 * h * i / tp * INT4_BYTES for h, i, _, k in curves]
+    one = [float(np.interp(1.0, *curve)) for curve in curves.values()]
+    _slope, intercept = np.polyfit(reads, one, 1)
+    return float(intercept)
+
+
+def moved_median(curves: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]],
+                 dst: tuple[int, ...], overhead: float, grid: np.ndarray) -> np.ndarray:
+    """Every source curve moved to ``dst`` with ``overhead`` us a layer kept unscaled, read
+    at ``grid`` tokens; the median over the sources."""
+    out = []
+    for src, (tokens, us) in curves.items():
+        at, scaled = moved(tokens, us - overhead, src, dst)
+        out.append(knots.at_array(grid, tuple(at), tuple(scaled)) + overhead)
+    return np.median(np.array(out), axis=0)
+
+
+def read_ampere(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """One ``vllm`` MXFP4 curve row per (Ampere GPU, gpt-oss model, tp) from SGLang's int4
+    Marlin tables there (module docstring)."""
+    for hw in AMPERE:
+        system, version = VERSIONS["sglang"][hw]
+        path = moe_table(root, system, version, "sglang")
+        if not path.is_file():
+            continue
+        table = pd.read_parquet(path)
+        rows = table[table.kernel_source.str.contains("marlin") & (table.moe_ep_size == 1)
+                     & (table.moe_dtype == INT4)]
+        for tp in tps:
+            curves = {}
+            for shape, part in rows[rows.moe_tp_size == tp].groupby(
+                    ["hidden_size", "inter_size", "num_experts", "topk"]):
+                curve = routing_curve(part, routing)
+                if curve is not None:
+                    curves[tuple(int(v) for v in shape)] = (
+                        curve[0].index.to_numpy(dtype=float),
+                        curve[0].to_numpy(dtype=float) * 1e3)
+            if len(curves) < 3:  # too few shapes for a line and a median
+                continue
+            c0 = layer_overhead_us(curves, tp)
+            grid = next(iter(curves.values()))[0]
+            for model in (name for name, m in MODELS.items()
+                          if m.experts_only_quantised and m.num_experts > 1):
+                m = MODELS[model]
+                dst = (m.hidden_size, m.intermediate_size, m.num_experts, m.experts_per_token)
+                latency = moved_median(curves, dst, c0, grid)
+                yield {
+                    "hardware": hw, "kind": BACKEND, "dtype": DTYPE, "tp": tp,
+                    **{key: getattr(m, key) for key in SHAPE_KEYS}, "model": model,
+                    "tokens": [int(t) for t in grid],
+                    "latency_us": [round(float(v), 4) for v in latency],
+                    "source": (f"AIConfigurator {AIC_VERSION} {path.relative_to(root)}: "
+                               f"the median of SGLang's Marlin int4 rows at {len(curves)} "
+                               f"shapes moved to this shape at equal tokens per expert, "
+                               f"{c0:.1f} us a layer kept unscaled (moe_tp {tp}, ep 1, "
+                               f"{routing} routing; Marlin is vLLM's MXFP4 kernel below SM90; "
                                "calibrate/moe_marlin.py)"),
                 }

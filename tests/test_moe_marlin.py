@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 
 from calibrate.aiconfigurator import find_data_root
-from calibrate.moe_marlin import moved, read_marlin, with_floor
+from calibrate.moe_marlin import (
+    layer_overhead_us,
+    moved,
+    moved_median,
+    read_marlin,
+    with_floor,
+)
 from simulator.costs.from_config import cost_model_from_config
 from simulator.costs.moe_tables import MARLIN_KIND, MOE_FILE, moe_layer_curve
 from simulator.shapes import StepShape
@@ -195,3 +201,47 @@ def test_the_move_reads_measured_marlin_shapes_within_15_percent(capsys) -> None
         assert len(row) == 6
         want = (0.98, 1.02) if name == "median" else (0.85, 1.15)
         assert all(want[0] <= v <= want[1] for v in row[3:]), (name, row)
+
+
+def test_the_layer_overhead_is_the_one_token_intercept() -> None:
+    """One-token latencies exactly 30 us + reads / 1,500 bytes a us (reads: k x 3 h i / tp
+    at half a byte): the fit returns the intercept, 30 us."""
+    shapes = [(1024, 512, 64, 8), (2048, 1024, 128, 8), (4096, 2048, 16, 2)]
+    curves = {}
+    for h, i, e, k in shapes:
+        reads = k * 3 * h * i * 0.5
+        curves[(h, i, e, k)] = (np.array([1.0, 64.0]), np.array([30.0 + reads / 1.5e3, 500.0]))
+    assert layer_overhead_us(curves, 1) == pytest.approx(30.0, abs=1e-6)
+    # at tp 2 each GPU reads half, so the same latencies fit a line with twice the slope
+    assert layer_overhead_us(curves, 2) == pytest.approx(30.0, abs=1e-6)
+
+
+def test_the_median_move_keeps_the_overhead_unscaled() -> None:
+    """Three sources whose moves to gpt-oss-20b's shape read 2x, 3x and 5x the overhead-free
+    part: the median is the 3x one, plus the 20 us kept out of the scaling."""
+    grid = np.array([1.0, 2.0])
+    dst = OSS20
+    curves = {}
+    for factor, src in zip((2.0, 3.0, 5.0), [(2880, 2880, 32, 4), (5760, 2880, 32, 4),
+                                             (2880, 2880, 64, 8)], strict=True):
+        # same tokens per expert; weight ratio dst/src: 1, 1/2, 1/2 -> sources at factor x
+        # the weight ratio back
+        ratio = (dst[2] * dst[0] * dst[1]) / (src[2] * src[0] * src[1])
+        curves[src] = (np.array([1.0, 2.0]), 20.0 + np.array([10.0, 16.0]) * factor / ratio)
+    out = moved_median(curves, dst, 20.0, grid)
+    assert out.tolist() == pytest.approx([20.0 + 30.0, 20.0 + 48.0], rel=1e-12)
+
+
+def test_the_a100_reads_vllms_marlin_in_every_release() -> None:
+    """No MXFP4 Marlin or triton table on an A100: its ``vllm`` MXFP4 curves are SGLang's
+    int4 Marlin moved (kind ``vllm``: on an A100 that is what vLLM runs), and the presets
+    before 0.12 reach them through the fallback."""
+    model = get_model("gpt-oss-20b")
+    curve = moe_layer_curve(model, "a100-80gb", "mxfp4", 1, "vllm")
+    assert curve is not None and curve.kind == "vllm"
+    assert "Marlin int4 rows at 10 shapes" in curve.source and "a100_sxm/moe/sglang" in \
+        curve.source
+    assert moe_layer_curve(model, "a100-80gb", "mxfp4", 1, MARLIN_KIND) == curve
+    # one token reads 4 experts of 3 x 2,880 x 2,880 MXFP4 weights (52.9 MB): more than the
+    # fitted 30.5 us a layer plus those bytes at the A100's 2,039 GB/s peak
+    assert curve.time_s(1.0) > (30.5 + 4 * 3 * 2880 * 2880 * 4.25 / 8 / 2.039e6) * 1e-6
