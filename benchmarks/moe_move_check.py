@@ -12,7 +12,9 @@ measured at 64 to 16,384 tokens of the target shape:
    experts, top 16) to gpt-oss's two, on the one GPU that has all three (RTX Pro 6000,
    SGLang 0.5.14);
 2. Marlin int4 between every pair of the ten shapes SGLang 0.5.10 timed on the A100, H100
-   and H200: the median and the 10th and 90th percentiles of the 90 pairs;
+   and H200: the median and the 10th and 90th percentiles of the 90 pairs, moved whole and
+   with the fitted fixed cost a layer kept out of the scaling (``layer_overhead_us``, as
+   the A100's shipped curves are);
 3. Marlin int4 to Marlin MXFP4, where one table holds both: what the A100's curves, moved
    from int4 (no MXFP4 Marlin table on an A100), miss for MXFP4's own dequantisation.
 
@@ -32,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from calibrate.aic_moe import moe_table  # noqa: E402
 from calibrate.aiconfigurator import find_data_root  # noqa: E402
 from calibrate.moe_curves import ROUTING  # noqa: E402
-from calibrate.moe_marlin import moved  # noqa: E402
+from calibrate.moe_marlin import layer_overhead_us, moved  # noqa: E402
 from simulator.costs import knots  # noqa: E402
 
 TOKENS = np.array([64.0, 256.0, 1024.0, 4096.0, 8192.0, 16384.0])
@@ -54,10 +56,11 @@ def marlin_curves(root: Path, system: str, backend: str, version: str) -> Curves
     return out
 
 
-def ratio(curves: Curves, src: Shape, dst: Shape) -> np.ndarray:
-    """Moved / measured at TOKENS of ``dst``."""
-    tokens, us = moved(*curves[src], src[1:], dst[1:])
-    return knots.at_array(TOKENS, tuple(tokens), tuple(us)) / np.interp(TOKENS, *curves[dst])
+def ratio(curves: Curves, src: Shape, dst: Shape, overhead: float = 0.0) -> np.ndarray:
+    """Moved / measured at TOKENS of ``dst`` (``overhead`` us a layer kept unscaled)."""
+    tokens, us = moved(curves[src][0], curves[src][1] - overhead, src[1:], dst[1:])
+    return ((knots.at_array(TOKENS, tuple(tokens), tuple(us)) + overhead)
+            / np.interp(TOKENS, *curves[dst]))
 
 
 def _cells(values: np.ndarray) -> str:
@@ -78,10 +81,13 @@ def main() -> int:
     for system in ("a100_sxm", "h100_sxm", "h200_sxm"):
         curves = {k: v for k, v in marlin_curves(root, system, "sglang", "0.5.10").items()
                   if k[0] == "int4_wo"}
-        pairs = np.array([ratio(curves, a, b) for a in curves for b in curves if a != b])
-        for name, q in (("median", 50), ("p10", 10), ("p90", 90)):
-            label = f"{system} int4, {len(pairs)} shape pairs, {name}"
-            print(f"{label:64s} " + _cells(np.percentile(pairs, q, axis=0)))
+        c0 = layer_overhead_us({k[1:]: v for k, v in curves.items()}, 1)
+        for overhead, how in ((0.0, ""), (c0, f", {c0:.1f} us kept")):
+            pairs = np.array([ratio(curves, a, b, overhead) for a in curves for b in curves
+                              if a != b])
+            for name, q in (("median", 50), ("p10", 10), ("p90", 90)):
+                label = f"{system} int4, {len(pairs)} pairs{how}, {name}"
+                print(f"{label:64s} " + _cells(np.percentile(pairs, q, axis=0)))
     for system, backend, version in (("h100_sxm", "vllm", "0.24.0"),
                                      ("h200_sxm", "vllm", "0.24.0"),
                                      ("h100_sxm", "sglang", "0.5.14"),

@@ -197,7 +197,7 @@ def test_the_move_reads_measured_marlin_shapes_within_15_percent(capsys) -> None
     rows = {line[:64].strip(): [float(v) for v in line[64:].split()]
             for line in capsys.readouterr().out.splitlines()[1:]}
     for name in ("median", "p10", "p90"):
-        row = rows[f"h100_sxm int4, 90 shape pairs, {name}"]
+        row = rows[f"h100_sxm int4, 90 pairs, {name}"]
         assert len(row) == 6
         want = (0.98, 1.02) if name == "median" else (0.85, 1.15)
         assert all(want[0] <= v <= want[1] for v in row[3:]), (name, row)
