@@ -13,7 +13,7 @@ measured at 64 to 16,384 tokens of the target shape:
    SGLang 0.5.14);
 2. Marlin int4 between every pair of the ten shapes SGLang 0.5.10 timed on the A100, H100
    and H200: the median and the 10th and 90th percentiles of the 90 pairs, moved whole and
-   with the fitted fixed cost a layer kept out of the scaling (``layer_overhead_us``, as
+   with the fitted fixed cost a layer kept out of the scaling (``layer_fit``, as
    the A100's shipped curves are);
 3. Marlin int4 to Marlin MXFP4, where one table holds both: what the A100's curves, moved
    from int4 (no MXFP4 Marlin table on an A100), miss for MXFP4's own dequantisation.
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from calibrate.aic_moe import moe_table  # noqa: E402
 from calibrate.aiconfigurator import find_data_root  # noqa: E402
 from calibrate.moe_curves import ROUTING  # noqa: E402
-from calibrate.moe_marlin import layer_overhead_us, moved  # noqa: E402
+from calibrate.moe_marlin import layer_fit, moved, shape_curves  # noqa: E402
 from simulator.costs import knots  # noqa: E402
 
 TOKENS = np.array([64.0, 256.0, 1024.0, 4096.0, 8192.0, 16384.0])
@@ -45,15 +45,9 @@ Curves = dict[Shape, tuple[np.ndarray, np.ndarray]]
 def marlin_curves(root: Path, system: str, backend: str, version: str) -> Curves:
     """Every Marlin curve of one table, us by tokens, per (dtype, shape)."""
     d = pd.read_parquet(moe_table(root, system, version, backend))
-    d = d[d.kernel_source.str.contains("marlin") & (d.moe_tp_size == 1) & (d.moe_ep_size == 1)
-          & (d.distribution == ROUTING)]
-    out: Curves = {}
-    for key, rows in d.groupby(["moe_dtype", "hidden_size", "inter_size", "num_experts",
-                                "topk"]):
-        s = rows.groupby("num_tokens").latency.median()
-        shape = (str(key[0]), *(int(v) for v in key[1:]))
-        out[shape] = (s.index.to_numpy(dtype=float), s.to_numpy(dtype=float) * 1e3)
-    return out
+    d = d[d.kernel_source.str.contains("marlin") & (d.moe_tp_size == 1) & (d.moe_ep_size == 1)]
+    return {(str(dtype), *shape): curve for dtype, rows in d.groupby("moe_dtype")
+            for shape, curve in shape_curves(rows, ROUTING).items()}
 
 
 def ratio(curves: Curves, src: Shape, dst: Shape, overhead: float = 0.0) -> np.ndarray:
@@ -81,7 +75,9 @@ def main() -> int:
     for system in ("a100_sxm", "h100_sxm", "h200_sxm"):
         curves = {k: v for k, v in marlin_curves(root, system, "sglang", "0.5.10").items()
                   if k[0] == "int4_wo"}
-        c0 = layer_overhead_us({k[1:]: v for k, v in curves.items()}, 1)
+        c0, bytes_per_us = layer_fit({k[1:]: v for k, v in curves.items()}, 1)
+        print(f"{system} int4, one token: {c0:.1f} us + the k experts' bytes at "
+              f"{bytes_per_us / 1e3:,.0f} GB/s")
         for overhead, how in ((0.0, ""), (c0, f", {c0:.1f} us kept")):
             pairs = np.array([ratio(curves, a, b, overhead) for a in curves for b in curves
                               if a != b])

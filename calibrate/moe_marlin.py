@@ -38,7 +38,7 @@ On the A100 vLLM runs MXFP4 experts on Marlin in every release (below SM90), and
 holds MXFP4 Marlin or the triton kernel there. SGLang 0.5.10's A100 table holds Marlin
 int4 (W4A16, the same kernel family) at ten shapes. Each is moved as above with its fixed
 cost a layer kept out of the scaling: ``c0``, the intercept of the one-token latencies
-against the bytes of the k experts a token reads (:func:`layer_overhead_us`; 30.5 us and
+against the bytes of the k experts a token reads (:func:`layer_fit`; 30.5 us and
 1,444 GB/s at tp 1), so t_dst = c0 + (t_src - c0) x scale. The curve is the median of the
 ten moved curves at the tables' token counts, kind ``vllm``: on an A100 that is the kernel
 vLLM runs. int4 Marlin reads 0.83-1.07 of MXFP4 Marlin where both were timed (MXFP4's
@@ -150,18 +150,33 @@ def read_marlin(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
                 }
 
 
-def layer_overhead_us(curves: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]], tp: int
-                      ) -> float:
-    """The fixed cost of one Marlin MoE layer, us: the intercept of a least-squares line
-    through each shape's one-token latency against the bytes of the k experts one token
-    reads on a GPU (k x 3 h i / tp at INT4_BYTES)."""
+Curves = dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]  # shape -> (tokens, us)
+
+
+def shape_curves(rows: pd.DataFrame, routing: str) -> Curves:
+    """Each (hidden, inter, experts, top k) of ``rows``: its ``routing`` curve, us by
+    tokens (:func:`calibrate.aic_moe.routing_curve`; shapes without that routing left out)."""
+    out: Curves = {}
+    for shape, part in rows.groupby(["hidden_size", "inter_size", "num_experts", "topk"]):
+        curve = routing_curve(part, routing)
+        if curve is not None:
+            out[tuple(int(v) for v in shape)] = (curve[0].index.to_numpy(dtype=float),
+                                                  curve[0].to_numpy(dtype=float) * 1e3)
+    return out
+
+
+def layer_fit(curves: Curves, tp: int) -> tuple[float, float]:
+    """One Marlin MoE layer's fixed cost (us) and the bytes a us it reads weights at: the
+    intercept and the inverse slope of a least-squares line through each shape's one-token
+    latency against the bytes of the k experts one token reads on a GPU (k x 3 h i / tp at
+    INT4_BYTES)."""
     reads = [k * 3 * h * i / tp * INT4_BYTES for h, i, _, k in curves]
     one = [float(np.interp(1.0, *curve)) for curve in curves.values()]
-    _slope, intercept = np.polyfit(reads, one, 1)
-    return float(intercept)
+    slope, intercept = np.polyfit(reads, one, 1)
+    return float(intercept), float(1.0 / slope)
 
 
-def moved_median(curves: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]],
+def moved_median(curves: Curves,
                  dst: tuple[int, ...], overhead: float, grid: np.ndarray) -> np.ndarray:
     """Every source curve moved to ``dst`` with ``overhead`` us a layer kept unscaled, read
     at ``grid`` tokens; the median over the sources."""
@@ -184,17 +199,10 @@ def read_ampere(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
         rows = table[table.kernel_source.str.contains("marlin") & (table.moe_ep_size == 1)
                      & (table.moe_dtype == INT4)]
         for tp in tps:
-            curves = {}
-            for shape, part in rows[rows.moe_tp_size == tp].groupby(
-                    ["hidden_size", "inter_size", "num_experts", "topk"]):
-                curve = routing_curve(part, routing)
-                if curve is not None:
-                    curves[tuple(int(v) for v in shape)] = (
-                        curve[0].index.to_numpy(dtype=float),
-                        curve[0].to_numpy(dtype=float) * 1e3)
+            curves = shape_curves(rows[rows.moe_tp_size == tp], routing)
             if len(curves) < 3:  # too few shapes for a line and a median
                 continue
-            c0 = layer_overhead_us(curves, tp)
+            c0 = layer_fit(curves, tp)[0]
             grid = next(iter(curves.values()))[0]
             for model in (name for name, m in MODELS.items()
                           if m.experts_only_quantised and m.num_experts > 1):

@@ -193,8 +193,8 @@ class StackPreset:
         own = model.weight_bytes(weight_dtype)
         if self.stack != "vllm-v1" or weight_dtype != "mxfp4":
             return own
-        hopper = hardware.name.startswith(("h100", "h200"))
-        if _sm90_or_newer(hardware) and not (hopper and self.moe_kind == MARLIN_KIND):
+        if _sm90_or_newer(hardware) and not (_hopper_name(hardware)
+                                             and self.moe_kind == MARLIN_KIND):
             return own
         return own + model.expert_pad_bytes(weight_dtype, tp, *MARLIN_ALIGN)
 

@@ -12,7 +12,7 @@ import pytest
 
 from calibrate.aiconfigurator import find_data_root
 from calibrate.moe_marlin import (
-    layer_overhead_us,
+    layer_fit,
     moved,
     moved_median,
     read_marlin,
@@ -195,7 +195,7 @@ def test_the_move_reads_measured_marlin_shapes_within_15_percent(capsys) -> None
     import moe_move_check
     assert moe_move_check.main() == 0
     rows = {line[:64].strip(): [float(v) for v in line[64:].split()]
-            for line in capsys.readouterr().out.splitlines()[1:]}
+            for line in capsys.readouterr().out.splitlines()[1:] if "one token" not in line}
     for name in ("median", "p10", "p90"):
         row = rows[f"h100_sxm int4, 90 pairs, {name}"]
         assert len(row) == 6
@@ -203,17 +203,18 @@ def test_the_move_reads_measured_marlin_shapes_within_15_percent(capsys) -> None
         assert all(want[0] <= v <= want[1] for v in row[3:]), (name, row)
 
 
-def test_the_layer_overhead_is_the_one_token_intercept() -> None:
+def test_the_layer_fit_is_the_one_token_line() -> None:
     """One-token latencies exactly 30 us + reads / 1,500 bytes a us (reads: k x 3 h i / tp
-    at half a byte): the fit returns the intercept, 30 us."""
+    at half a byte): the fit returns 30 us and 1,500 bytes a us."""
     shapes = [(1024, 512, 64, 8), (2048, 1024, 128, 8), (4096, 2048, 16, 2)]
     curves = {}
     for h, i, e, k in shapes:
         reads = k * 3 * h * i * 0.5
         curves[(h, i, e, k)] = (np.array([1.0, 64.0]), np.array([30.0 + reads / 1.5e3, 500.0]))
-    assert layer_overhead_us(curves, 1) == pytest.approx(30.0, abs=1e-6)
+    c0, bytes_per_us = layer_fit(curves, 1)
+    assert (c0, bytes_per_us) == (pytest.approx(30.0, abs=1e-6), pytest.approx(1500.0))
     # at tp 2 each GPU reads half, so the same latencies fit a line with twice the slope
-    assert layer_overhead_us(curves, 2) == pytest.approx(30.0, abs=1e-6)
+    assert layer_fit(curves, 2) == (pytest.approx(30.0, abs=1e-6), pytest.approx(750.0))
 
 
 def test_the_median_move_keeps_the_overhead_unscaled() -> None:
