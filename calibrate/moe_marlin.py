@@ -97,6 +97,14 @@ def with_floor(curve: tuple[np.ndarray, np.ndarray], floor: tuple[np.ndarray, np
     return at, np.maximum(one, two)
 
 
+def _targets() -> Iterator[tuple[str, tuple[int, ...]]]:
+    """The catalogue's MoE models whose experts alone are quantised (gpt-oss), each with its
+    (hidden, inter, experts, top k)."""
+    for name, m in MODELS.items():
+        if m.experts_only_quantised and m.num_experts > 1:
+            yield name, tuple(getattr(m, key) for key in SHAPE_KEYS)
+
+
 def _shape(row: pd.DataFrame) -> tuple[int, ...]:
     return tuple(int(row[c].iloc[0]) for c in ("hidden_size", "inter_size", "num_experts",
                                                 "topk"))
@@ -118,10 +126,7 @@ def read_marlin(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
         if len(shapes) != 1:  # the move assumes one source shape; a second would need a rule
             raise ValueError(f"{path}: Marlin MXFP4 rows at {len(shapes)} shapes, expected 1")
         src = _shape(source)
-        for model in (name for name, m in MODELS.items()
-                      if m.experts_only_quantised and m.num_experts > 1):
-            m = MODELS[model]
-            dst = (m.hidden_size, m.intermediate_size, m.num_experts, m.experts_per_token)
+        for model, dst in _targets():
             own = table[(table.hidden_size == dst[0]) & (table.inter_size == dst[1])
                         & (table.num_experts == dst[2]) & (table.topk == dst[3])
                         & (table.moe_ep_size == 1) & (table.moe_dtype == MOE_DTYPE[DTYPE])
@@ -138,7 +143,7 @@ def read_marlin(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
                 tokens, latency = with_floor(curve, base)
                 yield {
                     "hardware": hw, "kind": MARLIN_KIND, "dtype": DTYPE, "tp": tp,
-                    **{key: getattr(m, key) for key in SHAPE_KEYS}, "model": model,
+                    **dict(zip(SHAPE_KEYS, dst, strict=True)), "model": model,
                     "tokens": [round(float(t), 4) for t in tokens],
                     "latency_us": [round(float(v), 4) for v in latency],
                     "source": (f"AIConfigurator {AIC_VERSION} {path.relative_to(root)}: "
@@ -204,14 +209,11 @@ def read_ampere(root: Path, routing: str, tps: tuple[int, ...]) -> Iterator[dict
                 continue
             c0 = layer_fit(curves, tp)[0]
             grid = next(iter(curves.values()))[0]
-            for model in (name for name, m in MODELS.items()
-                          if m.experts_only_quantised and m.num_experts > 1):
-                m = MODELS[model]
-                dst = (m.hidden_size, m.intermediate_size, m.num_experts, m.experts_per_token)
+            for model, dst in _targets():
                 latency = moved_median(curves, dst, c0, grid)
                 yield {
                     "hardware": hw, "kind": BACKEND, "dtype": DTYPE, "tp": tp,
-                    **{key: getattr(m, key) for key in SHAPE_KEYS}, "model": model,
+                    **dict(zip(SHAPE_KEYS, dst, strict=True)), "model": model,
                     "tokens": [int(t) for t in grid],
                     "latency_us": [round(float(v), 4) for v in latency],
                     "source": (f"AIConfigurator {AIC_VERSION} {path.relative_to(root)}: "
