@@ -111,6 +111,9 @@ class StackPreset:
     # (``profiles``): "vllm-marlin" for vLLM before 0.12, whose Hopper MXFP4 experts ran on
     # Marlin (simulator/costs/moe_tables.py); None: the stack's own
     moe_kind: str | None = None
+    # the GPUs on which the release runs MXFP4 experts on vLLM's Marlin kernel, which pads
+    # them in memory (MARLIN_ALIGN; :meth:`weight_bytes`); None: on none
+    marlin_mxfp4: Callable[[HardwareSpec], bool] | None = None
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -188,13 +191,11 @@ class StackPreset:
         """The weights' bytes in memory under this stack: the checkpoint's, plus the
         padding vLLM's Marlin MXFP4 MoE kernel gives the experts (hidden to a multiple of
         256, each GPU's expert inter to 128: ``Mxfp4MoEMethod.create_weights``, 0.10.2 and
-        0.11.0), wherever vLLM runs MXFP4 experts on Marlin: below SM90 always, on Hopper
-        before 0.12 (``moe_kind`` "vllm-marlin"). Other kernels' padding is not counted."""
+        0.11.0) on the GPUs where the release runs it (``marlin_mxfp4``). Other kernels'
+        padding is not counted."""
         own = model.weight_bytes(weight_dtype)
-        if self.stack != "vllm-v1" or weight_dtype != "mxfp4":
-            return own
-        if _sm90_or_newer(hardware) and not (_hopper_name(hardware)
-                                             and self.moe_kind == MARLIN_KIND):
+        if weight_dtype != "mxfp4" or self.marlin_mxfp4 is None or not self.marlin_mxfp4(
+                hardware):
             return own
         return own + model.expert_pad_bytes(weight_dtype, tp, *MARLIN_ALIGN)
 
@@ -204,13 +205,24 @@ class StackPreset:
 
 
 MARLIN_ALIGN = (256, 128)  # vLLM's Marlin MoE: hidden and each GPU's expert inter padded to
-SM90_PREFIXES = ("h100", "h200", "gh200", "b200", "b300", "gb200", "gb300")
+SM90_PREFIXES = ("h100", "h200", "b200")  # the catalogue's GPUs of compute capability 9.0 up
 
 
 def _sm90_or_newer(hw: HardwareSpec) -> bool:
     """Hopper or Blackwell data-centre GPUs (compute capability 9.0 and up), by name: vLLM's
     MXFP4 MoE runs Marlin below that (``get_device_capability()[0] < 9``)."""
     return hw.name.startswith(SM90_PREFIXES)
+
+
+def _marlin_below_sm90(hw: HardwareSpec) -> bool:
+    """vLLM from 0.12 (``triton_kernels`` in the wheel): Marlin below SM90 only."""
+    return not _sm90_or_newer(hw)
+
+
+def _marlin_but_blackwell(hw: HardwareSpec) -> bool:
+    """vLLM before 0.12: Marlin below SM90 and on Hopper (no ``triton_kernels``); Blackwell
+    runs FlashInfer's kernels."""
+    return not _sm90_or_newer(hw) or _hopper_name(hw)
 
 
 def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSpec, tp: int,
@@ -825,7 +837,8 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
                    overhead=VLLM_V1_08_FRONT_END if host_08 else None,
                    multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
-                   fp8_kv_with=(), moe_kind=None if triton_kernels else MARLIN_KIND)
+                   fp8_kv_with=(), moe_kind=None if triton_kernels else MARLIN_KIND,
+                   marlin_mxfp4=_marlin_below_sm90 if triton_kernels else _marlin_but_blackwell)
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
