@@ -148,8 +148,8 @@ class Case:
     # stack_version itself
     preset: str = ""
     # how the source spread the model over its GPUs: "" = tensor parallel over ``tp``;
-    # "dep" = attention data parallel + expert parallel (TensorRT-LLM's DEP), which servesim
-    # does not model, so such a case is reported skipped whatever the catalogue holds
+    # "dep" = attention data parallel + expert parallel (TensorRT-LLM's DEP) over ``tp``
+    # GPUs, replayed as hardware.attention_dp = tp at tp 1 (simulator/costs/roofline.py)
     parallelism: str = ""
     # a runner that shares the engine's process (benchmarks/published_harness.py): its
     # host cost is replayed; "" = a client in another process
@@ -341,11 +341,7 @@ def _windows(wl: Mapping[str, Any], where: str) -> TimeWindows:
 
 
 def catalogue_status(case: Case) -> str | None:
-    """None when the case's GPU and model are in servesim's catalogues and its parallelism
-    is one servesim models, else why not."""
-    if case.parallelism == "dep":
-        return ("skipped: attention data parallel + expert parallel (DEP) is not modelled "
-                "(a TP replay would misprice it)")
+    """None when the case's GPU and model are in servesim's catalogues, else why not."""
     if case.gpu not in HARDWARE:
         return f"skipped: GPU {case.gpu!r} not in catalogue"
     if catalogue_name(case.model) is None:
@@ -473,7 +469,8 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
         "name": case.id, "seed": 0,
         "model": {"name": case.model, "weight_dtype": case.weight_dtype,
                   "kv_dtype": case.kv_dtype},
-        "hardware": {"gpu": case.gpu, "tp": case.tp},
+        "hardware": ({"gpu": case.gpu, "tp": 1, "attention_dp": case.tp}
+                     if case.parallelism == "dep" else {"gpu": case.gpu, "tp": case.tp}),
         "workload": workload,
     }
     notes += table_limits(case, prompt, output, policy)

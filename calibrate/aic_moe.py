@@ -107,10 +107,10 @@ SMOOTH = 5  # token counts in the running median of that ratio
 ONE_TOKEN_BAND = (0.8, 1.25)
 
 
-def shape_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str
-                ) -> tuple[Path, pd.DataFrame] | None:
-    """One MoE table and ``model``'s rows of it at every moe_tp (ep 1), every routing;
-    None when the system has no such table."""
+def shape_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
+               ep: int = 1) -> tuple[Path, pd.DataFrame] | None:
+    """One MoE table and ``model``'s rows of it at every moe_tp and expert-parallel degree
+    ``ep``, every routing; None when the system has no such table."""
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
@@ -118,7 +118,7 @@ def shape_rows(root: Path, system: str, version: str, backend: str, dtype: str, 
     d = pd.read_parquet(path)
     return path, d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
                    & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
-                   & (d.moe_ep_size == 1) & (d.moe_dtype == MOE_DTYPE[dtype])]
+                   & (d.moe_ep_size == ep) & (d.moe_dtype == MOE_DTYPE[dtype])]
 
 
 def _moe_rows(root: Path, system: str, version: str, backend: str, dtype: str, tp: int,

@@ -1,4 +1,4 @@
-"""Fit all-reduce latency curves to AIConfigurator's measured comm tables.
+"""Fit collective latency curves to AIConfigurator's measured comm tables.
 
     python -m calibrate.collectives_fit [--check] [--data DIR]
 
@@ -10,8 +10,10 @@ and of the custom one-shot / two-shot kernels) by least squares on relative erro
 row weighted by 1 / its latency), and writes the knots with provenance to
 ``simulator/costs/collectives.json`` (read by simulator/costs/collectives.py). Tables:
 
-- nccl: ``comm/nccl/<system file's nccl_version>/nccl_perf.parquet``, op all_reduce,
-  dtype half (NCCL run by NVIDIA's collector, CUDA graphs off);
+- nccl: ``comm/nccl/<system file's nccl_version>/nccl_perf.parquet``, ops all_reduce,
+  all_gather and reduce_scatter (the last two: the token exchange around the experts under
+  attention data parallelism; message size there is the gathered tensor's), dtype half
+  (NCCL run by NVIDIA's collector, CUDA graphs off);
 - trtllm: ``comm/trtllm/<current>/custom_allreduce_perf.parquet``, bf16;
 - vllm_graph / vllm_eager, sglang_graph / sglang_eager: that engine's custom all-reduce
   (same file name under ``comm/vllm`` or ``comm/sglang``) captured in a CUDA graph or
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,9 @@ TPS = (2, 4, 8)
 BYTES_PER_ELEMENT = 2.0  # the tables' message_size counts bf16/half elements
 SYSTEMS: dict[str, str] = {hw: system for hw, (system, _) in AIC_SYSTEMS.items()}
 CUSTOM = "custom_allreduce_perf.parquet"
+# NCCL's collectives fitted: the all-reduce, and the all-gather and reduce-scatter that
+# carry tokens to the experts and back under attention data parallelism (roofline.py)
+NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def current_version(root: Path, system: str, backend: str) -> str:
@@ -95,14 +101,26 @@ def fit_curve(nbytes: np.ndarray, latency_us: np.ndarray,
         "max_ape": round(float(np.max(np.abs(rel))), 4), "n_points": int(len(rel))}
 
 
+def _tables(root: Path, system: str) -> Iterator[tuple[str, str, Path, pd.DataFrame]]:
+    """(kind, op, path, rows) of each table :func:`sources` names, NCCL's once per op in
+    :data:`NCCL_OPS`."""
+    for kind, (path, where) in sources(root, system).items():
+        table = pd.read_parquet(path)
+        for column, value in where.items():
+            if column != "op_name":
+                table = table[table[column] == value]
+        if "op_name" not in where:
+            yield kind, "all_reduce", path, table
+            continue
+        for op in NCCL_OPS:
+            yield kind, op, path, table[table.op_name == op]
+
+
 def fit_all(root: Path) -> list[dict[str, Any]]:
-    """Every (GPU, kind, tp) curve with its provenance."""
+    """Every (GPU, kind, op, tp) curve with its provenance."""
     curves = []
     for hw, system in SYSTEMS.items():
-        for kind, (path, where) in sources(root, system).items():
-            table = pd.read_parquet(path)
-            for column, value in where.items():
-                table = table[table[column] == value]
+        for kind, op, path, table in _tables(root, system):
             for tp in TPS:
                 rows = table[table.num_gpus == tp].sort_values("message_size")
                 if rows.empty:
@@ -112,7 +130,7 @@ def fit_all(root: Path) -> list[dict[str, Any]]:
                 knots_lat, fit = fit_curve(nbytes, lat_us)
                 rel = str(path.relative_to(root))
                 curves.append({
-                    "hardware": hw, "kind": kind, "tp": tp,
+                    "hardware": hw, "kind": kind, "op": op, "tp": tp,
                     "knots_bytes": list(KNOTS_BYTES), "latency_us": knots_lat,
                     "source": f"AIConfigurator {AIC_VERSION} {rel}", "fit": {
                         **fit, "bytes_range": [float(nbytes[0]), float(nbytes[-1])]},
@@ -122,8 +140,8 @@ def fit_all(root: Path) -> list[dict[str, Any]]:
 
 def document(curves: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "about": "All-reduce latency curves (simulator/costs/collectives.py), fitted by "
-                 "python -m calibrate.collectives_fit to the all-reduce tables NVIDIA "
+        "about": "Collective latency curves (simulator/costs/collectives.py), fitted by "
+                 "python -m calibrate.collectives_fit to the collective tables NVIDIA "
                  f"measured and ships in {DISTRIBUTION} {AIC_VERSION} (Apache-2.0); "
                  "knots_bytes: message bytes per GPU, latency_us: fitted latency at each "
                  "knot; fit: mean and max relative error over the table's rows",
@@ -138,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args, root = cli
     doc = document(fit_all(root))
     for c in doc["curves"]:
-        print(f"{c['hardware']:10s} {c['kind']:10s} tp{c['tp']} t0 {c['latency_us'][0]:6.1f} us"
+        print(f"{c['hardware']:10s} {c['kind']:10s} {c['op']:14s} tp{c['tp']} t0 {c['latency_us'][0]:6.1f} us"
               f"  MAPE {c['fit']['mape']:6.1%}  max {c['fit']['max_ape']:6.1%}")
     print(f"{len(doc['curves'])} curves")
     return write_or_check(args.out, doc, args.check, "calibrate.collectives_fit", indent=1)

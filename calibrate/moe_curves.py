@@ -7,7 +7,8 @@ Needs the ``aiconfigurator`` extra (aiconfigurator-core==0.12.0). For each kerne
 "current" slot (``systems/query_versions.yaml``; the B200's included: it has all three),
 each MoE model of the catalogue, weight dtype (bf16, fp8's per-tensor rows where the
 GPU has FP8 math, and MXFP4's W4A16 rows: gpt-oss) and TP degree 1, 2, 4, 8: the median
-latency by token count of the rows at moe_tp = tp, ep 1, first kernel in sorted order,
+latency by token count of the rows at moe_tp = tp, ep 1 (and at moe_tp 1, ep 2, 4, 8: the
+experts under attention data parallelism, a row's ``ep``), first kernel in sorted order,
 with the routing AIConfigurator's own engine prices these models with: ``power_law_1.2``
 (``sdk/models/moe.py``, the generic MoE model: Qwen3-MoE, Mixtral; ``_power_law_alpha =
 1.2`` with ``workload_distribution = "power_law"``, the SDK's default). Balanced routing
@@ -42,6 +43,9 @@ from simulator.specs.hardware import HARDWARE
 from simulator.specs.models import MODELS
 
 TPS = (1, 2, 4, 8)
+# expert-parallel degrees read at moe_tp 1: attention data parallelism's experts
+# (simulator/costs/roofline.py, "attention data parallel")
+EPS = (2, 4, 8)
 ROUTING = "power_law_1.2"  # AIConfigurator's generic MoE model's routing (module docstring)
 MORE_SYSTEMS = {"b200": "b200_sxm"}  # GPUs whose MoE tables every stack has, not composed
 
@@ -72,20 +76,34 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
                     continue
                 path, rows = table
                 for tp in TPS:
-                    curve = routing_curve(rows[rows.moe_tp_size == tp], ROUTING)
-                    if curve is None or len(curve[0]) < 2:
-                        continue
-                    latency, kernel = curve
-                    yield {
-                        "hardware": hw, "kind": backend, "dtype": dtype, "tp": tp,
-                        **{key: getattr(MODELS[model], key) for key in SHAPE_KEYS},
-                        "model": model,
-                        "tokens": [int(t) for t in latency.index],
-                        "latency_us": [round(float(v) * 1e3, 4) for v in latency],
-                        "source": (f"AIConfigurator {AIC_VERSION} "
-                                   f"{path.relative_to(root)} ({kernel}, {MOE_DTYPE[dtype]}, "
-                                   f"moe_tp {tp}, ep 1, {ROUTING} routing)"),
-                    }
+                    yield from _curve_row(root, path, rows[rows.moe_tp_size == tp], hw,
+                                          backend, dtype, model, tp, 1)
+                for ep in EPS:  # moe_tp 1: each GPU holds E / ep whole experts
+                    table = shape_rows(root, system, version, backend, dtype, model, ep)
+                    if table is not None:
+                        ep_rows = table[1]
+                        yield from _curve_row(root, path, ep_rows[ep_rows.moe_tp_size == 1],
+                                              hw, backend, dtype, model, 1, ep)
+
+
+def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: str,
+               model: str, tp: int, ep: int) -> Iterator[dict[str, Any]]:
+    """The curve row of ``rows`` (one moe_tp and ep), none when fewer than two counts."""
+    curve = routing_curve(rows, ROUTING)
+    if curve is None or len(curve[0]) < 2:
+        return
+    latency, kernel = curve
+    yield {
+        "hardware": hw, "kind": backend, "dtype": dtype, "tp": tp,
+        **({"ep": ep} if ep > 1 else {}),
+        **{key: getattr(MODELS[model], key) for key in SHAPE_KEYS},
+        "model": model,
+        "tokens": [int(t) for t in latency.index],
+        "latency_us": [round(float(v) * 1e3, 4) for v in latency],
+        "source": (f"AIConfigurator {AIC_VERSION} "
+                   f"{path.relative_to(root)} ({kernel}, {MOE_DTYPE[dtype]}, "
+                   f"moe_tp {tp}, ep {ep}, {ROUTING} routing)"),
+    }
 
 
 def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -104,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [*read_all(root), *read_marlin(root, ROUTING, TPS), *read_ampere(root, ROUTING, TPS)]
     for c in rows:
         print(f"{c['kind']:7s} {c['hardware']:10s} {c['model']:16s} {c['dtype']:5s} tp{c['tp']}"
+              f" ep{c.get('ep', 1)}"
               f"  {c['tokens'][0]}-{c['tokens'][-1]} tokens  {c['latency_us'][0]:8.1f} -"
               f" {c['latency_us'][-1]:10.1f} us")
     print(f"{len(rows)} curves")

@@ -147,7 +147,9 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
     lines = [
         f"{scenario.name}: {scenario.description}".rstrip(": "),
         f"model {dep.model.name} ({dep.weight_dtype} weights, {dep.kv_dtype} KV) on "
-        f"{dep.replicas} x {dep.tp} {dep.hardware.name}; KV cache {dep.kv_blocks} blocks of "
+        f"{dep.replicas} x {dep.gpus} {dep.hardware.name}"
+        f"{f' (attention DP x {dep.attention_dp})' if dep.attention_dp > 1 else ''}; "
+        f"KV cache {dep.kv_blocks} blocks of "
         f"{dep.block_size} tokens per replica",
         f"step costs: {dep.cost_source}",
     ]

@@ -12,6 +12,7 @@ from typing import Any
 from simulator.cluster import ClusterSpec
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import cost_model_from_config
+from simulator.costs.roofline import check_attention_dp
 from simulator.costs.host import request_delay_s
 from simulator.costs.speculative import draft_cost
 from simulator.errors import ConfigError
@@ -39,7 +40,7 @@ class Deployment:
 
     model: ModelSpec
     hardware: HardwareSpec
-    tp: int  # tensor-parallel degree (GPUs per replica)
+    tp: int  # tensor-parallel degree (GPUs per attention rank)
     weight_dtype: str
     kv_dtype: str
     policy_name: str
@@ -64,6 +65,12 @@ class Deployment:
     admission: AdmissionSection = ADMISSION_OFF  # [admission]: the fleet's front door
     autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale]: replicas following load
     disaggregated: DisaggSpec | None = None  # [disaggregated]: prefill/decode pools (None: off)
+    attention_dp: int = 1  # [hardware] attention_dp: attention ranks a replica's experts span
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per replica: tp x attention_dp."""
+        return self.tp * self.attention_dp
 
     def cluster(self) -> ClusterSpec:
         """The simulator's view of this deployment."""
@@ -85,14 +92,16 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     if context > model.max_context_tokens:  # an engine built for longer sequences
         model = replace(model, max_context_tokens=context)
     tp, weight_dtype, kv_dtype = sc.hardware.tp, sc.model.weight_dtype, sc.model.kv_dtype_used
+    dp = _attention_dp(sc, model, hw)
     preset = sc.stack.preset()
+    weights = stack_weight_bytes(preset, model, hw, tp, weight_dtype)
     kv_blocks = sc.kv.capacity_blocks(
-        memory_bytes=hw.memory_bytes, tp=tp,
-        weight_bytes=stack_weight_bytes(preset, model, hw, tp, weight_dtype),
+        memory_bytes=hw.memory_bytes, tp=tp * dp,
+        weight_bytes=model.group_weight_bytes(weights, weight_dtype, dp) if dp > 1 else weights,
         kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
-        **cost_args(preset, model, hw, tp, kv_dtype))
+        **cost_args(preset, model, hw, tp, kv_dtype), attention_dp=dp)
     spec = sc.speculative
     if spec.on:
         cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,
@@ -100,6 +109,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         cost_source = f"{cost_source}; speculative k={spec.num_tokens}, draft {draft}"
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
+    policy = rank_limits(policy, dp)
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
     return Deployment(
         model=model, hardware=hw, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -116,7 +126,37 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         admission=sc.admission, autoscale=sc.autoscale,
         disaggregated=build_disagg(sc, policy, cost, preset)
         if sc.disaggregated.enabled else None,
+        attention_dp=dp,
     )
+
+
+# the policy limits an attention data-parallel rank applies to its own requests
+RANK_LIMITS = ("max_num_seqs", "max_num_batched_tokens", "max_batch_size", "batch_size")
+
+
+def rank_limits(policy: Policy, dp: int) -> Policy:
+    """``policy`` for a replica of ``dp`` attention data-parallel ranks: each rank admits
+    its own requests under the scenario's limits (TensorRT-LLM's max_batch_size and
+    max_num_tokens are per rank under attention DP), so the group, run as one engine,
+    gets ``dp`` times each. ``policy`` itself at dp 1."""
+    if dp == 1:
+        return policy
+    scaled = {k: dp * getattr(policy, k) for k in RANK_LIMITS if hasattr(policy, k)}
+    return replace(policy, **scaled)  # type: ignore[type-var]
+
+
+def _attention_dp(sc: Scenario, model: ModelSpec, hw: HardwareSpec) -> int:
+    """``[hardware] attention_dp``, checked against the model and GPU (roofline.py); the
+    disaggregated pools and speculative decoding keep one rank."""
+    dp = sc.hardware.attention_dp
+    try:
+        check_attention_dp(dp, model, sc.hardware.tp, hw)
+    except ConfigError as e:
+        raise ConfigError(f"hardware.{e}") from None
+    if dp > 1 and (sc.disaggregated.enabled or sc.speculative.on):
+        raise ConfigError(f"hardware.attention_dp = {dp}: not with [disaggregated] or "
+                          "[speculative] (their pools and drafts are priced per TP group)")
+    return dp
 
 
 def _prefix_caching(on: bool, policy: Policy, router: str) -> bool:

@@ -82,7 +82,7 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
                                   res.num_replicas)
     if res.fleet is not None:  # the autoscaler's keys, only when it is on
         price = gpu_price(dep.hardware.name, dep.autoscale.usd_per_gpu_hour)
-        summary |= fleet_summary(res.fleet, dep.tp, price)
+        summary |= fleet_summary(res.fleet, dep.gpus, price)
     meta: dict[str, Any] = {"sim_events": res.num_events, "sim_wall_s": res.wall_s}
     if disagg is not None and res.transfers is not None:  # the pools' keys, only when on
         summary |= disagg_summary(res.transfers, disagg, res.requests, res.steps)
@@ -124,7 +124,8 @@ def point_result(labels: dict[str, Any], point: dict[str, Any], dep: Deployment,
         "scenario": point.get("name", ""),
         "model": dep.model.name, "gpu": dep.hardware.name, "tp": dep.tp, "stack": dep.stack,
         "weight_dtype": dep.weight_dtype, "kv_dtype": dep.kv_dtype,
-        "replicas": dep.replicas, "num_gpus": dep.replicas * dep.tp,
+        "replicas": dep.replicas, "num_gpus": dep.replicas * dep.gpus,
+        **({"attention_dp": dep.attention_dp} if dep.attention_dp > 1 else {}),
         "kv_blocks_per_replica": dep.kv_blocks, "cost_profile": dep.cost_source,
         "workload_counts": built.counts, "workload_notes": built.notes,
     }

@@ -76,10 +76,20 @@ class ModelSection:
 
 @dataclass(frozen=True, slots=True)
 class HardwareSection:
-    """``[hardware]``: the device and the tensor-parallel degree."""
+    """``[hardware]``: the device, the tensor-parallel degree and the attention
+    data-parallel ranks (a MoE model's experts spread over them: simulator/costs/roofline.py,
+    "attention data parallel")."""
 
     gpu: str = spec("h100-sxm")  # a name or alias in simulator/specs/hardware.py
-    tp: int = spec(1, unit="GPUs per replica", low=1)
+    tp: int = spec(1, unit="GPUs per attention rank", low=1)
+    # attention data-parallel ranks of tp GPUs each (TensorRT-LLM's DEP: tp 1); a replica's
+    # GPUs are tp x attention_dp, its batch limits and KV cache the ranks' together
+    attention_dp: int = spec(1, unit="ranks per replica", low=1)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per replica: tp x attention_dp."""
+        return self.tp * self.attention_dp
 
     def __post_init__(self) -> None:
         check_fields(self, "hardware")
@@ -174,7 +184,7 @@ class Scenario:
             hardware = build_section(HardwareSection, point.get("hardware"), "hardware")
             point = apply_stack(point, preset,
                                 get_model(model.name, base_dir=base, where="model.name"),
-                                get_hardware(hardware.gpu), gpus=hardware.tp)
+                                get_hardware(hardware.gpu), gpus=hardware.gpus)
         top = {k: point[k] for k in TOP_LEVEL if k in point}
         slo = point.get("slo")
         speculative = SpeculativeSection.from_table(point.get("speculative"))

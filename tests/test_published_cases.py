@@ -406,16 +406,21 @@ def test_group_table_reads_a_json_whose_metric_was_since_renamed() -> None:
     assert table[1]["signed_median"] == pytest.approx(-0.2)
 
 
-def test_dep_cases_are_skipped_whatever_the_catalogue_holds(cases: list, tmp_path: Path) -> None:
+def test_dep_cases_replay_attention_data_parallel_at_tp_1(cases: list, tmp_path: Path) -> None:
     # TensorRT-LLM's attention-data-parallel + expert-parallel rows (23: Qwen3-235B, GPT-OSS
-    # 120B, Llama-4-Maverick, DeepSeek-R1) are marked and skipped, even where the model is
-    # in the catalogue (Qwen3-235B is): a TP replay would misprice them
+    # 120B, Llama-4-Maverick, DeepSeek-R1) are marked; a catalogue model's replays its GPU
+    # count as hardware.attention_dp at tp 1, and the limits trtllm-bench sized per rank
     dep = [c for c in cases if c.parallelism == "dep"]
     assert len(dep) == 23 and all("-dep" in c.id for c in dep)
     assert not [c for c in cases if "-dep" in c.id and c.parallelism != "dep"]
-    qwen = next(c for c in dep if c.model == "qwen3-235b-a22b")
+    qwen = next(c for c in dep if c.model == "qwen3-235b-a22b" and c.gpu == "h200")
     assert catalogue_name(qwen.model) == "qwen3-235b-a22b"
-    assert pc.catalogue_status(qwen).startswith("skipped: attention data parallel")
+    assert pc.catalogue_status(qwen) is None
+    point, _ = pc.scenario_point(qwen, max_prompts=50, use_stack=True, burst_rate=math.inf,
+                                 trace_dir=tmp_path)
+    assert point["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 4}
+    deepseek = next(c for c in dep if c.model.startswith("deepseek"))
+    assert pc.catalogue_status(deepseek).startswith("skipped: model not in catalogue")
     text = ('[[case]]\nid = "z"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.x"\n'
             'gpu = "h200"\nmodel = "qwen3-235b-a22b"\nweight_dtype = "fp8"\ntp = 4\n'
             'parallelism = "PARALLEL"\nworkload = { prompt_tokens = 10, output_tokens = 10, '

@@ -1,9 +1,11 @@
-"""All-reduce latency fitted to measured collective tables: the prior's t_ar where known.
+"""Collective latency fitted to measured tables: the prior's t_ar where known.
 
 ``collectives.json`` (next to this file) holds, per GPU, all-reduce implementation
 ("nccl", "trtllm", "vllm_graph", "vllm_eager", "sglang_graph",
 "sglang_eager") and TP degree, a continuous
 piecewise-linear latency over message size, fitted by ``python -m calibrate.collectives_fit``
+(NCCL's all-gather and reduce-scatter too, ``op``: the token exchange around the experts
+under attention data parallelism, roofline.py)
 to the all-reduce tables NVIDIA measured and ships in AIConfigurator 0.12.0
 (``systems/data/<system>/comm/...``). Only the fitted knots and their provenance ship;
 the tables do not. A curve is::
@@ -53,6 +55,7 @@ class AllReduceCurve:
     knots_bytes: tuple[float, ...]  # s_i, bytes per GPU; s_0 = 0
     latency_us: tuple[float, ...]  # t_i, microseconds
     source: str  # which table, which version
+    op: str = "all_reduce"  # the collective: "all_reduce", "all_gather", "reduce_scatter"
     # (t_{i+1} - t_i) / (s_{i+1} - s_i) per segment, as np.interp computes them
     _slopes: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
@@ -86,7 +89,8 @@ class AllReduceCurve:
 
     def describe(self) -> str:
         how = "fitted to" if self.source.startswith("AIConfigurator") else "measured by"
-        return (f"{self.kind} all-reduce {how} {self.source} "
+        name = self.op.replace("_", "-")
+        return (f"{self.kind} {name} {how} {self.source} "
                 f"({self.latency_us[0]:.1f} us + {self.bandwidth_bytes_per_s / 1e9:.0f} GB/s)")
 
 
@@ -105,14 +109,24 @@ def allreduce_curve(hardware: str, tp: int, kind: str = DEFAULT_KIND,
                     published: Path | None = PUBLISHED_FILE) -> AllReduceCurve | None:
     """The curve for this GPU, implementation and TP degree (``path``'s fitted curves
     first, then ``published``'s), else None."""
+    return collective_curve(hardware, tp, "all_reduce", kind, path, published)
+
+
+def collective_curve(hardware: str, gpus: int, op: str, kind: str = DEFAULT_KIND,
+                     path: Path = COLLECTIVES_FILE,
+                     published: Path | None = PUBLISHED_FILE) -> AllReduceCurve | None:
+    """The ``op`` curve ("all_reduce", "all_gather", "reduce_scatter"; a row without an
+    ``op`` is an all-reduce) for this GPU, implementation and GPU count, else the sibling
+    GPU's on the same fabric, else None."""
     for row in _curves(path, published):
-        if (row["hardware"], row["kind"], row["tp"]) == (hardware, kind, tp):
+        if ((row["hardware"], row["kind"], row["tp"], row.get("op", "all_reduce"))
+                == (hardware, kind, gpus, op)):
             return AllReduceCurve(row["hardware"], row["kind"], int(row["tp"]),
                                   tuple(map(float, row["knots_bytes"])),
-                                  tuple(map(float, row["latency_us"])), row["source"])
+                                  tuple(map(float, row["latency_us"])), row["source"], op)
     other = sibling_of(hardware) if hardware in HARDWARE else None
     if other is not None and same_link(HARDWARE[hardware], other):
-        return allreduce_curve(other.name, tp, kind, path, published)  # the same fabric
+        return collective_curve(other.name, gpus, op, kind, path, published)  # same fabric
     return None
 
 

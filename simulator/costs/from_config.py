@@ -109,6 +109,7 @@ def cost_model_from_config(
     stack_prefill_passes: float = 0.0,
     stack_prefill_scale: float = 1.0,
     stack_moe_kind: str | None = None,
+    attention_dp: int = 1,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -126,6 +127,8 @@ def cost_model_from_config(
     ``stack_prefill_scale`` (the preset's factor on those steps) unless it sets
     ``prefill_scale`` (simulator/costs/prefill_pass.py); ``stack_moe_kind`` (the preset's
     ``moe_kind``: whose MoE kernels a prior's experts read) unless it sets ``moe_kind``.
+    ``attention_dp`` > 1 (attention data parallelism: roofline.py) is priced by the roofline
+    prior only, the shipped profiles and fitted forms being tensor-parallel steps.
     Errors name the field as ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
@@ -136,6 +139,11 @@ def cost_model_from_config(
     coefficients = {k: v for k, v in section.items() if k not in NOT_COEFFICIENTS}
     try:
         moe = _moe_kind(section, stack, where, stack_moe_kind)
+        dp = {"attention_dp": attention_dp} if attention_dp > 1 else {}
+        if dp and ("profile" in section or section.get("form", "roofline") != "roofline"):
+            raise ConfigError(f"{where}: attention data parallelism (attention_dp = "
+                              f"{attention_dp}) is priced by the roofline prior only; a "
+                              "profile or fitted form prices tensor-parallel steps")
         if "force" in section and "profile" not in section:
             raise ConfigError(f"{where}.force applies only with {where}.profile (a profile "
                               "file to use although it was measured for another deployment)")
@@ -147,13 +155,13 @@ def cost_model_from_config(
         elif "form" in section:
             cost, used = _inline(
                 section["form"], coefficients, model, hw, tp, weight_dtype, kv_dtype, where,
-                moe
+                moe, dp
             )
         elif coefficients:
             key = next(iter(coefficients))
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
-            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack, moe)
+            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack, moe, dp)
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
@@ -355,6 +363,7 @@ def _inline(
     kv_dtype: str,
     where: str,
     moe_kind: str | None = None,
+    dp: dict[str, int] | None = None,
 ) -> tuple[CostModel, str]:
     if form not in FORMS:
         raise ConfigError(f"{where}.form={form!r} must be one of {FORMS}")
@@ -374,15 +383,19 @@ def _inline(
     formula = any(k in values for k in ("allreduce_latency_s", "link_efficiency"))
     # the GPU's fitted knobs first (prior_efficiency.py), the section's over them
     cost = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **values,
-                        **({"allreduce_kind": ""} if formula else {}), **_moe_arg(moe_kind))
+                        **({"allreduce_kind": ""} if formula else {}), **_moe_arg(moe_kind),
+                        **(dp or {}))
     knobs = ", ".join(f"{k}={v:g}" for k, v in values.items())
     label = f"{ROOFLINE_ON_THE_FLY}, {prior_note(hw.name, weight_dtype)}"
     return cost, with_prior_notes(label + (f"; with {knobs}" if knobs else ""), cost)
 
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
-             stack: str | None = None, moe_kind: str | None = None
-             ) -> tuple[CostModel, str, float]:
+             stack: str | None = None, moe_kind: str | None = None,
+             dp: dict[str, int] | None = None) -> tuple[CostModel, str, float]:
+    if dp:  # attention data parallel: the prior (the shipped profiles are TP steps)
+        prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind), **dp)
+        return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
     found, measured = _measured(model, hw, tp, weight_dtype, kv_dtype, stack)
     if measured is not None:
         return measured
@@ -506,7 +519,8 @@ def with_prior_notes(used: str, cost: CostModel) -> str:
     if not isinstance(kernel, RooflineCost):
         return used
     note, moe = kernel.allreduce_source(), kernel.moe_source()
-    return used + (f"; all-reduce: {note}" if note else "") + (f"; experts: {moe}" if moe else "")
+    what = "all-reduce" if kernel.attention_dp == 1 else "collectives"
+    return used + (f"; {what}: {note}" if note else "") + (f"; experts: {moe}" if moe else "")
 
 
 def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str) -> str:

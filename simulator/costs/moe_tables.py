@@ -15,7 +15,9 @@ holds, per GPU, kernel table (``kind``: the serving stack whose kernels AIConfig
 0.12.0 timed: "trtllm", "vllm", "sglang"; and "vllm-marlin", vLLM's Marlin kernel moved
 to gpt-oss's shapes: calibrate/moe_marlin.py), weight dtype, TP degree and MoE shape (hidden,
 expert inter, experts, top k), one layer's latency at the token counts the table
-collected: balanced routing, moe_tp = tp, ep 1. Between counts it is linear in tokens, past
+collected: moe_tp = tp, ep 1; or (a row's ``ep``) moe_tp 1 over ``ep`` GPUs that each hold
+E / ep whole experts, the experts of attention data parallelism (roofline.py), whose token
+count is the whole group's. Between counts it is linear in tokens, past
 the last count it continues the last slope (compute-bound there), below the first it is
 the first (simulator/costs/knots.py). Only the knots and their provenance ship.
 """
@@ -53,11 +55,13 @@ class MoeLayerCurve:
     tokens: tuple[float, ...]  # token counts collected, increasing
     latency_us: tuple[float, ...]  # one layer's latency at each
     source: str  # the table, kernel and routing
+    ep: int = 1  # expert-parallel degree: GPUs each holding E / ep whole experts (moe_tp 1)
     _slopes: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.tokens) != len(self.latency_us) or not knots.increasing(self.tokens):
             raise ConfigError(f"MoE curve {self.hardware}/{self.kind}/{self.dtype}/tp{self.tp}"
+                              f"/ep{self.ep}"
                               f": tokens={self.tokens!r} must increase and match "
                               f"latency_us={self.latency_us!r}")
         object.__setattr__(self, "_slopes", knots.slopes(self.tokens, self.latency_us))
@@ -87,15 +91,17 @@ def moe_kinds(path: Path = MOE_FILE) -> tuple[str, ...]:
 
 
 def moe_layer_curve(model: ModelSpec, hardware: str, dtype: str, tp: int, kind: str,
-                    path: Path = MOE_FILE) -> MoeLayerCurve | None:
-    """``model``'s MoE layer on ``tp`` x ``hardware`` in ``dtype`` (or a dtype that costs
-    the same: fp16 reads bf16's) from ``kind``'s tables, else from those :data:`FALLBACK`
-    names for it, else from the default kind's, else None (a dense model: always None)."""
+                    path: Path = MOE_FILE, ep: int = 1) -> MoeLayerCurve | None:
+    """``model``'s MoE layer on ``tp`` x ``hardware`` (moe_tp = tp; or, with ``ep`` > 1,
+    on ``ep`` GPUs each holding ``E / ep`` whole experts, tp 1) in ``dtype`` (or a dtype
+    that costs the same: fp16 reads bf16's) from ``kind``'s tables, else from those
+    :data:`FALLBACK` names for it, else from the default kind's, else None (a dense model:
+    always None)."""
     if model.num_experts <= 1:
         return None
     shape = tuple(getattr(model, key) for key in SHAPE_KEYS)
     rows = [row for row in _load(path)
-            if (row["hardware"], row["tp"]) == (hardware, tp)
+            if (row["hardware"], row["tp"], row.get("ep", 1)) == (hardware, tp, ep)
             and same_cost_dtype(row["dtype"], dtype)
             and tuple(row[key] for key in SHAPE_KEYS) == shape]
     for want in dict.fromkeys((kind, FALLBACK.get(kind, kind), DEFAULT_MOE_KIND)):
@@ -103,5 +109,6 @@ def moe_layer_curve(model: ModelSpec, hardware: str, dtype: str, tp: int, kind: 
             if row["kind"] == want:
                 return MoeLayerCurve(row["hardware"], row["kind"], row["dtype"], int(row["tp"]),
                                      tuple(map(float, row["tokens"])),
-                                     tuple(map(float, row["latency_us"])), row["source"])
+                                     tuple(map(float, row["latency_us"])), row["source"],
+                                     int(row.get("ep", 1)))
     return None

@@ -39,6 +39,23 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
     (min(C, D W): every row's context read up to W tokens, exact when all rows hold W
     tokens or more, an overcount when some hold fewer; min(A, P W) likewise)
 
+    attention data parallel (``attention_dp`` = dp > 1, tp 1; TensorRT-LLM's DEP, SGLang's
+    and vLLM's DP attention with expert parallelism): dp ranks, one GPU each, every rank
+    holding all the shared weights and its own requests' KV cache, the experts split E / dp
+    a GPU. P, A, D, C, S, W and the requests above are the whole group's, and the ranks are
+    taken as balanced, so one rank's step is the group's with
+      F_mm, F_attn, B_kv, t_req (admitted + finished)   over dp (its share of the tokens)
+      B_w    = b_w (N_sh + E_T N_e / dp)                 every shared weight, E / dp experts
+      MoE(T) = the measured layer at moe_tp 1, ep dp, queried at the group's T tokens (as
+               AIConfigurator prices TensorRT-LLM's attention DP: x = x * attention_dp)
+      t_ar   = L (AG(T H b_act) + RS(T H b_act))         each MoE layer all-gathers the
+               group's tokens to the experts and reduce-scatters them back (AIConfigurator's
+               MoEDispatch below SM100 with attention DP: NCCL all_gather before and
+               reduce_scatter after, each of the volume x dp), AG and RS NCCL's curves over
+               dp GPUs (collectives.py), else lat + (dp-1)/dp T H b_act / (link/2 eff_l) each
+    Not modelled: ranks out of balance (the step waits for its slowest rank; a lone
+    request's prefill runs on one rank, not spread over dp), attention TP inside a rank.
+
 Each operator class has its own roofline, and the step is their sum: the matmuls and the
 attention run one after the other, so a step whose matmuls are compute-bound (a large
 decode batch) still pays its attention's KV reads at memory speed (LLM-Viewer prices each
@@ -185,6 +202,9 @@ class RooflineCost:
     # "vllm", "sglang"; the default's where the kind has no curve); "" = their roofline.
     # No curve for the GPU, dtype, tp and shape: the roofline.
     moe_kind: str = DEFAULT_MOE_KIND
+    # attention data-parallel ranks (module docstring, "attention data parallel"): 1, or
+    # dp ranks of tp 1 whose experts are spread over the dp GPUs (expert parallel)
+    attention_dp: int = 1
     _k: RooflineConstants = field(init=False, repr=False, compare=False)  # roofline_constants.py
     _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 
@@ -203,7 +223,7 @@ class RooflineCost:
                               f"one of {', '.join(moe_kinds())}")
         object.__setattr__(self, "_k", roofline_constants(self))
         object.__setattr__(self, "_scalar", ScalarRoofline(
-            self._k, self.allreduce_latency_s, self.per_request_s))
+            self._k, self.allreduce_latency_s, self.per_request_s * self._k.request_share))
 
     def _check_tp(self) -> None:
         tp, m, hw = self.tp, self.model, self.hardware
@@ -213,6 +233,7 @@ class RooflineCost:
             raise ConfigError(f"tp={tp} must divide {m.name}'s num_heads={m.num_heads}")
         if tp > 1 and hw.link_kind == "none":
             raise ConfigError(f"tp={tp} needs a GPU link, but {hw.name} has link_kind='none'")
+        check_attention_dp(self.attention_dp, m, tp, hw)
 
     @property
     def measured_allreduce(self) -> AllReduceCurve | None:
@@ -230,7 +251,16 @@ class RooflineCost:
         return f"roofline ({why})"
 
     def allreduce_source(self) -> str | None:
-        """What prices the all-reduces (None at tp 1): a named measured curve or the formula."""
+        """What prices the all-reduces (None at tp 1): a named measured curve or the formula;
+        under attention data parallelism, the experts' all-gather and reduce-scatter."""
+        if self.attention_dp > 1:
+            curves = self._k.dispatch_curves
+            how = ("; ".join(c.describe() for c in curves) if curves else
+                   f"formula {self.allreduce_latency_s * 1e6:g} us + bytes / "
+                   f"({self.link_efficiency:g} x link) (no measured NCCL all-gather and "
+                   f"reduce-scatter for {self.hardware.name} x {self.attention_dp})")
+            return (f"attention data parallel x {self.attention_dp}: each MoE layer's tokens "
+                    f"all-gathered to the experts and reduce-scattered back, {how}")
         if self.tp == 1:
             return None
         if self._k.ar_curve is not None:
@@ -267,6 +297,8 @@ class RooflineCost:
         elif k.num_allreduces:
             per_ar = self.allreduce_latency_s + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
+        if k.num_dispatches:
+            allreduce_s = allreduce_s + k.num_dispatches * self._dispatch_s(t)
         attn_m = kv_bytes / k.kv_mem_bw
         return RooflineTerms(
             flops=(flops_mm + flops_attn) / self.tp,
@@ -274,10 +306,21 @@ class RooflineCost:
             compute_s=mm_c + attn_c,
             memory_s=mm_m + attn_m,
             allreduce_s=allreduce_s,
-            overhead_s=k.step_s + self.per_request_s * n_req,
+            overhead_s=k.step_s + self.per_request_s * k.request_share * n_req,
             matmul_s=matmul_s,
             attention_s=_maximum(attn_c, attn_m),
         )
+
+    def _dispatch_s(self, t: Num) -> Num:
+        """One MoE layer's all-gather and reduce-scatter of a step of ``t`` tokens (the
+        group's) under attention data parallelism, roofline_scalar.py's order."""
+        k = self._k
+        nbytes = k.ar_message_bytes_per_token * t
+        if k.dispatch_curves:
+            gather, scatter = k.dispatch_curves
+            return gather.time_s(nbytes) + scatter.time_s(nbytes)
+        one = self.allreduce_latency_s + k.dispatch_bytes_per_token * t / k.ar_link_bw
+        return one + one
 
     def _matmuls(self, t: Num) -> tuple[Num, Num, Num, Num, Num]:
         """The matmuls of a step of ``t`` tokens: FLOPs, weight bytes read (the experts
@@ -355,6 +398,28 @@ class RooflineCost:
         k = self._k
         experts_s = 0.0 if k.moe_curve is None else k.moe_layers * k.moe_curve.time_s(tokens)
         return _maximum(mm_c, mm_m) + experts_s
+
+
+def check_attention_dp(dp: object, model: ModelSpec, tp: int, hw: HardwareSpec) -> int:
+    """Validate an attention data-parallel degree for ``model`` on ``tp`` x ``hw``: 1, or
+    ranks of tp 1 over which a MoE model's experts divide evenly, on GPUs with a link."""
+    if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
+        raise ConfigError(f"attention_dp={dp!r} must be an int >= 1")
+    if dp == 1:
+        return dp
+    if model.num_experts <= 1:
+        raise ConfigError(f"attention_dp={dp}: attention data parallelism spreads a MoE "
+                          f"model's experts over the ranks; {model.name} has none")
+    if tp != 1:
+        raise ConfigError(f"attention_dp={dp} with tp={tp}: each attention rank runs on one "
+                          "GPU here (tp = 1; the GPUs are attention_dp)")
+    if model.num_experts % dp:
+        raise ConfigError(f"attention_dp={dp} must divide {model.name}'s "
+                          f"{model.num_experts} experts")
+    if hw.link_kind == "none":
+        raise ConfigError(f"attention_dp={dp} needs a GPU link, but {hw.name} has "
+                          "link_kind='none'")
+    return dp
 
 
 def miss_power(q: float, t: Num) -> Num:

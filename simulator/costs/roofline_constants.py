@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from simulator.costs.collectives import AllReduceCurve, allreduce_curve
+from simulator.costs.collectives import AllReduceCurve, allreduce_curve, collective_curve
 from simulator.costs.moe_tables import MoeLayerCurve, moe_layer_curve
 from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 from simulator.specs.model_spec import EMBEDDING_BYTES
@@ -61,11 +61,20 @@ class RooflineConstants(NamedTuple):
     window: float  # W: the sliding-window layers' window in tokens (0: none)
     win_attn_flops_per_pair: float  # 4 L_win n_h d_h (attn_flops_per_pair: the full layers')
     win_kv_bytes_per_token: float  # the window layers' KV bytes a token / min(tp, n_kv)
+    # attention data parallelism over dp ranks (roofline.py, "attention data parallel"):
+    request_share: float  # 1 / dp: the requests admitted or finished one rank handles
+    num_dispatches: float  # L_moe when dp > 1 (an all-gather and a reduce-scatter each), else 0
+    dispatch_curves: tuple[AllReduceCurve, ...]  # NCCL's all-gather and reduce-scatter
+    # over dp GPUs where measured (collectives.py), else () and the formula:
+    dispatch_bytes_per_token: float  # (dp-1)/dp H b_act, bytes each GPU receives a token
 
 
 def roofline_constants(cost: RooflineCost) -> RooflineConstants:
-    """The constants of ``cost``'s model, GPU, tp, dtypes and efficiencies."""
-    m, hw, tp = cost.model, cost.hardware, cost.tp
+    """The constants of ``cost``'s model, GPU, tp, attention data parallelism, dtypes and
+    efficiencies. Under ``dp`` attention ranks the step is the whole group's: a rank's
+    FLOPs, KV reads and requests are the group's over dp (balanced ranks), its experts
+    E / dp, its shared weights all of them (module roofline.py)."""
+    m, hw, tp, dp = cost.model, cost.hardware, cost.tp, cost.attention_dp
     b_w = weight_dtype_bytes(cost.weight_dtype, "weight_dtype")
     kv_dtype_bytes(cost.kv_dtype, "kv_dtype")  # validates the name before use
     gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
@@ -85,14 +94,14 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
         inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
         shared_bytes=shared_bytes,
-        expert_bytes=b_w * m.params_per_expert / tp,
+        expert_bytes=b_w * m.params_per_expert / tp / dp,
         num_experts=m.num_experts,
         miss_prob=1.0 - m.experts_per_token / m.num_experts,
-        kv_bytes_per_token=m.kv_bytes_per_token(cost.kv_dtype) / min(tp, m.num_kv_heads),
+        kv_bytes_per_token=m.kv_bytes_per_token(cost.kv_dtype) / min(tp, m.num_kv_heads) / dp,
         decode_kv_reads=cost.decode_kv_reads,
         mem_bw=hw.bandwidth_gbps * 1e9 * cost.memory_efficiency,
         kv_mem_bw=hw.bandwidth_gbps * 1e9 * cost.kv_memory_efficiency,
-        compute_scale=1.0 / (tp * cost.compute_efficiency),
+        compute_scale=1.0 / (tp * dp * cost.compute_efficiency),
         step_s=cost.step_overhead_s + m.num_layers * cost.layer_overhead_s,
         ar_bytes_per_token=2.0 * (tp - 1) / tp * m.hidden_size * b_act,
         ar_link_bw=hw.link_bandwidth_gbps * 1e9 / 2 * cost.link_efficiency,
@@ -100,12 +109,25 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         ar_message_bytes_per_token=m.hidden_size * b_act,
         ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
                   if tp > 1 and cost.allreduce_kind else None),
-        moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, tp, cost.moe_kind)
+        moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, tp, cost.moe_kind, ep=dp)
                    if cost.moe_kind else None),
         moe_layers=float(m.num_layers),
         shared_flops_per_token=shared_flops,
         window=float(m.sliding_window),
         win_attn_flops_per_pair=4.0 * m.sliding_layers * m.num_heads * m.head_dim,
         win_kv_bytes_per_token=(m.window_kv_bytes_per_token(cost.kv_dtype)
-                                / min(tp, m.num_kv_heads)),
+                                / min(tp, m.num_kv_heads) / dp),
+        request_share=1.0 / dp,
+        num_dispatches=float(m.num_layers) if dp > 1 else 0.0,
+        dispatch_curves=_dispatch_curves(hw.name, dp, cost.allreduce_kind),
+        dispatch_bytes_per_token=(dp - 1) / dp * m.hidden_size * b_act,
     )
+
+
+def _dispatch_curves(hardware: str, dp: int, kind: str) -> tuple[AllReduceCurve, ...]:
+    """NCCL's measured all-gather and reduce-scatter over ``dp`` GPUs, both or neither
+    (none at dp 1, or with ``allreduce_kind = ""``: the formula)."""
+    if dp == 1 or not kind:
+        return ()
+    curves = tuple(collective_curve(hardware, dp, op) for op in ("all_gather", "reduce_scatter"))
+    return () if None in curves else tuple(c for c in curves if c is not None)

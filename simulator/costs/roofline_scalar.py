@@ -44,7 +44,8 @@ class ScalarRoofline:
 
     def _token_terms(self, t: float) -> tuple[float, float]:
         """(t_mm, t_ar) of a step of ``t`` tokens: sqrt(compute^2 + reads^2) of the matmuls
-        (roofline.py's smooth maximum), and the all-reduces."""
+        (roofline.py's smooth maximum), and the all-reduces (under attention data
+        parallelism, the experts' all-gathers and reduce-scatters)."""
         k = self._k
         if k.moe_curve is None:
             experts_hit = k.num_experts * (1.0 - k.miss_prob**t) if k.num_experts else 0.0
@@ -64,6 +65,15 @@ class ScalarRoofline:
         elif k.num_allreduces:
             per_ar = self._lat + k.ar_bytes_per_token * t / k.ar_link_bw
             allreduce_s = k.num_allreduces * per_ar
+        if k.num_dispatches:  # attention data parallel: the experts' gather and scatter
+            nbytes = k.ar_message_bytes_per_token * t
+            if k.dispatch_curves:
+                gather, scatter = k.dispatch_curves
+                dispatch_s = gather.time_s_scalar(nbytes) + scatter.time_s_scalar(nbytes)
+            else:
+                one = self._lat + k.dispatch_bytes_per_token * t / k.ar_link_bw
+                dispatch_s = one + one
+            allreduce_s = allreduce_s + k.num_dispatches * dispatch_s
         terms = (matmul_s, allreduce_s)
         if len(self._by_tokens) >= _MAX_CACHED:
             self._by_tokens.clear()

@@ -153,6 +153,21 @@ class ModelSpec:
             kept = self.params_shared
         return round((self.params_total - kept) * b + kept * EMBEDDING_BYTES)
 
+    def expert_weight_bytes(self, weight_dtype: str) -> int:
+        """Bytes of every expert's MLP in ``weight_dtype`` (a quantised checkpoint quantises
+        its experts): the part of :meth:`weight_bytes` attention data parallelism spreads
+        over its ranks instead of copying to each. 0 for a dense model."""
+        if self.num_experts <= 1:
+            return 0
+        return round(self.params_experts * weight_dtype_bytes(weight_dtype))
+
+    def group_weight_bytes(self, weight_bytes: int, weight_dtype: str, ranks: int) -> int:
+        """The weights ``ranks`` attention data-parallel GPUs hold together: each rank a
+        copy of everything but the experts (``weight_bytes``, the checkpoint's on one GPU,
+        less :meth:`expert_weight_bytes`), the experts once between them."""
+        experts = self.expert_weight_bytes(weight_dtype)
+        return ranks * (weight_bytes - experts) + experts
+
     def expert_pad_bytes(self, weight_dtype: str, tp: int, hidden_align: int,
                          inter_align: int) -> int:
         """Bytes an expert kernel adds to the experts by padding each GPU's expert matrices:
