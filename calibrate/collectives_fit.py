@@ -25,8 +25,8 @@ Versions are AIConfigurator 0.12.0's "current" slots (``systems/query_versions.y
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     args, root = cli
     doc = document(fit_all(root))
     for c in doc["curves"]:
-        print(f"{c['hardware']:10s} {c['kind']:10s} {c['op']:14s} tp{c['tp']} t0 {c['latency_us'][0]:6.1f} us"
+        print(f"{c['hardware']:10s} {c['kind']:10s} {c['op']:14s} tp{c['tp']} "
+              f"t0 {c['latency_us'][0]:6.1f} us"
               f"  MAPE {c['fit']['mape']:6.1%}  max {c['fit']['max_ape']:6.1%}")
     print(f"{len(doc['curves'])} curves")
     return write_or_check(args.out, doc, args.check, "calibrate.collectives_fit", indent=1)

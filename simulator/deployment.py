@@ -12,8 +12,8 @@ from typing import Any
 from simulator.cluster import ClusterSpec
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import cost_model_from_config
-from simulator.costs.roofline import check_attention_dp
 from simulator.costs.host import request_delay_s
+from simulator.costs.roofline import check_attention_dp
 from simulator.costs.speculative import draft_cost
 from simulator.errors import ConfigError
 from simulator.fleet.disagg_build import build_disagg
@@ -142,7 +142,7 @@ def rank_limits(policy: Policy, dp: int) -> Policy:
     if dp == 1:
         return policy
     scaled = {k: dp * getattr(policy, k) for k in RANK_LIMITS if hasattr(policy, k)}
-    return replace(policy, **scaled)  # type: ignore[type-var]
+    return replace(policy, **scaled)  # type: ignore[type-var]  # every policy is a dataclass
 
 
 def _attention_dp(sc: Scenario, model: ModelSpec, hw: HardwareSpec) -> int:
