@@ -93,12 +93,14 @@ def _candidate(labels: dict[str, Any], point: dict[str, Any]) -> Candidate:
              "weight_dtype": sc.model.weight_dtype, "policy": sc.policy.name}
     extra = {k: v for k, v in labels.items()
              if k not in ("gpu", "tp", "weight_dtype", "policy")}
-    name = f"{ident['gpu']} x{ident['tp']} {ident['weight_dtype']} {sc.policy.name}"
+    dp = sc.hardware.attention_dp  # attention data parallel: a replica is dp x tp GPUs
+    name = (f"{ident['gpu']} x{sc.hardware.gpus}{' attention-DP' if dp > 1 else ''} "
+            f"{ident['weight_dtype']} {sc.policy.name}")
     name += "".join(f" {k}={v}" for k, v in extra.items())
     reason = None
     try:
         resolve(sc)
     except ValueError as e:  # ConfigError or CapacityError: this deployment cannot run
         reason = str(e)
-    return Candidate(name, {**ident, **extra}, point, sc.hardware_spec().name, sc.hardware.tp,
-                     reason)
+    return Candidate(name, {**ident, **extra}, point, sc.hardware_spec().name,
+                     sc.hardware.gpus, reason)
