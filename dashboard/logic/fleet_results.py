@@ -64,11 +64,12 @@ def offered_rate(point: dict[str, Any], requests: pd.DataFrame,
 def fleet_cost(summary: dict[str, Any]) -> dict[str, float] | None:
     """Replica-seconds and cost of the autoscaled fleet against a fixed fleet of its peak size
     over the same span (peak x fleet_end_s); None without the autoscaler. Cost =
-    replica-seconds / 3600 x tp x usd_per_gpu_hour (docs/fleet.md)."""
+    replica-seconds / 3600 x GPUs per replica (tp x attention_dp) x usd_per_gpu_hour
+    (docs/fleet.md)."""
     if "replica_seconds" not in summary:
         return None
     usd = summary.get("usd_per_gpu_hour")
-    tp = int(summary.get("tp") or 1)
+    tp = int(summary.get("tp") or 1) * int(summary.get("attention_dp") or 1)
     fixed_s = float(summary["peak_replicas"]) * float(summary["fleet_end_s"])
     def cost(seconds: float) -> float:
         return float("nan") if usd is None else seconds / 3600 * tp * float(usd)
