@@ -145,7 +145,7 @@ class RooflineTerms(NamedTuple):
     bytes: Num  # HBM bytes read and written per GPU
     compute_s: Num  # the step's FLOPs at (tp eff_c) x peak: F_mm and F_attn's shares
     memory_s: Num  # the step's bytes at eff_m x bandwidth: B_w and B_kv's
-    allreduce_s: Num  # t_ar
+    allreduce_s: Num  # t_ar: the all-reduces, or attention DP's all-gathers and reduce-scatters
     overhead_s: Num  # t_step + L t_layer + t_req (admitted + finished)
     matmul_s: Num  # t_mm: the smooth maximum of the matmuls' compute and weight reads
     attention_s: Num  # t_attn: the larger of attention's compute and KV reads
