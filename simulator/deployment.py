@@ -101,7 +101,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
-        **cost_args(preset, model, hw, tp, kv_dtype), attention_dp=dp)
+        **cost_args(preset, model, hw, tp, kv_dtype), attention_dp=dp,
+        expert_parallel=sc.hardware.expert_parallel)
     spec = sc.speculative
     if spec.on:
         cost, draft = draft_cost(cost, model, hw, tp, weight_dtype, kv_dtype, spec.draft,

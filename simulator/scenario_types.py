@@ -85,6 +85,10 @@ class HardwareSection:
     # attention data-parallel ranks of tp GPUs each (TensorRT-LLM's DEP: tp 1); a replica's
     # GPUs are tp x attention_dp, its batch limits and KV cache the ranks' together
     attention_dp: int = spec(1, unit="ranks per replica", low=1)
+    # under attention_dp: each GPU holds E / attention_dp whole experts (expert parallel:
+    # TensorRT-LLM's DEP, vLLM's --enable-expert-parallel); false: every expert split over
+    # the ranks (SGLang's DP attention without expert parallelism)
+    expert_parallel: bool = spec(True)
 
     @property
     def gpus(self) -> int:
@@ -93,6 +97,9 @@ class HardwareSection:
 
     def __post_init__(self) -> None:
         check_fields(self, "hardware")
+        if not self.expert_parallel and self.attention_dp == 1:
+            raise ConfigError("hardware.expert_parallel = false: only with attention_dp > 1 "
+                              "(tensor-parallel GPUs split every expert already)")
         try:
             get_hardware(self.gpu)
         except ConfigError as e:

@@ -181,3 +181,19 @@ def test_the_all_reduce_curves_are_unchanged_by_the_new_ops() -> None:
     assert collective_curve("h100-sxm", 16, "all_gather") is None
     assert replace(gather, op="x").op == "x"  # a plain field
     assert np.isfinite(gather.time_s(2.0**20))
+
+
+def test_without_expert_parallelism_every_expert_is_split_over_the_ranks() -> None:
+    # SGLang's DP attention without --enable-ep-moe: the MoE runs tensor-parallel over the
+    # ranks, so its layer is the moe_tp 4 curve (at the group's tokens); the rest is DEP's
+    tp_moe = _cost(4, expert_parallel=False)
+    curve = tp_moe.measured_moe
+    assert curve is not None and (curve.tp, curve.ep) == (4, 1)
+    assert curve == moe_layer_curve(QWEN, "h200", "fp8", 4, "trtllm")
+    ep = _cost(4)
+    assert tp_moe._k.expert_bytes == ep._k.expert_bytes  # a quarter of every expert either way
+    assert tp_moe.terms(MIXED).attention_s == ep.terms(MIXED).attention_s
+    point = _point(attention_dp=4, expert_parallel=False)
+    assert "moe_tp 4, ep 1" in resolve(point).cost_source
+    with pytest.raises(ConfigError, match="expert_parallel = false: only with attention_dp"):
+        resolve(_point(expert_parallel=False, tp=4))

@@ -110,6 +110,7 @@ def cost_model_from_config(
     stack_prefill_scale: float = 1.0,
     stack_moe_kind: str | None = None,
     attention_dp: int = 1,
+    expert_parallel: bool = True,
 ) -> tuple[CostModel, str]:
     """Build the cost model a ``[cost]`` section asks for; also say which profile was used.
 
@@ -127,8 +128,9 @@ def cost_model_from_config(
     ``stack_prefill_scale`` (the preset's factor on those steps) unless it sets
     ``prefill_scale`` (simulator/costs/prefill_pass.py); ``stack_moe_kind`` (the preset's
     ``moe_kind``: whose MoE kernels a prior's experts read) unless it sets ``moe_kind``.
-    ``attention_dp`` > 1 (attention data parallelism: roofline.py) is priced by the roofline
-    prior only, the shipped profiles and fitted forms being tensor-parallel steps.
+    ``attention_dp`` > 1 (attention data parallelism: roofline.py; ``expert_parallel``: its
+    experts split whole over the ranks, else each over all of them) is priced by the
+    roofline prior only, the shipped profiles and fitted forms being tensor-parallel steps.
     Errors name the field as ``<where>.<key>`` and show the bad value.
     """
     unknown = [k for k in section if k not in SECTION_KEYS]
@@ -139,7 +141,8 @@ def cost_model_from_config(
     coefficients = {k: v for k, v in section.items() if k not in NOT_COEFFICIENTS}
     try:
         moe = _moe_kind(section, stack, where, stack_moe_kind)
-        dp = {"attention_dp": attention_dp} if attention_dp > 1 else {}
+        dp: dict[str, Any] = ({"attention_dp": attention_dp, "expert_parallel": expert_parallel}
+                              if attention_dp > 1 else {})
         if dp and ("profile" in section or section.get("form", "roofline") != "roofline"):
             raise ConfigError(f"{where}: attention data parallelism (attention_dp = "
                               f"{attention_dp}) is priced by the roofline prior only; a "
@@ -363,7 +366,7 @@ def _inline(
     kv_dtype: str,
     where: str,
     moe_kind: str | None = None,
-    dp: dict[str, int] | None = None,
+    dp: dict[str, Any] | None = None,
 ) -> tuple[CostModel, str]:
     if form not in FORMS:
         raise ConfigError(f"{where}.form={form!r} must be one of {FORMS}")
@@ -392,7 +395,7 @@ def _inline(
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
              stack: str | None = None, moe_kind: str | None = None,
-             dp: dict[str, int] | None = None) -> tuple[CostModel, str, float]:
+             dp: dict[str, Any] | None = None) -> tuple[CostModel, str, float]:
     if dp:  # attention data parallel: the prior (the shipped profiles are TP steps)
         prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind), **dp)
         return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0

@@ -46,8 +46,9 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
     taken as balanced, so one rank's step is the group's with
       F_mm, F_attn, B_kv, t_req (admitted + finished)   over dp (its share of the tokens)
       B_w    = b_w (N_sh + E_T N_e / dp)                 every shared weight, E / dp experts
-      MoE(T) = the measured layer at moe_tp 1, ep dp, queried at the group's T tokens (as
-               AIConfigurator prices TensorRT-LLM's attention DP: x = x * attention_dp)
+      MoE(T) = the measured layer at moe_tp 1, ep dp (``expert_parallel = False``: moe_tp
+               dp, ep 1, every expert split over the ranks), queried at the group's T tokens
+               (as AIConfigurator prices TensorRT-LLM's attention DP: x = x * attention_dp)
       t_ar   = L (AG(T H b_act) + RS(T H b_act))         each MoE layer all-gathers the
                group's tokens to the experts and reduce-scatters them back (AIConfigurator's
                MoEDispatch below SM100 with attention DP: NCCL all_gather before and
@@ -205,6 +206,10 @@ class RooflineCost:
     # attention data-parallel ranks (module docstring, "attention data parallel"): 1, or
     # dp ranks of tp 1 whose experts are spread over the dp GPUs (expert parallel)
     attention_dp: int = 1
+    # under attention_dp: the experts split whole over the ranks (expert parallel: TensorRT-
+    # LLM's DEP, vLLM's --enable-expert-parallel), or each expert split over all of them
+    # (tensor-parallel MoE: SGLang's DP attention without expert parallelism)
+    expert_parallel: bool = True
     _k: RooflineConstants = field(init=False, repr=False, compare=False)  # roofline_constants.py
     _scalar: ScalarRoofline = field(init=False, repr=False, compare=False)  # one step, floats
 

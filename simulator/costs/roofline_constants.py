@@ -75,6 +75,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     FLOPs, KV reads and requests are the group's over dp (balanced ranks), its experts
     E / dp, its shared weights all of them (module roofline.py)."""
     m, hw, tp, dp = cost.model, cost.hardware, cost.tp, cost.attention_dp
+    moe_tp, moe_ep = _moe_split(cost)
     b_w = weight_dtype_bytes(cost.weight_dtype, "weight_dtype")
     kv_dtype_bytes(cost.kv_dtype, "kv_dtype")  # validates the name before use
     gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
@@ -109,8 +110,8 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         ar_message_bytes_per_token=m.hidden_size * b_act,
         ar_curve=(allreduce_curve(hw.name, tp, cost.allreduce_kind)
                   if tp > 1 and cost.allreduce_kind else None),
-        moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, tp, cost.moe_kind, ep=dp)
-                   if cost.moe_kind else None),
+        moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, moe_tp, cost.moe_kind,
+                                   ep=moe_ep) if cost.moe_kind else None),
         moe_layers=float(m.num_layers),
         shared_flops_per_token=shared_flops,
         window=float(m.sliding_window),
@@ -122,6 +123,15 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         dispatch_curves=_dispatch_curves(hw.name, dp, cost.allreduce_kind),
         dispatch_bytes_per_token=(dp - 1) / dp * m.hidden_size * b_act,
     )
+
+
+def _moe_split(cost: RooflineCost) -> tuple[int, int]:
+    """(moe_tp, ep) of the measured MoE layer ``cost`` reads: (tp, 1); under attention data
+    parallelism (1, dp) with expert parallelism, else (dp, 1)."""
+    dp = cost.attention_dp
+    if dp == 1 or not cost.expert_parallel:
+        return cost.tp * dp, 1
+    return cost.tp, dp
 
 
 def _dispatch_curves(hardware: str, dp: int, kind: str) -> tuple[AllReduceCurve, ...]:
