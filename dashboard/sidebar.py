@@ -168,6 +168,10 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     gpu = _choice("GPU", list(choices("gpu")), d.gpu, "gpu")
     dtype = _choice("Weight dtype", list(choices("weight_dtype")), d.weight_dtype, "weight_dtype")
     tp = _choice("Tensor parallelism (GPUs per replica)", list(choices("tp")), d.tp, "tp")
+    ranks = base.get("hardware", {}).get("attention_dp", 1)
+    if isinstance(ranks, int) and ranks > 1:  # kept from the scenario (apply_knobs)
+        sb.caption(f"attention data parallel x {ranks} (the scenario's [hardware]): a replica "
+                   f"is {tp * ranks} GPUs, tp {tp} each (docs/gpu-profiles.md)")
     replicas = _number("Replicas", "replicas", d.replicas)
     router = _choice("Router", list(choices("router")), d.router, "router")
     stack = _choice("Serving stack", list(choices("stack")), d.stack, "stack",
