@@ -475,6 +475,9 @@ def scenario_point(case: Case, *, max_prompts: int, use_stack: bool,
     }
     notes += table_limits(case, prompt, output, policy)
     notes += bench_limits(case, prompt, output, policy)
+    if case.parallelism == "dep":
+        notes.append(f"DEP over {case.tp} GPUs: hardware.attention_dp = {case.tp} at tp 1; the "
+                     "batch limits are each rank's (the group's: x attention_dp)")
     notes += engine_context(case, prompt, output, policy)
     kv, kv_notes = trtllm_kv(case, prompt, output, policy, trtllm_buffers)
     if not kv:
