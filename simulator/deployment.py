@@ -25,6 +25,7 @@ from simulator.fleet.sections import (
     AutoscaleSection,
 )
 from simulator.policies import Policy
+from simulator.policies.continuous import ContinuousPolicy
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO
 from simulator.specs.hardware import HardwareSpec
@@ -139,10 +140,14 @@ def rank_limits(policy: Policy, dp: int) -> Policy:
     """``policy`` for a replica of ``dp`` attention data-parallel ranks: each rank admits
     its own requests under the scenario's limits (TensorRT-LLM's max_batch_size and
     max_num_tokens are per rank under attention DP), so the group, run as one engine,
-    gets ``dp`` times each. ``policy`` itself at dp 1."""
+    gets ``dp`` times each; a request, which runs on one rank, keeps a rank's token budget
+    (``request_budget``: without chunked prefill a longer prompt is refused). ``policy``
+    itself at dp 1."""
     if dp == 1:
         return policy
     scaled = {k: dp * getattr(policy, k) for k in RANK_LIMITS if hasattr(policy, k)}
+    if isinstance(policy, ContinuousPolicy):  # one request runs on one rank: its budget
+        scaled["request_budget"] = policy.request_budget or policy.max_num_batched_tokens
     return replace(policy, **scaled)  # type: ignore[type-var]  # every policy is a dataclass
 
 

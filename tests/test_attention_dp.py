@@ -197,3 +197,20 @@ def test_without_expert_parallelism_every_expert_is_split_over_the_ranks() -> No
     assert "moe_tp 4, ep 1" in resolve(point).cost_source
     with pytest.raises(ConfigError, match="expert_parallel = false: only with attention_dp"):
         resolve(_point(expert_parallel=False, tp=4))
+
+
+def test_a_request_keeps_one_ranks_token_budget() -> None:
+    # without chunked prefill a prompt must fit the budget of the rank it runs on: 2,048
+    # tokens here, though the group's four ranks take 8,192 a step together
+    point = _point(attention_dp=4)
+    point["workload"] = {"arrival": "poisson", "rate": 1.0, "num_requests": 6,
+                         "prompt": {"dist": "fixed", "tokens": 3000},
+                         "output": {"dist": "fixed", "tokens": 8}}
+    dep = resolve(point)
+    assert (dep.policy.max_num_batched_tokens, dep.policy.request_budget) == (8192, 2048)
+    res = run_point({}, point)
+    assert res.summary["completed"] == 0 and res.summary["num_rejected"] == 6
+    point["workload"]["prompt"]["tokens"] = 2000  # 2,000 + 8 fits one rank's 2,048
+    assert run_point({}, point).summary["completed"] == 6
+    one = resolve(_point(tp=4))  # a tensor-parallel replica keeps the policy as it is
+    assert (one.policy.max_num_batched_tokens, one.policy.request_budget) == (2048, 0)

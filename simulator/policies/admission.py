@@ -27,7 +27,8 @@ Every rule first needs the KV blocks for the tokens the request computes in this
 
 :func:`refusal` turns away, at the head of the queue, what can never run: prompt +
 output over ``max_model_len`` (vLLM refuses it at the API), or over one step's budget
-without chunked prefill (unless ``long_prompt_alone``: it then runs alone).
+without chunked prefill (unless ``long_prompt_alone``: it then runs alone; the budget is
+``request_budget`` where set: an attention data-parallel rank's).
 
 ``kv_watermark`` (vLLM v0 ``BlockSpaceManager.can_allocate``: ``free - needed >=
 watermark x num_blocks``) is kept back from every rule's room.
@@ -96,9 +97,11 @@ def refusal(policy: ContinuousPolicy, seq: Sequence) -> str:
     # Without chunks a step must hold what the request recomputes after a preemption;
     # no_evict never preempts, so its prompt alone must fit.
     need = seq.prompt_tokens if policy.admission == "no_evict" else total
-    if need <= policy.max_num_batched_tokens:
+    budget = policy.request_budget or policy.max_num_batched_tokens
+    if need <= budget:
         return ""
     what = "prompt" if policy.admission == "no_evict" else "prompt + output"
-    return (f"{REFUSED_BUDGET}: {what} = {need} tokens > max_num_batched_tokens = "
-            f"{policy.max_num_batched_tokens}: without chunked prefill a preempted request "
-            "is recomputed in one step (vLLM v0 likewise needs the budget >= max_model_len)")
+    name = "request_budget" if policy.request_budget else "max_num_batched_tokens"
+    return (f"{REFUSED_BUDGET}: {what} = {need} tokens > {name} = {budget}: without chunked "
+            "prefill a preempted request is recomputed in one step (vLLM v0 likewise needs "
+            "the budget >= max_model_len)")

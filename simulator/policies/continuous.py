@@ -81,6 +81,10 @@ class ContinuousPolicy:
     # no chunked prefill: a prompt over max_num_batched_tokens runs alone in its own
     # prefill step (SGLang 0.2's max_prefill_tokens); false: it is refused (vLLM v0)
     long_prompt_alone: bool = spec(False)
+    # the token budget of the one rank a request runs on (0: max_num_batched_tokens), which
+    # refuses a prompt over it without chunked prefill: under attention data parallelism
+    # the group's budget is its ranks' together (simulator/deployment.py rank_limits)
+    request_budget: int = spec(0, unit="tokens", low=0)
     # waiting order and victims: fcfs (arrival), priority (class, then arrival; a less
     # urgent running request makes way: policies/priority.py)
     scheduling: str = spec("fcfs", choices=SCHEDULINGS)
