@@ -35,7 +35,8 @@ from simulator.slo import SLO, parse_slo_string
 
 _DEFAULTS = SearchSettings()
 LIST_FLAGS = {  # flag -> (candidate axis, element type)
-    "gpus": ("gpus", str), "tp": ("tp", int), "dtypes": ("dtypes", str),
+    "gpus": ("gpus", str), "tp": ("tp", int), "attention_dp": ("attention_dp", int),
+    "dtypes": ("dtypes", str),
     "policies": ("policies", str), "max_num_seqs": ("max_num_seqs", int),
     "chunk": ("chunk", int),
 }
@@ -51,6 +52,8 @@ def add_plan_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
                    help="targets, e.g. ttft_p99_ms=500,tpot_p99_ms=50 (default: [slo])")
     for flag, help_text in (("gpus", "GPU types, e.g. h100-sxm,h200"),
                             ("tp", "tensor-parallel degrees, e.g. 1,2"),
+                            ("attention_dp", "attention data-parallel ranks of a MoE "
+                                             "model's replica (tp 1), e.g. 1,8"),
                             ("dtypes", "weight dtypes, e.g. bf16,fp8"),
                             ("policies", "batching policies, e.g. continuous,chunked"),
                             ("max_num_seqs", "max_num_seqs values"),

@@ -214,3 +214,17 @@ def test_a_request_keeps_one_ranks_token_budget() -> None:
     assert run_point({}, point).summary["completed"] == 6
     one = resolve(_point(tp=4))  # a tensor-parallel replica keeps the policy as it is
     assert (one.policy.max_num_batched_tokens, one.policy.request_budget) == (2048, 0)
+
+
+def test_the_planner_sizes_attention_dp_candidates_by_their_gpus() -> None:
+    from simulator.capacity.candidates import build_candidates
+    raw = {**_point(), "hardware": {"gpu": "h200"}}
+    cands = build_candidates(raw, {"tp": [1, 4], "attention_dp": [1, 4]})
+    by_name = {c.name: c for c in cands}
+    assert set(by_name) == {"h200 x1 fp8 continuous", "h200 x4 fp8 continuous",
+                            "h200 x4 attention-DP4 fp8 continuous",
+                            "h200 x16 attention-DP4 fp8 continuous"}
+    dep = by_name["h200 x4 attention-DP4 fp8 continuous"]
+    assert (dep.tp, dep.infeasible, dep.labels["attention_dp"]) == (4, None, 4)
+    assert "tp = 1" in by_name["h200 x16 attention-DP4 fp8 continuous"].infeasible
+    assert "does not fit" in by_name["h200 x1 fp8 continuous"].infeasible

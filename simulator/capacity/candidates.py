@@ -25,6 +25,7 @@ AXES: dict[str, tuple[str, str]] = {
     # flag / keyword -> scenario field
     "gpus": ("hardware", "gpu"),
     "tp": ("hardware", "tp"),
+    "attention_dp": ("hardware", "attention_dp"),
     "dtypes": ("model", "weight_dtype"),
     "policies": ("policy", "name"),
     "max_num_seqs": ("policy", "max_num_seqs"),
@@ -90,11 +91,13 @@ def _candidate(labels: dict[str, Any], point: dict[str, Any]) -> Candidate:
         raise ConfigError("workload.arrival = 'closed': a plan sizes for a request rate; use "
                           "an open-loop arrival (poisson, gamma, constant or trace)")
     ident = {"gpu": sc.hardware_spec().name, "tp": sc.hardware.tp,
+             **({"attention_dp": sc.hardware.attention_dp} if sc.hardware.attention_dp > 1
+                else {}),
              "weight_dtype": sc.model.weight_dtype, "policy": sc.policy.name}
     extra = {k: v for k, v in labels.items()
-             if k not in ("gpu", "tp", "weight_dtype", "policy")}
+             if k not in ("gpu", "tp", "attention_dp", "weight_dtype", "policy")}
     dp = sc.hardware.attention_dp  # attention data parallel: a replica is dp x tp GPUs
-    name = (f"{ident['gpu']} x{sc.hardware.gpus}{' attention-DP' if dp > 1 else ''} "
+    name = (f"{ident['gpu']} x{sc.hardware.gpus}{f' attention-DP{dp}' if dp > 1 else ''} "
             f"{ident['weight_dtype']} {sc.policy.name}")
     name += "".join(f" {k}={v}" for k, v in extra.items())
     reason = None
