@@ -87,7 +87,9 @@ class HardwareSection:
     attention_dp: int = spec(1, unit="ranks per replica", low=1)
     # under attention_dp: each GPU holds E / attention_dp whole experts (expert parallel:
     # TensorRT-LLM's DEP, vLLM's --enable-expert-parallel); false: every expert split over
-    # the ranks (SGLang's DP attention without expert parallelism)
+    # the ranks (SGLang's DP attention without expert parallelism). No effect at
+    # attention_dp 1, where tensor parallelism splits every expert already (as mixed_chunks
+    # has none without chunked prefill), so a sweep over attention_dp may hold it fixed
     expert_parallel: bool = spec(True)
 
     @property
@@ -97,9 +99,6 @@ class HardwareSection:
 
     def __post_init__(self) -> None:
         check_fields(self, "hardware")
-        if not self.expert_parallel and self.attention_dp == 1:
-            raise ConfigError("hardware.expert_parallel = false: only with attention_dp > 1 "
-                              "(tensor-parallel GPUs split every expert already)")
         try:
             get_hardware(self.gpu)
         except ConfigError as e:

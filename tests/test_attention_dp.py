@@ -195,8 +195,9 @@ def test_without_expert_parallelism_every_expert_is_split_over_the_ranks() -> No
     assert tp_moe.terms(MIXED).attention_s == ep.terms(MIXED).attention_s
     point = _point(attention_dp=4, expert_parallel=False)
     assert "moe_tp 4, ep 1" in resolve(point).cost_source
-    with pytest.raises(ConfigError, match="expert_parallel = false: only with attention_dp"):
-        resolve(_point(expert_parallel=False, tp=4))
+    # at attention_dp 1 it changes nothing: tensor parallelism splits every expert already
+    assert resolve(_point(expert_parallel=False, tp=4)).cost_source == \
+        resolve(_point(tp=4)).cost_source
 
 
 def test_a_request_keeps_one_ranks_token_budget() -> None:
