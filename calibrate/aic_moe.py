@@ -70,7 +70,7 @@ MOE_MODELS = ("mixtral-8x7b", "mixtral-8x22b")
 TP_DEGREES = (1, 2, 4, 8)
 MLP_OPS = ("gate_ffn1_gemm", "act_gate", "ffn2_gemm")  # the dense MLP the MoE op replaces
 # moe_perf.parquet's moe_dtype; mxfp4: gpt-oss's experts, bf16 activations (W4A16)
-MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8", "mxfp4": "w4a16_mxfp4"}
+MOE_DTYPE = {"bf16": "bfloat16", "fp8": "fp8", "mxfp4": "w4a16_mxfp4", "fp8_block": "fp8_block"}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,18 @@ reads, calibrate/aic_moe.py; gpt-oss has no composed profile at all). Last, the
 ``vllm-marlin`` curves: vLLM's Marlin MXFP4 kernel moved to gpt-oss's shapes on Hopper, and
 the A100's ``vllm`` MXFP4 curves, moved from SGLang's int4 Marlin tables there
 (calibrate/moe_marlin.py).
+
+vLLM's FP8 curves come from the block-FP8 (``fp8_block``) rows of its
+``Fp8MoEMethod`` kernels (``vllm_fp8moe_*``: Triton at moe_tp 1-4, FlashInfer's CUTLASS
+experts at ep 2-8, the only ones timed there), not from the table's per-tensor ``fp8``
+rows: those time ``vllm_modeloptfp8moe_flashinfer_cutlass``, the path vLLM takes for NVIDIA
+ModelOpt checkpoints only, 2.5-4x slower than its bf16 kernel at every token count
+(Mixtral-8x7B tp 2 on the H100: 1,229 against 645 us at 64 tokens). vLLM's own FP8
+checkpoints (Qwen's block-wise FP8, llm-compressor's) run ``Fp8MoEMethod``, on Triton unless
+``VLLM_USE_FLASHINFER_MOE_FP8`` is set. The B200's table times ``Fp8MoEMethod`` with
+FlashInfer's TRT-LLM kernels, and those rows price it there. Where a table has no such rows
+the fp8 rows stay; a TP degree those rows lack (Qwen3-235B at moe_tp 8) has no vLLM curve,
+so the default kind's prices it.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, VERSIONS
-from calibrate.aic_moe import MOE_DTYPE, routing_curve, shape_rows
+from calibrate.aic_moe import routing_curve, shape_rows
 from calibrate.aiconfigurator import AIC_VERSION, file_cli
 from calibrate.collectives_fit import current_version
 from calibrate.generated_file import write_or_check
@@ -46,6 +58,10 @@ TPS = (1, 2, 4, 8)
 # expert-parallel degrees read at moe_tp 1: attention data parallelism's experts
 # (simulator/costs/roofline.py, "attention data parallel")
 EPS = (2, 4, 8)
+# vLLM's FP8 MoE (module docstring): Fp8MoEMethod's kernels, timed on block-FP8 rows, its
+# Triton one first
+VLLM_FP8_METHOD = "vllm_fp8moe_"
+VLLM_FP8_KERNEL = "vllm_fp8moe_triton_tritonexperts"
 ROUTING = "power_law_1.2"  # AIConfigurator's generic MoE model's routing (module docstring)
 MORE_SYSTEMS = {"b200": "b200_sxm"}  # GPUs whose MoE tables every stack has, not composed
 
@@ -71,7 +87,7 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
             dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
             dtypes += ("mxfp4",)  # gpt-oss's W4A16 rows, on every GPU whose table has them
             for model, dtype in product(moe_models(), dtypes):
-                table = shape_rows(root, system, version, backend, dtype, model)
+                table = _rows(root, system, version, backend, dtype, model, 1)
                 if table is None:
                     continue
                 path, rows = table
@@ -79,11 +95,26 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
                     yield from _curve_row(root, path, rows[rows.moe_tp_size == tp], hw,
                                           backend, dtype, model, tp, 1)
                 for ep in EPS:  # moe_tp 1: each GPU holds E / ep whole experts
-                    table = shape_rows(root, system, version, backend, dtype, model, ep)
+                    table = _rows(root, system, version, backend, dtype, model, ep)
                     if table is not None:
                         ep_rows = table[1]
                         yield from _curve_row(root, path, ep_rows[ep_rows.moe_tp_size == 1],
                                               hw, backend, dtype, model, 1, ep)
+
+
+def _rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
+          ep: int) -> tuple[Path, Any] | None:
+    """:func:`shape_rows`, except vLLM's FP8: the block-FP8 rows of its ``Fp8MoEMethod``
+    kernels where the table has them, the Triton kernel's first (module docstring), else
+    its own fp8 rows."""
+    if (backend, dtype) == ("vllm", "fp8"):
+        table = shape_rows(root, system, version, backend, "fp8_block", model, ep)
+        if table is not None:
+            ours = table[1][table[1].kernel_source.str.startswith(VLLM_FP8_METHOD)]
+            triton = ours[ours.kernel_source == VLLM_FP8_KERNEL]
+            if not ours.empty:
+                return table[0], triton if not triton.empty else ours
+    return shape_rows(root, system, version, backend, dtype, model, ep)
 
 
 def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: str,
@@ -101,7 +132,7 @@ def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: 
         "tokens": [int(t) for t in latency.index],
         "latency_us": [round(float(v) * 1e3, 4) for v in latency],
         "source": (f"AIConfigurator {AIC_VERSION} "
-                   f"{path.relative_to(root)} ({kernel}, {MOE_DTYPE[dtype]}, "
+                   f"{path.relative_to(root)} ({kernel}, {rows.moe_dtype.iloc[0]}, "
                    f"moe_tp {tp}, ep {ep}, {ROUTING} routing)"),
     }
 
