@@ -51,16 +51,16 @@ def roofline_layer_us(model_name: str, gpu: str, dtype: str, tp: int, tokens: in
 def other_routing(args: argparse.Namespace, kind: str) -> dict[int, float]:
     """Microseconds by token count of ``args.routing``'s rows in the table ``kind``'s curve
     was read from (calibrate/moe_curves.py's reading); empty without the tables."""
-    from calibrate.aic_moe import routing_curve, shape_rows
+    from calibrate.aic_moe import routing_curve
     from calibrate.aiconfigurator import find_data_root
-    from calibrate.moe_curves import gpu_systems
+    from calibrate.moe_curves import curve_rows, gpu_systems
     root = args.data or find_data_root()
     if root is None:
         print("--routing needs AIConfigurator's tables: pip install -e '.[aiconfigurator]' "
               "or --data", file=sys.stderr)
         return {}
     system, version = gpu_systems(root, kind)[args.gpu]
-    table = shape_rows(root, system, version, kind, args.dtype, args.model)
+    table = curve_rows(root, system, version, kind, args.dtype, args.model)
     if table is None:
         return {}
     rows = table[1]

@@ -27,8 +27,9 @@ vLLM's FP8 curves come from the block-FP8 (``fp8_block``) rows of its
 ``Fp8MoEMethod`` kernels (``vllm_fp8moe_*``: Triton at moe_tp 1-4, FlashInfer's CUTLASS
 experts at ep 2-8, the only ones timed there), not from the table's per-tensor ``fp8``
 rows: those time ``vllm_modeloptfp8moe_flashinfer_cutlass``, the path vLLM takes for NVIDIA
-ModelOpt checkpoints only, 2.5-4x slower than its bf16 kernel at every token count
-(Mixtral-8x7B tp 2 on the H100: 1,229 against 645 us at 64 tokens). vLLM's own FP8
+ModelOpt checkpoints only, 1.4-4.5x its bf16 kernel's latency at every token count
+(``python benchmarks/moe_dtype_compare.py`` on the file these rows replaced;
+docs/gpu-profiles.md, "vLLM's FP8 experts are its own method's"). vLLM's own FP8
 checkpoints (Qwen's block-wise FP8, llm-compressor's) run ``Fp8MoEMethod``, on Triton unless
 ``VLLM_USE_FLASHINFER_MOE_FP8`` is set. The B200's table times ``Fp8MoEMethod`` with
 FlashInfer's TRT-LLM kernels, and those rows price it there. Where a table has no such rows
@@ -87,7 +88,7 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
             dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
             dtypes += ("mxfp4",)  # gpt-oss's W4A16 rows, on every GPU whose table has them
             for model, dtype in product(moe_models(), dtypes):
-                table = _rows(root, system, version, backend, dtype, model, 1)
+                table = curve_rows(root, system, version, backend, dtype, model, 1)
                 if table is None:
                     continue
                 path, rows = table
@@ -95,15 +96,15 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
                     yield from _curve_row(root, path, rows[rows.moe_tp_size == tp], hw,
                                           backend, dtype, model, tp, 1)
                 for ep in EPS:  # moe_tp 1: each GPU holds E / ep whole experts
-                    table = _rows(root, system, version, backend, dtype, model, ep)
+                    table = curve_rows(root, system, version, backend, dtype, model, ep)
                     if table is not None:
                         ep_rows = table[1]
                         yield from _curve_row(root, path, ep_rows[ep_rows.moe_tp_size == 1],
                                               hw, backend, dtype, model, 1, ep)
 
 
-def _rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
-          ep: int) -> tuple[Path, Any] | None:
+def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
+               ep: int = 1) -> tuple[Path, Any] | None:
     """:func:`shape_rows`, except vLLM's FP8: the block-FP8 rows of its ``Fp8MoEMethod``
     kernels where the table has them, the Triton kernel's first (module docstring), else
     its own fp8 rows."""

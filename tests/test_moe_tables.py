@@ -218,3 +218,19 @@ def test_vllms_fp8_experts_are_its_fp8moemethod_not_modelopts() -> None:
     assert ep is not None and "vllm_fp8moe_flashinfer_cutlass" in ep.source
     # a TP degree the Fp8MoEMethod rows lack has no vLLM curve: TensorRT-LLM's prices it
     assert moe_layer_curve(QWEN, "h200", "fp8", 8, "vllm").kind == "trtllm"
+
+
+def test_the_dtype_compare_script_divides_the_curves_by_hand(tmp_path, capsys) -> None:
+    from benchmarks.moe_dtype_compare import main
+    base = {"kind": "vllm", "hardware": "h200", "model": "m", "tp": 2,
+            "tokens": [1, 64, 256], "source": "T (kernel_a, bfloat16, moe_tp 2)"}
+    rows = [{**base, "dtype": "bf16", "latency_us": [10.0, 20.0, 40.0]},
+            {**base, "dtype": "fp8", "latency_us": [5.0, 30.0, 40.0], "tokens": [1, 64, 256],
+             "source": "T (kernel_b, fp8_block, moe_tp 2)"}]
+    tables = tmp_path / "moe.json"
+    tables.write_text(json.dumps({"curves": rows}))
+    assert main(["--tables", str(tables)]) == 0
+    out = capsys.readouterr().out
+    # ratios 0.5, 1.5, 1.0: min, median, max, and the fp8 curve's kernel
+    assert "fp8/bf16  0.50  1.00  1.50  (3 counts; fp8: kernel_b)" in out
+    assert "all: 3 counts, fp8/bf16 min 0.50, median 1.00, max 1.50" in out

@@ -405,13 +405,13 @@ class RooflineCost:
         return _maximum(mm_c, mm_m) + experts_s
 
 
-def check_attention_dp(dp: object, model: ModelSpec, tp: int, hw: HardwareSpec) -> int:
+def check_attention_dp(dp: object, model: ModelSpec, tp: int, hw: HardwareSpec) -> None:
     """Validate an attention data-parallel degree for ``model`` on ``tp`` x ``hw``: 1, or
     ranks of tp 1 over which a MoE model's experts divide evenly, on GPUs with a link."""
     if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
         raise ConfigError(f"attention_dp={dp!r} must be an int >= 1")
     if dp == 1:
-        return dp
+        return
     if model.num_experts <= 1:
         raise ConfigError(f"attention_dp={dp}: attention data parallelism spreads a MoE "
                           f"model's experts over the ranks; {model.name} has none")
@@ -424,7 +424,6 @@ def check_attention_dp(dp: object, model: ModelSpec, tp: int, hw: HardwareSpec) 
     if hw.link_kind == "none":
         raise ConfigError(f"attention_dp={dp} needs a GPU link, but {hw.name} has "
                           "link_kind='none'")
-    return dp
 
 
 def miss_power(q: float, t: Num) -> Num:

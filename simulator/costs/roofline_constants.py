@@ -76,6 +76,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     E / dp, its shared weights all of them (module roofline.py)."""
     m, hw, tp, dp = cost.model, cost.hardware, cost.tp, cost.attention_dp
     moe_tp, moe_ep = _moe_split(cost)
+    moe_layers = float(m.num_layers)  # every layer of the catalogue's MoE models
     b_w = weight_dtype_bytes(cost.weight_dtype, "weight_dtype")
     kv_dtype_bytes(cost.kv_dtype, "kv_dtype")  # validates the name before use
     gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size
@@ -112,14 +113,14 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
                   if tp > 1 and cost.allreduce_kind else None),
         moe_curve=(moe_layer_curve(m, hw.name, cost.weight_dtype, moe_tp, cost.moe_kind,
                                    ep=moe_ep) if cost.moe_kind else None),
-        moe_layers=float(m.num_layers),
+        moe_layers=moe_layers,
         shared_flops_per_token=shared_flops,
         window=float(m.sliding_window),
         win_attn_flops_per_pair=4.0 * m.sliding_layers * m.num_heads * m.head_dim,
         win_kv_bytes_per_token=(m.window_kv_bytes_per_token(cost.kv_dtype)
                                 / min(tp, m.num_kv_heads) / dp),
         request_share=1.0 / dp,
-        num_dispatches=float(m.num_layers) if dp > 1 else 0.0,
+        num_dispatches=moe_layers if dp > 1 else 0.0,
         dispatch_curves=_dispatch_curves(hw.name, dp, cost.allreduce_kind),
         dispatch_bytes_per_token=(dp - 1) / dp * m.hidden_size * b_act,
     )

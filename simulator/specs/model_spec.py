@@ -164,7 +164,9 @@ class ModelSpec:
     def group_weight_bytes(self, weight_bytes: int, weight_dtype: str, ranks: int) -> int:
         """The weights ``ranks`` attention data-parallel GPUs hold together: each rank a
         copy of everything but the experts (``weight_bytes``, the checkpoint's on one GPU,
-        less :meth:`expert_weight_bytes`), the experts once between them."""
+        less :meth:`expert_weight_bytes`), the experts once between them; ``weight_bytes``
+        itself at one rank. A stack's padding of the experts (vLLM's Marlin MXFP4) stays in
+        the part each rank copies."""
         experts = self.expert_weight_bytes(weight_dtype)
         return ranks * (weight_bytes - experts) + experts
 
