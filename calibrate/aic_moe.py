@@ -223,7 +223,7 @@ class MoeComposer(Composer):
         for name in MLP_OPS:
             del ops[name]
         tokens = sum(n for n, _ in chunks) + len(decode_contexts)
-        ops["moe"] = self.model.num_layers * self.moe.query(tokens) / 1e3
+        ops["moe"] = self.model.moe_layers * self.moe.query(tokens) / 1e3
         return ops
 
 

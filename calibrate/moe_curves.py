@@ -35,6 +35,11 @@ checkpoints (Qwen's block-wise FP8, llm-compressor's) run ``Fp8MoEMethod``, on T
 FlashInfer's TRT-LLM kernels, and those rows price it there. Where a table has no such rows
 the fp8 rows stay; a TP degree those rows lack (Qwen3-235B at moe_tp 8) has no vLLM curve,
 so the default kind's prices it.
+
+An ep curve is checked against the one at half its ep (``sane_routing``): spreading the
+experts over twice the GPUs cannot make the layer slower, so where the routing's rows read
+``EP_SLOWER_LIMIT`` times the smaller ep's or more, the next routing that does not is taken
+and the source says why (one curve: Llama 4 Maverick's H200 TensorRT-LLM FP8 rows at ep 8).
 """
 
 from __future__ import annotations
@@ -95,12 +100,49 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
                 for tp in TPS:
                     yield from _curve_row(root, path, rows[rows.moe_tp_size == tp], hw,
                                           backend, dtype, model, tp, 1)
-                for ep in EPS:  # moe_tp 1: each GPU holds E / ep whole experts
+                # moe_tp 1: each GPU holds E / ep whole experts; each ep's curve checked
+                # against the one below it (ep 1: the moe_tp 1 rows)
+                below = routing_curve(rows[rows.moe_tp_size == 1], ROUTING)
+                for ep in EPS:
                     table = curve_rows(root, system, version, backend, dtype, model, ep)
                     if table is not None:
-                        ep_rows = table[1]
-                        yield from _curve_row(root, path, ep_rows[ep_rows.moe_tp_size == 1],
-                                              hw, backend, dtype, model, 1, ep)
+                        ep_rows = table[1][table[1].moe_tp_size == 1]
+                        routing = sane_routing(ep_rows, below)
+                        yield from _curve_row(root, path, ep_rows, hw, backend, dtype,
+                                              model, 1, ep, routing)
+                        below = routing_curve(ep_rows, routing[0])
+
+
+# A layer's experts spread over twice the GPUs cannot take longer: a GPU then holds half
+# the experts and gets at most the tokens it got. A curve whose median over shared token
+# counts reads past this ratio to the curve at half the ep is taken as a broken
+# measurement (AIConfigurator 0.12.0's H200 TensorRT-LLM FP8 rows of Llama 4 Maverick at
+# ep 8, power_law_1.2: 3.9x its ep 4 rows, 264 us at one token against 59 us, where its
+# balanced and power_law_1.01 rows at ep 8 read about half of ep 4's). Every other curve
+# the tables give reads at most 1.09x.
+EP_SLOWER_LIMIT = 1.5
+FALLBACK_ROUTINGS = ("power_law_1.01", "balanced")
+
+
+def sane_routing(rows: Any, below: tuple[Any, str] | None) -> tuple[str, str]:
+    """(the routing whose rows ``rows`` (one ep, moe_tp 1) price the layer with, why):
+    ``ROUTING`` unless its curve reads ``EP_SLOWER_LIMIT`` times ``below``'s (the curve at
+    half the ep) or more, then the first of ``FALLBACK_ROUTINGS`` that does not."""
+    if below is None or routing_curve(rows, ROUTING) is None:
+        return ROUTING, ""  # nothing to check, or no curve at all (as without the check)
+    first = 0.0
+    for routing in (ROUTING, *FALLBACK_ROUTINGS):
+        curve = routing_curve(rows, routing)
+        if curve is None:
+            continue
+        shared = curve[0].index.intersection(below[0].index)
+        ratio = float((curve[0][shared] / below[0][shared]).median()) if len(shared) else 0.0
+        if ratio < EP_SLOWER_LIMIT:
+            return routing, "" if routing == ROUTING else (
+                f"; {ROUTING} rows read {first:.1f}x the next smaller ep's, a broken "
+                f"measurement (calibrate/moe_curves.py, EP_SLOWER_LIMIT)")
+        first = first or ratio
+    return ROUTING, ""
 
 
 def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
@@ -119,9 +161,11 @@ def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, 
 
 
 def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: str,
-               model: str, tp: int, ep: int) -> Iterator[dict[str, Any]]:
-    """The curve row of ``rows`` (one moe_tp and ep), none when fewer than two counts."""
-    curve = routing_curve(rows, ROUTING)
+               model: str, tp: int, ep: int, routing: tuple[str, str] = (ROUTING, "")
+               ) -> Iterator[dict[str, Any]]:
+    """The curve row of ``rows`` (one moe_tp and ep) at ``routing`` (its name, and why it
+    is not ``ROUTING``), none when fewer than two counts."""
+    curve = routing_curve(rows, routing[0])
     if curve is None or len(curve[0]) < 2:
         return
     latency, kernel = curve
@@ -134,7 +178,7 @@ def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: 
         "latency_us": [round(float(v) * 1e3, 4) for v in latency],
         "source": (f"AIConfigurator {AIC_VERSION} "
                    f"{path.relative_to(root)} ({kernel}, {rows.moe_dtype.iloc[0]}, "
-                   f"moe_tp {tp}, ep {ep}, {ROUTING} routing)"),
+                   f"moe_tp {tp}, ep {ep}, {routing[0]} routing{routing[1]})"),
     }
 
 

@@ -6,9 +6,11 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
 
     symbols from the config
       L layers, H hidden, n_h / n_kv query / KV heads, d_h head dim, E experts, k per token
-      N_sh   weights every step streams: all but the expert MLPs and, when untied, the
-             input embedding (only T of its rows are gathered)
-      N_e    one expert's MLP over all layers;  N_act = N_sh + k N_e
+      N_sh   weights every step streams: all but the routed experts' MLPs and, when
+             untied, the input embedding (only T of its rows are gathered); a dense
+             layer's MLP and a shared expert (Llama 4, DeepSeek) are shared weights
+      N_e    one routed expert's MLP over the L_moe layers that have experts (L_moe = L
+             but in a model mixing dense and MoE layers);  N_act = N_sh + k N_e
       b_w    bytes per weight;  kv = 2 L n_kv d_h b_kv bytes of KV per token
     per step, with T = P + D + S tokens (S, W: a speculative step's drafts verified and
     their query-key pairs; their rows' cache is read once, in C: docs/speculative.md)
@@ -23,7 +25,8 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       t_mm   = hyp(F_mm / (peak(w) tp eff_c), B_w / (bw eff_m))       the matmuls; for a
                MoE model whose expert layer NVIDIA measured on this GPU, dtype and tp
                (simulator/costs/moe_tables.py, the stack's kernels where timed):
-               hyp(2 N_sh T / (peak(w) tp eff_c), b_w N_sh / tp / (bw eff_m)) + L MoE(T);
+               hyp(2 N_sh T / (peak(w) tp eff_c), b_w N_sh / tp / (bw eff_m))
+               + L_moe MoE(T);
                hyp(c, m) = sqrt(c^2 + m^2), a smooth maximum (below)
       t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_kv)) attention
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
@@ -49,7 +52,7 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
       MoE(T) = the measured layer at moe_tp 1, ep dp (``expert_parallel = False``: moe_tp
                dp, ep 1, every expert split over the ranks), queried at the group's T tokens
                (as AIConfigurator prices TensorRT-LLM's attention DP: x = x * attention_dp)
-      t_ar   = L (AG(T H b_act) + RS(T H b_act))         each MoE layer all-gathers the
+      t_ar   = L_moe (AG(T H b_act) + RS(T H b_act))     each MoE layer all-gathers the
                group's tokens to the experts and reduce-scatters them back (AIConfigurator's
                MoEDispatch below SM100 with attention DP: NCCL all_gather before and
                reduce_scatter after, each of the volume x dp), AG and RS NCCL's curves over

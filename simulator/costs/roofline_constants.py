@@ -55,7 +55,7 @@ class RooflineConstants(NamedTuple):
     # A MoE model's measured expert layer (moe_tables.py), which then prices the experts
     # in place of their roofline: t_mm = max(shared compute, shared reads) + L_moe x it
     moe_curve: MoeLayerCurve | None
-    moe_layers: float  # L_moe: the layers with experts (every layer of the catalogue's MoEs)
+    moe_layers: float  # L_moe: the layers with routed experts (ModelSpec.moe_layers)
     shared_flops_per_token: float  # 2 N_sh: the matmul FLOPs outside the experts (a
     # 16-bit lm_head's at the weights' peak: scaled by peak(w) / peak(act))
     window: float  # W: the sliding-window layers' window in tokens (0: none)
@@ -76,7 +76,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     E / dp, its shared weights all of them (module roofline.py)."""
     m, hw, tp, dp = cost.model, cost.hardware, cost.tp, cost.attention_dp
     moe_tp, moe_ep = _moe_split(cost)
-    moe_layers = float(m.num_layers)  # every layer of the catalogue's MoE models
+    moe_layers = float(m.moe_layers)  # the layers with routed experts
     b_w = weight_dtype_bytes(cost.weight_dtype, "weight_dtype")
     kv_dtype_bytes(cost.kv_dtype, "kv_dtype")  # validates the name before use
     gathered = 0 if m.tie_embeddings else m.vocab_size * m.hidden_size

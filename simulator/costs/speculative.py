@@ -103,7 +103,10 @@ def first_layers(model: ModelSpec, num_layers: int) -> ModelSpec:
         raise ConfigError(f"speculative.draft_layers = {num_layers}: must be in "
                           f"[1, {model.num_layers - 1}] ({model.name} has "
                           f"{model.num_layers} layers)")
-    return replace(model, name=f"{model.name}[:{num_layers}]", num_layers=num_layers)
+    # a model mixing dense and MoE layers keeps its mix (rounded; one MoE layer at least)
+    dense = min(round(model.dense_layers * num_layers / model.num_layers), num_layers - 1)
+    return replace(model, name=f"{model.name}[:{num_layers}]", num_layers=num_layers,
+                   dense_layers=dense)
 
 
 def layer_draft(target: CostModel, model: ModelSpec, num_layers: int) -> tuple[CostModel, str]:

@@ -20,6 +20,9 @@ EMBEDDING_BYTES = 2.0
 
 
 _FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised")
+# counts that may be 0: the window, then the MoE layer mix (checked by _check_layers)
+_COUNTS = ("sliding_layers", "sliding_window", "dense_layers", "dense_intermediate_size",
+           "shared_experts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +53,22 @@ class ModelSpec:
     # router, embedding and lm_head stay 16-bit); False: every linear layer but the
     # embedding and lm_head is quantised (ModelOpt FP8, AWQ, GPTQ)
     experts_only_quantised: bool = False
+    # A MoE model whose MLP is not the experts' in every layer: ``dense_layers`` of its
+    # layers run one dense SwiGLU of ``dense_intermediate_size`` instead (0: the experts'
+    # width; Llama 4 Maverick: every other layer, 16,384; DeepSeek-V3: its first 3), and
+    # each MoE layer adds ``shared_experts`` always-on experts of ``intermediate_size``
+    # (Llama 4, DeepSeek: 1) beside the routed ones. Both count as shared weights: every
+    # token passes through them.
+    dense_layers: int = 0
+    dense_intermediate_size: int = 0
+    shared_experts: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"model.name={self.name!r} must be a non-empty string")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("sliding_layers", "sliding_window"):
+            if f.name in _COUNTS:
                 continue
             if f.name not in ("name",) + _FLAGS and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -76,6 +88,22 @@ class ModelSpec:
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"model {self.name}: {flag}={getattr(self, flag)!r} not bool")
         self._check_window()
+        self._check_layers()
+
+    def _check_layers(self) -> None:
+        for name in _COUNTS[2:]:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"model {self.name}: {name}={value!r} must be an int >= 0")
+        if self.num_experts <= 1 and (self.dense_layers or self.shared_experts
+                                      or self.dense_intermediate_size):
+            raise ConfigError(f"model {self.name}: dense_layers, dense_intermediate_size and "
+                              f"shared_experts describe a mixture of experts; "
+                              f"num_experts={self.num_experts}")
+        if self.dense_layers >= self.num_layers:
+            raise ConfigError(f"model {self.name}: dense_layers={self.dense_layers} must be "
+                              f"below num_layers={self.num_layers} (a MoE model has experts "
+                              f"in some layer)")
 
     def _check_window(self) -> None:
         for name in ("sliding_layers", "sliding_window"):
@@ -109,9 +137,24 @@ class ModelSpec:
         return 2 * self.hidden_size * q_width + 2 * self.hidden_size * kv_width
 
     @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is the routed experts (every layer of a dense model's "one
+        expert")."""
+        return self.num_layers - self.dense_layers
+
+    @property
     def params_per_expert(self) -> int:
-        """One expert's SwiGLU MLP (gate, up, down: 3 H x I matrices) across all layers."""
-        return self.num_layers * 3 * self.hidden_size * self.intermediate_size
+        """One routed expert's SwiGLU MLP (gate, up, down: 3 H x I matrices) across the
+        layers that have experts."""
+        return self.moe_layers * 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def params_dense_mlp(self) -> int:
+        """The dense layers' MLPs and the MoE layers' shared experts: MLP weights every
+        token passes through beside its routed experts (0 in a plain MoE or dense model)."""
+        width = self.dense_intermediate_size or self.intermediate_size
+        dense = self.dense_layers * 3 * self.hidden_size * width
+        return dense + self.shared_experts * self.params_per_expert
 
     @property
     def params_embedding(self) -> int:
@@ -120,11 +163,12 @@ class ModelSpec:
 
     @property
     def params_shared(self) -> int:
-        """Weights every token uses: everything except the experts' MLPs."""
+        """Weights every token uses: everything except the routed experts' MLPs."""
         router = self.hidden_size * self.num_experts if self.num_experts > 1 else 0
         norms = 2 * self.hidden_size  # RMSNorm before attention and before the MLP
-        per_layer = self.params_attention_per_layer + router + norms
-        return self.num_layers * per_layer + self.params_embedding + self.hidden_size
+        layers = self.num_layers * (self.params_attention_per_layer + norms)
+        return (layers + self.moe_layers * router + self.params_dense_mlp
+                + self.params_embedding + self.hidden_size)
 
     @property
     def params_experts(self) -> int:

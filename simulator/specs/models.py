@@ -96,6 +96,19 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         "gpt-oss-20b": ModelSpec("gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 131072,
                                  32, 4, sliding_layers=12, sliding_window=128,
                                  experts_only_quantised=True),
+        # meta-llama/Llama-4-Maverick-17B-128E (its text_config, as TensorRT-LLM's
+        # tests/unittest/_torch/modeling/test_modeling_llama4.py copies it): 48 layers,
+        # hidden 5,120, 40 query / 8 KV heads of 128, vocab 202,048, 1,048,576 positions;
+        # interleave_moe_layer_step 2: every other layer a mixture of 128 experts of 8,192,
+        # 1 a token, plus one shared expert of 8,192 (Llama4TextMoe's shared_expert); the
+        # other 24 a dense SwiGLU of 16,384 (intermediate_size_mlp): 400.7B, 17.2B active.
+        # Three layers in four attend within 8,192-token chunks (attention_chunk_size;
+        # the fourth, NoPE, sees everything): priced here as full attention, exact below
+        # 8,192 tokens of context and an overestimate of the attention and KV cache above.
+        # Its QK norms and the vision tower are left out.
+        "llama-4-maverick": ModelSpec("llama-4-maverick", 48, 5120, 40, 8, 128, 8192, 202048,
+                                      1048576, 128, 1, dense_layers=24,
+                                      dense_intermediate_size=16384, shared_experts=1),
         # Two older models of the same overview, not Llama-shaped; approximated as Phi-2 is
         # (a SwiGLU of 2/3 the width: the same MLP weights and FLOPs per token; LayerNorm,
         # partial rotary and biases left out). Their attention and MLP run in parallel, as
@@ -154,6 +167,10 @@ _HF_IDS = {
                        "meta-llama/llama-3.1-405b-instruct-fp8"),
     "qwen3-235b-a22b": ("qwen/qwen3-235b-a22b", "qwen/qwen3-235b-a22b-fp8",
                         "nvidia/qwen3-235b-a22b-fp8"),
+    "llama-4-maverick": ("meta-llama/llama-4-maverick-17b-128e",
+                         "meta-llama/llama-4-maverick-17b-128e-instruct",
+                         "meta-llama/llama-4-maverick-17b-128e-instruct-fp8",
+                         "nvidia/llama-4-maverick-17b-128e-instruct-fp8"),
     "gpt-oss-120b": ("openai/gpt-oss-120b",),
     "gpt-oss-20b": ("openai/gpt-oss-20b",),
     "gpt-j-6b": ("eleutherai/gpt-j-6b", "gpt-j-6b", "gptj-6b"),
@@ -216,6 +233,11 @@ def model_from_hf_config(
         path = Path(path_or_dict)
         cfg, source = _read_config_json(path), str(path)
         default_name = (path if path.is_dir() else path.resolve().parent).name or "custom"
+    if isinstance(cfg.get("text_config"), Mapping):  # a multimodal config (Llama 4)
+        outer = cfg
+        cfg = {**cfg["text_config"], "_name_or_path": cfg.get("_name_or_path")}
+        cfg.setdefault("tie_word_embeddings", outer.get("tie_word_embeddings"))
+        source = f"{source} text_config"
 
     def get(key: str, default: Any = None, required: bool = False) -> Any:
         value = cfg.get(key)
@@ -237,6 +259,7 @@ def model_from_hf_config(
             experts_only_quantised=_experts_only(cfg),
             sliding_layers=sliding,
             sliding_window=window,
+            **_layer_mix(cfg, values["num_layers"]),
             **values,
         )
     except (ConfigError, TypeError) as e:
@@ -252,6 +275,27 @@ def _window(cfg: Mapping[str, Any]) -> tuple[Any, Any]:
     sliding = sum(1 for t in types if t == "sliding_attention") if isinstance(types, list) \
         else 0
     return (sliding, cfg.get("sliding_window") or 0) if sliding else (0, 0)
+
+
+def _layer_mix(cfg: Mapping[str, Any], layers: Any) -> dict[str, Any]:
+    """A Llama 4 config's mix of dense and MoE layers: its ``moe_layers`` list, else one
+    layer in ``interleave_moe_layer_step`` with experts (the last of each step, as
+    transformers' Llama4TextModel places them), the others a dense MLP of
+    ``intermediate_size_mlp``, and each MoE layer's one shared expert; nothing for other
+    configs."""
+    if not str(cfg.get("model_type", "")).startswith("llama4"):
+        return {}
+    moe = cfg.get("moe_layers")
+    step = cfg.get("interleave_moe_layer_step") or 1
+    if isinstance(moe, list):
+        count = len(moe)
+    elif isinstance(layers, int) and isinstance(step, int) and step >= 1:
+        count = layers // step
+    else:
+        return {}
+    return {"dense_layers": layers - count,
+            "dense_intermediate_size": cfg.get("intermediate_size_mlp") or 0,
+            "shared_experts": 1}
 
 
 def _experts_only(cfg: Mapping[str, Any]) -> bool:
