@@ -1,6 +1,6 @@
 """What TensorRT-LLM's DEP rows replay as: pool, batch, step time, against the published rate.
 
-    python benchmarks/dep_check.py [--case ID ...]
+    python benchmarks/dep_check.py [--case ID ...] [--model NAME]
 
 For each attention-data-parallel case of the performance overview
 (``published_cases_trtllm_overview.toml``, ``parallelism = "dep"``) on a catalogue model:
@@ -9,7 +9,9 @@ the simulated and published output rates, and the step time the published rate i
 the replay's batch (rows / published tokens a second). A published step longer than the
 replay's at the same batch says the replay's step is fast; a batch the engine could not
 have held says its pool or limits are. docs/gpu-profiles.md, "Attention data parallel +
-expert parallel". Seeded replays only: nothing here depends on this machine's speed.
+expert parallel". ``--model`` takes every row of one catalogue model instead, tensor
+parallel ones too (Llama 4 Maverick's: "Llama 4 Maverick"). Seeded replays only: nothing
+here depends on this machine's speed.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ CASES = Path(__file__).parent / "published_cases_trtllm_overview.toml"
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", default=None, help="a case id (default: all)")
+    ap.add_argument("--model", default=None,
+                    help="every row of this catalogue model, whatever its parallelism")
     args = ap.parse_args(argv)
-    cases = [c for c in load_cases(CASES) if c.parallelism == "dep"
+    cases = [c for c in load_cases(CASES)
+             if (c.model == args.model if args.model else c.parallelism == "dep")
              and catalogue_status(c) is None and (args.case is None or c.id in args.case)]
     print(f"{'case':58s} {'pool tok':>10s} {'rows':>5s} {'step ms':>8s} {'sim tok/s':>10s} "
           f"{'pub tok/s':>10s} {'pub step ms':>11s}")
