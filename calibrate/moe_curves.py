@@ -40,6 +40,10 @@ An ep curve is checked against the one at half its ep (``sane_routing``): spread
 experts over twice the GPUs cannot make the layer slower, so where the routing's rows read
 ``EP_SLOWER_LIMIT`` times the smaller ep's or more, the next routing that does not is taken
 and the source says why (one curve: Llama 4 Maverick's H200 TensorRT-LLM FP8 rows at ep 8).
+
+TensorRT-LLM's FP8 curves read the per-tensor ``fp8`` rows; a shape the table times in
+``fp8_block`` only (DeepSeek-R1: its own checkpoint is block-scaled FP8, and NVIDIA's
+tables time it so) reads those.
 """
 
 from __future__ import annotations
@@ -157,7 +161,12 @@ def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, 
             triton = ours[ours.kernel_source == VLLM_FP8_KERNEL]
             if not ours.empty:
                 return table[0], triton if not triton.empty else ours
-    return shape_rows(root, system, version, backend, dtype, model, ep)
+    table = shape_rows(root, system, version, backend, dtype, model, ep)
+    if table is not None and table[1].empty and (backend, dtype) == ("trtllm", "fp8"):
+        # a block-FP8 checkpoint's experts (DeepSeek's own FP8): TensorRT-LLM's tables time
+        # its shape in fp8_block only
+        table = shape_rows(root, system, version, backend, "fp8_block", model, ep)
+    return table
 
 
 def _curve_row(root: Path, path: Path, rows: Any, hw: str, backend: str, dtype: str,

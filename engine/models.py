@@ -58,11 +58,12 @@ def hf_config_dict(spec: ModelSpec) -> dict[str, Any]:
     The spec has no bias terms, so a Qwen2 catalogue entry is built Llama-shaped (Qwen2's
     q/k/v biases are ~0.1M parameters of 7B).
     """
-    if spec.dense_layers or spec.shared_experts:
+    if spec.dense_layers or spec.shared_experts or spec.kv_lora_rank:
         raise ConfigError(f"model {spec.name}: the engine builds Llama and Mixtral "
-                          f"shapes only; a mix of dense and MoE layers or shared experts "
-                          f"(dense_layers={spec.dense_layers}, "
-                          f"shared_experts={spec.shared_experts}) has no such config")
+                          f"shapes only; a mix of dense and MoE layers, shared experts or "
+                          f"latent attention (dense_layers={spec.dense_layers}, "
+                          f"shared_experts={spec.shared_experts}, "
+                          f"kv_lora_rank={spec.kv_lora_rank}) has no such config")
     cfg: dict[str, Any] = {
         "model_type": "mixtral" if spec.num_experts > 1 else "llama",
         "num_hidden_layers": spec.num_layers,

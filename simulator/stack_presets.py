@@ -138,7 +138,10 @@ class StackPreset:
         (``xqa_groups``: the masked MHA kernel reads the cache once per query head); over a
         16-bit cache 1 + beta (G - 1), beta the masked kernel's ``kv16_masked_reread``
         there (L2 serves some of its G reads) and ``kv16_reread`` elsewhere; else 1
-        (docs/stacks.md, "TensorRT-LLM 0.10")."""
+        (docs/stacks.md, "TensorRT-LLM 0.10"). Latent attention (DeepSeek's MLA) runs its
+        own kernels, which read each latent once: 1."""
+        if model.kv_lora_rank:
+            return 1.0
         group = query_group(model, tp)
         masked = self.xqa_groups is not None and group not in self.xqa_groups
         if masked and kv_dtype.lower() == "fp8":

@@ -39,17 +39,12 @@ def test_every_case_has_a_source_a_metric_and_known_units(cases: list) -> None:
         assert c.stack in pc.STACKS, c.id
 
 
-# Models published tables name that servesim does not model (published.py reports their cases
-# "skipped: model not in catalogue"); listed so that a misspelt catalogue name still fails.
-NOT_MODELLED = ("gpt-j-6b", "falcon-180b", "llama-3.1-405b", "mixtral-8x22b", "llama-4-maverick",
-                "deepseek-r1", "qwen3-235b-a22b")
-
-
 def test_catalogue_names_resolve_or_are_pending(cases: list) -> None:
+    # every model the published tables name is in the catalogue since stop 61 (Llama 4
+    # Maverick and DeepSeek-R1 were the last two outside it), so a misspelt name fails
     for c in cases:
         assert c.gpu in HARDWARE, c.id
-        assert (catalogue_name(c.model) is not None or c.model in pc.PENDING_MODELS
-                or c.model in NOT_MODELLED), c.id
+        assert catalogue_name(c.model) is not None or c.model in pc.PENDING_MODELS, c.id
 
 
 def test_quoted_row_holds_the_published_figure(cases: list) -> None:
@@ -419,8 +414,14 @@ def test_dep_cases_replay_attention_data_parallel_at_tp_1(cases: list, tmp_path:
     point, _ = pc.scenario_point(qwen, max_prompts=50, use_stack=True, burst_rate=math.inf,
                                  trace_dir=tmp_path)
     assert point["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 4}
+    # every DEP row's model is in the catalogue since stop 61 (Llama 4 Maverick,
+    # DeepSeek-R1): the eight-GPU rows run eight ranks
+    assert all(pc.catalogue_status(c) is None for c in dep)
     deepseek = next(c for c in dep if c.model.startswith("deepseek"))
-    assert pc.catalogue_status(deepseek).startswith("skipped: model not in catalogue")
+    point, _ = pc.scenario_point(deepseek, max_prompts=50, use_stack=True,
+                                 burst_rate=math.inf, trace_dir=tmp_path)
+    assert point["model"]["name"] == "deepseek-r1"
+    assert point["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 8}
     text = ('[[case]]\nid = "z"\nsource = "s"\nstack = "trtllm"\nstack_version = "1.x"\n'
             'gpu = "h200"\nmodel = "qwen3-235b-a22b"\nweight_dtype = "fp8"\ntp = 4\n'
             'parallelism = "PARALLEL"\nworkload = { prompt_tokens = 10, output_tokens = 10, '

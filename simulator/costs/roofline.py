@@ -35,6 +35,13 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
                h200 at tp 2/4/8), else lat + 2 (tp-1)/tp  T H b_act / (link/2 eff_l)
       t      = t_step + L t_layer + t_req (admitted + finished) + t_mm + t_attn + t_ar
 
+    latent attention (DeepSeek's MLA: a latent of kv_lora plus a rotary key of r cached a
+    token and layer, one for every head, so n_kv = 1 and each tensor-parallel GPU holds the
+    whole cache): kv = L (kv_lora + r) b_kv, and a decode row's pairs run in the latent
+    space (the key and value up-projections absorbed into the query and the output):
+      F_attn = 2 L n_h (2 d_h + r) (A + C + W) + 2 L n_h (2 kv_lora - 2 d_h) (C + W)
+    i.e. 2 L n_h (2 d_h + r) a prefill pair and 2 L n_h (2 kv_lora + r) a decode pair.
+
     sliding-window layers (gpt-oss: L_win of the L layers see the last W tokens only):
     F_attn and B_kv above count the other L - L_win layers; the window layers add
       4 L_win n_h d_h (min(A, P W) + min(C, D W) + W_s)        FLOPs
@@ -289,6 +296,8 @@ class RooflineCost:
         t = p + d + s
         flops_mm, weights, mm_c, mm_m, matmul_s = self._matmuls(t)
         flops_attn = k.attn_flops_per_pair * (a + c + w)
+        if k.decode_attn_extra_flops:  # latent attention: decode rows in the latent space
+            flops_attn = flops_attn + k.decode_attn_extra_flops * (c + w)
         cache_read = _maximum(0.0, a / _maximum(p, 1.0) - p / 2)
         kv_bytes = k.kv_bytes_per_token * (c * k.decode_kv_reads + cache_read + t)
         if k.window:  # the window layers: at most W keys a query, W cached tokens a row

@@ -34,7 +34,10 @@ class RooflineConstants(NamedTuple):
     """Per-deployment numbers the formula needs, computed once at construction."""
 
     flops_per_token: float  # 2 N_act
-    attn_flops_per_pair: float  # 4 L n_h d_h
+    attn_flops_per_pair: float  # 4 L n_h d_h (latent attention: 2 L n_h (2 d_h + r))
+    # a decode pair's FLOPs past a prefill pair's: latent attention's absorbed form, 2 L n_h
+    # (2 kv_lora + r) in all; 0.0 for every other model
+    decode_attn_extra_flops: float
     inv_peak_mm: float  # 1 / peak(w), s per FLOP
     inv_peak_attn: float  # 1 / peak(act)
     shared_bytes: float  # b_w N_sh / tp (the lm_head at 2 bytes under quantised weights)
@@ -92,7 +95,9 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
     shared_flops = 2.0 * (n_sh - head) + head_flops
     return RooflineConstants(
         flops_per_token=shared_flops + 2.0 * m.experts_per_token * m.params_per_expert,
-        attn_flops_per_pair=4.0 * m.full_layers * m.num_heads * m.head_dim,
+        attn_flops_per_pair=float(m.attention_flops_per_pair),
+        decode_attn_extra_flops=float(m.decode_attention_flops_per_pair
+                                      - m.attention_flops_per_pair),
         inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
         inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
         shared_bytes=shared_bytes,

@@ -23,7 +23,8 @@ _MAX_CACHED = 1 << 16  # token counts remembered (a step has at most a few thous
 class ScalarRoofline:
     """One step's roofline time from floats ``P, A, D, C, n_req`` (roofline.py's symbols)."""
 
-    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts", "_win")
+    __slots__ = ("_k", "_lat", "_step", "_per_req", "_by_tokens", "_consts", "_win",
+                 "_latent")
 
     def __init__(self, k: RooflineConstants, allreduce_latency_s: float,
                  per_request_s: float) -> None:
@@ -41,6 +42,8 @@ class ScalarRoofline:
         # token; None for every other model, so their steps pay one test of a slot
         self._win = ((k.window, k.win_attn_flops_per_pair, k.win_kv_bytes_per_token)
                      if k.window else None)
+        # latent attention's extra FLOPs a decode pair (0.0: every other model)
+        self._latent = k.decode_attn_extra_flops
 
     def _token_terms(self, t: float) -> tuple[float, float]:
         """(t_mm, t_ar) of a step of ``t`` tokens: sqrt(compute^2 + reads^2) of the matmuls
@@ -96,6 +99,8 @@ class ScalarRoofline:
         x = a / (p if p >= 1.0 else 1.0) - p / 2
         cache_read = 0.0 if 0.0 >= x else x
         flops = attn_flops * (a + c + w)
+        if self._latent:  # roofline.py's latent attention, in its order
+            flops = flops + self._latent * (c + w)
         read = kv_bytes * (c * reads + cache_read + t)
         win = self._win
         if win is not None:  # roofline.py's window layers, in its order
@@ -120,6 +125,8 @@ class ScalarRoofline:
         kv_bytes, attn_flops, inv_peak_attn, compute_scale, kv_bw, reads = self._consts
         ctx = float(c)
         flops = attn_flops * (0.0 + ctx)
+        if self._latent:  # time()'s latent attention (W = 0)
+            flops = flops + self._latent * (ctx + 0.0)
         read = kv_bytes * (ctx * reads + 0.0 + t)
         win = self._win
         if win is not None:  # the window layers (time()'s, with P = A = R = 0)

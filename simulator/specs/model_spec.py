@@ -2,7 +2,9 @@
 
 A spec holds only what the cost model and the KV cache need: layer, head and MLP sizes,
 vocabulary, context limit, the mixture-of-experts routing and, for models whose layers
-alternate full and sliding-window attention (gpt-oss), the window. Parameter counts are derived
+alternate full and sliding-window attention (gpt-oss), the window; for MoE models that mix
+dense and expert layers or add shared experts (Llama 4, DeepSeek-V3), how many of each; for
+multi-head latent attention (DeepSeek), the latent's widths. Parameter counts are derived
 from the shapes (Llama family: GQA attention without biases, SwiGLU MLP, RMSNorm), so they
 are checked against the published totals in tests/test_specs.py and
 tests/test_catalogue_peers.py. The catalogue lives in simulator/specs/models.py.
@@ -22,7 +24,7 @@ EMBEDDING_BYTES = 2.0
 _FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised")
 # counts that may be 0: the window, then the MoE layer mix (checked by _check_layers)
 _COUNTS = ("sliding_layers", "sliding_window", "dense_layers", "dense_intermediate_size",
-           "shared_experts")
+           "shared_experts", "kv_lora_rank", "q_lora_rank", "rope_head_dim")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,14 @@ class ModelSpec:
     dense_layers: int = 0
     dense_intermediate_size: int = 0
     shared_experts: int = 0
+    # Multi-head latent attention (DeepSeek-V2/V3): the cache holds one latent of
+    # ``kv_lora_rank`` plus a rotary key of ``rope_head_dim`` a token and layer, shared by
+    # every head (so ``num_kv_heads`` is 1); queries pass through a ``q_lora_rank``
+    # bottleneck (0: a full projection). ``head_dim`` is each head's non-rotary query/key
+    # width and its value width. kv_lora_rank 0: ordinary (grouped-query) attention.
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    rope_head_dim: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -100,6 +110,13 @@ class ModelSpec:
             raise ConfigError(f"model {self.name}: dense_layers, dense_intermediate_size and "
                               f"shared_experts describe a mixture of experts; "
                               f"num_experts={self.num_experts}")
+        if not self.kv_lora_rank and (self.q_lora_rank or self.rope_head_dim):
+            raise ConfigError(f"model {self.name}: q_lora_rank and rope_head_dim describe "
+                              f"latent attention; kv_lora_rank=0")
+        if self.kv_lora_rank and (self.num_kv_heads != 1 or self.sliding_layers):
+            raise ConfigError(f"model {self.name}: latent attention caches one latent a "
+                              f"token for every head: num_kv_heads must be 1 (is "
+                              f"{self.num_kv_heads}) and no layer sliding")
         if self.dense_layers >= self.num_layers:
             raise ConfigError(f"model {self.name}: dense_layers={self.dense_layers} must be "
                               f"below num_layers={self.num_layers} (a MoE model has experts "
@@ -132,9 +149,22 @@ class ModelSpec:
 
     @property
     def params_attention_per_layer(self) -> int:
-        """q and o (H x heads*head_dim) plus k and v (H x kv_heads*head_dim)."""
+        """q and o (H x heads*head_dim) plus k and v (H x kv_heads*head_dim); under latent
+        attention its down and up projections (:meth:`_latent_attention_params`)."""
+        if self.kv_lora_rank:
+            return self._latent_attention_params()
         q_width, kv_width = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
         return 2 * self.hidden_size * q_width + 2 * self.hidden_size * kv_width
+
+    def _latent_attention_params(self) -> int:
+        """DeepSeek's MLA: q down (H x q_lora) and up (q_lora x heads*(d + r)), or one H x
+        heads*(d + r) without the bottleneck; kv down (H x (kv_lora + r)) and up (kv_lora x
+        heads*2d: each head's key and value); o (heads*d x H); the two latents' norms."""
+        h, n, d, r = self.hidden_size, self.num_heads, self.head_dim, self.rope_head_dim
+        q_lora, kv_lora = self.q_lora_rank, self.kv_lora_rank
+        q = h * q_lora + q_lora * n * (d + r) + q_lora if q_lora else h * n * (d + r)
+        kv = h * (kv_lora + r) + kv_lora + kv_lora * n * 2 * d
+        return q + kv + n * d * h
 
     @property
     def moe_layers(self) -> int:
@@ -228,13 +258,33 @@ class ModelSpec:
         scale = padded * tp / (h * i) - 1.0
         return round(self.params_experts * scale * weight_dtype_bytes(weight_dtype))
 
+    @property
+    def attention_flops_per_pair(self) -> int:
+        """FLOPs of one query-key pair in every full layer, as a prefill computes it: QK^T
+        over the key width and PV over the value width, 2 FLOPs a multiply-add, each head
+        (4 L n_h d_h; latent attention's keys are d_h + r wide)."""
+        return 2 * self.full_layers * self.num_heads * (2 * self.head_dim + self.rope_head_dim)
+
+    @property
+    def decode_attention_flops_per_pair(self) -> int:
+        """The same for a decode row's pair: latent attention then runs in the latent space
+        (the up projections absorbed into the query and output), so QK^T is kv_lora + r wide
+        and PV kv_lora wide (DeepSeek-V2, section 2.1.2); ordinary attention as a prefill."""
+        if not self.kv_lora_rank:
+            return self.attention_flops_per_pair
+        return 2 * self.num_layers * self.num_heads * (2 * self.kv_lora_rank
+                                                       + self.rope_head_dim)
+
     def kv_bytes_per_token(self, kv_dtype: str) -> int:
         """KV-cache bytes per token of the layers that keep every token: K and V
-        (2 * L_full * kv_heads * head_dim * b). A sliding-window layer holds at most
-        ``sliding_window`` tokens of a request (:meth:`window_kv_bytes_per_token`), so
-        the cache's capacity in tokens is set by the full layers (docs/gpu-profiles.md,
+        (2 * L_full * kv_heads * head_dim * b); under latent attention the latent and the
+        rotary key (L * (kv_lora + r) * b), one for all heads. A sliding-window layer holds
+        at most ``sliding_window`` tokens of a request (:meth:`window_kv_bytes_per_token`),
+        so the cache's capacity in tokens is set by the full layers (docs/gpu-profiles.md,
         "gpt-oss")."""
         elements = 2 * self.full_layers * self.num_kv_heads * self.head_dim
+        if self.kv_lora_rank:  # latent attention: the latent and the rotary key
+            elements = self.num_layers * (self.kv_lora_rank + self.rope_head_dim)
         return round(elements * kv_dtype_bytes(kv_dtype))
 
     def window_kv_bytes_per_token(self, kv_dtype: str) -> int:

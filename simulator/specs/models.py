@@ -109,6 +109,18 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         "llama-4-maverick": ModelSpec("llama-4-maverick", 48, 5120, 40, 8, 128, 8192, 202048,
                                       1048576, 128, 1, dense_layers=24,
                                       dense_intermediate_size=16384, shared_experts=1),
+        # deepseek-ai/DeepSeek-R1 (AIConfigurator 0.12.0's model_configs/ copy; DeepSeek-V3's
+        # shapes): 61 layers, hidden 7,168, 128 heads of multi-head latent attention (a
+        # 512-wide latent plus a 64-wide rotary key cached a token, queries through a
+        # 1,536 bottleneck, heads 128 wide); the first 3 layers a dense SwiGLU of 18,432,
+        # the other 58 a mixture of 256 routed experts of 2,048, 8 a token, plus one
+        # shared expert; vocab 129,280, 163,840 positions: 671.0B, 37.5B active. Its
+        # multi-token-prediction layer (served only for speculative decoding) and the
+        # routers' bias terms are left out.
+        "deepseek-r1": ModelSpec("deepseek-r1", 61, 7168, 128, 1, 128, 2048, 129280, 163840,
+                                 256, 8, dense_layers=3, dense_intermediate_size=18432,
+                                 shared_experts=1, kv_lora_rank=512, q_lora_rank=1536,
+                                 rope_head_dim=64),
         # Two older models of the same overview, not Llama-shaped; approximated as Phi-2 is
         # (a SwiGLU of 2/3 the width: the same MLP weights and FLOPs per token; LayerNorm,
         # partial rotary and biases left out). Their attention and MLP run in parallel, as
@@ -171,6 +183,9 @@ _HF_IDS = {
                          "meta-llama/llama-4-maverick-17b-128e-instruct",
                          "meta-llama/llama-4-maverick-17b-128e-instruct-fp8",
                          "nvidia/llama-4-maverick-17b-128e-instruct-fp8"),
+    "deepseek-r1": ("deepseek-ai/deepseek-r1", "deepseek-ai/deepseek-r1-0528",
+                    "deepseek-ai/deepseek-v3", "deepseek-ai/deepseek-v3-0324",
+                    "deepseek-v3"),
     "gpt-oss-120b": ("openai/gpt-oss-120b",),
     "gpt-oss-20b": ("openai/gpt-oss-20b",),
     "gpt-j-6b": ("eleutherai/gpt-j-6b", "gpt-j-6b", "gptj-6b"),
@@ -248,20 +263,21 @@ def model_from_hf_config(
     values = {field: get(key, required=True) for field, key in _REQUIRED_HF_KEYS.items()}
     heads = values["num_heads"]
     sliding, window = _window(cfg)
+    values.update(
+        name=name or default_name,
+        num_kv_heads=get("num_key_value_heads", heads),
+        head_dim=get("head_dim", values["hidden_size"] // heads if heads else 0),
+        num_experts=get("num_local_experts", get("num_experts", 1)),
+        experts_per_token=get("num_experts_per_tok", 1),
+        tie_embeddings=get("tie_word_embeddings", False),
+        experts_only_quantised=_experts_only(cfg),
+        sliding_layers=sliding,
+        sliding_window=window,
+        **_layer_mix(cfg, values["num_layers"]),
+    )
     try:
-        return ModelSpec(
-            name=name or default_name,
-            num_kv_heads=get("num_key_value_heads", heads),
-            head_dim=get("head_dim", values["hidden_size"] // heads if heads else 0),
-            num_experts=get("num_local_experts", get("num_experts", 1)),
-            experts_per_token=get("num_experts_per_tok", 1),
-            tie_embeddings=get("tie_word_embeddings", False),
-            experts_only_quantised=_experts_only(cfg),
-            sliding_layers=sliding,
-            sliding_window=window,
-            **_layer_mix(cfg, values["num_layers"]),
-            **values,
-        )
+        values.update(_deepseek(cfg, values["num_layers"]))
+        return ModelSpec(**values)
     except (ConfigError, TypeError) as e:
         raise ConfigError(f"{source}: {e}") from e
 
@@ -296,6 +312,37 @@ def _layer_mix(cfg: Mapping[str, Any], layers: Any) -> dict[str, Any]:
     return {"dense_layers": layers - count,
             "dense_intermediate_size": cfg.get("intermediate_size_mlp") or 0,
             "shared_experts": 1}
+
+
+def _deepseek(cfg: Mapping[str, Any], layers: Any) -> dict[str, Any]:
+    """A DeepSeek-V2/V3 config's latent attention and expert layout: ``kv_lora_rank``,
+    ``q_lora_rank`` (None: no bottleneck), ``qk_rope_head_dim``, ``qk_nope_head_dim`` as
+    the head width (``v_head_dim`` must equal it), one cached latent for every head; the
+    ``n_routed_experts`` of ``moe_intermediate_size``, ``n_shared_experts``, and the
+    dense layers (the first ``first_k_dense_replace``, then all but every
+    ``moe_layer_freq``-th: vLLM's ``is_moe_layer``) of ``intermediate_size``. Nothing for
+    configs without ``kv_lora_rank``."""
+    if not cfg.get("kv_lora_rank"):
+        return {}
+    nope, v = cfg.get("qk_nope_head_dim"), cfg.get("v_head_dim", cfg.get("qk_nope_head_dim"))
+    if nope != v:
+        raise ConfigError(f"qk_nope_head_dim={nope} and v_head_dim={v} must be equal "
+                          f"(the spec has one head width)")
+    out: dict[str, Any] = {"kv_lora_rank": cfg["kv_lora_rank"],
+                           "q_lora_rank": cfg.get("q_lora_rank") or 0,
+                           "rope_head_dim": cfg.get("qk_rope_head_dim") or 0,
+                           "head_dim": nope, "num_kv_heads": 1}
+    experts = cfg.get("n_routed_experts")
+    if experts:
+        first, freq = cfg.get("first_k_dense_replace") or 0, cfg.get("moe_layer_freq") or 1
+        moe = sum(1 for i in range(layers) if i >= first and i % freq == 0) \
+            if isinstance(layers, int) and isinstance(first, int) and isinstance(freq, int) \
+            else 0
+        out.update(num_experts=experts, intermediate_size=cfg.get("moe_intermediate_size"),
+                   dense_layers=layers - moe if moe else 0,
+                   dense_intermediate_size=cfg.get("intermediate_size") or 0,
+                   shared_experts=cfg.get("n_shared_experts") or 0)
+    return out
 
 
 def _experts_only(cfg: Mapping[str, Any]) -> bool:
