@@ -47,6 +47,7 @@ from dashboard.page_form import KNOB_STEPS, choice, knob_label, number, refill, 
 from dashboard.ui import BAD_INPUT, upload
 from simulator.policies import policy_knobs
 from simulator.scenario import check_structure
+from simulator.specs import MODELS
 from simulator.workload.traces import load_trace
 
 LENGTH_KEYS = tuple(f"{w}_{k}" for w in ("prompt", "output")
@@ -168,10 +169,16 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     gpu = _choice("GPU", list(choices("gpu")), d.gpu, "gpu")
     dtype = _choice("Weight dtype", list(choices("weight_dtype")), d.weight_dtype, "weight_dtype")
     tp = _choice("Tensor parallelism (GPUs per replica)", list(choices("tp")), d.tp, "tp")
-    ranks = base.get("hardware", {}).get("attention_dp", 1)
-    if isinstance(ranks, int) and ranks > 1:  # kept from the scenario (apply_knobs)
-        sb.caption(f"attention data parallel x {ranks} (the scenario's [hardware]): a replica "
-                   f"is {tp * ranks} GPUs, tp {tp} each (docs/gpu-profiles.md)")
+    ranks = 1
+    if MODELS[model].num_experts > 1:  # attention data parallel needs experts to spread
+        ranks = _choice("Attention data parallel (ranks per replica)",
+                        list(choices("attention_dp")), d.attention_dp, "attention_dp",
+                        help="each GPU an attention rank of tp 1 with its own requests and "
+                             "KV cache, the experts spread over the ranks (TensorRT-LLM's "
+                             "DEP; docs/gpu-profiles.md)")
+    if ranks > 1:
+        sb.caption(f"attention data parallel x {ranks}: a replica is {tp * ranks} GPUs"
+                   + (" (tp must then be 1)" if tp > 1 else ", one rank each"))
     replicas = _number("Replicas", "replicas", d.replicas)
     router = _choice("Router", list(choices("router")), d.router, "router")
     stack = _choice("Serving stack", list(choices("stack")), d.stack, "stack",
@@ -231,7 +238,7 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     q = _number("Percentile", "percentile", d.percentile, 1.0)
     for note in form_notes(base, d, source):
         sb.caption(note)
-    return replace(d, **k, model=model, gpu=gpu, weight_dtype=dtype, tp=tp,
+    return replace(d, **k, model=model, gpu=gpu, weight_dtype=dtype, tp=tp, attention_dp=ranks,
                    replicas=replicas, router=router, stack=stack, stack_version=version,
                    policy=policy,
                    arrival=arrival,

@@ -204,3 +204,23 @@ def test_a_stack_version_reseeds_the_policy_and_runs_that_release():
     # 0.5.0-0.5.3 prefilled whole prompts at any context: max(131072, 2048) tokens a step
     assert at.number_input(key="max_num_batched_tokens").value == 131_072
     assert _ran(at)["stack"] == {"name": "vllm-v0", "version": "0.5"}
+
+
+def test_attention_data_parallel_is_a_knob_for_moe_models():
+    at = page("explorer").run()
+    assert "attention_dp" not in [s.key for s in at.selectbox]  # a dense model: no ranks
+    _upload_scenario(at, '[workload]\narrival = "poisson"\nrate = 2.0\nnum_requests = 40\n'
+                         '[model]\nname = "qwen3-235b-a22b"\nweight_dtype = "fp8"\n'
+                         '[hardware]\ngpu = "h200"\ntp = 4\n[stack]\nname = "trtllm"\n',
+                     "moe.toml")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="attention_dp").value == 1
+    assert "attention_dp" not in _ran(at)["hardware"]  # 1 is the schema's: not written
+    at.selectbox(key="tp").set_value(1)
+    at.selectbox(key="attention_dp").set_value(4).run()
+    assert not at.exception and not at.error
+    assert _ran(at)["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 4}
+    captions = " ".join(c.value for c in at.caption)
+    assert "attention data parallel x 4: a replica is 4 GPUs, one rank each" in captions
+    # TensorRT-LLM's limits are a rank's: the form shows the stack's per-rank defaults
+    assert at.number_input(key="max_num_seqs").value == _ran(at)["policy"]["max_num_seqs"]

@@ -202,3 +202,18 @@ def test_dashboard_subcommand_parses_and_checks_the_port(capsys):
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1" and "9000" in cmd
     assert main(["dashboard", "--port", "0"]) == 2
     assert "--port 0" in capsys.readouterr().err
+
+
+def test_attention_dp_round_trips_through_the_form() -> None:
+    point = load_scenario("scenarios/moe-attention-dp.toml")
+    one = expand_sweep(point)[0][1]
+    k = knobs_from_point(one)
+    assert (k.tp, k.attention_dp) == (1, 4)
+    assert apply_knobs(one, k)["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 4}
+    # back to tensor parallel: the scenario's ranks are overwritten, not kept
+    tp4 = apply_knobs(one, replace(k, tp=4, attention_dp=1))["hardware"]
+    assert tp4 == {"gpu": "h200", "tp": 4, "attention_dp": 1}
+    assert resolve(apply_knobs(one, k)).gpus == 4
+    # a dense scenario gets no attention_dp field
+    chat = expand_sweep(load_scenario("scenarios/chat.toml"))[0][1]
+    assert "attention_dp" not in apply_knobs(chat, knobs_from_point(chat))["hardware"]

@@ -33,10 +33,13 @@ from simulator.specs import HARDWARE, MODELS, WEIGHT_DTYPE_BYTES
 
 MAX_REQUESTS = 20_000  # the form's cap on one run (keeps it to seconds); not a scenario limit
 TP_CHOICES = (1, 2, 4, 8)  # GPUs per replica on one node (the scenario takes any integer >= 1)
+# attention data-parallel ranks a replica (a MoE model's; the scenario takes any integer >= 1)
+ATTENTION_DP_CHOICES = (1, 2, 4, 8)
 # knob -> (section, key) of the scenario field it shows (policy knobs: see schema_key)
 FIELDS = {
     "model": ("model", "name"), "weight_dtype": ("model", "weight_dtype"),
-    "gpu": ("hardware", "gpu"), "tp": ("hardware", "tp"), "policy": ("policy", "name"),
+    "gpu": ("hardware", "gpu"), "tp": ("hardware", "tp"),
+    "attention_dp": ("hardware", "attention_dp"), "policy": ("policy", "name"),
     "replicas": ("cluster", "replicas"), "router": ("cluster", "router"),
     "stack": ("stack", "name"),
     "arrival": ("workload", "arrival"), "rate": ("workload", "rate"),
@@ -78,10 +81,12 @@ def form_field(knob: str, policy: str | None = None) -> FieldInfo:
 
 def choices(knob: str) -> tuple[Any, ...]:
     """What ``knob``'s select box offers: the catalogue's names for model, GPU and dtype (the
-    GPU list without "cpu"), the form's TP_CHOICES, else the schema's choices."""
+    GPU list without "cpu"), the form's TP_CHOICES and ATTENTION_DP_CHOICES, else the
+    schema's choices."""
     catalogue: dict[str, tuple[Any, ...]] = {
         "model": tuple(MODELS), "gpu": tuple(g for g in HARDWARE if g != "cpu"),
-        "weight_dtype": tuple(WEIGHT_DTYPE_BYTES), "tp": TP_CHOICES}
+        "weight_dtype": tuple(WEIGHT_DTYPE_BYTES), "tp": TP_CHOICES,
+        "attention_dp": ATTENTION_DP_CHOICES}
     if knob in catalogue:
         return catalogue[knob]
     found = form_field(knob).choices

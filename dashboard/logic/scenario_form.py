@@ -77,6 +77,7 @@ class Knobs:
     gpu: str
     weight_dtype: str
     tp: int
+    attention_dp: int  # attention data-parallel ranks a replica (1: none; MoE models)
     policy: str  # a key of simulator.policies.POLICIES
     batch_size: int  # static
     max_batch_size: int  # dynamic
@@ -147,7 +148,8 @@ def knobs_from_point(point: dict[str, Any]) -> Knobs:
     n = wl.get("num_requests") or default("workload.num_requests")
     return Knobs(
         model=get("model", "name"), gpu=get("hardware", "gpu"),
-        weight_dtype=get("model", "weight_dtype"), tp=get("hardware", "tp"), policy=policy,
+        weight_dtype=get("model", "weight_dtype"), tp=get("hardware", "tp"),
+        attention_dp=get("hardware", "attention_dp"), policy=policy,
         **knobs,
         arrival=get("workload", "arrival"), rate=float(get("workload", "rate")),
         cv=float(get("workload", "cv")), concurrency=get("workload", "concurrency"),
@@ -223,6 +225,8 @@ def apply_knobs(point: dict[str, Any], k: Knobs) -> dict[str, Any]:
     if k.weight_dtype != point.get("model", {}).get("weight_dtype"):
         out["model"].pop("kv_dtype", None)  # let resolve pick the KV dtype for the new weights
     out["hardware"] = {**out.get("hardware", {}), "gpu": k.gpu, "tp": k.tp}
+    if k.attention_dp > 1 or "attention_dp" in out["hardware"]:
+        out["hardware"]["attention_dp"] = k.attention_dp
     out["policy"] = _policy(point, k)
     out["workload"] = workload_table(point, k)
     write_prefix(out, point, k.prefix, closed=k.arrival == "closed", trace=bool(k.trace))
@@ -257,7 +261,8 @@ def with_stack(point: dict[str, Any], k: Knobs) -> Knobs:
     if preset is None:
         return k
     base = {**point, "model": {"name": k.model}, "hardware": {"gpu": k.gpu, "tp": k.tp}}
-    applied = apply_stack(base, preset, get_model(k.model), get_hardware(k.gpu), gpus=k.tp)
+    applied = apply_stack(base, preset, get_model(k.model), get_hardware(k.gpu),
+                          gpus=k.tp * k.attention_dp)
     shown = knobs_from_point({**applied, "policy": applied["policy"]})
     return replace(k, policy=shown.policy,
                    **{knob: getattr(shown, knob) for knob in POLICY_KNOBS})

@@ -38,7 +38,8 @@ def layer_shapes(m: ModelSpec) -> tuple[int, ...]:
     """Everything a transformer block's kernels depend on (not vocab, context or ties)."""
     return (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.head_dim,
             m.intermediate_size, m.num_experts, m.experts_per_token, m.dense_layers,
-            m.dense_intermediate_size, m.shared_experts)
+            m.dense_intermediate_size, m.shared_experts, m.kv_lora_rank, m.q_lora_rank,
+            m.rope_head_dim)
 
 
 def shape_equivalents(model: ModelSpec) -> list[ModelSpec]:
