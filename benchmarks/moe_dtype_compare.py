@@ -2,6 +2,10 @@
 
     python benchmarks/moe_dtype_compare.py [--kind vllm] [--dtypes bf16,fp8]
                                            [--gpus h100-sxm,h200] [--tables FILE]
+    python benchmarks/moe_dtype_compare.py --kinds trtllm,sglang --dtypes fp8
+
+``--kinds A,B`` compares two stacks' curves instead (B's over A's), at each of ``--dtypes``
+(one dtype: the same for both).
 
 For every (GPU, model, TP, EP) that ``--tables`` (a ``moe_tables.json``; default the shipped
 one, simulator/costs/moe_tables.py) holds in both dtypes for ``--kind``, prints the ratio
@@ -32,17 +36,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="bf16,fp8", help="the reference dtype, then the other")
     ap.add_argument("--gpus", default="h100-sxm,h200", help="catalogue GPU names")
     ap.add_argument("--tables", type=Path, default=MOE_FILE, help="a moe_tables.json")
+    ap.add_argument("--kinds", default=None,
+                    help="two stacks to compare (the reference first) in place of --kind")
     args = ap.parse_args(argv)
-    base, other = args.dtypes.split(",")
+    dtypes = args.dtypes.split(",")
+    kinds = (args.kinds or f"{args.kind},{args.kind}").split(",")
+    (base_kind, other_kind), (base_dtype, other_dtype) = kinds, (dtypes * 2)[:2]
+    base, other = ((base_dtype, other_dtype) if args.kinds is None else (base_kind, other_kind))
     gpus = args.gpus.split(",")
-    curves: dict[tuple[str, str, int, int, str], dict] = {}
+    curves: dict[tuple[str, str, int, int, str, str], dict] = {}
     for row in json.loads(args.tables.read_text())["curves"]:
-        if row["kind"] == args.kind and row["hardware"] in gpus:
+        if row["hardware"] in gpus:
             key = (row["hardware"], row["model"], int(row["tp"]), int(row.get("ep", 1)))
-            curves[(*key, row["dtype"])] = row
+            curves[(*key, row["kind"], row["dtype"])] = row
     every = []
     for key in sorted({k[:4] for k in curves}):
-        ref, cmp = curves.get((*key, base)), curves.get((*key, other))
+        ref = curves.get((*key, base_kind, base_dtype))
+        cmp = curves.get((*key, other_kind, other_dtype))
         if ref is None or cmp is None:
             continue
         a = dict(zip(ref["tokens"], ref["latency_us"], strict=True))
@@ -56,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{min(ratios):5.2f} {statistics.median(ratios):5.2f} {max(ratios):5.2f}  "
               f"({len(ratios)} counts; {other}: {kernel})")
     if not every:
-        print(f"no {args.kind} curve in both {base} and {other} on {args.gpus}")
+        print(f"no curve in both {base} and {other} on {args.gpus}")
         return 1
     print(f"all: {len(every)} counts, {other}/{base} min {min(every):.2f}, median "
           f"{statistics.median(every):.2f}, max {max(every):.2f}")

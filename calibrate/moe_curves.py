@@ -43,7 +43,9 @@ and the source says why (one curve: Llama 4 Maverick's H200 TensorRT-LLM FP8 row
 
 TensorRT-LLM's FP8 curves read the per-tensor ``fp8`` rows; a shape the table times in
 ``fp8_block`` only (DeepSeek-R1: its own checkpoint is block-scaled FP8, and NVIDIA's
-tables time it so) reads those.
+tables time it so) reads those. SGLang's tables time FP8 experts in ``fp8_block`` only (its
+Triton fused MoE over block-scaled checkpoints: Qwen's and DeepSeek's own FP8), so its fp8
+curves are those rows; before stop 61 SGLang had no FP8 curve and took TensorRT-LLM's.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ EPS = (2, 4, 8)
 VLLM_FP8_METHOD = "vllm_fp8moe_"
 VLLM_FP8_KERNEL = "vllm_fp8moe_triton_tritonexperts"
 ROUTING = "power_law_1.2"  # AIConfigurator's generic MoE model's routing (module docstring)
+# stacks whose fp8 curves read a shape's fp8_block rows where the table has no per-tensor ones
+BLOCK_FP8 = ("trtllm", "sglang")
 MORE_SYSTEMS = {"b200": "b200_sxm"}  # GPUs whose MoE tables every stack has, not composed
 
 
@@ -162,9 +166,8 @@ def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, 
             if not ours.empty:
                 return table[0], triton if not triton.empty else ours
     table = shape_rows(root, system, version, backend, dtype, model, ep)
-    if table is not None and table[1].empty and (backend, dtype) == ("trtllm", "fp8"):
-        # a block-FP8 checkpoint's experts (DeepSeek's own FP8): TensorRT-LLM's tables time
-        # its shape in fp8_block only
+    if table is not None and table[1].empty and dtype == "fp8" and backend in BLOCK_FP8:
+        # block-FP8 experts (module docstring): the shape is timed in fp8_block only
         table = shape_rows(root, system, version, backend, "fp8_block", model, ep)
     return table
 

@@ -163,6 +163,13 @@ def test_tensorrt_llms_fp8_experts_read_the_block_rows_for_r1() -> None:
     qwen = [r for r in rows if r["model"] == "qwen3-235b-a22b" and r["kind"] == "trtllm"
             and r["dtype"] == "fp8"]
     assert qwen and not any("fp8_block" in r["source"] for r in qwen)
+    # SGLang times FP8 experts in block FP8 only: its fp8 curves are its own kernels' (Triton
+    # on Hopper, FlashInfer's TensorRT-LLM MoE on the B200)
+    sglang = [r for r in rows if r["kind"] == "sglang" and r["dtype"] == "fp8"]
+    assert sglang and all("(sglang_" in r["source"] and ", fp8_block," in r["source"]
+                          for r in sglang)
+    assert any("sglang_fused_moe_triton" in r["source"] for r in sglang)
+    assert {r["model"] for r in sglang} >= {"deepseek-r1", "qwen3-235b-a22b"}
 
 
 def test_the_engine_refuses_latent_attention() -> None:

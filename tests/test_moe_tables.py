@@ -234,3 +234,12 @@ def test_the_dtype_compare_script_divides_the_curves_by_hand(tmp_path, capsys) -
     # ratios 0.5, 1.5, 1.0: min, median, max, and the fp8 curve's kernel
     assert "fp8/bf16  0.50  1.00  1.50  (3 counts; fp8: kernel_b)" in out
     assert "all: 3 counts, fp8/bf16 min 0.50, median 1.00, max 1.50" in out
+    # two stacks at one dtype: sglang's over trtllm's, the bf16 rows left out
+    kinds = [{**base, "kind": "trtllm", "dtype": "fp8", "latency_us": [10.0, 20.0, 40.0]},
+             {**base, "kind": "sglang", "dtype": "fp8", "latency_us": [20.0, 20.0, 10.0],
+              "source": "T (sglang_k, fp8_block, moe_tp 2)"},
+             {**base, "kind": "sglang", "dtype": "bf16", "latency_us": [1.0, 1.0, 1.0]}]
+    tables.write_text(json.dumps({"curves": kinds}))
+    assert main(["--tables", str(tables), "--kinds", "trtllm,sglang", "--dtypes", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "sglang/trtllm  0.25  1.00  2.00  (3 counts; sglang: sglang_k)" in out
