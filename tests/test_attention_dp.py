@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from roofline_support import assert_one_and_many_agree
 
 from simulator.costs.collectives import allreduce_curve, collective_curve
 from simulator.costs.from_config import cost_model_from_config
@@ -15,7 +16,7 @@ from simulator.costs.roofline import RooflineCost, check_attention_dp
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.runner import run_point
-from simulator.shapes import StepShape, StepShapes
+from simulator.shapes import StepShape
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 
@@ -95,18 +96,7 @@ def test_the_experts_read_the_ep_table_at_the_groups_tokens() -> None:
 
 @pytest.mark.parametrize("knobs", [{}, {"moe_kind": "", "allreduce_kind": ""}])
 def test_one_step_and_many_agree_bit_for_bit(knobs: dict) -> None:
-    cost = _cost(4, **knobs)
-    shapes = [StepShape(num_prefill_tokens=p, prefill_attn_work=p * (p / 2 + c0),
-                        num_decode_seqs=d, decode_context_tokens=d * 900,
-                        num_admitted=a, num_finished=f)
-              for p, c0, d, a, f in [(0, 0, 1, 0, 0), (0, 0, 777, 0, 3), (4096, 0, 0, 4, 0),
-                                     (333, 2000, 64, 1, 1), (8192, 100, 2048, 9, 7)]]
-    many = cost.step_times(StepShapes.from_shapes(shapes))
-    assert many.tolist() == [cost.step_time(s) for s in shapes]
-    for s in shapes:
-        if s.num_prefill_tokens == 0:
-            assert cost.decode_pricer()(s.num_decode_seqs, s.decode_context_tokens,
-                                        s.num_finished) == cost.step_time(s)
+    assert_one_and_many_agree(_cost(4, **knobs))
 
 
 @pytest.mark.parametrize("model, tp, dp, gpu, match", [

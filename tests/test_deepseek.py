@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+from roofline_support import assert_one_and_many_agree
 
 from calibrate.aiconfigurator import find_data_root
 from simulator.costs.moe_tables import MOE_FILE
 from simulator.costs.roofline import RooflineCost
 from simulator.errors import ConfigError
-from simulator.shapes import StepShape, StepShapes
+from simulator.shapes import StepShape
 from simulator.specs.hardware import get_hardware
 from simulator.specs.model_spec import ModelSpec
 from simulator.specs.models import get_model, model_from_hf_config
@@ -90,17 +91,7 @@ def test_prefill_and_decode_pairs_cost_what_latent_attention_computes() -> None:
 @pytest.mark.parametrize("tp, dp", [(8, 1), (1, 8)])
 def test_one_step_and_many_agree_bit_for_bit(tp: int, dp: int) -> None:
     cost = RooflineCost(R1, H200, tp, "fp8", "fp8", attention_dp=dp)
-    shapes = [StepShape(num_prefill_tokens=p, prefill_attn_work=p * (p / 2 + c0),
-                        num_decode_seqs=d, decode_context_tokens=d * 900,
-                        num_admitted=a, num_finished=f)
-              for p, c0, d, a, f in [(0, 0, 1, 0, 0), (0, 0, 777, 0, 3), (4096, 0, 0, 4, 0),
-                                     (333, 2000, 64, 1, 1), (8192, 100, 2048, 9, 7)]]
-    many = cost.step_times(StepShapes.from_shapes(shapes))
-    assert many.tolist() == [cost.step_time(s) for s in shapes]
-    for s in shapes:
-        if s.num_prefill_tokens == 0:
-            assert cost.decode_pricer()(s.num_decode_seqs, s.decode_context_tokens,
-                                        s.num_finished) == cost.step_time(s)
+    assert_one_and_many_agree(cost)
     # a speculative step's verified drafts are decode pairs
     spec = StepShape(num_decode_seqs=16, decode_context_tokens=16 * 900, num_spec_tokens=48,
                      spec_attn_work=48 * 901.0)
