@@ -26,6 +26,13 @@ with pipeline parallelism 1 (the tables' rows are TP only). Memory is the GPU's 
 (``get_device_memory``); the KV fraction is the command's (0.95 for most published rows).
 "Parameters" are the checkpoint's safetensors elements (:func:`checkpoint_elements`) and
 "layers" every layer, sliding-window ones too (the tool's ``num_attention_layers``).
+
+The rule has no branch for latent attention (DeepSeek-V3/R1) through the 1.x releases the
+tables name: the tool's ``ModelConfig`` reads the config's ``num_key_value_heads`` (128)
+and, with no ``head_dim`` key, ``hidden_size // num_attention_heads`` (56), so it sizes
+DeepSeek-R1 for 2 x 61 x 128 x 56 bytes of FP8 cache a token, about 25 times the latent
+cache (NVIDIA/TensorRT-LLM#16707 later added an MLA branch, whose thread says "~25x"):
+:func:`engine_settings` does the same for a latent-attention spec.
 """
 
 from __future__ import annotations
@@ -121,8 +128,10 @@ def engine_settings(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: s
                     kv_dtype: str, isl: int, osl: int, kv_fraction: float = 0.95
                     ) -> tuple[int, int]:
     """(max_batch_size, max_num_tokens) ``trtllm-bench`` builds for fixed ``isl``/``osl``."""
-    kv_bytes = 2 * model.num_layers * max(tp, model.num_kv_heads) * model.head_dim * \
-        _bytes(kv_dtype) / GIB
+    heads, head_size = model.num_kv_heads, model.head_dim
+    if model.kv_lora_rank:  # what the tool reads from a latent-attention config (docstring)
+        heads, head_size = model.num_heads, model.hidden_size // model.num_heads
+    kv_bytes = 2 * model.num_layers * max(tp, heads) * head_size * _bytes(kv_dtype) / GIB
     engine = checkpoint_elements(model, weight_dtype) * _bytes(weight_dtype) / GIB
     available = hw.memory_bytes / GIB * tp - engine
     requests = available * kv_fraction / (kv_bytes * (isl + osl))

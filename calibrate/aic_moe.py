@@ -219,11 +219,16 @@ class MoeComposer(Composer):
         step's token count (prompt tokens plus decode rows)."""
         if self.moe is None:
             raise ConfigError("MoeComposer needs a MoE curve")
+        m = self.model
+        if m.dense_layers or m.shared_experts or m.kv_lora_rank:
+            raise ConfigError(f"{m.name}: MoeComposer composes Llama attention and an expert "
+                              f"MLP in every layer; dense layers, shared experts and latent "
+                              f"attention are the roofline prior's (simulator/costs)")
         ops = super().step_ops(chunks, decode_contexts)
         for name in MLP_OPS:
             del ops[name]
         tokens = sum(n for n, _ in chunks) + len(decode_contexts)
-        ops["moe"] = self.model.moe_layers * self.moe.query(tokens) / 1e3
+        ops["moe"] = m.num_layers * self.moe.query(tokens) / 1e3
         return ops
 
 

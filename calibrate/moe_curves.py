@@ -134,8 +134,9 @@ FALLBACK_ROUTINGS = ("power_law_1.01", "balanced")
 
 def sane_routing(rows: Any, below: tuple[Any, str] | None) -> tuple[str, str]:
     """(the routing whose rows ``rows`` (one ep, moe_tp 1) price the layer with, why):
-    ``ROUTING`` unless its curve reads ``EP_SLOWER_LIMIT`` times ``below``'s (the curve at
-    half the ep) or more, then the first of ``FALLBACK_ROUTINGS`` that does not."""
+    ``ROUTING`` unless its curve reads ``EP_SLOWER_LIMIT`` times ``below``'s (the curve
+    shipped at half the ep) or more, then the first of ``FALLBACK_ROUTINGS`` that does not;
+    ``ROUTING`` again, said so, when none does."""
     if below is None or routing_curve(rows, ROUTING) is None:
         return ROUTING, ""  # nothing to check, or no curve at all (as without the check)
     first = 0.0
@@ -150,7 +151,8 @@ def sane_routing(rows: Any, below: tuple[Any, str] | None) -> tuple[str, str]:
                 f"; {ROUTING} rows read {first:.1f}x the next smaller ep's, a broken "
                 f"measurement (calibrate/moe_curves.py, EP_SLOWER_LIMIT)")
         first = first or ratio
-    return ROUTING, ""
+    return ROUTING, (f"; its rows read {first:.1f}x the next smaller ep's and no other "
+                     f"routing reads less (calibrate/moe_curves.py, EP_SLOWER_LIMIT)")
 
 
 def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,

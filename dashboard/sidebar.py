@@ -171,8 +171,10 @@ def knob_widgets(d: Knobs, base: dict[str, Any] | None = None, source: str = "")
     tp = _choice("Tensor parallelism (GPUs per replica)", list(choices("tp")), d.tp, "tp")
     ranks = 1
     if MODELS[model].num_experts > 1:  # attention data parallel needs experts to spread
+        offered = list(choices("attention_dp"))  # and a scenario's own, e.g. 16
         ranks = _choice("Attention data parallel (ranks per replica)",
-                        list(choices("attention_dp")), d.attention_dp, "attention_dp",
+                        offered + ([d.attention_dp] if d.attention_dp not in offered else []),
+                        d.attention_dp, "attention_dp",
                         help="each GPU an attention rank of tp 1 with its own requests and "
                              "KV cache, the experts spread over the ranks (TensorRT-LLM's "
                              "DEP; docs/gpu-profiles.md)")

@@ -99,7 +99,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     kv_blocks = sc.kv.capacity_blocks(
         memory_bytes=hw.memory_bytes, tp=tp * dp,
         weight_bytes=model.group_weight_bytes(weights, weight_dtype, dp),
-        kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
+        kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype, tp))
     cost, cost_source = cost_model_from_config(
         dict(sc.cost), model, hw, tp, weight_dtype, kv_dtype,
         **cost_args(preset, model, hw, tp, kv_dtype), attention_dp=dp,

@@ -46,11 +46,16 @@ class KVCacheConfig:
     def __post_init__(self) -> None:
         check_fields(self, "kv")
 
-    def pool_bytes_per_token(self, model: ModelSpec, kv_dtype: str) -> float:
-        """Memory a token of the pool takes: the full layers' KV, plus ``window_share`` of a
-        token of the sliding-window layers' (none without them)."""
-        return (model.kv_bytes_per_token(kv_dtype)
-                + self.window_share * model.window_kv_bytes_per_token(kv_dtype))
+    def pool_bytes_per_token(self, model: ModelSpec, kv_dtype: str, tp: int = 1) -> float:
+        """Memory a token of the pool takes on ``tp`` tensor-parallel GPUs together: the full
+        layers' KV, plus ``window_share`` of a token of the sliding-window layers' (none
+        without them); times tp / min(tp, KV heads), as a KV head is copied to every GPU
+        once the GPUs outnumber the heads (Qwen3-235B's 4 at TP 8: twice; latent
+        attention's one latent: every GPU holds the whole cache)."""
+        per_token = (model.kv_bytes_per_token(kv_dtype)
+                     + self.window_share * model.window_kv_bytes_per_token(kv_dtype))
+        copies = tp / min(tp, model.num_kv_heads)
+        return per_token if copies == 1 else per_token * copies
 
     def capacity_blocks(
         self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float

@@ -222,5 +222,15 @@ def test_attention_data_parallel_is_a_knob_for_moe_models():
     assert _ran(at)["hardware"] == {"gpu": "h200", "tp": 1, "attention_dp": 4}
     captions = " ".join(c.value for c in at.caption)
     assert "attention data parallel x 4: a replica is 4 GPUs, one rank each" in captions
-    # TensorRT-LLM's limits are a rank's: the form shows the stack's per-rank defaults
-    assert at.number_input(key="max_num_seqs").value == _ran(at)["policy"]["max_num_seqs"]
+    # TensorRT-LLM's limits are a rank's: the form shows the stack's defaults for the model
+    from simulator.specs import get_hardware, get_model
+    from simulator.stack_presets import STACKS
+
+    trtllm = STACKS["trtllm"][-1].policy_for(get_model("qwen3-235b-a22b"), get_hardware("h200"))
+    assert at.number_input(key="max_num_seqs").value == trtllm["max_num_seqs"]
+    # a scenario's own rank count outside the offered 1, 2, 4, 8 is kept, not reset to 1
+    _upload_scenario(at, '[workload]\narrival = "poisson"\nrate = 2.0\nnum_requests = 40\n'
+                         '[model]\nname = "qwen3-235b-a22b"\nweight_dtype = "fp8"\n'
+                         '[hardware]\ngpu = "h200"\ntp = 1\nattention_dp = 16\n', "dp16.toml")
+    assert at.selectbox(key="attention_dp").value == 16
+    assert _ran(at)["hardware"]["attention_dp"] == 16

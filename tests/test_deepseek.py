@@ -124,17 +124,21 @@ def test_the_catalogue_entries_are_their_config_json() -> None:
 
 
 def test_a_latent_config_that_cannot_be_is_refused() -> None:
-    cfg = json.loads(json.dumps({
+    cfg = dict({
         "model_type": "deepseek_v3", "num_hidden_layers": 4, "hidden_size": 256,
         "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 1000,
         "max_position_embeddings": 2048, "kv_lora_rank": 64, "qk_nope_head_dim": 32,
-        "v_head_dim": 48, "qk_rope_head_dim": 16}))
+        "v_head_dim": 48, "qk_rope_head_dim": 16})
     with pytest.raises(ConfigError, match="qk_nope_head_dim=32 and v_head_dim=48"):
         model_from_hf_config(cfg)
     with pytest.raises(ConfigError, match="num_kv_heads must be 1"):
         ModelSpec("toy", 4, 256, 4, 2, 64, 512, 1000, 2048, kv_lora_rank=64)
     with pytest.raises(ConfigError, match="kv_lora_rank=0"):
         ModelSpec("toy", 4, 256, 4, 1, 64, 512, 1000, 2048, rope_head_dim=16)
+    # experts named but no layer holds them
+    with pytest.raises(ConfigError, match="no layer has experts"):
+        model_from_hf_config({**cfg, "v_head_dim": 32, "n_routed_experts": 8,
+                              "first_k_dense_replace": 4})
     # a dense latent model (DeepSeek-V2-Lite-like, no experts) reads without a layer mix
     dense = model_from_hf_config({**cfg, "v_head_dim": 32})
     assert (dense.kv_lora_rank, dense.q_lora_rank, dense.num_kv_heads, dense.num_experts) \
@@ -179,3 +183,24 @@ def test_grouped_query_read_rules_leave_latent_attention_alone() -> None:
     old = next(p for p in STACKS["trtllm"] if p.version == "0.10")
     assert old.decode_kv_reads(get_model("llama-3.1-8b"), 1, "fp8") == 4.0  # G = 32 / 8
     assert old.decode_kv_reads(R1, 8, "fp8") == 1.0
+
+
+def test_the_pool_holds_a_copy_of_the_latents_on_every_tensor_parallel_gpu() -> None:
+    """resolve(): at TP 8 every GPU holds the whole latent cache, so a token of the pool
+    takes 8 x 35,136 bytes of the 8 GPUs' memory, by hand from the capacity rule; a GQA
+    model copies a KV head once the GPUs outnumber its heads (Qwen3-235B: 4, at TP 8
+    twice the bytes a token)."""
+    from simulator.deployment import resolve
+    from simulator.kv_config import KVCacheConfig
+
+    kv = {"gpu_memory_utilization": 0.9, "memory_share": "total", "reserve_gb": 2.0,
+          "block_size": 32}
+    dep = resolve({"model": {"name": "deepseek-r1", "weight_dtype": "fp8", "kv_dtype": "fp8"},
+                   "hardware": {"gpu": "h200", "tp": 8}, "kv": kv})
+    left = 8 * H200.memory_bytes * 0.9 - R1.weight_bytes("fp8") - 8 * 2e9
+    assert dep.kv_blocks == int(left // (8 * 35_136 * 32))
+    assert KVCacheConfig().pool_bytes_per_token(R1, "fp8", 1) == 35_136
+    qwen = get_model("qwen3-235b-a22b")
+    per_token = qwen.kv_bytes_per_token("fp8")
+    assert KVCacheConfig().pool_bytes_per_token(qwen, "fp8", 8) == 2 * per_token
+    assert KVCacheConfig().pool_bytes_per_token(qwen, "fp8", 4) == per_token

@@ -114,9 +114,13 @@ def test_the_prior_prices_experts_over_the_moe_layers_only() -> None:
     assert dep._k.num_dispatches == 24.0
 
 
-def test_a_draft_of_the_first_layers_keeps_the_mix() -> None:
+def test_a_draft_of_the_first_layers_keeps_the_share_of_dense_layers() -> None:
+    # the spec holds counts, not places: a draft keeps the share (rounded), one MoE layer
+    # at least (simulator/costs/speculative.py says it is an approximation)
     draft = first_layers(MAVERICK, 12)
     assert (draft.num_layers, draft.dense_layers, draft.moe_layers) == (12, 6, 6)
+    r1 = get_model("deepseek-r1")  # 3 dense of 61: 20 layers keep round(0.98) = 1
+    assert first_layers(r1, 20).dense_layers == 1
     assert first_layers(MAVERICK, 1).moe_layers == 1
 
 
@@ -139,10 +143,15 @@ def test_an_ep_curve_slower_than_half_its_ep_is_stepped_past() -> None:
     assert "read 4.2x" in why and "broken" in why
     fine = _rows({ROUTING: [0.06, 0.3, 0.5], "balanced": [0.1, 0.3, 0.5]})
     assert sane_routing(fine, below) == (ROUTING, "")
-    # at the limit the routing is kept only below it
-    edge = _rows({ROUTING: [0.06 * EP_SLOWER_LIMIT] * 3})
-    assert sane_routing(edge, (pd.Series([0.06] * 3, index=[1, 64, 1024]), "k"))[0] \
-        == ROUTING  # nothing else to take
+    # the limit itself is past it (3.0 / 2.0 is 1.5 exactly): the next routing is taken
+    two = (pd.Series([2.0] * 3, index=[1, 64, 1024]), "k")
+    assert EP_SLOWER_LIMIT == 1.5
+    edge = _rows({ROUTING: [3.0] * 3, "power_law_1.01": [2.9] * 3})
+    assert sane_routing(edge, two)[0] == "power_law_1.01"  # 1.45x: below the limit
+    # no routing below the limit: the curve is kept, and its source says so
+    worse = _rows({ROUTING: [3.0] * 3, "balanced": [4.0] * 3})
+    routing, why = sane_routing(worse, two)
+    assert routing == ROUTING and "read 1.5x" in why and "no other routing" in why
     assert sane_routing(broken, None) == (ROUTING, "")
 
 

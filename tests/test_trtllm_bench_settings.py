@@ -55,6 +55,18 @@ def test_tp_counts_at_least_one_kv_head_per_gpu() -> None:
     assert batch4 == 128 * math.ceil(raw4 / 128) and batch8 > batch4
 
 
+def test_latent_attention_is_sized_as_the_tool_reads_its_config() -> None:
+    # DeepSeek-R1: the tool takes num_key_value_heads 128 and hidden / heads = 56 for the
+    # head, 2 x 61 x 128 x 56 x 1 byte = 874,496 bytes a token (the latent: 35,136 a GPU)
+    model, h200 = MODELS["deepseek-r1"], get_hardware("h200")
+    kv = 2 * 61 * 128 * 56 / 2**30
+    weights = tbs.checkpoint_elements(model, "fp8") * 1 / 2**30
+    raw = (h200.memory_bytes / 2**30 * 8 - weights) * 0.95 / (kv * (1024 + 8192))
+    assert 40 < raw < 64  # -> the 64-sequence floor
+    assert tbs.engine_settings(model, h200, 8, "fp8", "fp8", 1024, 8192) \
+        == tbs.finetune(raw, 1024, 8192) == (64, 2048)
+
+
 def test_a_bench_row_replays_the_engine_trtllm_bench_sized() -> None:
     case = next(c for c in pc.load_cases()
                 if c.id == "trtllm1.0-h100-sxm-llama3.1-8b-fp8-tp1-128-2048")

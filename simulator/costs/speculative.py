@@ -103,7 +103,9 @@ def first_layers(model: ModelSpec, num_layers: int) -> ModelSpec:
         raise ConfigError(f"speculative.draft_layers = {num_layers}: must be in "
                           f"[1, {model.num_layers - 1}] ({model.name} has "
                           f"{model.num_layers} layers)")
-    # a model mixing dense and MoE layers keeps its mix (rounded; one MoE layer at least)
+    # a model mixing dense and MoE layers keeps its share of dense layers (rounded; one MoE
+    # layer at least): an approximation, as the spec holds counts, not places (DeepSeek's
+    # dense layers are its first three, Llama 4's every other one from layer 0)
     dense = min(round(model.dense_layers * num_layers / model.num_layers), num_layers - 1)
     return replace(model, name=f"{model.name}[:{num_layers}]", num_layers=num_layers,
                    dense_layers=dense)

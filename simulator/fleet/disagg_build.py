@@ -46,7 +46,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
             blocks = sc.kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp,
                 weight_bytes=stack_weight_bytes(preset, model, hw, tp, weight),
-                kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype))
+                kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype, tp))
         except CapacityError as e:  # kept a CapacityError: the planner skips what cannot fit
             raise CapacityError(f"{where}: {e}") from None
         knobs = section.knobs(pool)

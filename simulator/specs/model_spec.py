@@ -22,7 +22,8 @@ EMBEDDING_BYTES = 2.0
 
 
 _FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised")
-# counts that may be 0: the window, then the MoE layer mix (checked by _check_layers)
+# counts that may be 0: the window, then the MoE layer mix and latent attention's widths
+# (checked by _check_layers)
 _COUNTS = ("sliding_layers", "sliding_window", "dense_layers", "dense_intermediate_size",
            "shared_experts", "kv_lora_rank", "q_lora_rank", "rope_head_dim")
 

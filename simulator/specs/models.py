@@ -338,8 +338,12 @@ def _deepseek(cfg: Mapping[str, Any], layers: Any) -> dict[str, Any]:
         moe = sum(1 for i in range(layers) if i >= first and i % freq == 0) \
             if isinstance(layers, int) and isinstance(first, int) and isinstance(freq, int) \
             else 0
+        if not moe:
+            raise ConfigError(f"n_routed_experts={experts} but no layer has experts "
+                              f"(first_k_dense_replace={first}, moe_layer_freq={freq}, "
+                              f"num_hidden_layers={layers})")
         out.update(num_experts=experts, intermediate_size=cfg.get("moe_intermediate_size"),
-                   dense_layers=layers - moe if moe else 0,
+                   dense_layers=layers - moe,
                    dense_intermediate_size=cfg.get("intermediate_size") or 0,
                    shared_experts=cfg.get("n_shared_experts") or 0)
     return out
