@@ -21,7 +21,7 @@ from typing import Any
 
 from simulator.costs.host import COUNT_TERMS
 from simulator.deployment import resolve
-from simulator.errors import ConfigError
+from simulator.errors import CapacityError, ConfigError
 from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 from simulator.stack_presets import StackPreset
@@ -60,8 +60,9 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
         dep = resolve({"model": {"name": model, "weight_dtype": weight_dtype},
                        "hardware": {"gpu": gpu, "tp": tp},
                        "stack": {"name": preset.stack, "version": preset.version}})
-    except ConfigError as e:  # this stack cannot serve that checkpoint there: say why
-        kv_dtype, step_costs, kv_tokens = None, f"none: {e}", None
+    except (ConfigError, CapacityError) as e:  # this stack cannot serve that checkpoint
+        kv_dtype, step_costs, kv_tokens = None, f"none: {e}", None  # there (or it does not
+        # fit): say why
     else:
         kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
         kv_tokens = dep.kv_blocks * dep.block_size  # the cache a run gets: its capacity

@@ -121,3 +121,14 @@ def test_the_weights_a_gpu_holds_follow_the_stacks_kernels(
     two = _views(capsys, "sglang", "--model", "gpt-oss-120b", "--weight-dtype", "mxfp4",
                  "--tp", "2")
     assert two["0.5"]["kv"]["weights_gib_per_gpu"] == round(65_168_599_680 / 2 / 2**30, 2)
+
+
+def test_a_model_that_does_not_fit_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    # DeepSeek-R1 in bf16 on one H200: 1,342 GB of weights; the presets still print
+    views = _views(capsys, "trtllm", "--model", "deepseek-r1", "--gpu", "h200")
+    step = views["1.0"]["step_costs"]
+    assert step.startswith("none: model does not fit: weights 1342.1 GB")
+    assert "kv_tokens" not in views["1.0"]["kv"]
+    fits = _views(capsys, "trtllm", "--model", "deepseek-r1", "--gpu", "h200", "--tp", "8",
+                  "--weight-dtype", "fp8")
+    assert fits["1.0"]["kv"]["kv_tokens"] > 0
