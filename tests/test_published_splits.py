@@ -35,7 +35,8 @@ def test_size_classes() -> None:
     assert ps.size("gpt-j-6b") == "small"  # 6.05B, in the catalogue since stop 39
     assert ps.size("falcon-180b") == "large"
     assert ps.size("qwen3-235b-a22b") == "moe"
-    assert ps.size("deepseek-r1") == "?"  # outside the catalogue
+    assert ps.size("deepseek-r1") == "moe"  # in the catalogue since stop 61
+    assert ps.size("grok-1") == "?"  # outside the catalogue
 
 
 def test_error_splits_by_hand() -> None:
