@@ -74,9 +74,12 @@ def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
     assert profile["fit"]["mape"] < 0.15  # held-out, on the profiler's own grid
     host = profile["overhead"]  # the serving loop's own work, measured on its own run
     assert 0 < host["finish_s"] < 0.02 and 0 <= host["admit_s"] < 0.02
-    # served steps / profiled on the same synthetic run: recorded as a check, not applied
+    # served steps / profiled on the same synthetic run: recorded as a check, not applied.
+    # Its value is this machine's drift between two windows (docs/calibration.md: 0.92-1.26
+    # measured; 1.51 in a clean-clone CI run of stop 61 under load below 2), so the band
+    # only catches a unit or wiring error: within a factor of 2 either way.
     check = profile["fit"]["served_time_scale"]
-    assert 0.5 < check["value"] < 1.5 and check["applied"] is False
+    assert 0.5 < check["value"] < 2.0 and check["applied"] is False
     priced = by["steps", "priced_total"]
     assert PRICED_RATIO[0] <= priced["simulated"] / priced["measured"] <= PRICED_RATIO[1], priced
     assert "the engine's own steps ran at" in printed.err  # --drift steps applied, and said
