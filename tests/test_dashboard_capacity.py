@@ -133,3 +133,26 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
     assert "choose at least one GPU" in " ".join(e.value for e in at.error)
     at.multiselect(key="cap_gpus").set_value(["h100-sxm"]).run()
     assert not at.error and len(at.dataframe[0].value) == 2
+
+
+def test_a_moe_model_plans_attention_data_parallel_candidates():
+    at = page("capacity").run()
+    assert "cap_attention_dp" not in [m.key for m in at.multiselect]  # the chat demo: dense
+    at.selectbox(key="cap_scenario").set_value("moe-attention-dp").run()
+    assert not at.exception
+    assert at.multiselect(key="cap_attention_dp").value == [4]  # the scenario's own ranks
+    at.multiselect(key="cap_gpus").set_value(["h200"])
+    at.multiselect(key="cap_dtypes").set_value(["fp8"])
+    at.multiselect(key="cap_policies").set_value(["continuous"])
+    at.number_input(key="cap_rate").set_value(2.0)
+    at.number_input(key="cap_requests_per_point").set_value(200)
+    at.multiselect(key="cap_tp").set_value([1, 4])
+    at.multiselect(key="cap_attention_dp").set_value([1, 4]).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value.set_index("candidate")
+    # four candidates: tp 1 (does not fit), tp 4, DEP 4, and tp 4 x 4 ranks (refused)
+    assert set(table.index) == {"h200 x1 fp8 continuous", "h200 x4 fp8 continuous",
+                                "h200 x4 attention-DP4 fp8 continuous",
+                                "h200 x16 attention-DP4 fp8 continuous"}
+    assert table.loc["h200 x4 attention-DP4 fp8 continuous", "status"] == "meets SLO"
+    assert table.loc["h200 x16 attention-DP4 fp8 continuous", "status"] == "infeasible"

@@ -124,6 +124,14 @@ dtypes = c[3].multiselect("Weight dtypes", list(WEIGHT_DTYPE_BYTES),
 cand = st.columns([2, 1, 2])
 gpus = cand[0].multiselect("GPUs", list(CATALOGUE_GPUS), list(DEFAULT_GPUS), key="cap_gpus")
 tps = cand[1].multiselect("Tensor parallelism", [1, 2, 4, 8], [1], key="cap_tp")
+ranks, dp0 = [1], raw.get("hardware", {}).get("attention_dp", 1)
+if MODELS[model].num_experts > 1:  # attention data parallel spreads a MoE model's experts
+    ranks = cand[1].multiselect("Attention DP ranks (tp 1)", [1, 2, 4, 8],
+                                [dp0] if dp0 in (1, 2, 4, 8) else [1],
+                                key="cap_attention_dp",
+                                help="each GPU an attention rank with its own requests, the "
+                                     "experts spread over the ranks (TensorRT-LLM's DEP); "
+                                     "a candidate with tp > 1 and ranks > 1 is infeasible")
 policies = cand[2].multiselect("Policies", list(choices("policy")), list(DEFAULT_POLICIES),
                             key="cap_policies", format_func=policy_label)
 prices = _prices(gpus, load_prices().usd_per_gpu_hour)
@@ -131,14 +139,16 @@ st.info(f"Each point simulates {n} requests, so a P{q:g} rests on about "
         f"{n * (1 - q / 100):.0f} requests beyond it and is noisy: a rerun with more requests "
         "may need a replica more or less. `servesim plan` uses 10,000 per P99 point.")
 for label, chosen in (("GPU", gpus), ("tensor-parallel degree", tps), ("policy", policies),
-                      ("weight dtype", dtypes)):
+                      ("weight dtype", dtypes), ("attention DP rank count", ranks)):
     if not chosen:
         st.error(f"Candidates: choose at least one {label}.")
         st.stop()
 
-axes: dict[str, list[Any]] = {"gpus": gpus, "tp": tps, "policies": policies, "dtypes": dtypes}
+axes: dict[str, list[Any]] = {"gpus": gpus, "tp": tps, "attention_dp": ranks,
+                              "policies": policies, "dtypes": dtypes}
 slo = {"ttft_ms": ttft, "tpot_ms": tpot, "percentile": q}
-expected = expected_points(len(gpus) * len(tps) * len(policies) * len(dtypes), settings_for(n))
+expected = expected_points(len(gpus) * len(tps) * len(ranks) * len(policies) * len(dtypes),
+                           settings_for(n))
 started = time.perf_counter()
 result, seconds = guarded("Plan", lambda: cached_plan(plan_scenario(raw, model), axes, rate, slo,
                                                      prices, n, expected))
@@ -154,5 +164,6 @@ st.dataframe(table, hide_index=True)
 st.caption(f"Planned in {seconds:.1f} s{' (this answer is from the cache)' if from_cache else ''}"
            ": "
            f"{result.computed} points simulated, "
-           f"{result.reused} reused from earlier plans on this server. Cost = replicas x TP x "
-           "price; $ per million output tokens at the target rate, from the cluster check.")
+           f"{result.reused} reused from earlier plans on this server. Cost = replicas x GPUs a "
+           "replica (TP x attention DP ranks) x price; $ per million output tokens at the "
+           "target rate, from the cluster check.")
