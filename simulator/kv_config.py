@@ -54,8 +54,7 @@ class KVCacheConfig:
         attention's one latent: every GPU holds the whole cache)."""
         per_token = (model.kv_bytes_per_token(kv_dtype)
                      + self.window_share * model.window_kv_bytes_per_token(kv_dtype))
-        copies = tp / min(tp, model.num_kv_heads)
-        return per_token if copies == 1 else per_token * copies
+        return per_token * (tp / min(tp, model.num_kv_heads))  # x 1.0 (exact) without copies
 
     def capacity_blocks(
         self, *, memory_bytes: float, tp: int, weight_bytes: float, kv_bytes_per_token: float

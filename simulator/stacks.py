@@ -206,13 +206,10 @@ def _pool_tokens(point: Mapping[str, Any], model: ModelSpec, hardware: HardwareS
     try:
         kv = build_section(KVCacheConfig, point.get("kv"), "kv")
         cache = section.get("kv_dtype") or natural_kv_dtype(weights)
-        hw_table = point.get("hardware")
-        tp = hw_table.get("tp", 1) if isinstance(hw_table, Mapping) else 1
-        blocks = kv.capacity_blocks(
-            memory_bytes=hardware.memory_bytes, tp=gpus,
-            weight_bytes=model.weight_bytes(weights),
-            kv_bytes_per_token=kv.pool_bytes_per_token(model, cache,
-                                                       tp if isinstance(tp, int) else 1))
+        tp = dict(point.get("hardware") or {}).get("tp", 1)  # checked by the scenario
+        blocks = kv.capacity_blocks(memory_bytes=hardware.memory_bytes, tp=gpus,
+                                    weight_bytes=model.weight_bytes(weights),
+                                    kv_bytes_per_token=kv.pool_bytes_per_token(model, cache, tp))
     except (ConfigError, ValueError, TypeError, KeyError):
         return None
     return blocks * kv.block_size
