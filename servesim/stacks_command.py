@@ -62,9 +62,9 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
                        "stack": {"name": preset.stack, "version": preset.version}})
     except (ConfigError, CapacityError) as e:  # this stack cannot serve that checkpoint
         kv_dtype, step_costs, kv_tokens = None, f"none: {e}", None  # there (or it does not
-        # fit): say why
+        window = 0  # fit): say why
     else:
-        kv_dtype, step_costs = dep.kv_dtype, dep.cost_source
+        kv_dtype, step_costs, window = dep.kv_dtype, dep.cost_source, dep.window_blocks
         kv_tokens = dep.kv_blocks * dep.block_size  # the cache a run gets: its capacity
         seqs = getattr(dep.policy, "max_num_seqs", None)  # a continuous or chunked policy's
         if "max_num_seqs" in policy and isinstance(seqs, int):  # from that cache, where the
@@ -74,6 +74,8 @@ def preset_view(preset: StackPreset, model: str, gpu: str, tp: int,
             "policy": policy,
             "kv": {**preset.kv_for(hw, tp, policy),
                    **({"kv_dtype": kv_dtype, "kv_tokens": kv_tokens} if kv_dtype else {}),
+                   # blocks each running request's window layers hold besides its context
+                   **({"window_blocks_per_request": window} if window else {}),
                    "weights_gib_per_gpu": round(preset.weight_bytes(spec, hw, tp, weight_dtype)
                                                 / tp / 2**30, 2)},
             "host_costs_s": preset.host_costs(spec.num_layers, tp, hw),

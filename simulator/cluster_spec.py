@@ -67,6 +67,9 @@ class ClusterSpec:
     # [disaggregated]: prefill and decode pools and their KV link (simulator/fleet/disagg.py);
     # None: every replica prefills and decodes
     disaggregated: DisaggSpec | None = None
+    # blocks each running request's sliding-window layers hold in the pool besides its
+    # context's (vLLM's hybrid KV-cache manager: KVCacheConfig.window_blocks); 0: none
+    window_blocks: int = 0
 
     def __post_init__(self) -> None:
         if not (self.request_s >= 0.0 and math.isfinite(self.request_s)):

@@ -67,6 +67,9 @@ class Deployment:
     autoscale: AutoscaleSection = AUTOSCALE_OFF  # [autoscale]: replicas following load
     disaggregated: DisaggSpec | None = None  # [disaggregated]: prefill/decode pools (None: off)
     attention_dp: int = 1  # [hardware] attention_dp: attention ranks a replica's experts span
+    # blocks a running request's sliding-window layers hold besides its context's ([kv]
+    # window_held: vLLM's hybrid KV-cache manager); 0 for most models and stacks
+    window_blocks: int = 0
 
     @property
     def gpus(self) -> int:
@@ -81,7 +84,8 @@ class Deployment:
                            prefix_caching=self.prefix_caching, speculative=self.speculative,
                            admission=self.admission if self.admission.enabled else None,
                            autoscale=self.autoscale if self.autoscale.enabled else None,
-                           disaggregated=self.disaggregated)
+                           disaggregated=self.disaggregated,
+                           window_blocks=self.window_blocks)
 
 
 def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Deployment:
@@ -129,6 +133,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         disaggregated=build_disagg(sc, policy, cost, preset)
         if sc.disaggregated.enabled else None,
         attention_dp=dp,
+        window_blocks=sc.kv.window_blocks(model, kv_dtype),
     )
 
 

@@ -140,7 +140,8 @@ class Driver:
 
         def make(i: int) -> Replica:
             r = kind(env, i, spec.policy, spec.cost,
-                     block_manager(spec.kv_blocks, spec.block_size, identity),
+                     block_manager(spec.kv_blocks, spec.block_size, identity,
+                                   window_blocks=spec.window_blocks),
                      on_done=self._done, fast_forward=fast_forward,
                      check_invariants=check_invariants,
                      next_arrival_s=cut,

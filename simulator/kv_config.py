@@ -12,9 +12,10 @@ check names the field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from simulator.errors import CapacityError
+from simulator.errors import CapacityError, ConfigError
 from simulator.scenario_fields import check_fields, spec
 from simulator.specs.model_spec import ModelSpec
 
@@ -42,9 +43,36 @@ class KVCacheConfig:
     # 0: they take blocks as needed from the one pool (vLLM) or a pool sized by the window
     # (TensorRT-LLM), and the pool's tokens are the full layers' (ModelSpec.kv_bytes_per_token)
     window_share: float = spec(0.0, low=0, high=1)
+    # The sliding-window layers take their blocks from the one pool as requests need them,
+    # and a running request holds its last window there besides its context (vLLM V1's
+    # hybrid KV-cache manager, from 0.9.1: window_blocks). Not for [disaggregated] pools.
+    window_held: bool = spec(False)
 
     def __post_init__(self) -> None:
         check_fields(self, "kv")
+        if self.window_held and self.window_share > 0:
+            raise ConfigError(f"[kv] window_held = true and window_share = {self.window_share}: "
+                              "the window layers have a pool of their own (window_share) or "
+                              "take blocks from the one pool (window_held), not both")
+
+    def window_blocks(self, model: ModelSpec, kv_dtype: str) -> int:
+        """Blocks of the pool (each ``block_size`` tokens of the full layers' KV) a running
+        request's sliding-window layers hold besides its context when ``window_held``: the
+        window's last ``sliding_window - 1`` tokens and the one being written, ``ceil((W -
+        1) / block) + 1`` blocks of the window layers (vLLM ``SlidingWindowManager.
+        remove_skipped_blocks`` frees the blocks before them), counted in the pool's blocks
+        by the two kinds of layers' KV a token. gpt-oss (W 128, as many window layers as
+        full ones) at block 16: 9. 0 when not held or without window layers.
+
+        Charged from a request's first block to its last, whatever its length: a request
+        shorter than the window holds fewer (at most 8 blocks over, once); and a prefill
+        step holds its whole chunk in the window layers until the next step frees it
+        (vLLM allocates, then frees), which is not charged."""
+        if not self.window_held or not model.sliding_layers:
+            return 0
+        window = -(-(model.sliding_window - 1) // self.block_size) + 1
+        ratio = model.window_kv_bytes_per_token(kv_dtype) / model.kv_bytes_per_token(kv_dtype)
+        return math.ceil(window * ratio - 1e-9)
 
     def pool_bytes_per_token(self, model: ModelSpec, kv_dtype: str, tp: int = 1) -> float:
         """Memory a token of the pool takes on ``tp`` tensor-parallel GPUs together: the full

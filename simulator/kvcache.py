@@ -25,14 +25,21 @@ class BlockManager:
     Only counts matter for timing, so blocks are counted, not named. Queries and
     commands come in pairs (``can_allocate``/``allocate``); ``free`` returns all of a
     sequence's blocks. Invariant: ``used + num_free == num_blocks``.
+
+    ``window_blocks``: blocks a sequence holds besides its context's from its first
+    allocation to its ``free``, for a model's sliding-window layers when they draw from
+    the same pool (vLLM's hybrid KV-cache manager keeps each request's last window there:
+    ``KVCacheConfig.window_blocks``). ``held`` and ``blocks_for`` count the context's
+    blocks only; ``used`` counts both.
     """
 
-    __slots__ = ("num_blocks", "block_size", "used", "_held")
+    __slots__ = ("num_blocks", "block_size", "window_blocks", "used", "_held")
     caches_prefixes = False  # True for prefix_cache.PrefixBlockManager (it has ``match``)
 
-    def __init__(self, num_blocks: int, block_size: int) -> None:
+    def __init__(self, num_blocks: int, block_size: int, window_blocks: int = 0) -> None:
         self.num_blocks = num_blocks
         self.block_size = block_size
+        self.window_blocks = window_blocks
         self.used = 0
         self._held: dict[int, int] = {}
 
@@ -45,9 +52,15 @@ class BlockManager:
         """Blocks needed to cache ``num_tokens`` tokens."""
         return -(-num_tokens // self.block_size)
 
+    def request_blocks(self, num_tokens: int) -> int:
+        """Blocks a request of ``num_tokens`` tokens takes in all: its context's and its
+        window's (:attr:`window_blocks`)."""
+        return -(-num_tokens // self.block_size) + self.window_blocks
+
     def blocks_in_use(self, seq_ids: list[int]) -> int:
         """Blocks the sequences ``seq_ids`` hold between them (a shared block once)."""
-        return sum(self._held.get(i, 0) for i in seq_ids)
+        held = self._held
+        return sum(held[i] + self.window_blocks for i in seq_ids if i in held)
 
     def match(self, seq_id: int, num_tokens: int, stream_tokens: int) -> int:
         """Tokens found in a prefix cache: none here (prefix_cache.PrefixBlockManager)."""
@@ -58,23 +71,29 @@ class BlockManager:
         return self._held.get(seq_id, 0)
 
     def extra_for(self, seq_id: int, num_tokens: int) -> int:
-        """More blocks ``seq_id`` needs to cache ``num_tokens`` tokens in all."""
-        extra = -(-num_tokens // self.block_size) - self._held.get(seq_id, 0)
-        return extra if extra > 0 else 0
+        """More blocks ``seq_id`` needs to cache ``num_tokens`` tokens in all (a new
+        sequence: its window's too)."""
+        held = self._held.get(seq_id, -1)
+        need = -(-num_tokens // self.block_size)
+        if held < 0:
+            return need + self.window_blocks if need > 0 else 0
+        return need - held if need > held else 0
 
     def can_allocate(self, seq_id: int, num_tokens: int, reserve_blocks: int = 0) -> bool:
         """Whether ``seq_id`` can grow to ``num_tokens`` tokens leaving ``reserve_blocks`` free."""
         return self.extra_for(seq_id, num_tokens) + reserve_blocks <= self.num_blocks - self.used
 
     def allocate(self, seq_id: int, num_tokens: int) -> None:
-        """Grow ``seq_id``'s blocks to cover ``num_tokens`` tokens."""
-        held = self._held.get(seq_id, 0)
-        extra = -(-num_tokens // self.block_size) - held
-        if extra <= 0:
+        """Grow ``seq_id``'s blocks to cover ``num_tokens`` tokens (a new sequence takes its
+        window's blocks too)."""
+        held = self._held.get(seq_id, -1)
+        need = -(-num_tokens // self.block_size)
+        extra = need - held if held >= 0 else need + self.window_blocks
+        if need <= held or need == 0:
             return
         if extra > self.num_blocks - self.used:
             raise RuntimeError(f"KV overcommit: seq {seq_id} needs {extra}, {self.num_free} free")
-        self._held[seq_id] = held + extra
+        self._held[seq_id] = need
         self.used += extra
 
     def take(self, num_blocks: int) -> None:
@@ -101,12 +120,15 @@ class BlockManager:
             self.used -= held - keep
 
     def free(self, seq_id: int) -> None:
-        """Return every block ``seq_id`` holds."""
-        self.used -= self._held.pop(seq_id, 0)
+        """Return every block ``seq_id`` holds (its window's too)."""
+        held = self._held.pop(seq_id, -1)
+        if held >= 0:
+            self.used -= held + self.window_blocks
 
     def check(self) -> None:
         """Assert the conservation invariant (debug runs and property tests)."""
-        assert self.used == sum(self._held.values()), "KV blocks leaked"
+        assert self.used == sum(self._held.values()) + self.window_blocks * len(self._held), \
+            "KV blocks leaked"
         assert 0 <= self.used <= self.num_blocks, f"KV used {self.used} of {self.num_blocks}"
 
 

@@ -56,8 +56,8 @@ class PrefixBlockManager(PrefixCacheBase):
     __slots__ = ("listener",)
 
     def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
-                 listener: PrefixEvents | None = None) -> None:
-        super().__init__(num_blocks, block_size, identity)
+                 listener: PrefixEvents | None = None, window_blocks: int = 0) -> None:
+        super().__init__(num_blocks, block_size, identity, window_blocks)
         self.listener = listener  # _chain: every full block of the stream, own ones too
 
     @property
@@ -156,6 +156,7 @@ class PrefixBlockManager(PrefixCacheBase):
                 holders[h] = holders.get(h, 0) + 1
         assert {h: n for h, n in self._refs.items() if n} == holders, "refcounts != holders"
         assert set(self._lru) == {h for h, n in self._refs.items() if n == 0}, "LRU drifted"
+        private += self.window_blocks * len(self._held)  # each request's window blocks
         assert self.used == private + len(holders), "KV blocks leaked"
         assert 0 <= self.used + len(self._lru) <= self.num_blocks, (
             f"KV used {self.used} + cached-free {len(self._lru)} of {self.num_blocks}")

@@ -33,8 +33,9 @@ class PrefixCacheBase(BlockManager):
 
     __slots__ = ("identity", "stats", "_refs", "_matched", "_lru", "_chain", "_mine", "_done")
 
-    def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity) -> None:
-        super().__init__(num_blocks, block_size)
+    def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
+                 window_blocks: int = 0) -> None:
+        super().__init__(num_blocks, block_size, window_blocks)
         self.identity = identity
         self.stats = PrefixStats()
         self._refs: dict[int, int] = {}  # cached shared block hash -> requests holding it
@@ -95,15 +96,19 @@ class PrefixCacheBase(BlockManager):
         return extra + reserve_blocks <= self.num_blocks - self.used
 
     def allocate(self, seq_id: int, num_tokens: int) -> None:
-        """Grow ``seq_id`` to ``num_tokens`` tokens: first its matched blocks, by reference."""
+        """Grow ``seq_id`` to ``num_tokens`` tokens: first its matched blocks, by reference
+        (and its window's blocks, private: ``window_blocks``)."""
+        window = 0
         if seq_id not in self._held:
             self._take_hits(seq_id)
+            window = self.window_blocks
         held = self._held.get(seq_id, 0)
         extra = -(-num_tokens // self.block_size) - held
-        if extra > 0:
-            self._make_room(extra, seq_id)
+        extra = extra if extra > 0 else 0
+        if extra + window > 0:
+            self._make_room(extra + window, seq_id)
             self._held[seq_id] = held + extra
-            self.used += extra
+            self.used += extra + window
         self._register(seq_id, num_tokens // self.block_size)
 
     def _take_hits(self, seq_id: int) -> None:
@@ -177,6 +182,8 @@ class PrefixCacheBase(BlockManager):
     def free(self, seq_id: int) -> None:
         """Return ``seq_id``'s blocks: its cached ones to the LRU (last block first) when no
         one else holds them, the rest to the plain free blocks."""
+        if seq_id in self._held:
+            self.used -= self.window_blocks
         held = self._held.pop(seq_id, 0)
         self._matched.pop(seq_id, None)
         if seq_id not in self._mine:
@@ -205,7 +212,10 @@ class PrefixCacheBase(BlockManager):
         own = 0
         cached: set[int] = set()
         for i in seq_ids:
-            held = self._held.get(i, 0)
+            if i not in self._held:
+                continue
+            held = self._held[i]
+            private += self.window_blocks
             mine = self._mine.get(i)
             if mine is None:
                 private += held

@@ -32,15 +32,17 @@ from simulator.workload.prefixes import PrefixIdentity
 
 
 def block_manager(num_blocks: int, block_size: int, identity: PrefixIdentity | None, *,
-                  mirrored: bool = False) -> BlockManager:
+                  mirrored: bool = False, window_blocks: int = 0) -> BlockManager:
     """A replica's KV manager: prefix caching over ``identity``, or plain counting (None).
     ``mirrored``: a KV store mirrors the cache block by block (the engine's), so every
-    block keeps its hash (:class:`PrefixBlockManager`)."""
+    block keeps its hash (:class:`PrefixBlockManager`). ``window_blocks``: the blocks each
+    request's sliding-window layers hold in the same pool (``BlockManager``)."""
     if identity is None:
-        return BlockManager(num_blocks, block_size)
+        return BlockManager(num_blocks, block_size, window_blocks)
     if mirrored:
-        return PrefixBlockManager(num_blocks, block_size, identity)
-    return PrefixRunManager(num_blocks, block_size, identity)
+        return PrefixBlockManager(num_blocks, block_size, identity,
+                                  window_blocks=window_blocks)
+    return PrefixRunManager(num_blocks, block_size, identity, window_blocks)
 
 
 def combine(managers: list[BlockManager]) -> PrefixStats | None:

@@ -59,8 +59,9 @@ class PrefixRunManager(PrefixCacheBase):
 
     __slots__ = ("_full", "_own", "_free_runs", "_own_cached", "_cached_free")
 
-    def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity) -> None:
-        super().__init__(num_blocks, block_size, identity)
+    def __init__(self, num_blocks: int, block_size: int, identity: PrefixIdentity,
+                 window_blocks: int = 0) -> None:
+        super().__init__(num_blocks, block_size, identity, window_blocks)
         # here _chain holds the shared blocks' hashes only, _mine their positions, and the
         # LRU queues _Run entries of own blocks beside shared hashes
         self._full: dict[int, int] = {}  # request -> full blocks of its stream
@@ -294,6 +295,7 @@ class PrefixRunManager(PrefixCacheBase):
         own_free = sum(r.hi - r.lo for r in runs)
         assert self._cached_free == len(shared_free) + own_free, "free count drifted"
         assert self._own_cached == own_held + own_free, "own count drifted"
+        private += self.window_blocks * len(self._held)  # each request's window blocks
         assert self.used == private + len(holders) + own_held, "KV blocks leaked"
         assert 0 <= self.used + self._cached_free <= self.num_blocks, (
             f"KV used {self.used} + cached-free {self._cached_free} of {self.num_blocks}")

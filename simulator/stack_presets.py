@@ -439,6 +439,23 @@ VLLM_V1_08_MULTI_GPU_SOURCE = (
     "fitted on vLLM 0.8.3 runs of Llama-3.3-70B on eight A100s "
     "(benchmarks/published_cases_vllm_v1.toml vllm0.8.3-llmk8s-*-qps16-cached, -inf-cached)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
+# A model's sliding-window layers in vLLM's cache: until V1's hybrid KV-cache manager they
+# cost as full-attention layers (every token of every layer), from it they draw their
+# blocks from the one pool and keep the last window of each running request
+VLLM_WINDOW_AS_FULL = {"window_share": 1.0}
+VLLM_WINDOW_HELD = {"window_held": True}
+VLLM_WINDOW_SOURCES = {
+    False: ("sliding-window layers cost as full layers: vllm-project/vllm#10584 (v0.6.5: 'the "
+            "scheduler treats it as a model without sliding window, and sliding window is "
+            "only used for computation'); V1 before the hybrid manager, #14097 (2025-03): 'For "
+            "models with global attention + sliding window attention, still regard as "
+            "global-attention-only model in kv cache manager' ([kv] window_share 1.0)"),
+    True: ("vllm-project/vllm#17996 ('[v1] Hybrid Memory Allocator', 2025-06, from 0.9.1; "
+           "0.9.0 still counted window layers as full): the window layers take blocks from "
+           "the one pool, and SlidingWindowManager.remove_skipped_blocks frees those before a "
+           "request's last window at its next step (#14097: the whole chunk is allocated "
+           "first, then freed): [kv] window_held"),
+}
 
 # SGLang 0.3.0's host costs, per layer, fitted by `python benchmarks/published_fit.py --case
 # sglang0.3.0-readme060-a100-80gb-llama-3.1-8b-tp1-sharegpt-rps4 --case
@@ -822,21 +839,25 @@ VLLM_MXFP4_SOURCE = {
 
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...], overlap: bool = False,
-             host_08: bool = False, triton_kernels: bool = False) -> StackPreset:
+             host_08: bool = False, triton_kernels: bool = False,
+             window_held: bool = True) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``), from 0.14
     async scheduling (``overlap``: ``policy.overlap_schedule``), where measured the
     0.8 line's host costs (``host_08``: the API server's time before a first token and,
     with more than one GPU, the executor's cost per decode row), and from 0.12 OpenAI's
     ``triton_kernels`` in the wheel (``triton_kernels``: Hopper's MXFP4 experts on them, as
-    the vLLM tables timed; before, on Marlin: ``moe_kind`` "vllm-marlin")."""
+    the vLLM tables timed; before, on Marlin: ``moe_kind`` "vllm-marlin"), and from 0.9
+    the hybrid KV-cache manager (``window_held``; before, window layers cost as full
+    ones)."""
     rules = {"name": "chunked", **VLLM_RULES, **({"overlap_schedule": True} if overlap else {})}
     extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if host_08 else ()
     return _preset("vllm-v1", version, rules,
-                   {**VLLM_KV, "prefix_caching": True},
+                   {**VLLM_KV, "prefix_caching": True,
+                    **(VLLM_WINDOW_HELD if window_held else VLLM_WINDOW_AS_FULL)},
                    (VLLM_V1_DISPATCH_SOURCE, *extra, VLLM_V1_SCHEDULER, *sources,
                     VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE,
-                    VLLM_MXFP4_SOURCE[triton_kernels]),
+                    VLLM_MXFP4_SOURCE[triton_kernels], VLLM_WINDOW_SOURCES[window_held]),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
                    overhead=VLLM_V1_08_FRONT_END if host_08 else None,
                    multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
@@ -852,11 +873,11 @@ def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dic
     (``overhead``)."""
     return _preset("vllm-v0", version, {
         "name": "continuous", "max_num_seqs": 256, "kv_watermark": 0.01, **VLLM_RULES},
-        VLLM_KV, (VLLM_DISPATCH_SOURCE, *sources,
+        {**VLLM_KV, **VLLM_WINDOW_AS_FULL}, (VLLM_DISPATCH_SOURCE, *sources,
                   "vllm/core/block_manager: watermark 0.01 at admission; "
                   "vllm/core/scheduler.py: recompute the last running request "
                   "(single-sequence groups never swap)", VLLM_06_MULTI_GPU_SOURCE,
-                  VLLM_KV_DTYPE_SOURCE),
+                  VLLM_KV_DTYPE_SOURCE, VLLM_WINDOW_SOURCES[False]),
         profiles="vllm", per_layer=VLLM_DISPATCH, overhead=overhead,
         multi_gpu=VLLM_06_MULTI_GPU, adapt=adapt, budget_rule=_vllm_v0_budget,
         fp8_kv_with=())
@@ -939,15 +960,16 @@ STACKS: Mapping[str, tuple[StackPreset, ...]] = MappingProxyType({
             "than H100/200'; #15357's thread, 2025-03-24: 'raised from 256 to 1024 by "
             "default')",
             "vllm-project/vllm#12369 (2025-01-23): online server max_num_batched_tokens "
-            "8192 when 'h100' or 'h200' is in the device name, else 2048"), host_08=True),
+            "8192 when 'h100' or 'h200' is in the device name, else 2048"), host_08=True,
+                 window_held=False),
         _vllm_v1("0.8.4", _vllm_v1_084, (
             "vllm-project/vllm#16158 (2025-04-07): max_num_seqs 1024 on H100/H200, 256 "
             "elsewhere; max_num_batched_tokens as #12369 (8192 on H100/H200, else 2048)",),
-            host_08=True),
+            host_08=True, window_held=False),
         _vllm_v1("0.8.5", _vllm_v1_085, (
             "vllm-project/vllm#17073 (2025-04-23, 'use larger batch sizes for "
             "A100/B100/B200/MI300x', decided by GPU memory): 70 GiB or more: 1024 sequences, "
-            "8192 tokens; else 256 and 2048",), host_08=True),
+            "8192 tokens; else 256 and 2048",), host_08=True, window_held=False),
         _vllm_v1("0.9", _vllm_v1_big, (
             "vllm-project/vllm#17885 (2025-05-11, v0.9.0 release notes: 'use small "
             "max_num_batched_tokens for A100'): 70 GiB or more but not A100: 1024 "

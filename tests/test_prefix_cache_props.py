@@ -43,11 +43,12 @@ def _table(rows: list) -> tuple[pd.DataFrame, PrefixSegments]:  # type: ignore[t
 
 @settings(max_examples=150, deadline=None)
 @given(rows=requests, policy=policies, kv_blocks=st.integers(8, 40), replicas=st.integers(1, 2),
-       fast=st.booleans())
-def test_invariants_with_sharing(rows, policy, kv_blocks, replicas, fast) -> None:  # type: ignore[no-untyped-def]
+       fast=st.booleans(), window=st.sampled_from([0, 0, 2]))
+def test_invariants_with_sharing(rows, policy, kv_blocks, replicas, fast, window) -> None:  # type: ignore[no-untyped-def]
     table, segments = _table(rows)
     spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, num_replicas=replicas,
-                       router="least_outstanding", check_invariants=True, prefix_caching=True)
+                       router="least_outstanding", check_invariants=True, prefix_caching=True,
+                       window_blocks=window)
     res = simulate(table, spec, segments=segments, fast_forward=fast)  # kv.check() each step
     recs = res.requests
     assert len(recs) == len(rows)

@@ -46,11 +46,12 @@ def _state(kv, running: list[int]) -> tuple:  # type: ignore[no-untyped-def,type
 
 @settings(max_examples=300, deadline=None)
 @given(rows=st.lists(request, min_size=1, max_size=12), ops=st.lists(operation, max_size=80),
-       num_blocks=st.integers(6, 40), block_size=st.sampled_from([1, 2, 4]))
-def test_runs_answer_as_the_per_block_cache(rows, ops, num_blocks, block_size) -> None:  # type: ignore[no-untyped-def]
+       num_blocks=st.integers(6, 40), block_size=st.sampled_from([1, 2, 4]),
+       window=st.sampled_from([0, 0, 2]))
+def test_runs_answer_as_the_per_block_cache(rows, ops, num_blocks, block_size, window) -> None:  # type: ignore[no-untyped-def]
     identity, prompts = _identity(rows)
-    ref = PrefixBlockManager(num_blocks, block_size, identity)
-    new = PrefixRunManager(num_blocks, block_size, identity)
+    ref = PrefixBlockManager(num_blocks, block_size, identity, window_blocks=window)
+    new = PrefixRunManager(num_blocks, block_size, identity, window)
     streams = [p + out for p, (_, out, _) in zip(prompts, rows, strict=True)]
     tokens: dict[int, int] = {}  # running request -> tokens it holds KV for
     for kind, i, a, b in ops:

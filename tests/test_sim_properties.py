@@ -35,10 +35,12 @@ def _table(rows: list[tuple[float, int, int]]) -> pd.DataFrame:
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=requests, policy=policies, kv_blocks=st.integers(4, 40), replicas=st.integers(1, 3))
-def test_invariants(rows, policy, kv_blocks, replicas) -> None:  # type: ignore[no-untyped-def]
+@given(rows=requests, policy=policies, kv_blocks=st.integers(4, 40), replicas=st.integers(1, 3),
+       window=st.sampled_from([0, 0, 1, 3]))
+def test_invariants(rows, policy, kv_blocks, replicas, window) -> None:  # type: ignore[no-untyped-def]
+    # window: blocks each running request's sliding-window layers hold (vLLM's hybrid cache)
     spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, num_replicas=replicas,
-                       router="least_outstanding")
+                       router="least_outstanding", window_blocks=window)
     res = simulate(_table(rows), replace(spec, check_invariants=True))
     recs, steps = res.requests, res.steps
     # every request accounted for, times ordered, KV conserved
@@ -59,9 +61,10 @@ def test_invariants(rows, policy, kv_blocks, replicas) -> None:  # type: ignore[
 
 
 @settings(max_examples=100, deadline=None)
-@given(rows=requests, policy=policies, kv_blocks=st.integers(4, 40))
-def test_fast_forward_gives_the_same_records_as_stepping(rows, policy, kv_blocks) -> None:  # type: ignore[no-untyped-def]
-    spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4)
+@given(rows=requests, policy=policies, kv_blocks=st.integers(4, 40),
+       window=st.sampled_from([0, 0, 2]))
+def test_fast_forward_gives_the_same_records_as_stepping(rows, policy, kv_blocks, window) -> None:  # type: ignore[no-untyped-def]
+    spec = ClusterSpec(policy, COST, kv_blocks=kv_blocks, block_size=4, window_blocks=window)
     fast = simulate(_table(rows), spec, fast_forward=True)
     slow = simulate(_table(rows), spec, fast_forward=False)
     cols = ["scheduled_s", "first_token_s", "finish_s"]

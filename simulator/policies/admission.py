@@ -10,7 +10,7 @@ Every rule first needs the KV blocks for the tokens the request computes in this
                   ``GuaranteedNoEvictScheduler::impl``): every running request keeps
                   the blocks it still needs to finish, and a new request is admitted
                   only if blocks for its whole prompt + output fit in what is left. The
-                  blocks left are ``num_blocks - sum(blocks_for(prompt + output))`` over
+                  blocks left are ``num_blocks - sum(request_blocks(prompt + output))`` over
                   the running requests (their free blocks minus their remaining needs),
                   so running requests never run out and nobody is preempted.
 ``conservative``  SGLang's ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py):
@@ -58,7 +58,7 @@ def retract_estimate(running: list[Sequence]) -> float:
 def reserved_blocks(state: ServerState) -> int:
     """Blocks the running requests hold back under no_evict: their whole prompt + output."""
     kv = state.kv
-    return sum(kv.blocks_for(s.prompt_tokens + s.output_tokens) for s in state.running)
+    return sum(kv.request_blocks(s.prompt_tokens + s.output_tokens) for s in state.running)
 
 
 def kv_room(admission: str, state: ServerState, watermark_blocks: int) -> float:
@@ -74,14 +74,14 @@ def kv_room(admission: str, state: ServerState, watermark_blocks: int) -> float:
 def admits(admission: str, kv: BlockManager, seq: Sequence, room: float) -> bool:
     """Whether ``seq`` fits the rule's ``room`` (from :func:`kv_room`)."""
     if admission == "no_evict":
-        return kv.blocks_for(seq.prompt_tokens + seq.output_tokens) <= room
+        return kv.request_blocks(seq.prompt_tokens + seq.output_tokens) <= room
     return seq.pending + min(seq.remaining, CLIP_MAX_NEW_TOKENS) < room  # SGLang: >= refuses
 
 
 def charge(admission: str, kv: BlockManager, seq: Sequence, n: int) -> float:
     """What admitting ``seq`` for ``n`` tokens this step takes from the room."""
     if admission == "no_evict":
-        return kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
+        return kv.request_blocks(seq.prompt_tokens + seq.output_tokens)
     # a chunk that does not end the prompt is charged alone (SGLang: max_new_tokens 0)
     return n + (min(seq.remaining, CLIP_MAX_NEW_TOKENS) if n == seq.pending else 0)
 

@@ -20,7 +20,7 @@ def form_group(state: ServerState, max_rows: int) -> Batch | None:
         if len(rows) == max_rows:
             break
         p, o = max(max_p, seq.prompt_tokens), max(max_o, seq.output_tokens)
-        if (len(rows) + 1) * kv.blocks_for(p + o) > kv.num_free:
+        if (len(rows) + 1) * kv.request_blocks(p + o) > kv.num_free:
             break
         rows.append(seq)
         max_p, max_o = p, o

@@ -175,7 +175,7 @@ class ServerState:
 
     def arrive(self, seq: Sequence) -> bool:
         """Queue an arriving request; False (with ``seq.reason`` set) if it can never fit."""
-        need = self.kv.blocks_for(seq.prompt_tokens + seq.output_tokens)
+        need = self.kv.request_blocks(seq.prompt_tokens + seq.output_tokens)
         if need > self.kv.num_blocks:
             seq.reason = (f"{REFUSED_KV}: needs {need} KV blocks for {seq.prompt_tokens}+"
                           f"{seq.output_tokens} tokens; the replica has {self.kv.num_blocks}")
