@@ -13,7 +13,7 @@ check names the field.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simulator.errors import CapacityError, ConfigError
 from simulator.scenario_fields import check_fields, spec
@@ -39,13 +39,15 @@ class KVCacheConfig:
     # reuse the KV of cached prompt prefixes (vLLM enable_prefix_caching; prefix_cache.py)
     prefix_caching: bool = spec(False)
     # Sliding-window layers' cache set aside up front, in tokens a full-layer token: SGLang's
-    # --swa-full-tokens-ratio (0.8), whose window layers get a pool of their own that size.
-    # 0: they take blocks as needed from the one pool (vLLM) or a pool sized by the window
-    # (TensorRT-LLM), and the pool's tokens are the full layers' (ModelSpec.kv_bytes_per_token)
+    # --swa-full-tokens-ratio (0.8), whose window layers get a pool of their own that size;
+    # 1.0: they cost as full layers (vLLM v0 and V1 before its hybrid manager). 0: a pool
+    # sized by the window (TensorRT-LLM) or blocks from the one pool (window_held: vLLM V1),
+    # and the pool's tokens are the full layers' (ModelSpec.kv_bytes_per_token)
     window_share: float = spec(0.0, low=0, high=1)
     # The sliding-window layers take their blocks from the one pool as requests need them,
     # and a running request holds its last window there besides its context (vLLM V1's
-    # hybrid KV-cache manager, from 0.9.1: window_blocks). Not for [disaggregated] pools.
+    # hybrid KV-cache manager, from 0.9.1: window_blocks). [disaggregated] pools take
+    # window_share 1.0 instead (without_held_windows)
     window_held: bool = spec(False)
 
     def __post_init__(self) -> None:
@@ -54,6 +56,14 @@ class KVCacheConfig:
             raise ConfigError(f"[kv] window_held = true and window_share = {self.window_share}: "
                               "the window layers have a pool of their own (window_share) or "
                               "take blocks from the one pool (window_held), not both")
+
+    def without_held_windows(self) -> KVCacheConfig:
+        """This config for a ``[disaggregated]`` pool: vLLM turns its hybrid manager off
+        with a KV connector (vllm-project/vllm#17996), so held windows become window layers
+        that cost as full ones (``window_share`` 1.0); unchanged without ``window_held``."""
+        if not self.window_held:
+            return self
+        return replace(self, window_held=False, window_share=1.0)
 
     def window_blocks(self, model: ModelSpec, kv_dtype: str) -> int:
         """Blocks of the pool (each ``block_size`` tokens of the full layers' KV) a running
@@ -65,9 +75,10 @@ class KVCacheConfig:
         full ones) at block 16: 9. 0 when not held or without window layers.
 
         Charged from a request's first block to its last, whatever its length: a request
-        shorter than the window holds fewer (at most 8 blocks over, once); and a prefill
-        step holds its whole chunk in the window layers until the next step frees it
-        (vLLM allocates, then frees), which is not charged."""
+        shorter than the window holds fewer, so it is charged up to the whole window over
+        (gpt-oss: 8 blocks; a 5:1 model with a 1,024-token window: 325 for a request of a
+        few tokens); and a prefill step holds its whole chunk in the window layers until
+        the next step frees it (vLLM allocates, then frees), which is not charged."""
         if not self.window_held or not model.sliding_layers:
             return 0
         window = -(-(model.sliding_window - 1) // self.block_size) + 1

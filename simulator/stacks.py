@@ -35,6 +35,7 @@ from simulator.specs.model_spec import ModelSpec
 from simulator.stack_presets import STACKS, StackPreset
 
 NONE = "none"
+WINDOW_RULES = frozenset({"window_share", "window_held"})  # [kv]: how window layers are kept
 
 
 def stack_names() -> tuple[str, ...]:
@@ -164,7 +165,11 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
         # a padded policy cannot reuse prefixes, nor can [disaggregated] pools yet
         # (simulator/deployment.py and fleet/disagg_build.py refuse the scenario's own)
         layout.pop("prefix_caching", None)
-    out["kv"] = {**layout, **dict(out.get("kv") or {})}
+    own_layout = dict(out.get("kv") or {})
+    if WINDOW_RULES & own_layout.keys():  # the scenario's own window rule replaces the
+        for key in WINDOW_RULES:  # stack's whole (a share and a held window exclude
+            layout.pop(key, None)  # each other: KVCacheConfig)
+    out["kv"] = {**layout, **own_layout}
     section = out.get("model")
     section = dict(section) if isinstance(section, Mapping) else {}
     weights = section.get("weight_dtype")

@@ -26,6 +26,7 @@ policies = st.builds(
     ContinuousPolicy, max_num_seqs=st.integers(1, 6), max_num_batched_tokens=st.integers(8, 64),
     chunked_prefill=st.booleans(), mixed_chunks=st.booleans(), scheduling=st.just("priority"),
     num_scheduler_steps=st.sampled_from([1, 1, 3]), max_model_len=st.sampled_from([0, 0, 50]),
+    admission=st.sampled_from(["greedy", "greedy", "no_evict"]),
 )
 
 

@@ -61,6 +61,17 @@ def test_an_urgent_arrival_evicts_a_batch_request_when_the_cache_is_full(
     assert fcfs["preemptions"].tolist() == [0, 0]
 
 
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_no_evict_admission_makes_the_urgent_request_wait_instead(fast_forward: bool) -> None:
+    # The same two requests under TensorRT-LLM's no-evict rule: r0 (6 + 2 tokens: 4
+    # blocks) reserves the whole cache at 0, so r1 waits for it to finish at 2 and runs
+    # 2-3, as FCFS runs them; nobody is evicted
+    rows = [(0.0, 6, 2, 1), (0.5, 4, 1, 0)]
+    prio = run(rows, "priority", 4, fast_forward, admission="no_evict")  # type: ignore[arg-type]
+    assert timeline(prio) == [(0, 0, 1, 2), (1, 2, 3, 3)]
+    assert prio["preemptions"].tolist() == [0, 0]
+
+
 def test_the_eviction_in_the_step_log() -> None:
     # the same run: r0's prefill (6), r1's (4), r0's recompute of 6 + 1 tokens (7). KV
     # after each step: r0's 3 blocks; none (r1 done, r0 evicted); none (r0 done). The

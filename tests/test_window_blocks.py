@@ -108,3 +108,62 @@ def test_a_burst_admits_what_fits_with_the_windows(window: int, admitted: int) -
     assert first["num_running"] == admitted
     assert first["kv_blocks_used"] == admitted * (4 + window)
     assert (res.requests["status"] == "finished").all()
+
+
+def _gpt_oss(stack: str, version: str, **sections: dict) -> dict:  # type: ignore[type-arg]
+    return {"model": {"name": "gpt-oss-120b", "weight_dtype": "mxfp4"},
+            "hardware": {"gpu": "h100-sxm", "tp": 1},
+            "stack": {"name": stack, "version": version}, **sections}
+
+
+def test_vllm_v0_counts_window_layers_as_full_ones() -> None:
+    own = resolve(_gpt_oss("vllm-v0", "0.6"))
+    free = resolve(_gpt_oss("vllm-v0", "0.6", kv={"window_share": 0.0}))
+    assert own.window_blocks == 0
+    assert own.kv_blocks == pytest.approx(free.kv_blocks / 2, abs=1)  # 36 layers, not 18
+
+
+def test_a_scenarios_own_window_rule_replaces_the_stacks() -> None:
+    # vLLM 0.9.0 still counted window layers as full: its own [kv] says so over the
+    # preset's held windows, and the two rules do not collide
+    full = resolve(_gpt_oss("vllm-v1", "0.10", kv={"window_share": 1.0}))
+    held = resolve(_gpt_oss("vllm-v1", "0.10"))
+    assert full.window_blocks == 0 and held.window_blocks == 9
+    assert full.kv_blocks == pytest.approx(held.kv_blocks / 2, abs=1)
+    sglang = resolve(_gpt_oss("sglang", "0.5", kv={"window_held": True}))
+    assert sglang.window_blocks == 127 + 1  # its page is one token; its window_share gave way
+
+
+def test_disaggregated_pools_count_window_layers_as_full_ones() -> None:
+    # vLLM turns its hybrid manager off beside a KV connector: no held windows, and the
+    # pools' tokens those of 36 full layers
+    split = {"prefill_replicas": 1, "decode_replicas": 1, "link": "infiniband-ndr"}
+    dep = resolve(_gpt_oss("vllm-v1", "0.10", policy={"name": "chunked"}, kv={
+        "prefix_caching": False}, disaggregated=split))
+    held = resolve(_gpt_oss("vllm-v1", "0.10"))
+    assert dep.window_blocks == 0 and dep.disaggregated is not None
+    assert dep.disaggregated.decode.kv_blocks == pytest.approx(held.kv_blocks / 2, abs=1)
+
+
+def test_the_prefix_caches_keep_a_requests_window_private() -> None:
+    from simulator.prefix_cache_runs import PrefixRunManager
+    from simulator.workload.prefixes import PrefixIdentity, from_lists
+
+    segments, start, stop = from_lists([[(0, 8)], [(0, 8)]])  # both share an 8-token prefix
+    table = pd.DataFrame({"request_id": [0, 1], "prompt_tokens": [10, 10],
+                          "segments_start": start, "segments_stop": stop})
+    kv = PrefixRunManager(40, 4, PrefixIdentity(table, segments), window_blocks=3)
+    assert kv.match(0, 10, 12) == 0
+    kv.allocate(0, 10)  # 3 blocks of context + 3 of window
+    assert kv.used == 6 and kv.held(0) == 3
+    assert kv.match(1, 10, 12) == 8  # the two full shared blocks
+    assert kv.extra_for(1, 10) == 3 + 3  # counted as new: the hits are netted by can_allocate
+    # 34 free; it takes 1 own block + 3 window blocks (its 2 hits are held by request 0)
+    assert kv.can_allocate(1, 10, 34 - 4) and not kv.can_allocate(1, 10, 34 - 3)
+    kv.allocate(1, 10)
+    assert kv.used == 6 + 1 + 3 and kv.blocks_in_use([0, 1]) == 10
+    kv.check()
+    kv.free(0)
+    kv.free(1)
+    assert kv.used == 0
+    kv.check()

@@ -33,6 +33,7 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
     model = sc.model_spec()
     weight, kv_dtype = sc.model.weight_dtype, sc.model.kv_dtype_used
     pools = {}
+    kv = sc.kv.without_held_windows()  # no hybrid KV manager beside a KV connector
     for pool in ("prefill", "decode"):
         gpu = getattr(section, f"{pool}_gpu") or sc.hardware.gpu
         tp = getattr(section, f"{pool}_tp") or sc.hardware.tp
@@ -43,10 +44,10 @@ def build_disagg(sc: Any, policy: Policy, cost: CostModel, preset: StackPreset |
             dict(sc.cost), model, hw, tp, weight, kv_dtype, where=where,
             **cost_args(preset, model, hw, tp, kv_dtype))
         try:
-            blocks = sc.kv.capacity_blocks(
+            blocks = kv.capacity_blocks(
                 memory_bytes=hw.memory_bytes, tp=tp,
                 weight_bytes=stack_weight_bytes(preset, model, hw, tp, weight),
-                kv_bytes_per_token=sc.kv.pool_bytes_per_token(model, kv_dtype, tp))
+                kv_bytes_per_token=kv.pool_bytes_per_token(model, kv_dtype, tp))
         except CapacityError as e:  # kept a CapacityError: the planner skips what cannot fit
             raise CapacityError(f"{where}: {e}") from None
         knobs = section.knobs(pool)

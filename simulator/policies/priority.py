@@ -21,6 +21,10 @@ vLLM's ``priority`` and SGLang's priority scheduling). Under ``scheduling = "pri
   urgent class makes way, so one class alone is never reshuffled. vLLM v1 only preempts
   for KV growth; this is the one place the two differ.
 
+Under ``admission = "no_evict"`` (TensorRT-LLM's GUARANTEED_NO_EVICT) nobody is evicted for
+the head: that scheduler never takes back a running request's blocks, so the order of the
+queue is all priority changes.
+
 Victims are evicted by recompute, as everywhere in :mod:`simulator.policies.preemption`.
 The default ``scheduling = "fcfs"`` never reaches this module: the replica's queue stays
 a plain deque and every result stays as it was.
@@ -86,6 +90,8 @@ def make_way(policy: ContinuousPolicy, state: ServerState) -> list[Sequence]:
     more than admission then needs; a request admission would refuse evicts nobody.
     """
     evicted: list[Sequence] = []
+    if policy.admission == "no_evict":
+        return evicted  # it never takes blocks back: the queue's order alone
     waiting, running, kv = state.waiting, state.running, state.kv
     watermark = int(policy.kv_watermark * kv.num_blocks)  # as admit_fcfs
     while waiting and running:
