@@ -43,16 +43,27 @@ TTFT_TOLERANCE = 0.40
 PRICED_RATIO = (0.6, 1.6)
 
 
-def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("SERVESIM_PROFILE_CACHE", str(tmp_path / "cache"))
-    load_before = os.getloadavg()[0]
-    out = tmp_path / "v"
+def _validate(out: Path, capsys: pytest.CaptureFixture[str]) -> pytest.CaptureResult[str]:
     code = main(["validate", str(SCENARIO), "--out", str(out), "--json",
                  "--set", "policy.name='continuous'", "--set", "workload.rate=3.0",
                  "--set", "workload.num_requests=60", "--drift", "steps"])
     assert code == 0
-    printed = capsys.readouterr()
+    return capsys.readouterr()
+
+
+def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SERVESIM_PROFILE_CACHE", str(tmp_path / "cache"))
+    load_before = os.getloadavg()[0]
+    out = tmp_path / "v"
+    printed = _validate(out, capsys)
     assert "calibrating it now" in printed.err  # the cache was empty: this machine first
+    if "--drift steps not applied" in printed.err:
+        # The served steps ran more than 2x off the profile measured minutes before. This
+        # VM did that once with the load average under 2 (a clean-clone CI run of stop 62:
+        # 0.42, every other run 0.78-1.26): serve once more with the same profile. A
+        # profile truly off (another CPU's, a broken profiler) is off again and fails below.
+        out = tmp_path / "v2"
+        printed = _validate(out, capsys)
     here = this_machine("cpu", 1)
     cached = cached_profile_path(here, "cpu", "tiny", "fp32", 1)
     profile = json.loads(cached.read_text())
