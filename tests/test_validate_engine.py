@@ -29,6 +29,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from servesim.cli import main  # noqa: E402
+from servesim.validate_steps_drift import FACTOR_RANGE  # noqa: E402
 from simulator.fingerprint import this_machine  # noqa: E402
 from simulator.profile_cache import cached_profile_path  # noqa: E402
 
@@ -38,9 +39,14 @@ TOLERANCE = {"mean": 0.15, "p50": 0.15}  # TPOT and E2E latency, at the served s
 # read -25% where every other read within 10%. 40% still fails a divergent schedule.
 TTFT_TOLERANCE = 0.40
 # The profile's price of the served steps over their measured time: calibrated minutes
-# before on this machine, it read 0.78 to 1.26 here (calibrating or serving while other
-# work shared the two cores); another CPU's profile is 2-4x off, a broken profiler more.
-PRICED_RATIO = (0.6, 1.6)
+# before on this machine, it read 0.78 to 1.26 here alone (calibrating or serving while
+# other work shared the two cores) and 0.69-1.46 after the other validate tests in one
+# process; two clean-clone CI runs of stop 62 read 0.42 and 0.56 with the load average
+# under 2. The band is --drift steps' own (FACTOR_RANGE: beyond it validate calls the
+# profile one for other steps and does not apply it); within it the checks below read
+# the simulation at the served speed. Another CPU's profile is caught by the fingerprint
+# check, a broken profiler is further off.
+PRICED_RATIO = FACTOR_RANGE
 
 
 def _validate(out: Path, capsys: pytest.CaptureFixture[str]) -> pytest.CaptureResult[str]:
@@ -51,17 +57,25 @@ def _validate(out: Path, capsys: pytest.CaptureFixture[str]) -> pytest.CaptureRe
     return capsys.readouterr()
 
 
+def _priced_ratio(printed: pytest.CaptureResult[str]) -> float:
+    """The profile's price of the served steps over their measured time (validate's
+    ``steps priced_total`` row)."""
+    row = next(r for r in json.loads(printed.out)
+               if (r["metric"], r["statistic"]) == ("steps", "priced_total"))
+    return float(row["simulated"]) / float(row["measured"])
+
+
 def test_validate_cpu_small(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SERVESIM_PROFILE_CACHE", str(tmp_path / "cache"))
     load_before = os.getloadavg()[0]
     out = tmp_path / "v"
     printed = _validate(out, capsys)
     assert "calibrating it now" in printed.err  # the cache was empty: this machine first
-    if "--drift steps not applied" in printed.err:
-        # The served steps ran more than 2x off the profile measured minutes before. This
-        # VM did that once with the load average under 2 (a clean-clone CI run of stop 62:
-        # 0.42, every other run 0.78-1.26): serve once more with the same profile. A
-        # profile truly off (another CPU's, a broken profiler) is off again and fails below.
+    if (not PRICED_RATIO[0] <= _priced_ratio(printed) <= PRICED_RATIO[1]
+            or "--drift steps not applied" in printed.err):
+        # The served steps ran more than 2x off the profile measured minutes before
+        # (--drift steps not applied): this VM's speed moved between the two. Serve once
+        # more with the same profile; a profile truly off is off again and fails below.
         out = tmp_path / "v2"
         printed = _validate(out, capsys)
     here = this_machine("cpu", 1)
