@@ -133,8 +133,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         disaggregated=build_disagg(sc, policy, cost, preset)
         if sc.disaggregated.enabled else None,
         attention_dp=dp,
-        window_blocks=0 if sc.disaggregated.enabled  # its pools: kv.without_held_windows
-        else sc.kv.window_blocks(model, kv_dtype),
+        window_blocks=(sc.kv.without_held_windows() if sc.disaggregated.enabled  # as its
+                       else sc.kv).window_blocks(model, kv_dtype),  # pools (disagg_build)
     )
 
 

@@ -39,13 +39,13 @@ TOLERANCE = {"mean": 0.15, "p50": 0.15}  # TPOT and E2E latency, at the served s
 # read -25% where every other read within 10%. 40% still fails a divergent schedule.
 TTFT_TOLERANCE = 0.40
 # The profile's price of the served steps over their measured time: calibrated minutes
-# before on this machine, it read 0.78 to 1.26 here alone (calibrating or serving while
-# other work shared the two cores) and 0.69-1.46 after the other validate tests in one
-# process; two clean-clone CI runs of stop 62 read 0.42 and 0.56 with the load average
-# under 2. The band is --drift steps' own (FACTOR_RANGE: beyond it validate calls the
-# profile one for other steps and does not apply it); within it the checks below read
-# the simulation at the served speed. Another CPU's profile is caught by the fingerprint
-# check, a broken profiler is further off.
+# before on this machine, it read 0.78 to 1.26 here (calibrating or serving while other
+# work shared the two cores); two clean-clone CI runs of stop 62 read 0.42 and 0.56 (this
+# test's own failure message) with the load average under 2. The band is --drift steps'
+# own (FACTOR_RANGE: beyond it validate calls the profile one for other steps and does
+# not apply it); within it the checks below read the simulation at the served speed.
+# Another CPU's profile is caught by the fingerprint check, a broken profiler is further
+# off.
 PRICED_RATIO = FACTOR_RANGE
 
 

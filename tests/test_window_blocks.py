@@ -74,19 +74,20 @@ def test_a_pool_of_its_own_and_blocks_from_the_one_pool_do_not_mix() -> None:
         KVCacheConfig(window_held=True, window_share=0.8)
 
 
-def test_vllm_presets_charge_the_window_as_each_release_did() -> None:
-    def point(version: str) -> dict:  # type: ignore[type-arg]
-        return {"model": {"name": "gpt-oss-120b", "weight_dtype": "mxfp4"},
-                "hardware": {"gpu": "h100-sxm", "tp": 1},
-                "stack": {"name": "vllm-v1", "version": version}}
+def _gpt_oss(stack: str, version: str, **sections: dict) -> dict:  # type: ignore[type-arg]
+    return {"model": {"name": "gpt-oss-120b", "weight_dtype": "mxfp4"},
+            "hardware": {"gpu": "h100-sxm", "tp": 1},
+            "stack": {"name": stack, "version": version}, **sections}
 
-    hybrid, before = resolve(point("0.10")), resolve(point("0.8.5"))
+
+def test_vllm_presets_charge_the_window_as_each_release_did() -> None:
+    hybrid, before = resolve(_gpt_oss("vllm-v1", "0.10")), resolve(_gpt_oss("vllm-v1", "0.8.5"))
     assert hybrid.window_blocks == 9 and before.window_blocks == 0
     # before the hybrid manager every window layer holds every token, as a full one:
     # 36 layers' KV a token instead of 18, so half the tokens (to a block)
     assert before.kv_blocks == pytest.approx(hybrid.kv_blocks / 2, abs=1)
     assert hybrid.cluster().window_blocks == 9
-    trtllm = resolve({**point("0.10"), "stack": {"name": "trtllm", "version": "1.0"}})
+    trtllm = resolve(_gpt_oss("trtllm", "1.0"))
     assert trtllm.window_blocks == 0  # a pool of the window's own
 
 
@@ -108,12 +109,6 @@ def test_a_burst_admits_what_fits_with_the_windows(window: int, admitted: int) -
     assert first["num_running"] == admitted
     assert first["kv_blocks_used"] == admitted * (4 + window)
     assert (res.requests["status"] == "finished").all()
-
-
-def _gpt_oss(stack: str, version: str, **sections: dict) -> dict:  # type: ignore[type-arg]
-    return {"model": {"name": "gpt-oss-120b", "weight_dtype": "mxfp4"},
-            "hardware": {"gpu": "h100-sxm", "tp": 1},
-            "stack": {"name": stack, "version": version}, **sections}
 
 
 def test_vllm_v0_counts_window_layers_as_full_ones() -> None:
