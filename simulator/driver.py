@@ -20,7 +20,7 @@ from simulator.policies import Sequence
 from simulator.prefix_cache_run import block_manager
 from simulator.record_columns import RecordColumns
 from simulator.replica import Replica
-from simulator.router import Router, needs_tokens
+from simulator.router import Router, needs_tokens, reads_cache
 from simulator.workload.prefixes import PrefixIdentity
 
 
@@ -132,8 +132,11 @@ class Driver:
         extra = {"track_kv": True} if track_kv else {}
         if signal in ("kv", "ttft"):  # blocks opened, requests finished inside any run
             extra["step_uneven_runs"] = True
-        if known and (spec.num_replicas > 1 or scaling):  # a decode run goes on past others'
-            extra["own_arrivals_cut"] = True  # arrivals (and the autoscaler's evaluations)
+        exact = reads_cache(spec.router)  # a router reading caches: none may lag (replica.py)
+        if exact:
+            extra["exact_reads"] = True
+        elif known and (spec.num_replicas > 1 or scaling):  # a decode run goes on past
+            extra["own_arrivals_cut"] = True  # others' arrivals (and autoscaler evaluations)
         # replicas' steps stop short of the next arrival, or evaluation when scaling
         cut = None if not known else self._next_event_s if scaling else self._next_arrival
         self._unsent = len(seqs)

@@ -72,6 +72,7 @@ class Replica(ChunkRuns):
         horizon_s: float | None = None,
         acceptance: AcceptanceSampler | None = None,
         own_arrivals_cut: bool = False,
+        exact_reads: bool = False,
     ) -> None:
         self.env = env
         self.index = index
@@ -98,6 +99,12 @@ class Replica(ChunkRuns):
         # One of several replicas told the fleet's next arrival: a decode run goes on past
         # it until a request reaches this replica (the others' arrivals cannot change it)
         self.own_arrivals_cut = own_arrivals_cut and next_arrival_s is not None
+        # A router reads this replica's prefix cache at every arrival (prefix_affinity): no
+        # decode run goes on past an arrival, so the cache then holds what stepping's does
+        # (a run opens its later steps' blocks, evicting, only as it ends). Its steps ending
+        # before the next arrival run at once; the one in progress then runs alone, its
+        # blocks taken when it was scheduled. Arrivals not known ahead: one step at a time.
+        self.exact_reads = exact_reads
         self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
         self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
         self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it
@@ -295,6 +302,8 @@ class Replica(ChunkRuns):
         price = self._price_decode
         if self.own_arrivals_cut:
             return (yield from self._run_to_own_arrival(batch, k, _SHORT_RUN))
+        if self.exact_reads and self.next_arrival_s is None:
+            return (yield from self._step(batch))
         start = self._now
         planned, stop_s = k, math.inf
         if price is not None and state.group is None and self.next_arrival_s is not None:
@@ -308,6 +317,8 @@ class Replica(ChunkRuns):
             planned = min(k, 2 * planned)
             run, ends = self._plan_run(batch, planned)
         self._arrived_in_run = 0
+        if self.exact_reads and self.next_arrival_s is not None:
+            ends = ends[:_before(ends.tolist(), self.next_arrival_s())]
         if self.next_arrival_s is not None:
             k, ends = yield from self._run_until_arrival(ends)
         else:
@@ -331,6 +342,8 @@ class Replica(ChunkRuns):
         assert self._price_decode is not None
         state = self.state
         run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
+        if self.exact_reads:
+            del run.ends[_before(run.ends, stop_s):]
         # blocks steps 2..k open: read by apply_decode_run for a clock batch only
         opened = run.opened() if batch.cohort is not None else None
         end = run.ends[-1]
@@ -343,3 +356,13 @@ class Replica(ChunkRuns):
         log_short_run(self.log, run, batch, state, finished)
         self._check_log_size()
         return finished
+
+
+def _before(ends: list[float], arrival_s: float) -> int:
+    """How many steps ending at ``ends`` run ahead of a router reading the cache at
+    ``arrival_s``: those ending before it, else the one in progress then (one ending at it
+    has not ended: the arrival comes first, as when stepping)."""
+    n = 0
+    while n < len(ends) and ends[n] < arrival_s:
+        n += 1
+    return n if n > 0 else 1

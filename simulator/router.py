@@ -112,6 +112,8 @@ class PrefixAffinity:
     slack is ours, not a stack's default.
     """
 
+    reads_cache = True  # the driver's replicas keep their caches exact at every arrival
+
     def pick(self, replicas: Seq[ReplicaView], seq: Sequence) -> int:
         loads = [r.state.num_outstanding for r in replicas]
         bound = min(loads) + AFFINITY_SLACK
@@ -153,3 +155,8 @@ def make_router(name: str) -> Router:
 def needs_tokens(name: str) -> bool:
     """Whether the router called ``name`` reads the replicas' token counts."""
     return bool(getattr(ROUTERS.get(name), "needs_tokens", False))
+
+
+def reads_cache(name: str) -> bool:
+    """Whether the router called ``name`` reads what the replicas' prefix caches hold."""
+    return bool(getattr(ROUTERS.get(name), "reads_cache", False))

@@ -73,3 +73,38 @@ def test_prefix_affinity_needs_prefix_caching() -> None:
              "workload": {"num_requests": 10, "rate": 1.0}}
     with pytest.raises(ConfigError, match="kv.prefix_caching = true"):
         run_point({}, point)
+
+
+def _evicting_run(fast_forward: bool) -> pd.DataFrame:
+    rows = [(0.0, True, 3), (0.05, False, 100), (1.1, True, 3)]
+    segments, start, stop = from_lists([[SHARED] if s else [] for _, s, _ in rows])
+    t = pd.DataFrame({"request_id": np.arange(3), "arrival_s": [r[0] for r in rows],
+                      "prompt_tokens": [84, 100, 84], "output_tokens": [r[2] for r in rows],
+                      "segments_start": start, "segments_stop": stop})
+    spec = ClusterSpec(ContinuousPolicy(), COST, kv_blocks=13, block_size=16, num_replicas=2,
+                       router="prefix_affinity", prefix_caching=True, check_invariants=True)
+    return simulate(t, spec, segments=segments, fast_forward=fast_forward
+                    ).requests.sort_values("request_id")
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_the_router_sees_the_blocks_a_decode_run_evicted_before_the_arrival(
+        fast_forward: bool) -> None:
+    # Two replicas of 13 blocks of 16. r0 (the 64-token system prompt + 20, 3 out) runs on
+    # replica 0 and leaves its 5 full blocks cached-free, freed last to first (the oldest
+    # to go is its own fifth block, the system prompt's first goes last). r1 (100 own
+    # tokens, 100 out) at 0.05 goes there too (no hit anywhere: lowest index): 7 blocks at
+    # its prefill, 1 plain block left. Its context passes 112, 128, 144, 160, 176 and 192
+    # tokens at decode steps 13, 29, 45, 61, 77 and 93 (0.011 s each from 0.07), each
+    # opening a block when the step starts: the first takes the plain block, the others
+    # evict, the last (from 1.082 s) the system prompt's first block. r2 (system prompt +
+    # 20) at 1.1 finds no prefix on replica 0 and goes to the idle replica 1: first token
+    # 1.1 + 0.01 + 84e-4 = 1.1184, done two steps of 0.011 later. (At 1.08 it would still
+    # find one block there and go to replica 0.) Fast-forwarded, r1's steps are one decode
+    # run ending at 1.159; before stop 63 its blocks were opened only then, so r2 went to
+    # replica 0, its cache still showing the whole prompt, and waited for r1 to finish.
+    recs = _evicting_run(fast_forward)
+    assert recs["replica"].tolist() == [0, 0, 1]
+    assert recs["cached_tokens"].tolist() == [0, 0, 0]
+    assert recs["first_token_s"].tolist()[2] == pytest.approx(1.1184, abs=1e-12)
+    assert recs["finish_s"].tolist()[2] == pytest.approx(1.1404, abs=1e-12)

@@ -52,7 +52,7 @@ class TokenReplica(Replica):
                  next_arrival_s: Callable[[], float] | None = None,
                  max_step_rows: int | None = None, step_log: str = "full",
                  horizon_s: float | None = None, acceptance: AcceptanceSampler | None = None,
-                 own_arrivals_cut: bool = False) -> None:
+                 own_arrivals_cut: bool = False, exact_reads: bool = False) -> None:
         # Replica's keywords by name, not **kwargs: mypyc (simulator/accel.py) mis-passes
         # **kwargs forwarded to a compiled __init__ with keyword-only parameters
         self.track_kv = track_kv  # keep each decode run's KV blocks per step
@@ -69,7 +69,8 @@ class TokenReplica(Replica):
         super().__init__(env, index, policy, cost, kv, self._leave, fast_forward=fast_forward,
                          check_invariants=check_invariants, next_arrival_s=next_arrival_s,
                          max_step_rows=max_step_rows, step_log=step_log, horizon_s=horizon_s,
-                         acceptance=acceptance, own_arrivals_cut=own_arrivals_cut)
+                         acceptance=acceptance, own_arrivals_cut=own_arrivals_cut,
+                         exact_reads=exact_reads)
 
     def _steps_done(self) -> int:
         """Steps of the decode run in flight that ended before now (a step ending now has
