@@ -132,7 +132,8 @@ class Driver:
         extra = {"track_kv": True} if track_kv else {}
         if signal in ("kv", "ttft"):  # blocks opened, requests finished inside any run
             extra["step_uneven_runs"] = True
-        exact = reads_cache(spec.router)  # a router reading caches: none may lag (replica.py)
+        # a router reading prefix caches: none may lag behind stepping (replica.py)
+        exact = reads_cache(spec.router) and spec.prefix_caching
         if exact:
             extra["exact_reads"] = True
         elif known and (spec.num_replicas > 1 or scaling):  # a decode run goes on past
