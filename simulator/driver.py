@@ -117,7 +117,9 @@ class Driver:
         # it goes to. What a router, the front door or an autoscaler reads of a replica is
         # as of that instant even inside a decode run that goes on past it: waiting and
         # running do not change within a run, and a token-counting replica counts the
-        # run's steps that ended so far (simulator/fleet/tokens.py).
+        # run's steps that ended so far (simulator/fleet/tokens.py). A router reading the
+        # prefix caches is the exception: a run changes them as it ends, so its replicas
+        # run nothing past an arrival (Replica exact_reads).
         scaling = spec.autoscale is not None and spec.autoscale.enabled
         known = not closed_loop and max_concurrency is None
         self.next_arrival_s = seqs[0].arrival_s + self.request_s if seqs else math.inf

@@ -102,9 +102,13 @@ class Replica(ChunkRuns):
         # A router reads this replica's prefix cache at every arrival (prefix_affinity): no
         # decode run goes on past an arrival, so the cache then holds what stepping's does
         # (a run opens its later steps' blocks, evicting, only as it ends). Its steps ending
-        # before the next arrival run at once; the one in progress then runs alone, its
-        # blocks taken when it was scheduled. Arrivals not known ahead: one step at a time.
+        # before the next arrival (or autoscaler evaluation) run at once; the one in
+        # progress then runs alone, its blocks taken when it was scheduled. Arrivals not
+        # known ahead: one step at a time.
         self.exact_reads = exact_reads
+        if exact_reads and self.own_arrivals_cut:
+            raise ValueError("exact_reads: decode runs stop at every arrival, "
+                             "not only this replica's own (own_arrivals_cut)")
         self.horizon_s = math.inf if horizon_s is None else horizon_s  # the run stops there
         self._now = env.now  # the replica's clock: ahead of env.now after steps run inline
         self._price_decode = decode_pricer(cost)  # exact scalar decode pricing, if the model has it

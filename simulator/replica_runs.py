@@ -12,6 +12,8 @@ one SimPy event for its last step and an arrival here cuts it at the step in pro
 :meth:`~simulator.replica_clock.ReplicaClock._run_interruptible` does, with every time
 exact (``_until``). tests/test_speed_paths_replica.py and tests/test_speed_paths_fleet.py
 check the records, step logs and fleet timelines against replicas told nothing ahead.
+Not behind a router that reads the replicas' prefix caches, which a run changes as it
+ends: there no run goes on past an arrival (``Replica.exact_reads``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from helpers import TokenCost
 
-from simulator.cluster import ClusterSpec, simulate
+from simulator.cluster import ClusterSpec, SimResult, simulate
+from simulator.costs.linear import LinearCost
 from simulator.errors import ConfigError
 from simulator.policies import ContinuousPolicy
 from simulator.router import AFFINITY_SLACK
@@ -76,15 +77,18 @@ def test_prefix_affinity_needs_prefix_caching() -> None:
 
 
 def _evicting_run(fast_forward: bool) -> pd.DataFrame:
-    rows = [(0.0, True, 3), (0.05, False, 100), (1.1, True, 3)]
+    return _evicting_run_result(1.1, fast_forward).requests.sort_values("request_id")
+
+
+def _evicting_run_result(last_s: float, fast_forward: bool) -> SimResult:
+    rows = [(0.0, True, 3), (0.05, False, 100), (last_s, True, 3)]
     segments, start, stop = from_lists([[SHARED] if s else [] for _, s, _ in rows])
     t = pd.DataFrame({"request_id": np.arange(3), "arrival_s": [r[0] for r in rows],
                       "prompt_tokens": [84, 100, 84], "output_tokens": [r[2] for r in rows],
                       "segments_start": start, "segments_stop": stop})
     spec = ClusterSpec(ContinuousPolicy(), COST, kv_blocks=13, block_size=16, num_replicas=2,
                        router="prefix_affinity", prefix_caching=True, check_invariants=True)
-    return simulate(t, spec, segments=segments, fast_forward=fast_forward
-                    ).requests.sort_values("request_id")
+    return simulate(t, spec, segments=segments, fast_forward=fast_forward)
 
 
 @pytest.mark.parametrize("fast_forward", [True, False])
@@ -108,3 +112,43 @@ def test_the_router_sees_the_blocks_a_decode_run_evicted_before_the_arrival(
     assert recs["cached_tokens"].tolist() == [0, 0, 0]
     assert recs["first_token_s"].tolist()[2] == pytest.approx(1.1184, abs=1e-12)
     assert recs["finish_s"].tolist()[2] == pytest.approx(1.1404, abs=1e-12)
+
+
+def test_an_arrival_tied_with_the_evicting_steps_end_sees_the_eviction() -> None:
+    # The case above, r2 arriving exactly when the evicting step (the 93rd decode) starts
+    # or ends. At its start the arrival comes first (as when stepping): the prompt's first
+    # block is still cached and r2 follows it to replica 0. At its end the step has not
+    # ended (the arrival again comes first), but its block was taken when it started: the
+    # prefix is gone and r2 goes to replica 1. Times read off the stepping run's log.
+    steps = _evicting_run_result(1.1, False).steps
+    own = steps[steps["replica"] == 0].reset_index(drop=True)
+    i = int(np.argmin(np.abs(own["start_s"].to_numpy() - 1.082)))
+    start, end = float(own["start_s"][i]), float(own["end_s"][i])
+    assert end - start == pytest.approx(0.011)
+    for at, replica in ((start, 0), (end, 1)):
+        for fast_forward in (True, False):
+            recs = _evicting_run_result(at, fast_forward).requests.sort_values("request_id")
+            assert recs["replica"].tolist() == [0, 0, replica], (at, fast_forward)
+
+
+def test_a_short_decode_run_stops_at_the_arrival_too() -> None:
+    # A cost with an exact decode pricer takes the short-run path (steps priced one by one)
+    # rather than the planned one. r0-r2 as above on replica 0 (LinearCost, the same
+    # times); r3 (40 own tokens, 3 out) at 0.8 goes to the idle replica 1 and is done by
+    # 0.85. r4 (system prompt + 20) at 1.1: replica 0's prefix was evicted at 1.082, so it
+    # goes to replica 1 (both within the load bound, neither cached: fewer outstanding).
+    # Before stop 63 the short run went on past the arrival and r4 followed the stale
+    # prefix to replica 0.
+    cost = LinearCost(step_s=0.01, prefill_token_s=1e-4, decode_seq_s=1e-3)
+    rows = [(0.0, True, 3, 84), (0.05, False, 100, 100), (0.8, False, 3, 40), (1.1, True, 3, 84)]
+    segments, start, stop = from_lists([[SHARED] if s else [] for _, s, _, _ in rows])
+    t = pd.DataFrame({"request_id": np.arange(4), "arrival_s": [r[0] for r in rows],
+                      "prompt_tokens": [r[3] for r in rows], "output_tokens": [r[2] for r in rows],
+                      "segments_start": start, "segments_stop": stop})
+    spec = ClusterSpec(ContinuousPolicy(), cost, kv_blocks=13, block_size=16, num_replicas=2,
+                       router="prefix_affinity", prefix_caching=True, check_invariants=True)
+    for fast_forward in (True, False):
+        recs = simulate(t, spec, segments=segments, fast_forward=fast_forward
+                        ).requests.sort_values("request_id")
+        assert recs["replica"].tolist() == [0, 0, 1, 1]
+        assert recs["first_token_s"].tolist()[3] == pytest.approx(1.1184, abs=1e-12)

@@ -97,3 +97,20 @@ def test_tokens_routing_is_the_same_with_and_without_fast_forward() -> None:
     assert fast["replica"].tolist() == slow["replica"].tolist()
     assert timeline(fast) == timeline(slow)
     assert set(fast["replica"]) == {0, 1, 2}
+
+
+def test_a_replica_reading_caches_counts_each_decode_step_once() -> None:
+    # As the first case, with exact_reads and no next arrival known (a closed loop behind
+    # prefix_affinity, with an autoscaler on KV): each decode is its own step, and the
+    # count falls by one token per step, not two (0 at 2.5 and -1 at 3.5 before stop 63)
+    env = simpy.Environment()
+    done: list[Sequence] = []
+    r = TokenReplica(env, 0, ContinuousPolicy(), UNIT, BlockManager(100, 16),
+                     on_done=done.append, exact_reads=True)
+    r.submit(Sequence(0, 0.0, 100, 3))
+    seen = []
+    for t in (0.5, 1.5, 2.5, 3.5):
+        env.run(until=t)
+        seen.append((r.tokens_now(), r.tokens_left))
+    assert seen == [(103, 103), (2, 2), (1, 1), (0, 0)]
+    assert len(done) == 1

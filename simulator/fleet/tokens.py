@@ -130,8 +130,9 @@ class TokenReplica(Replica):
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         state = self.state
         cohort = batch.cohort if state.group is None else None
-        if cohort is None and self.step_uneven_runs:
-            return (yield from self._step(batch))
+        if (cohort is None and self.step_uneven_runs) or (
+                self.exact_reads and self.next_arrival_s is None):  # Replica's one step
+            return (yield from self._step(batch))  # counted once, by _step
         self._run_rows = len(batch.decode)
         if cohort is not None:
             # every running request decodes on the clock and the run ends at the first
