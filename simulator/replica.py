@@ -14,6 +14,7 @@ policy decided run without a decision each (:class:`~simulator.replica_runs.Chun
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -103,8 +104,9 @@ class Replica(ChunkRuns):
         # decode run goes on past an arrival, so the cache then holds what stepping's does
         # (a run opens its later steps' blocks, evicting, only as it ends). Its steps ending
         # before the next arrival (or autoscaler evaluation) run at once; the one in
-        # progress then runs alone, its blocks taken when it was scheduled. Arrivals not
-        # known ahead: one step at a time.
+        # progress then (one ending at it has not ended: the arrival comes first, as when
+        # stepping) runs alone, its blocks taken when it was scheduled. Arrivals not known
+        # ahead: one step at a time.
         self.exact_reads = exact_reads
         if exact_reads and self.own_arrivals_cut:
             raise ValueError("exact_reads: decode runs stop at every arrival, "
@@ -321,8 +323,8 @@ class Replica(ChunkRuns):
             planned = min(k, 2 * planned)
             run, ends = self._plan_run(batch, planned)
         self._arrived_in_run = 0
-        if self.exact_reads and self.next_arrival_s is not None:
-            ends = ends[:_before(ends.tolist(), self.next_arrival_s())]
+        if self.exact_reads and self.next_arrival_s is not None:  # those ending before it
+            ends = ends[:max(1, int(np.searchsorted(ends, self.next_arrival_s())))]
         if self.next_arrival_s is not None:
             k, ends = yield from self._run_until_arrival(ends)
         else:
@@ -346,8 +348,8 @@ class Replica(ChunkRuns):
         assert self._price_decode is not None
         state = self.state
         run = plan_short_run(state, batch, k, self._now, stop_s, self._price_decode, first_s)
-        if self.exact_reads:
-            del run.ends[_before(run.ends, stop_s):]
+        if self.exact_reads:  # the steps ending before the next arrival, or the first
+            del run.ends[max(1, bisect_left(run.ends, stop_s)):]
         # blocks steps 2..k open: read by apply_decode_run for a clock batch only
         opened = run.opened() if batch.cohort is not None else None
         end = run.ends[-1]
@@ -361,12 +363,3 @@ class Replica(ChunkRuns):
         self._check_log_size()
         return finished
 
-
-def _before(ends: list[float], arrival_s: float) -> int:
-    """How many steps ending at ``ends`` run ahead of a router reading the cache at
-    ``arrival_s``: those ending before it, else the one in progress then (one ending at it
-    has not ended: the arrival comes first, as when stepping)."""
-    n = 0
-    while n < len(ends) and ends[n] < arrival_s:
-        n += 1
-    return n if n > 0 else 1
