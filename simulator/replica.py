@@ -303,12 +303,17 @@ class Replica(ChunkRuns):
         if self.max_step_rows is not None and len(self.log) > self.max_step_rows:
             raise step_log_full(len(self.log), self._now)
 
+    def _steps_alone(self) -> bool:
+        """Exact reads with no next arrival known (read now: a draining replica is told
+        none): every decode step runs on its own."""
+        return self.exact_reads and self.next_arrival_s is None
+
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         state = self.state
         price = self._price_decode
         if self.own_arrivals_cut:
             return (yield from self._run_to_own_arrival(batch, k, _SHORT_RUN))
-        if self.exact_reads and self.next_arrival_s is None:
+        if self._steps_alone():
             return (yield from self._step(batch))
         start = self._now
         planned, stop_s = k, math.inf

@@ -130,8 +130,7 @@ class TokenReplica(Replica):
     def _decode_run(self, batch: Batch, k: int) -> Generator[simpy.Event, Any, list[Sequence]]:
         state = self.state
         cohort = batch.cohort if state.group is None else None
-        if (cohort is None and self.step_uneven_runs) or (
-                self.exact_reads and self.next_arrival_s is None):  # Replica's one step
+        if (cohort is None and self.step_uneven_runs) or self._steps_alone():
             return (yield from self._step(batch))  # counted once, by _step
         self._run_rows = len(batch.decode)
         if cohort is not None:
