@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.scenario_fields import spec
+from simulator.scenario_fields import show, spec
 
 SLO_METRICS = ("ttft", "tpot", "itl", "e2el")
 """Metrics an SLO may target, in the order they are reported."""
@@ -42,23 +42,23 @@ _KEY = re.compile(r"^(ttft|tpot|itl|e2el)(?:_p(\d+(?:\.\d+)?))?_ms$")
 def _number(name: str, value: Any) -> float:
     """``value`` as a float, or ConfigError naming ``name`` (bools and strings rejected)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name} = {value!r} must be a number")
+        raise ConfigError(f"{name} = {show(value)}: must be a number")
     if not math.isfinite(value):
-        raise ConfigError(f"{name} = {value!r} must be finite")
+        raise ConfigError(f"{name} = {value!r}: must be finite")
     return float(value)
 
 
 def _target(name: str, value: Any) -> float:
     number = _number(name, value)
     if number <= 0:
-        raise ConfigError(f"{name} = {value!r} must be > 0 (milliseconds)")
+        raise ConfigError(f"{name} = {value!r}: must be > 0 (milliseconds)")
     return number
 
 
 def _percentile(name: str, value: Any) -> float:
     number = _number(name, value)
     if not 0 < number <= 100:
-        raise ConfigError(f"{name} = {value!r} must be in (0, 100]")
+        raise ConfigError(f"{name} = {value!r}: must be in (0, 100]")
     return number
 
 

@@ -34,7 +34,7 @@ def test_frozen_with_slots() -> None:
         ({"ttft_ms": 0}, "slo.ttft_ms = 0"),
         ({"tpot_ms": -5.0}, "slo.tpot_ms = -5.0"),
         ({"e2el_ms": float("nan")}, "slo.e2el_ms = nan"),
-        ({"itl_ms": True}, "slo.itl_ms = True"),
+        ({"itl_ms": True}, "slo.itl_ms = true"),
         ({"percentile": 0}, "slo.percentile = 0"),
         ({"percentile": 101}, "slo.percentile = 101"),
     ],
@@ -64,12 +64,13 @@ def test_from_dict_round_trips() -> None:
     "d, fragment",
     [
         ({"ttft": 500}, "scenario.slo.ttft: unknown SLO key"),
-        ({"ttft_ms": "500"}, "scenario.slo.ttft_ms = '500' must be a number"),
-        ({"tpot_ms": 0}, "scenario.slo.tpot_ms = 0 must be > 0"),
+        ({"ttft_ms": "500"}, "scenario.slo.ttft_ms = '500': must be a number"),
+        ({"percentile": True}, "scenario.slo.percentile = true: must be a number"),
+        ({"tpot_ms": 0}, "scenario.slo.tpot_ms = 0: must be > 0"),
         ({"ttft_p99_ms": 500, "tpot_p90_ms": 50}, "scenario.slo.tpot_p90_ms: percentile 90"),
         ({"percentile": 95, "ttft_p99_ms": 500}, "disagrees with scenario.slo.percentile"),
         ({"ttft_ms": 500, "ttft_p99_ms": 400}, "a second target for ttft"),
-        ({"ttft_p0_ms": 500}, "scenario.slo.ttft_p0_ms = 0.0 must be in"),
+        ({"ttft_p0_ms": 500}, "scenario.slo.ttft_p0_ms = 0.0: must be in"),
     ],
 )
 def test_from_dict_errors_name_the_key(d: dict, fragment: str) -> None:

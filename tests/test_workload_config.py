@@ -32,6 +32,7 @@ def test_defaults_are_chat_like_poisson() -> None:
     [
         ({"rate": -1}, "workload.rate = -1: must be > 0"),
         ({"rate": "fast"}, "workload.rate = 'fast': must be a number"),
+        ({"rate": True}, "workload.rate = true: must be a number"),
         ({"arrival": "bursty"}, "workload.arrival = 'bursty': must be one of"),
         ({"num_requests": 0}, "workload.num_requests = 0: must be >= 1"),
         ({"num_requests": 2.5}, "workload.num_requests = 2.5: must be a whole number"),

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import ConfigError, TraceError
+from simulator.scenario_fields import show
 
 REQUIRED: Any = object()  # sentinel: the key has no default
 
@@ -54,7 +55,7 @@ def get_number(
         return default
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         quoted = "; write it without quotes" if isinstance(value, str) else ""
-        raise ConfigError(f"{name} = {value!r}: must be a number{quoted}")
+        raise ConfigError(f"{name} = {show(value)}: must be a number{quoted}")
     if math.isnan(float(value)) or (math.isinf(float(value)) and not allow_inf):
         raise ConfigError(f"{name} = {value}: must be finite")
     if integer:  # strict: 8.0 is a float in TOML, and 1e6 too; neither is taken as a count
@@ -75,7 +76,7 @@ def get_choice(
     if value is REQUIRED:
         raise ConfigError(f"{where}.{key} is required; one of {list(choices)}")
     if value is not default and value not in choices:
-        raise ConfigError(f"{where}.{key} = {value!r}: must be one of {list(choices)}")
+        raise ConfigError(f"{where}.{key} = {show(value)}: must be one of {list(choices)}")
     return value
 
 
