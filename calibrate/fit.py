@@ -155,17 +155,36 @@ def piecewise_matrix(steps: pd.DataFrame, knees: tuple[float, float]) -> np.ndar
     Base (every row, when the table has one-token steps; else none), extra fixed cost of
     prefill, decode and mixed steps, P, the two hinges, A, D, C, admitted, finished.
     """
-    s = steps
-    p = s["num_prefill_tokens"].to_numpy(np.float64)
-    tokens = p + s["num_decode_seqs"].to_numpy(np.float64)
-    kinds = step_kinds(s)
-    base = np.ones(len(s)) if kinds["single_token_step_s"].any() else np.zeros(len(s))
-    return np.column_stack([
-        base, *(kinds[k].astype(np.float64) for k in FIXED_COSTS[:3]), p,
-        np.maximum(tokens - knees[0], 0.0), np.maximum(tokens - knees[1], 0.0),
-        s["prefill_attn_work"], s["num_decode_seqs"], s["decode_context_tokens"],
-        s["num_admitted"], s["num_finished"],
-    ]).astype(np.float64)
+    return PiecewiseColumns.of(steps).matrix(knees)
+
+
+@dataclass(frozen=True)
+class PiecewiseColumns:
+    """The piecewise form's columns that do not depend on the knees, read from a step
+    table once: the fit tries every pair of knees on the same table."""
+
+    before: np.ndarray  # base, the three extra fixed costs, P
+    tokens: np.ndarray  # P + D a row, which the hinges are of
+    after: np.ndarray  # A, D, C, admitted, finished
+
+    @classmethod
+    def of(cls, steps: pd.DataFrame) -> PiecewiseColumns:
+        s = steps
+        p = s["num_prefill_tokens"].to_numpy(np.float64)
+        tokens = p + s["num_decode_seqs"].to_numpy(np.float64)
+        kinds = step_kinds(s)
+        base = np.ones(len(s)) if kinds["single_token_step_s"].any() else np.zeros(len(s))
+        before = np.column_stack([base, *(kinds[k].astype(np.float64) for k in FIXED_COSTS[:3]),
+                                  p]).astype(np.float64)
+        after = np.column_stack([s["prefill_attn_work"], s["num_decode_seqs"],
+                                 s["decode_context_tokens"], s["num_admitted"],
+                                 s["num_finished"]]).astype(np.float64)
+        return cls(before, tokens, after)
+
+    def matrix(self, knees: tuple[float, float]) -> np.ndarray:
+        """The form's design matrix at knees (K1, K2)."""
+        return np.column_stack([self.before, np.maximum(self.tokens - knees[0], 0.0),
+                                np.maximum(self.tokens - knees[1], 0.0), self.after])
 
 
 def nnls_relative(x: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -190,8 +209,9 @@ def fit_piecewise_coefficients(steps: pd.DataFrame) -> tuple[dict[str, float], d
     """PiecewiseCost coefficients for ``steps``, and those set by rule, not by data."""
     t = steps["time_s"].to_numpy(np.float64)
     best: tuple[float, tuple[float, float], np.ndarray] | None = None
+    columns = PiecewiseColumns.of(steps)
     for knees in knee_pairs(steps):
-        x = piecewise_matrix(steps, knees)
+        x = columns.matrix(knees)
         b = nnls_relative(x, t)
         err = float(np.sum((x @ b / t - 1.0) ** 2))
         if best is None or err < best[0] * (1 - 1e-9):

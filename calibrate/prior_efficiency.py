@@ -34,6 +34,7 @@ import math
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -74,23 +75,40 @@ def measured_by_gpu(exclude: Sequence[str] = ()) -> dict[str, dict[str, list[Cos
     return found
 
 
-def log_ratios(profiles: Sequence[CostProfile], eff_c: float, eff_m: float, eff_kv: float,
+@dataclass(frozen=True)
+class Measured:
+    """One profile's measured step times at the shapes it was composed over, priced once:
+    the least-squares fits price the prior thousands of times against the same values."""
+
+    profile: CostProfile
+    shapes: tuple[StepShape, ...]
+    times_s: tuple[float, ...]
+
+
+def measure(profile: CostProfile) -> Measured:
+    """``profile``'s step times at each of :func:`shapes` inside its fit's ranges."""
+    measured = profile.build(get_model(profile.model), HARDWARE[profile.hardware])
+    kept = tuple(s for s in shapes() if composed_over(profile, s))
+    return Measured(profile, kept, tuple(measured.step_time(s) for s in kept))
+
+
+def log_ratios(measured: Sequence[Measured], eff_c: float, eff_m: float, eff_kv: float,
                layer_us: float = 0.0) -> np.ndarray:
     """log(prior / measured) of every shape of every profile, at these efficiencies and a
     per-layer floor of ``layer_us`` microseconds a step."""
     out = []
-    for profile in profiles:
-        model, hw = get_model(profile.model), HARDWARE[profile.hardware]
-        measured = profile.build(model, hw)
+    for m in measured:
+        profile = m.profile
         # the experts' roofline too (moe_kind ""): the efficiencies are the formula's, and
         # a MoE profile composed from the same MoE table the prior's measured curve reads
         # would be fitted to itself there
-        prior = RooflineCost(model, hw, profile.tp, profile.weight_dtype, profile.kv_dtype,
+        prior = RooflineCost(get_model(profile.model), HARDWARE[profile.hardware], profile.tp,
+                             profile.weight_dtype, profile.kv_dtype,
                              compute_efficiency=eff_c, memory_efficiency=eff_m,
                              kv_memory_efficiency=eff_kv, layer_overhead_s=layer_us * 1e-6,
                              moe_kind="")
-        out += [math.log(prior.step_time(s) / measured.step_time(s)) for s in shapes()
-                if composed_over(profile, s)]
+        out += [math.log(prior.step_time(s) / t) for s, t in zip(m.shapes, m.times_s,
+                                                                  strict=True)]
     return np.array(out)
 
 
@@ -103,7 +121,7 @@ def composed_over(profile: CostProfile, shape: StepShape) -> bool:
                if key in ranges)
 
 
-def fit_params(profiles: Sequence[CostProfile], floor: bool) -> tuple[float, ...]:
+def fit_params(profiles: Sequence[Measured], floor: bool) -> tuple[float, ...]:
     """(eff_c, eff_m, eff_kv, t_layer in us) fitted to ``profiles``; t_layer 0 unless
     ``floor``."""
     n = 4 if floor else 3
@@ -113,7 +131,7 @@ def fit_params(profiles: Sequence[CostProfile], floor: bool) -> tuple[float, ...
     return tuple(values + [0.0] * (4 - n))
 
 
-def held_out(profiles: Sequence[CostProfile], floor: bool) -> float:
+def held_out(profiles: Sequence[Measured], floor: bool) -> float:
     """Share of shapes within 15% when each profile is priced by the parameters fitted to
     the others of its GPU and dtype (leave one profile out); nan with one profile."""
     if len(profiles) < 2:
@@ -129,11 +147,12 @@ def fit_gpu(profiles: Sequence[CostProfile]) -> dict[str, object]:
     """The fitted prior of one GPU and weight dtype, and how well it then matches. Two
     forms are fitted, the efficiencies alone and with a per-layer floor t_layer; the floor
     is kept when it predicts the held-out profiles at least as well (``held_out``)."""
-    plain, floored = held_out(profiles, False), held_out(profiles, True)
+    measured = [measure(p) for p in profiles]
+    plain, floored = held_out(measured, False), held_out(measured, True)
     floor = not math.isnan(floored) and floored >= plain
-    eff_c, eff_m, eff_kv, layer_us = fit_params(profiles, floor)
-    before = np.exp(log_ratios(profiles, *START))
-    after = np.exp(log_ratios(profiles, eff_c, eff_m, eff_kv, layer_us))
+    eff_c, eff_m, eff_kv, layer_us = fit_params(measured, floor)
+    before = np.exp(log_ratios(measured, *START))
+    after = np.exp(log_ratios(measured, eff_c, eff_m, eff_kv, layer_us))
     return {
         "compute_efficiency": eff_c,
         "memory_efficiency": eff_m,
