@@ -108,14 +108,20 @@ ONE_TOKEN_BAND = (0.8, 1.25)
 
 
 def shape_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
-               ep: int = 1) -> tuple[Path, pd.DataFrame] | None:
+               ep: int = 1, tables: dict[Path, pd.DataFrame] | None = None
+               ) -> tuple[Path, pd.DataFrame] | None:
     """One MoE table and ``model``'s rows of it at every moe_tp and expert-parallel degree
-    ``ep``, every routing; None when the system has no such table."""
+    ``ep``, every routing; None when the system has no such table. ``tables`` keeps the
+    tables read, by path, for a caller that asks for many shapes of the same tables."""
     path = moe_table(root, system, version, backend)
     if not path.is_file():
         return None
     m = MODELS[model]
-    d = pd.read_parquet(path)
+    d = tables.get(path) if tables is not None else None
+    if d is None:
+        d = pd.read_parquet(path)
+        if tables is not None:
+            tables[path] = d
     return path, d[(d.hidden_size == m.hidden_size) & (d.inter_size == m.intermediate_size)
                    & (d.num_experts == m.num_experts) & (d.topk == m.experts_per_token)
                    & (d.moe_ep_size == ep) & (d.moe_dtype == MOE_DTYPE[dtype])]

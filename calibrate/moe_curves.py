@@ -56,6 +56,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from calibrate.aic_backends import BACKENDS, EXTRA_VERSIONS, VERSIONS
 from calibrate.aic_moe import routing_curve, shape_rows
 from calibrate.aiconfigurator import AIC_VERSION, file_cli
@@ -96,12 +98,13 @@ def moe_models() -> tuple[str, ...]:
 
 def read_all(root: Path) -> Iterator[dict[str, Any]]:
     """One curve row per (kind, GPU, model, dtype, tp) the tables hold."""
+    tables: dict[Path, pd.DataFrame] = {}  # each table read once, for every shape asked of it
     for backend in BACKENDS:
         for hw, (system, version) in gpu_systems(root, backend).items():
             dtypes = ("bf16", "fp8") if HARDWARE[hw].fp8_tflops is not None else ("bf16",)
             dtypes += ("mxfp4",)  # gpt-oss's W4A16 rows, on every GPU whose table has them
             for model, dtype in product(moe_models(), dtypes):
-                table = curve_rows(root, system, version, backend, dtype, model, 1)
+                table = curve_rows(root, system, version, backend, dtype, model, 1, tables)
                 if table is None:
                     continue
                 path, rows = table
@@ -112,7 +115,7 @@ def read_all(root: Path) -> Iterator[dict[str, Any]]:
                 # against the one below it (ep 1: the moe_tp 1 rows)
                 below = routing_curve(rows[rows.moe_tp_size == 1], ROUTING)
                 for ep in EPS:
-                    table = curve_rows(root, system, version, backend, dtype, model, ep)
+                    table = curve_rows(root, system, version, backend, dtype, model, ep, tables)
                     if table is not None:
                         ep_rows = table[1][table[1].moe_tp_size == 1]
                         routing = sane_routing(ep_rows, below)
@@ -156,21 +159,22 @@ def sane_routing(rows: Any, below: tuple[Any, str] | None) -> tuple[str, str]:
 
 
 def curve_rows(root: Path, system: str, version: str, backend: str, dtype: str, model: str,
-               ep: int = 1) -> tuple[Path, Any] | None:
+               ep: int = 1, tables: dict[Path, pd.DataFrame] | None = None
+               ) -> tuple[Path, Any] | None:
     """:func:`shape_rows`, except vLLM's FP8: the block-FP8 rows of its ``Fp8MoEMethod``
     kernels where the table has them, the Triton kernel's first (module docstring), else
     its own fp8 rows."""
     if (backend, dtype) == ("vllm", "fp8"):
-        table = shape_rows(root, system, version, backend, "fp8_block", model, ep)
+        table = shape_rows(root, system, version, backend, "fp8_block", model, ep, tables)
         if table is not None:
             ours = table[1][table[1].kernel_source.str.startswith(VLLM_FP8_METHOD)]
             triton = ours[ours.kernel_source == VLLM_FP8_KERNEL]
             if not ours.empty:
                 return table[0], triton if not triton.empty else ours
-    table = shape_rows(root, system, version, backend, dtype, model, ep)
+    table = shape_rows(root, system, version, backend, dtype, model, ep, tables)
     if table is not None and table[1].empty and dtype == "fp8" and backend in BLOCK_FP8:
         # block-FP8 experts (module docstring): the shape is timed in fp8_block only
-        table = shape_rows(root, system, version, backend, "fp8_block", model, ep)
+        table = shape_rows(root, system, version, backend, "fp8_block", model, ep, tables)
     return table
 
 
