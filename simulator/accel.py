@@ -196,8 +196,28 @@ def build() -> Path:
         (staging / MANIFEST).write_text(json.dumps(
             {"key": key, "files": names, "python": sys.version,
              "mypyc": _mypy_version()}, indent=1))
-        staging.rename(target)
+        _publish(staging, target)
     return target
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """Move a finished build from ``staging`` to ``target`` in one rename.
+
+    Another process building the same sources may have got there first (two ``make test``
+    at once, a test's build beside the user's): that build is as good, so this one is
+    dropped. A directory there without a manifest is no build (nothing writes into
+    ``target`` but this rename) and is replaced.
+    """
+    try:
+        staging.rename(target)
+    except OSError:
+        if target.is_dir() and read_manifest(target) is None:
+            shutil.rmtree(target)
+            staging.rename(target)
+            return
+        shutil.rmtree(staging, ignore_errors=True)
+        if read_manifest(target) is None:
+            raise
 
 
 def _collect(work: Path) -> dict[str, Path]:

@@ -15,6 +15,8 @@ import pytest
 from simulator.accel import (
     C_MODULES,
     COMPILED,
+    MANIFEST,
+    _publish,
     _remove_others,
     build_dir,
     package_dir,
@@ -96,6 +98,29 @@ def test_compiled_core_gives_the_python_answers_on_every_shipped_scenario() -> N
     assert len(runs["0"]["runs"]) == len(scenarios) >= 19
     for name, points in runs["0"]["runs"].items():
         assert runs["1"]["runs"][name] == points, f"{name}: compiled and Python differ"
+
+
+def test_a_build_finished_first_elsewhere_is_kept(tmp_path: Path) -> None:
+    """Two builds of the same sources at once: the second to finish finds the first's in
+    place, keeps it and leaves no scratch; a directory there without a manifest (no
+    build) is replaced."""
+    target = tmp_path / "key"
+    target.mkdir()
+    (target / MANIFEST).write_text('{"key": "key", "files": {}}')
+    staging = tmp_path / ".key-1"
+    staging.mkdir()
+    (staging / "mine.so").write_bytes(b"x")
+    _publish(staging, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key"]
+    assert sorted(p.name for p in target.iterdir()) == [MANIFEST]
+    (target / MANIFEST).unlink()  # now a directory by that name, not a build
+    (target / "junk.so").write_bytes(b"x")
+    staging.mkdir()
+    (staging / "mine.so").write_bytes(b"x")
+    (staging / MANIFEST).write_text('{"key": "key", "files": {}}')
+    _publish(staging, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key"]
+    assert sorted(p.name for p in target.iterdir()) == [MANIFEST, "mine.so"]
 
 
 def test_a_build_keeps_the_three_newest_of_other_sources(tmp_path: Path) -> None:
