@@ -1,0 +1,158 @@
+"""Random `--set` overrides on the shipped scenarios: every run must end in a result or in
+one clear error line (exit 2), never a traceback or a hang.
+
+    python benchmarks/cli_fuzz.py --seed 1 --runs 300
+    python benchmarks/cli_fuzz.py --seed 2 --runs 300 --valid 0.3 --show-errors
+
+Each run takes a shipped scenario (not the ones that serve on the engine), sets one to
+three of its fields (or of any section's fields) to a plausible value (most of the time:
+a number scaled by 1/4-4, a flipped boolean, another of the field's choices) or to an
+edge (0, -1, 1e9, "inf", "nan", a string where a number goes, an empty list), caps the
+traffic at 120 requests, and runs ``servesim run --json`` in this process. It prints one
+line per run that crashed (an exception escaped ``servesim``) or timed out, then the
+counts. ``--show-errors`` also prints each distinct error message kind, for reading them
+as a user would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import re
+import signal
+import sys
+import tempfile
+import tomllib
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from servesim.cli import main as servesim_main  # noqa: E402
+from simulator.scenario import SECTIONS  # noqa: E402
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+ENGINE_SCENARIOS = {"validate-cpu.toml", "validate-h200.toml", "speculative-cpu.toml"}
+EDGES = ["0", "-1", "1", "0.5", "1e9", "1e-9", "3", "64", '"inf"', '"nan"', '"x"', "true",
+         "[]", "2.5", '""']
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("stack", "name"): ("vllm-v0", "vllm-v1", "sglang", "trtllm"),
+    ("policy", "name"): ("static", "dynamic", "continuous", "chunked"),
+    ("workload", "arrival"): ("poisson", "gamma", "constant", "closed"),
+    ("cluster", "router"): ("round_robin", "least_outstanding", "shortest_queue",
+                            "least_outstanding_tokens", "prefix_affinity"),
+    ("hardware", "gpu"): ("a100-80gb", "a100-40gb", "h100-sxm", "h100-pcie", "h200", "l40s",
+                          "b200"),
+    ("model", "weight_dtype"): ("bf16", "fp8", "int4"),
+    ("model", "kv_dtype"): ("bf16", "fp8"),
+    ("policy", "preemption"): ("newest", "fewest_outputs"),
+    ("policy", "admission"): ("greedy", "no_evict", "conservative"),
+}
+TIMEOUT_S = 90
+
+
+class _Timeout(Exception):
+    """A run went past TIMEOUT_S."""
+
+
+def _alarm(*_: Any) -> None:
+    raise _Timeout
+
+
+def _fields(raw: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(section, key, value) of the scenario's scalar fields, then every section's known
+    fields with no value."""
+    out = [(sec, key, value) for sec, table in raw.items() if isinstance(table, dict)
+           for key, value in table.items() if not isinstance(value, dict | list)]
+    return out + [(sec, name, None) for sec, names in SECTIONS.items() for name in names]
+
+
+def _value(rng: random.Random, sec: str, key: str, value: Any, valid: float) -> str | None:
+    """A TOML value for ``sec.key``: plausible with probability ``valid``, else an edge;
+    None to leave a field the scenario does not set alone."""
+    plausible = rng.random() < valid
+    if (sec, key) in CHOICES and plausible:
+        return f'"{rng.choice(CHOICES[(sec, key)])}"'
+    if isinstance(value, bool):
+        return rng.choice(["true", "false"])
+    if isinstance(value, int) and plausible:
+        return str(max(1, int(value * rng.choice([0.25, 0.5, 2, 4]))))
+    if isinstance(value, float) and plausible:
+        return repr(value * rng.choice([0.25, 0.5, 2, 4]))
+    if value is None and plausible:
+        return None
+    return rng.choice(EDGES)
+
+
+def fuzz(seed: int, runs: int, valid: float, out: Path) -> tuple[Counter[str], list[str],
+                                                                  Counter[str]]:
+    """Run ``runs`` fuzzed scenarios; (outcome counts, crash and timeout lines, error kinds)."""
+    rng = random.Random(seed)
+    scenarios = [p for p in sorted(SCENARIOS.glob("*.toml")) if p.name not in ENGINE_SCENARIOS]
+    outcomes: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    bad: list[str] = []
+    signal.signal(signal.SIGALRM, _alarm)
+    for i in range(runs):
+        path = rng.choice(scenarios)
+        fields = _fields(tomllib.loads(path.read_text()))
+        sets = []
+        for _ in range(rng.randint(1, 3)):
+            sec, key, value = rng.choice(fields)
+            text = _value(rng, sec, key, value, valid)
+            if text is not None:
+                sets.append(f"{sec}.{key}={text}")
+        argv = ["run", str(path), "--json", "--out", str(out), "--overwrite", "--workers", "1",
+                "--no-cache", "--set", "workload.num_requests=120"]
+        for s in sets:  # after the cap: a fuzzed num_requests wins
+            argv += ["--set", s]
+        err, sink = io.StringIO(), io.StringIO()
+        signal.alarm(TIMEOUT_S)
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(sink):
+                rc = servesim_main(argv)
+            outcomes[f"exit {rc}"] += 1
+            if rc:
+                last = (err.getvalue().strip().splitlines() or [""])[-1]
+                errors[re.sub(r"-?\d[\d.]*(?:e[-+]?\d+)?|'[^']*'|\S+\.toml", "#",
+                                  last)[:120]] += 1
+        except _Timeout:
+            outcomes["timeout"] += 1
+            bad.append(f"run {i}: timed out after {TIMEOUT_S} s: {path.name} {sets}")
+        except SystemExit as e:
+            outcomes[f"exit {e.code}"] += 1
+        except BaseException:  # noqa: BLE001 - a crash is what this looks for
+            outcomes["crash"] += 1
+            bad.append(f"run {i}: crashed: {path.name} {sets}\n{traceback.format_exc()}")
+        finally:
+            signal.alarm(0)
+    return outcomes, bad, errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--valid", type=float, default=0.85,
+                    help="share of overrides drawn plausible (the rest are edges)")
+    ap.add_argument("--show-errors", action="store_true",
+                    help="print each distinct error message kind and its count")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="servesim-fuzz-") as tmp:
+        outcomes, bad, errors = fuzz(args.seed, args.runs, args.valid, Path(tmp) / "out")
+    for line in bad:
+        print(line)
+    if args.show_errors:
+        for kind, n in errors.most_common():
+            print(f"{n:5d}  {kind}")
+    print(f"{args.runs} runs (seed {args.seed}): " + ", ".join(
+        f"{k} {v}" for k, v in sorted(outcomes.items())))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
