@@ -116,7 +116,8 @@ class GemmTable:
     max_octaves: float = 2.0
     # answers already given: a composition asks for the same product many times (a
     # profile's sweep prices each GEMM shape at every step it appears in)
-    _answers: dict[tuple[float, int, int], float] = field(default_factory=dict, repr=False)
+    _answers: dict[tuple[float, int, int], float] = field(default_factory=dict, repr=False,
+                                                          compare=False)
 
     def _curve(self, site: tuple[int, int], m: float) -> float:
         ms, lat = self.sites[site]
