@@ -149,19 +149,12 @@ def step_kinds(steps: pd.DataFrame) -> dict[str, np.ndarray]:
             "mixed_step_s": (p > 0) & (d > 0), "single_token_step_s": one}
 
 
-def piecewise_matrix(steps: pd.DataFrame, knees: tuple[float, float]) -> np.ndarray:
-    """Columns of the piecewise form for knees (K1, K2).
-
-    Base (every row, when the table has one-token steps; else none), extra fixed cost of
-    prefill, decode and mixed steps, P, the two hinges, A, D, C, admitted, finished.
-    """
-    return PiecewiseColumns.of(steps).matrix(knees)
-
-
 @dataclass(frozen=True)
 class PiecewiseColumns:
-    """The piecewise form's columns that do not depend on the knees, read from a step
-    table once: the fit tries every pair of knees on the same table."""
+    """The piecewise form's design matrix for a step table: base (every row, when the
+    table has one-token steps; else none), extra fixed cost of prefill, decode and mixed
+    steps, P, the two hinges, A, D, C, admitted, finished. All but the hinges are read
+    from the table once: the fit tries every pair of knees on the same table."""
 
     before: np.ndarray  # base, the three extra fixed costs, P
     tokens: np.ndarray  # P + D a row, which the hinges are of
