@@ -34,25 +34,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from servesim.cli import main as servesim_main  # noqa: E402
 from simulator.scenario import SECTIONS  # noqa: E402
+from simulator.scenario_types import schema_rules  # noqa: E402
+from simulator.specs.dtypes import KV_DTYPE_BYTES, WEIGHT_DTYPE_BYTES  # noqa: E402
+from simulator.specs.hardware import HARDWARE  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 ENGINE_SCENARIOS = {"validate-cpu.toml", "validate-h200.toml", "speculative-cpu.toml"}
 EDGES = ["0", "-1", "1", "0.5", "1e9", "1e-9", "3", "64", '"inf"', '"nan"', '"x"', "true",
          "[]", "2.5", '""']
-CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("stack", "name"): ("vllm-v0", "vllm-v1", "sglang", "trtllm"),
-    ("policy", "name"): ("static", "dynamic", "continuous", "chunked"),
-    ("workload", "arrival"): ("poisson", "gamma", "constant", "closed"),
-    ("cluster", "router"): ("round_robin", "least_outstanding", "shortest_queue",
-                            "least_outstanding_tokens", "prefix_affinity"),
-    ("hardware", "gpu"): ("a100-80gb", "a100-40gb", "h100-sxm", "h100-pcie", "h200", "l40s",
-                          "b200"),
-    ("model", "weight_dtype"): ("bf16", "fp8", "int4"),
-    ("model", "kv_dtype"): ("bf16", "fp8"),
-    ("policy", "preemption"): ("newest", "fewest_outputs"),
-    ("policy", "admission"): ("greedy", "no_evict", "conservative"),
-}
 TIMEOUT_S = 90
+
+
+def choices() -> dict[str, tuple[str, ...]]:
+    """The strings each field takes, by ``section.field``: the schema's own choices, and
+    the catalogues' GPUs and dtypes (checked against them, not by the schema)."""
+    out = {key: rule.choices for key, rule in schema_rules().items() if rule.choices}
+    out["hardware.gpu"] = tuple(HARDWARE)
+    out["model.weight_dtype"] = tuple(WEIGHT_DTYPE_BYTES)
+    out["model.kv_dtype"] = tuple(KV_DTYPE_BYTES)
+    return out
 
 
 class _Timeout(Exception):
@@ -71,12 +71,14 @@ def _fields(raw: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return out + [(sec, name, None) for sec, names in SECTIONS.items() for name in names]
 
 
-def _value(rng: random.Random, sec: str, key: str, value: Any, valid: float) -> str | None:
-    """A TOML value for ``sec.key``: plausible with probability ``valid``, else an edge;
-    None to leave a field the scenario does not set alone."""
+def _value(rng: random.Random, key: str, value: Any, allowed: dict[str, tuple[str, ...]],
+           valid: float) -> str | None:
+    """A TOML value for the field ``key`` (``section.field``): plausible with probability
+    ``valid`` (another of its ``allowed`` strings, a number scaled by 1/4-4, a flipped
+    boolean), else an edge; None to leave a field the scenario does not set alone."""
     plausible = rng.random() < valid
-    if (sec, key) in CHOICES and plausible:
-        return f'"{rng.choice(CHOICES[(sec, key)])}"'
+    if key in allowed and plausible:
+        return f'"{rng.choice(allowed[key])}"'
     if isinstance(value, bool):
         return rng.choice(["true", "false"])
     if isinstance(value, int) and plausible:
@@ -96,6 +98,7 @@ def fuzz(seed: int, runs: int, valid: float, out: Path) -> tuple[Counter[str], l
     outcomes: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     bad: list[str] = []
+    allowed = choices()
     signal.signal(signal.SIGALRM, _alarm)
     for i in range(runs):
         path = rng.choice(scenarios)
@@ -103,7 +106,7 @@ def fuzz(seed: int, runs: int, valid: float, out: Path) -> tuple[Counter[str], l
         sets = []
         for _ in range(rng.randint(1, 3)):
             sec, key, value = rng.choice(fields)
-            text = _value(rng, sec, key, value, valid)
+            text = _value(rng, f"{sec}.{key}", value, allowed, valid)
             if text is not None:
                 sets.append(f"{sec}.{key}={text}")
         argv = ["run", str(path), "--json", "--out", str(out), "--overwrite", "--workers", "1",
