@@ -177,3 +177,42 @@ def test_a_request_the_decode_replica_cannot_hold_is_refused_there(reserve: str)
     req = dis.requests.sort_values("request_id")
     assert req["status"].tolist() == ["rejected", "finished"]
     assert "KV" in req["reason"].iloc[0] and "10" in req["reason"].iloc[0]
+
+
+def test_text_report_without_a_full_step_log_reads_n_a(tmp_path, capsys) -> None:
+    """Found by benchmarks/cli_fuzz.py: with `run.step_log` "summary" or "none" the pools'
+    busy shares are unknown (None in the JSON-safe summary), and the text report crashed
+    formatting them. It says "n/a"; the JSON keeps null."""
+    import json
+    from pathlib import Path
+
+    from servesim.cli import main
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-h100.toml"
+    for log in ("summary", "none"):
+        capsys.readouterr()
+        assert main(["run", str(scenario), "--out", str(tmp_path / log), "--set",
+                     f"run.step_log='{log}'", "--set", "workload.num_requests=40",
+                     "--set", "policy.name='chunked'"]) == 0
+        out = capsys.readouterr().out
+        assert "(2 GPUs) busy n/a, decode 2 replica(s) (2 GPUs) busy n/a" in out
+        summary = json.loads((tmp_path / log / "summary.json").read_text())[0]
+        assert summary["prefill_utilisation"] is None and summary["kv_transfers"] == 40
+
+
+def test_disagg_lines_without_transfers_read_n_a() -> None:
+    from simulator.fleet.disagg_summary import disagg_lines
+    from simulator.metrics import to_json_safe
+
+    nan = math.nan
+    summary = to_json_safe({
+        "prefill_replicas": 1, "decode_replicas": 1, "prefill_gpus": 1, "decode_gpus": 1,
+        "link": "ideal", "kv_transfers": 0, "kv_bytes_moved": 0,
+        "kv_transfer_ms_mean": nan, "kv_transfer_ms_p99": nan, "kv_link_wait_ms_p99": nan,
+        "kv_reserve_wait_ms_mean": nan, "kv_reserve_wait_ms_p99": nan,
+        "link_utilisation": 0.0, "prefill_utilisation": 0.5, "decode_utilisation": nan})
+    pools, link = disagg_lines(summary, "x")
+    assert pools.endswith("busy 50.0%, decode 1 replica(s) (1 GPUs) busy n/a")
+    assert ("0 KV transfers over ideal, 0.00 GB; transfer (wait included) mean n/a, p99 "
+            "n/a; link wait p99 n/a; link busy 0.0%; wait for decode KV mean n/a, p99 n/a"
+            ) in link

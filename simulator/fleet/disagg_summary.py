@@ -73,7 +73,9 @@ def _ms(values: np.ndarray, q: float | None) -> float:
 
 
 def disagg_lines(summary: dict[str, Any], where: str) -> list[str]:
-    """Text lines for one point: the pools, the link and the transfers."""
+    """Text lines for one point: the pools, the link and the transfers. A figure the run
+    could not give (NaN, or None once the summary is JSON-safe: the pools' busy shares
+    without a full step log, the transfer times with no transfer) reads "n/a"."""
     if "kv_transfers" not in summary:
         return []
     s = summary
@@ -83,16 +85,24 @@ def disagg_lines(summary: dict[str, Any], where: str) -> list[str]:
         f"GPUs) busy {_pct(s['prefill_utilisation'])}, decode {s['decode_replicas']} "
         f"replica(s) ({s['decode_gpus']} GPUs) busy {_pct(s['decode_utilisation'])}",
         f"disagg: {where}: {s['kv_transfers']:,} KV transfers over {s['link']}, "
-        f"{gb:,.2f} GB; transfer (wait included) mean {s['kv_transfer_ms_mean']:.3g} ms, "
-        f"p99 {s['kv_transfer_ms_p99']:.3g} ms; link wait p99 "
-        f"{s['kv_link_wait_ms_p99']:.3g} ms; link busy {_pct(s['link_utilisation'])}; "
-        f"wait for decode KV mean {s['kv_reserve_wait_ms_mean']:.3g} ms, p99 "
-        f"{s['kv_reserve_wait_ms_p99']:.3g} ms",
+        f"{gb:,.2f} GB; transfer (wait included) mean {_ms_text(s['kv_transfer_ms_mean'])}, "
+        f"p99 {_ms_text(s['kv_transfer_ms_p99'])}; link wait p99 "
+        f"{_ms_text(s['kv_link_wait_ms_p99'])}; link busy {_pct(s['link_utilisation'])}; "
+        f"wait for decode KV mean {_ms_text(s['kv_reserve_wait_ms_mean'])}, p99 "
+        f"{_ms_text(s['kv_reserve_wait_ms_p99'])}",
     ]
 
 
-def _pct(value: float) -> str:
-    return "n/a" if not math.isfinite(value) else f"{100.0 * value:.1f}%"
+def _pct(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{100.0 * value:.1f}%"
+
+
+def _ms_text(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.3g} ms"
 
 
 def pools_line(model: str, weight_dtype: str, kv_dtype: str, spec: DisaggSpec) -> str:
