@@ -132,3 +132,52 @@ def test_a_bad_value_names_its_line_and_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(_aiperf(0)) + "\n" + json.dumps(rec) + "\n")
     with pytest.raises(ConfigError, match=r"line 2: metrics.time_to_first_token.value = -3"):
         load_measured(path)
+
+
+@pytest.mark.parametrize(("where", "value", "match"), [
+    # JSON integers have no size limit: math.isfinite raised OverflowError on this one
+    ("ttft", 10**400, r"line 2: metrics.time_to_first_token.value = 1000.*and at most 2\*\*53"),
+    ("ttft", 1e20, r"line 2: metrics.time_to_first_token.value = 1e\+20: expected a number >= 0 "
+                   r"and at most 2\*\*53"),
+    ("metrics", [1, 2], r"line 2: metrics = \[1, 2\]: expected an object of metrics"),
+])
+def test_aiperf_out_of_range_or_misshapen_values_are_named(
+        tmp_path: Path, where: str, value: object, match: str) -> None:
+    rec = _aiperf(1)
+    if where == "metrics":
+        rec["metrics"] = value
+    else:
+        rec["metrics"]["time_to_first_token"] = {"value": value, "unit": "ms"}
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(_aiperf(0)) + "\n" + json.dumps(rec) + "\n")
+    with pytest.raises(ConfigError, match=match):
+        load_measured(path)
+
+
+@pytest.mark.parametrize(("field", "value", "match"), [
+    ("output_lens", [3, 10**20], r"output_lens\[1\] = 100000000000000000000: too large"),
+    ("itls", [[0.01, 1e300], [0.05]], r"itls\[0\]\[1\] = 1e\+300: too large"),
+    ("request_rate", 10**400, r"b.json: request_rate = 1000.*: expected a number > 0 or inf"),
+    ("burstiness", "abc", r"b.json: burstiness = 'abc': expected a number > 0"),
+    ("burstiness", -1, r"b.json: burstiness = -1: expected a number > 0"),
+])
+def test_vllm_bench_out_of_range_values_are_named(
+        tmp_path: Path, field: str, value: object, match: str) -> None:
+    data = {"input_lens": [10, 20], "output_lens": [3, 2], "ttfts": [0.1, 0.2],
+            "itls": [[0.01, 0.03], [0.05]], "errors": ["", ""], "request_rate": 4.0,
+            "duration": 1.0}
+    data[field] = value
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=match):
+        load_measured(path)
+
+
+def test_vllm_bench_infinite_rate_spellings_are_a_burst(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    for rate in ("inf", "Infinity", None, math.inf):  # json writes math.inf as Infinity
+        path.write_text(json.dumps({"input_lens": [10], "output_lens": [3], "ttfts": [0.1],
+                                    "itls": [[0.01, 0.03]], "errors": [""],
+                                    "request_rate": rate}))
+        run = load_measured(path)
+        assert run.arrivals_known and run.requests["arrival_s"].tolist() == [0.0]

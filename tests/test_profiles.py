@@ -87,6 +87,9 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
         (lambda d: d["coefficients"].pop("step_s"), r"p\.json: .*missing: \['step_s'\]"),
         (lambda d: d["coefficients"].update(step_s=-1), r"p\.json: coefficients\.step_s=-1"),
         (lambda d: d.update(weight_dtype="fp4"), r"p\.json: weight_dtype='fp4'"),
+        # not a string at all: the dtype table's lookup raised TypeError (unhashable)
+        (lambda d: d.update(weight_dtype={}), r"p\.json: weight_dtype=\{\} is not a known"),
+        (lambda d: d.update(kv_dtype=[1]), r"p\.json: kv_dtype=\[1\] is not a known"),
     ],
 )
 def test_load_errors_name_file_and_field(tmp_path: Path, edit, message: str) -> None:

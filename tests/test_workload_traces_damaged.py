@@ -61,3 +61,25 @@ def test_cli_names_the_damaged_trace(tmp_path: Path, capsys) -> None:  # type: i
     assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert "t.parquet: not a readable Parquet file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "1e20", "-1e20"])
+def test_csv_count_past_2_53_is_named_not_wrapped(tmp_path: Path, value: str) -> None:
+    # past 2**63 the int64 cast wrapped: 1e20 read as a negative count ("must be >= 0")
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "0,0.0,5,2\n" + f"1,1.0,{value},2\n")
+    with pytest.raises(TraceError, match=r"t.csv line 3: prompt_tokens = \S+: too large"):
+        load_trace(path)
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("100000000000000000000", "too large"),  # an int past int64: numpy could not take it
+    ("1e20", "too large"),  # a float past int64: the int64 column wrapped
+    ("NaN", "must be a finite number >= 0"),
+])
+def test_mooncake_count_out_of_range_is_named(tmp_path: Path, value: str, says: str) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 10, "output_length": 2}\n'
+                    f'{{"timestamp": 5, "input_length": {value}, "output_length": 2}}\n')
+    with pytest.raises(TraceError, match=rf"m.jsonl line 2: field 'input_length' = .*{says}"):
+        load_trace(path)

@@ -102,6 +102,8 @@ def _scale(m: dict[str, Any], key: str, where: str) -> float:
 
 def _row(rec: dict[str, Any], where: str, start: float) -> tuple[dict[str, Any], str]:
     meta, metrics = rec["metadata"], rec.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{where}: metrics = {metrics!r}: expected an object of metrics")
     prompt = _metric(metrics, "usage_prompt_tokens", where, seconds=False)
     out = _metric(metrics, "usage_completion_tokens", where, seconds=False)
     source = "the server's usage"

@@ -141,14 +141,28 @@ class MeasuredRun:
         return np.concatenate(gaps) * 1000.0 if gaps else np.array([])
 
 
+MAX_NUMBER = 2**53  # a JSON number past it is no count or time a float holds exactly
+
+
+def plain_number(value: Any) -> float | None:
+    """A JSON value as a float when it is a number (not a boolean), finite and at most
+    :data:`MAX_NUMBER` in size; else None. JSON integers have no size limit, and
+    ``math.isfinite`` raises on one past a float's range, so the size is compared first."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if -MAX_NUMBER <= value <= MAX_NUMBER else None  # NaN fails too
+
+
 def number(value: Any, where: str, *, allow_none: bool = False) -> float:
     """One JSON value as a finite float >= 0 (``where`` names it in the error)."""
     if value is None and allow_none:
         return math.nan
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and value >= 0):
-        raise ConfigError(f"{where} = {value!r}: expected a number >= 0")
-    return float(value)
+    got = plain_number(value)
+    if got is None or got < 0:
+        big = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        raise ConfigError(f"{where} = {value!r}: expected a number >= 0"
+                          + (" and at most 2**53" if big and got is None else ""))
+    return got
 
 
 def frame(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, dict[int, np.ndarray]]:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ConfigError, TraceError
-from simulator.measured.run import CLIENT_CANNOT_SEE, RUN_FIGURES, MeasuredRun
+from simulator.measured.run import CLIENT_CANNOT_SEE, RUN_FIGURES, MeasuredRun, plain_number
 from simulator.workload.arrivals import gamma_arrivals, vllm_bench_sends
 from simulator.workload.traces_json import (
     BENCH_NO_ARRIVALS,
@@ -67,7 +67,10 @@ def read_vllm_bench(path: Path, seed: int = BENCH_SEED) -> MeasuredRun:
     t = trace.table
     n = len(t)
     e2e = ttft + np.fromiter((g.sum() for g in gaps), np.float64, n)
-    arrival, clients, per_request, how = bench_arrivals(n, data, rows, e2e, seed)
+    try:
+        arrival, clients, per_request, how = bench_arrivals(n, data, rows, e2e, seed)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
     cap = bench_cap(data) if clients is None and not per_request else None
     table = pd.DataFrame({
         "request_id": np.arange(n), "arrival_s": arrival,
@@ -79,8 +82,8 @@ def read_vllm_bench(path: Path, seed: int = BENCH_SEED) -> MeasuredRun:
     if dropped:
         notes.append(f"{dropped} request(s) left out (failed or without tokens): "
                      f"{trace.dropped}")
-    figures = {k: float(data[k]) for k in RUN_FIGURES if isinstance(data.get(k), int | float)
-               and not isinstance(data.get(k), bool) and math.isfinite(data[k]) and data[k] > 0}
+    figures = {k: v for k in RUN_FIGURES if (v := plain_number(data.get(k))) is not None
+               and v > 0}
     lacking = [k for k in RUN_FIGURES if k not in figures]
     if lacking and not per_request:
         notes.append(f"no send times and the file lacks {lacking}: not compared")
@@ -96,10 +99,8 @@ def read_vllm_bench(path: Path, seed: int = BENCH_SEED) -> MeasuredRun:
 
 def _finite_rate(data: dict[str, Any]) -> float | None:
     """The file's ``request_rate`` when a finite number > 0, else None."""
-    rate = data.get("request_rate")
-    if isinstance(rate, bool) or not isinstance(rate, int | float):
-        return None
-    return float(rate) if math.isfinite(rate) and rate > 0 else None
+    rate = plain_number(data.get("request_rate"))
+    return rate if rate is not None and rate > 0 else None
 
 
 def bench_cap(data: dict[str, Any]) -> int | None:
@@ -116,11 +117,12 @@ def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
     times (a burst, or the client's rebuilt from its ``--seed`` ``seed``:
     :func:`client_sends`, given the kept requests' positions ``rows`` and latencies
     ``e2e``), what was assumed, in words)."""
-    rate = data.get("request_rate")
-    rate = math.inf if rate in (None, "inf", "Infinity") else rate
+    raw = data.get("request_rate")
+    infinite = raw in (None, "inf", "Infinity") or raw == math.inf
+    rate = math.inf if infinite else plain_number(raw)
     conc = bench_cap(data)
-    if not isinstance(rate, int | float) or isinstance(rate, bool) or not rate > 0:
-        raise ConfigError(f"request_rate = {rate!r}: expected a number > 0 or inf")
+    if rate is None or not rate > 0:
+        raise ConfigError(f"request_rate = {raw!r}: expected a number > 0 or inf")
     if conc is not None and rate == math.inf:
         return np.full(n, np.nan), conc, False, (
             f"replayed as a closed loop of {conc} clients (max_concurrency) starting "
@@ -129,7 +131,10 @@ def bench_arrivals(n: int, data: dict[str, Any], rows: np.ndarray | None = None,
             "fitted on distributions, not request by request")
     if rate == math.inf:
         return np.zeros(n), None, True, "replayed as a burst at t = 0 (request_rate inf)"
-    burstiness = float(data.get("burstiness") or 1.0)
+    raw = data.get("burstiness")
+    burstiness = 1.0 if raw is None else plain_number(raw)
+    if burstiness is None or not burstiness > 0:
+        raise ConfigError(f"burstiness = {raw!r}: expected a number > 0")
     refuted = ""
     if conc is None and rows is not None and e2e is not None:
         sends, why = client_sends(data, float(rate), burstiness, rows, e2e, seed)
@@ -151,9 +156,8 @@ def client_sends(data: dict[str, Any], rate: float, burstiness: float, rows: np.
     """The send times of the file's kept requests (positions ``rows``, latencies ``e2e``)
     as vLLM's client drew them at ``rate`` with its ``--seed`` ``seed``, and a note; (None,
     why) when the file's duration says otherwise (module docstring) or cannot say."""
-    duration = data.get("duration")
-    if isinstance(duration, bool) or not isinstance(duration, int | float) \
-            or not math.isfinite(duration) or len(e2e) == 0:
+    duration = plain_number(data.get("duration"))
+    if duration is None or len(e2e) == 0:
         return None, ""
     sends = vllm_bench_sends(rate, len(data["input_lens"]), burstiness, seed)[rows]
     slack = float(duration - (sends + e2e).max())

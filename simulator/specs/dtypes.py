@@ -23,7 +23,7 @@ KV_DTYPE_BYTES: Mapping[str, float] = MappingProxyType({"fp16": 2.0, "bf16": 2.0
 
 
 def _lookup(table: Mapping[str, float], name: str, where: str) -> float:
-    key = name.lower() if isinstance(name, str) else name
+    key = name.lower() if isinstance(name, str) else None  # a list or object: no dtype
     if key not in table:
         raise ConfigError(f"{where}={name!r} is not a known dtype; known: {', '.join(table)}")
     return table[key]

@@ -129,6 +129,9 @@ def parse_numeric(
     if not integer:
         return num
     fail_first(num != np.round(num), raw, source, column, "must be a whole number", first_line)
+    # past 2**53 a float is no longer every whole number, and past 2**63 the int64 cast wraps
+    fail_first(np.abs(num) > 2.0**53, raw, source, column, "too large (at most 2**53)",
+               first_line)
     return num.astype(np.int64)
 
 

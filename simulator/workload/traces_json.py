@@ -8,6 +8,7 @@ on one line.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from dataclasses import replace
@@ -20,6 +21,7 @@ from simulator.errors import TraceError
 from simulator.workload.prefixes import START, STOP, PrefixSegments, from_id_lists
 from simulator.workload.traces_common import LoadedTrace, finish, zero_token_reasons
 
+MAX_JSON_NUMBER = 2**53  # the largest whole number a float holds exactly
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash id in Mooncake's traces (its README)
 
 
@@ -27,8 +29,12 @@ def _number(value: Any, where: str, integer: bool) -> float:
     """Check one JSON value: a finite number >= 0 (whole if ``integer``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TraceError(f"{where} = {value!r}: not a number")
-    if not np.isfinite(value) or value < 0:
+    if not (isinstance(value, int) or math.isfinite(value)) or value < 0:
         raise TraceError(f"{where} = {value}: must be a finite number >= 0")
+    # JSON allows numbers of any size: past 2**53 none is a count or a time a float holds
+    # exactly (and a count past it does not fit the int64 columns)
+    if value > MAX_JSON_NUMBER:
+        raise TraceError(f"{where} = {value}: too large (at most 2**53)")
     if integer and value != int(value):
         raise TraceError(f"{where} = {value}: must be a whole number")
     return value
