@@ -67,9 +67,16 @@ def _deployment(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any
         flags = {"hardware": "--hardware", "model": "--model", "weight_dtype": "--dtype"}
         raise ConfigError(f"{args.table}: the table's metadata does not say "
                           f"{', '.join(missing)}; pass {', '.join(flags[k] for k in missing)}")
-    weight = str(chosen["weight_dtype"]).lower()
+    chosen["kv_dtype"] = args.kv_dtype or meta.get("kv_dtype")
+    names = {"hardware": ("device", "--hardware"), "model": ("model", "--model"),
+             "weight_dtype": ("dtype", "--dtype"), "kv_dtype": ("kv_dtype", "--kv-dtype")}
+    for key, (field, flag) in names.items():  # the metadata is the file's: name it
+        if not isinstance(chosen[key], str | None):
+            raise ConfigError(f"{args.table}: metadata {field}={chosen[key]!r} must be a "
+                              f"string (or pass {flag})")
+    weight = chosen["weight_dtype"].lower()
     default_kv = weight if weight in ("fp16", "bf16", "fp8") else "bf16"
-    chosen["kv_dtype"] = args.kv_dtype or meta.get("kv_dtype") or default_kv
+    chosen["kv_dtype"] = chosen["kv_dtype"] or default_kv
     chosen["weight_dtype"] = weight
     return chosen
 

@@ -106,11 +106,11 @@ def _run_all(points: list[tuple[dict[str, Any], dict[str, Any]]], args: argparse
         with request_progress() as progress:
             return [run_point(*points[0], progress=progress)]
     cache = PointCache(out / "cache" if use_cache else None)
-    bar = tqdm(total=len(points), desc="simulating", unit="point", disable=not show,
-               file=sys.stderr, leave=False)
-    with open_executor(args.workers, getattr(args, "dask", None), len(points)) as ex:
+    # closed however the sweep ends: a bad point's error then starts a line of its own
+    with tqdm(total=len(points), desc="simulating", unit="point", disable=not show,
+              file=sys.stderr, leave=False) as bar, \
+            open_executor(args.workers, getattr(args, "dask", None), len(points)) as ex:
         results = run_sweep(points, ex, cache, progress=lambda: bar.update())
-    bar.close()
     if use_cache and cache.reused:
         print(f"servesim: note: {cache.reused} point(s) read from {out / 'cache'}, "
               f"{cache.computed} computed (--no-cache to recompute)", file=sys.stderr)

@@ -69,3 +69,18 @@ def test_flags_override_metadata_and_missing_metadata_is_named(tmp_path: Path, c
 def test_bad_table_is_a_clean_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["calibrate", str(tmp_path / "nope.parquet"), "--out", "x.json"]) == 2
     assert "cannot read profile table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("field", "value", "flag"), [
+    ("model", True, "--model"), ("dtype", ["bf16"], "--dtype"), ("device", 3.5, "--hardware"),
+])
+def test_metadata_that_is_no_string_names_the_table(tmp_path: Path, capsys, field: str,  # type: ignore[no-untyped-def]
+                                                     value: object, flag: str) -> None:
+    meta = {"device": "h100-sxm", "model": "llama-3.1-8b", "dtype": "bf16", "tp": 1,
+            field: value}
+    table = tmp_path / "t.parquet"
+    write_profile_table(ProfileTable(synthetic_steps(), meta), table)
+    assert main(["calibrate", str(table), "--out", str(tmp_path / "c.json"), "--no-plot"]) == 2
+    # before: "model=True must be a non-empty string", naming neither file nor flag
+    assert f"t.parquet: metadata {field}={value!r} must be a string (or pass {flag})" in \
+        capsys.readouterr().err

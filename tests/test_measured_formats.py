@@ -139,7 +139,7 @@ def test_a_bad_value_names_its_line_and_field(tmp_path: Path) -> None:
     ("ttft", 10**400, r"line 2: metrics.time_to_first_token.value = 1000.*and at most 2\*\*53"),
     ("ttft", 1e20, r"line 2: metrics.time_to_first_token.value = 1e\+20: expected a number >= 0 "
                    r"and at most 2\*\*53"),
-    ("metrics", [1, 2], r"line 2: metrics = \[1, 2\]: expected an object of metrics"),
+    ("metrics", [1, 2], r"line 2: metrics = \[1, 2\]: expected an object"),
 ])
 def test_aiperf_out_of_range_or_misshapen_values_are_named(
         tmp_path: Path, where: str, value: object, match: str) -> None:
@@ -181,3 +181,39 @@ def test_vllm_bench_infinite_rate_spellings_are_a_burst(tmp_path: Path) -> None:
                                     "request_rate": rate}))
         run = load_measured(path)
         assert run.arrivals_known and run.requests["arrival_s"].tolist() == [0.0]
+
+
+def test_measured_files_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(_aiperf(0)) + "\n").encode())
+    run = load_measured(path)
+    assert run.format == "aiperf" and run.requests["ttft_s"].tolist() == [0.1]
+
+
+def test_a_finished_request_without_lengths_is_named(tmp_path: Path) -> None:
+    # before: the replay's own table refused it, naming out/measured/replay-0.parquet
+    rec = _aiperf(1)
+    rec["metrics"]["usage_prompt_tokens"] = {"value": 0, "unit": "tokens"}
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(_aiperf(0)) + "\n" + json.dumps(rec) + "\n")
+    with pytest.raises(ConfigError, match=r"p.jsonl line 2: a finished request of 0 prompt "
+                                          r"and 3 output tokens"):
+        load_measured(path)
+    failed = _aiperf(1, error={"message": "boom"})  # a failed one has no lengths to replay
+    path.write_text(json.dumps(_aiperf(0)) + "\n" + json.dumps(failed) + "\n")
+    assert load_measured(path).requests["status"].tolist() == ["finished", "failed"]
+
+
+@pytest.mark.parametrize(("edit", "match"), [
+    (lambda ok: ok.update(info=[1]), r"successful\[1\].info = \[1\]: expected an object"),
+    (lambda ok: ok["info"].update(timings="x"), r"successful\[1\].info.timings = 'x'"),
+    (lambda ok: ok.update(prompt_tokens=None), r"successful\[1\]: a finished request of 0 "
+                                               r"prompt and 5 output tokens"),
+])
+def test_guidellm_misshapen_request_is_named(tmp_path: Path, edit, match: str) -> None:
+    path = _guidellm(tmp_path)
+    data = json.loads(path.read_text())
+    edit(data["benchmarks"][0]["requests"]["successful"][1])
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=match):  # before: AttributeError, or the replay's
+        load_measured(path)

@@ -101,6 +101,15 @@ def test_load_errors_name_file_and_field(tmp_path: Path, edit, message: str) -> 
         load_profile(path)
 
 
+def test_load_with_a_byte_order_mark_or_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(linear_profile().to_dict()).encode())
+    assert load_profile(path) == linear_profile()  # a BOM (Windows editors) is read past
+    path.write_bytes(b"\xff\xfe{}")  # UTF-16: before, a bare UnicodeDecodeError
+    with pytest.raises(ConfigError, match=r"p\.json: not UTF-8 text \(invalid start byte"):
+        load_profile(path)
+
+
 def test_load_bad_json(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text("{")
     with pytest.raises(ConfigError, match=r"p\.json: not valid JSON \(line 1"):

@@ -83,3 +83,19 @@ def test_mooncake_count_out_of_range_is_named(tmp_path: Path, value: str, says: 
                     f'{{"timestamp": 5, "input_length": {value}, "output_length": 2}}\n')
     with pytest.raises(TraceError, match=rf"m.jsonl line 2: field 'input_length' = .*{says}"):
         load_trace(path)
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("m.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 2}\n'
+                '{"timestamp": 5, "input_length": 7, "output_length": 3}\n'),
+    ("b.json", '{"input_lens": [10, 7], "output_lens": [2, 3], "errors": ["", ""]}'),
+    ("t.csv", HEADER + "0,0.0,10,2\n1,0.005,7,3\n"),
+])
+def test_a_byte_order_mark_is_read_past(tmp_path: Path, name: str, text: str) -> None:
+    # Windows editors and Excel's "UTF-8" export start a file with a BOM; json.loads
+    # refused it ("Unexpected UTF-8 BOM") where the CSV reader already took it
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    trace = load_trace(path)
+    assert trace.table["prompt_tokens"].tolist() == [10, 7]
+    assert trace.table["output_tokens"].tolist() == [2, 3]

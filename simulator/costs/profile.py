@@ -155,9 +155,11 @@ def load_profile(path: str | Path) -> CostProfile:
     """Read and validate a cost-profile JSON file; errors name the file and the field."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM is no error
     except OSError as e:
         raise ConfigError(f"{path}: cannot read cost profile ({e.strerror})") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from e
     if not isinstance(data, dict):

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.measured.run import CLIENT_CANNOT_SEE, MeasuredRun, frame, number
+from simulator.measured.run import (
+    CLIENT_CANNOT_SEE,
+    MeasuredRun,
+    frame,
+    json_object,
+    number,
+    replayable,
+)
 
 TO_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 
@@ -101,9 +108,7 @@ def _scale(m: dict[str, Any], key: str, where: str) -> float:
 
 
 def _row(rec: dict[str, Any], where: str, start: float) -> tuple[dict[str, Any], str]:
-    meta, metrics = rec["metadata"], rec.get("metrics") or {}
-    if not isinstance(metrics, dict):
-        raise ConfigError(f"{where}: metrics = {metrics!r}: expected an object of metrics")
+    meta, metrics = rec["metadata"], json_object(rec.get("metrics"), f"{where}: metrics")
     prompt = _metric(metrics, "usage_prompt_tokens", where, seconds=False)
     out = _metric(metrics, "usage_completion_tokens", where, seconds=False)
     source = "the server's usage"
@@ -129,4 +134,4 @@ def _row(rec: dict[str, Any], where: str, start: float) -> tuple[dict[str, Any],
         scale = _scale(chunks, "inter_chunk_latency", where)
         row["gaps"] = [number(g, f"{where}: metrics.inter_chunk_latency.value[{k}]") * scale
                        for k, g in enumerate(chunks["value"])]
-    return row, source
+    return replayable(row, where), source

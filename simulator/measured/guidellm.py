@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.measured.run import CLIENT_CANNOT_SEE, MeasuredRun, frame, number
+from simulator.measured.run import (
+    CLIENT_CANNOT_SEE,
+    MeasuredRun,
+    frame,
+    json_object,
+    number,
+    replayable,
+)
 
 LISTS = {"successful": "finished", "errored": "failed", "incomplete": "failed"}
 MISSING = ("ITL distribution: no per-token times (GuideLLM keeps a mean ITL per request)",
@@ -65,8 +72,8 @@ def read_guidellm(data: dict[str, Any], path: Path) -> list[MeasuredRun]:
 def _row(r: Any, where: str, status: str) -> dict[str, Any]:
     if not isinstance(r, dict):
         raise ConfigError(f"{where}: expected an object, got {type(r).__name__}")
-    info = r.get("info") or {}
-    timings = info.get("timings") or {}
+    info = json_object(r.get("info"), f"{where}.info")
+    timings = json_object(info.get("timings"), f"{where}.info.timings")
     start = r.get("request_start_time", timings.get("request_start"))
     start = number(start, f"{where}.request_start_time")
     prompt = number(r.get("prompt_tokens"), f"{where}.prompt_tokens", allow_none=True)
@@ -85,6 +92,7 @@ def _row(r: Any, where: str, status: str) -> dict[str, Any]:
             e2e = ttft + (0.0 if out <= 1 else itl / 1000.0 * (out - 1))
     else:
         reason = str(info.get("error") or ("incomplete" if "incomplete" in where else "error"))
-    return {"arrival_s": start, "prompt_tokens": 0 if math.isnan(prompt) else int(prompt),
-            "output_tokens": 0 if math.isnan(out) else int(out), "ttft_s": ttft,
-            "e2e_s": e2e, "status": status, "reason": reason}
+    return replayable({"arrival_s": start, "prompt_tokens": 0 if math.isnan(prompt) else
+                       int(prompt), "output_tokens": 0 if math.isnan(out) else int(out),
+                       "ttft_s": ttft, "e2e_s": e2e, "status": status, "reason": reason},
+                      where)

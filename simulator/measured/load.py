@@ -47,7 +47,7 @@ def load_measured_runs(path: str | os.PathLike[str], bench_seed: int = BENCH_SEE
     if not p.is_file():
         raise ConfigError(f"{p}: no such file or folder (expected {KNOWN})")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{p}: cannot read it as text ({e})") from e
     try:

@@ -153,6 +153,25 @@ def plain_number(value: Any) -> float | None:
     return float(value) if -MAX_NUMBER <= value <= MAX_NUMBER else None  # NaN fails too
 
 
+def replayable(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """``row`` if a finished request's lengths can be replayed (at least one prompt and one
+    output token), else a ConfigError naming ``where`` (the file and the request)."""
+    if row["status"] == "finished" and (row["prompt_tokens"] < 1 or row["output_tokens"] < 1):
+        raise ConfigError(f"{where}: a finished request of {row['prompt_tokens']} prompt and "
+                          f"{row['output_tokens']} output tokens (missing or 0); a replay "
+                          "needs at least one of each")
+    return row
+
+
+def json_object(value: Any, where: str) -> dict[str, Any]:
+    """An optional JSON object field: ``{}`` when absent (None), else it must be an object."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} = {value!r}: expected an object")
+    return value
+
+
 def number(value: Any, where: str, *, allow_none: bool = False) -> float:
     """One JSON value as a finite float >= 0 (``where`` names it in the error)."""
     if value is None and allow_none:

@@ -104,7 +104,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def _detect_json(path: Path) -> str:
     """A ``.json`` file is a vLLM bench result, or JSON lines in Mooncake's layout."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
         first = f.readline()
     try:
         obj = json.loads(first)

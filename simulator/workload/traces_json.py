@@ -61,7 +61,7 @@ def _json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
         raise TraceError(f"{path}: no such file")
     out = []
     try:
-        with path.open(encoding="utf-8") as f:
+        with path.open(encoding="utf-8-sig") as f:
             for line_no, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -189,7 +189,7 @@ def load_vllm_bench_result(
     if not p.is_file():
         raise TraceError(f"{p}: no such file")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise TraceError(f"{p} line {exc.lineno}: not valid JSON ({exc.msg})") from exc
     except UnicodeDecodeError as exc:
