@@ -17,22 +17,17 @@ as a user would.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import random
-import re
-import signal
 import sys
 import tempfile
 import tomllib
-import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from servesim.cli import main as servesim_main  # noqa: E402
+from benchmarks.fuzz_run import TIMEOUT_S, error_kind, run_cli  # noqa: E402
 from simulator.scenario import SECTIONS  # noqa: E402
 from simulator.scenario_types import schema_rules  # noqa: E402
 from simulator.specs.dtypes import KV_DTYPE_BYTES, WEIGHT_DTYPE_BYTES  # noqa: E402
@@ -42,7 +37,6 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 ENGINE_SCENARIOS = {"validate-cpu.toml", "validate-h200.toml", "speculative-cpu.toml"}
 EDGES = ["0", "-1", "1", "0.5", "1e9", "1e-9", "3", "64", '"inf"', '"nan"', '"x"', "true",
          "[]", "2.5", '""']
-TIMEOUT_S = 90
 
 
 def choices() -> dict[str, tuple[str, ...]]:
@@ -53,14 +47,6 @@ def choices() -> dict[str, tuple[str, ...]]:
     out["model.weight_dtype"] = tuple(WEIGHT_DTYPE_BYTES)
     out["model.kv_dtype"] = tuple(KV_DTYPE_BYTES)
     return out
-
-
-class _Timeout(Exception):
-    """A run went past TIMEOUT_S."""
-
-
-def _alarm(*_: Any) -> None:
-    raise _Timeout
 
 
 def _fields(raw: dict[str, Any]) -> list[tuple[str, str, Any]]:
@@ -99,7 +85,6 @@ def fuzz(seed: int, runs: int, valid: float, out: Path) -> tuple[Counter[str], l
     errors: Counter[str] = Counter()
     bad: list[str] = []
     allowed = choices()
-    signal.signal(signal.SIGALRM, _alarm)
     for i in range(runs):
         path = rng.choice(scenarios)
         fields = _fields(tomllib.loads(path.read_text()))
@@ -113,26 +98,13 @@ def fuzz(seed: int, runs: int, valid: float, out: Path) -> tuple[Counter[str], l
                 "--no-cache", "--set", "workload.num_requests=120"]
         for s in sets:  # after the cap: a fuzzed num_requests wins
             argv += ["--set", s]
-        err, sink = io.StringIO(), io.StringIO()
-        signal.alarm(TIMEOUT_S)
-        try:
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(sink):
-                rc = servesim_main(argv)
-            outcomes[f"exit {rc}"] += 1
-            if rc:
-                last = (err.getvalue().strip().splitlines() or [""])[-1]
-                errors[re.sub(r"-?\d[\d.]*(?:e[-+]?\d+)?|'[^']*'|\S+\.toml", "#",
-                                  last)[:120]] += 1
-        except _Timeout:
-            outcomes["timeout"] += 1
-            bad.append(f"run {i}: timed out after {TIMEOUT_S} s: {path.name} {sets}")
-        except SystemExit as e:
-            outcomes[f"exit {e.code}"] += 1
-        except BaseException:  # noqa: BLE001 - a crash is what this looks for
-            outcomes["crash"] += 1
-            bad.append(f"run {i}: crashed: {path.name} {sets}\n{traceback.format_exc()}")
-        finally:
-            signal.alarm(0)
+        outcome, said = run_cli(argv, TIMEOUT_S)
+        outcomes[outcome] += 1
+        if outcome in ("crash", "timeout"):
+            bad.append(f"run {i}: {outcome}: {path.name} {sets}"
+                       + (f"\n{said}" if outcome == "crash" else f" after {TIMEOUT_S} s"))
+        elif outcome != "exit 0":
+            errors[error_kind(said)] += 1
     return outcomes, bad, errors
 
 
