@@ -133,14 +133,27 @@ class Endpoint:
                 if "error" in chunk:
                     out.reason = f"stream error: {_message(data.encode())}"
                     return
-                if chunk.get("choices"):
+                choices = chunk.get("choices")
+                if isinstance(choices, list) and choices:
                     out.token_times.append(t)
                 usage = chunk.get("usage") or usage
         out.produced = len(out.token_times)
         if usage is not None:
-            out.produced = int(usage.get("completion_tokens", out.produced))
-            if isinstance(body["prompt"], str) and "prompt_tokens" in usage:
-                out.prompt_tokens = int(usage["prompt_tokens"])
+            # the server's counts; a malformed one fails this request, not the measurement
+            done, prompt = (usage.get("completion_tokens", out.produced),
+                            usage.get("prompt_tokens", out.prompt_tokens)) if isinstance(
+                usage, dict) else (None, None)
+            if not (_count(done) and _count(prompt)):
+                out.reason = f"malformed usage: {usage!r}"[:300]
+                return
+            out.produced = done
+            if isinstance(body["prompt"], str):
+                out.prompt_tokens = prompt
+
+
+def _count(value: Any) -> bool:
+    """Whether a usage field is a token count: a whole number >= 0 (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass(slots=True, frozen=True)
