@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 from simulator.policies import POLICIES
 from simulator.scenario_types import section_fields
 
@@ -63,13 +63,15 @@ def check_structure(raw: dict[str, Any], source: str) -> None:
             continue
         sections = section_fields()  # read now: a policy added to POLICIES shows at once
         if key not in sections:
-            raise ConfigError(f"{source}: unknown section [{key}]; known: {sorted(sections)}")
+            raise ConfigError(f"{source}: unknown section [{key}]"
+                              f"{did_you_mean(key, sections)}; known: {sorted(sections)}")
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: [{key}] must be a table, got {value!r}")
         known = sections[key]
         for field, sub in value.items():
             if known and field not in known:
-                raise ConfigError(f"{source}: unknown field {key}.{field}; known: {list(known)}")
+                raise ConfigError(f"{source}: unknown field {key}.{field}"
+                                  f"{did_you_mean(field, known)}; known: {list(known)}")
             if key == "policy" and field in POLICIES:
                 if not isinstance(sub, dict):
                     raise ConfigError(f"{source}: [policy.{field}] must be a table of knobs")

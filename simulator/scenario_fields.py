@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 
 KINDS = ("bool", "int", "float", "str")
 T = TypeVar("T")
@@ -119,7 +119,8 @@ def check_value(where: str, value: Any, rule: FieldRule) -> Any:
             raise ConfigError(f"{name} = {show(value)}: must be {rule.describe()}")
         return int(value) if rule.kind == "int" else number
     if rule.choices is not None and value not in rule.choices:
-        raise ConfigError(f"{name} = {show(value)}: must be {rule.describe()}")
+        raise ConfigError(f"{name} = {show(value)}: must be {rule.describe()}"
+                          f"{did_you_mean(value, rule.choices)}")
     return value
 
 
@@ -162,7 +163,8 @@ def build_section(cls: type[T], table: Any, where: str) -> T:
     by_name = {r.name: r for r in rules(cls)}
     for key in table:
         if key not in by_name:
-            raise ConfigError(f"{where}.{key}: unknown field; known: {list(by_name)}")
+            raise ConfigError(f"{where}.{key}: unknown field{did_you_mean(key, by_name)}; "
+                              f"known: {list(by_name)}")
     return cls(**table)
 
 

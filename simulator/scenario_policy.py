@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 from simulator.policies import POLICIES, Policy, check_knob, knob_rules, make_policy, policy_knobs
 from simulator.scenario_fields import check_fields, default_of, spec
 
@@ -51,7 +51,8 @@ class PolicySection:
                 raise ConfigError(f"policy.{key}: unknown field; known: "
                                   f"{['name', *knob_rules(), *POLICIES]}")
         if not isinstance(name, str) or name not in POLICIES:
-            raise ConfigError(f"policy.name = {name!r}: must be one of {list(POLICIES)}")
+            raise ConfigError(f"policy.name = {name!r}: must be one of {list(POLICIES)}"
+                              f"{did_you_mean(name, POLICIES)}")
         own = policy_knobs(name)
         knobs = {k: v for k, v in shared.items() if k in own} | specific.get(name, {})
         return cls(name=name, knobs=knobs)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 from simulator.fleet.disagg_section import DISAGG_OFF, DisaggSection
 from simulator.fleet.sections import (
     ADMISSION_OFF,
@@ -179,7 +179,8 @@ class Scenario:
             if key.startswith("_") or key in TOP_LEVEL:
                 continue
             if key not in SECTIONS:
-                raise ConfigError(f"unknown section [{key}]; known: {sorted(SECTIONS)}")
+                raise ConfigError(f"unknown section [{key}]{did_you_mean(key, SECTIONS)}; "
+                                  f"known: {sorted(SECTIONS)}")
             if not isinstance(value, Mapping):
                 raise ConfigError(f"[{key}] must be a table, got {value!r}")
         stack = build_section(StackSection, point.get("stack"), "stack")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 from simulator.specs.dtypes import weight_dtype_bytes
 
 LINK_KINDS = ("nvlink", "pcie", "none")
@@ -174,5 +174,6 @@ def get_hardware(name: str) -> HardwareSpec:
     key = ALIASES.get(key, key)
     if key not in HARDWARE:
         known = ", ".join([*HARDWARE, *(f"{a} (= {t})" for a, t in ALIASES.items())])
-        raise ConfigError(f"hardware={str(name)!r} is not a known device; known: {known}")
+        raise ConfigError(f"hardware={str(name)!r} is not a known device"
+                          f"{did_you_mean(key, [*HARDWARE, *ALIASES])}; known: {known}")
     return HARDWARE[key]

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, did_you_mean
 from simulator.specs.model_spec import ModelSpec
 
 __all__ = ["MODELS", "MODEL_ALIASES", "ModelSpec", "catalogue_name", "get_model",
@@ -385,5 +385,6 @@ def get_model(name: str | Path, base_dir: str | Path | None = None,
     origin = "the scenario's folder" if base_dir is not None else "the current directory"
     raise ConfigError(
         f"{where} = {str(name)!r} is not a known model, and {path.resolve()} does not exist "
-        f"(a relative path is taken from {origin}); known: {', '.join(MODELS)}"
+        f"(a relative path is taken from {origin}){did_you_mean(name, MODELS)}; known: "
+        f"{', '.join(MODELS)}"
     )

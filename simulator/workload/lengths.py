@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.errors import ConfigError, TraceError
+from simulator.errors import ConfigError, TraceError, did_you_mean
 from simulator.scenario_fields import show
 
 REQUIRED: Any = object()  # sentinel: the key has no default
@@ -28,7 +28,8 @@ def check_keys(d: Mapping[str, Any], allowed: Sequence[str], where: str) -> None
     """Raise ConfigError naming the first key of ``d`` not in ``allowed``."""
     for key in d:
         if key not in allowed:
-            raise ConfigError(f"{where}.{key}: unknown key; known keys: {sorted(allowed)}")
+            raise ConfigError(f"{where}.{key}: unknown key{did_you_mean(key, allowed)}; "
+                              f"known keys: {sorted(allowed)}")
 
 
 def get_number(
@@ -76,7 +77,8 @@ def get_choice(
     if value is REQUIRED:
         raise ConfigError(f"{where}.{key} is required; one of {list(choices)}")
     if value is not default and value not in choices:
-        raise ConfigError(f"{where}.{key} = {show(value)}: must be one of {list(choices)}")
+        raise ConfigError(f"{where}.{key} = {show(value)}: must be one of {list(choices)}"
+                          f"{did_you_mean(value, choices)}")
     return value
 
 
