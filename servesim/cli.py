@@ -53,7 +53,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="replay FILE's requests (arrivals and lengths; path from the current "
                         "directory) instead of the scenario's traffic; --set workload.rate=R "
-                        "rescales its arrivals")
+                        "rescales its arrivals; a trace of lengths only keeps the scenario's "
+                        "arrivals")
 
 
 def _overwrite(p: argparse.ArgumentParser) -> None:

@@ -92,7 +92,7 @@ def scenario_points(args: argparse.Namespace
     overrides."""
     raw = load_scenario(args.scenario)
     if getattr(args, "trace", None):
-        raw = with_trace(raw, args.trace)
+        raw = with_trace(raw, args.trace, own_arrivals=True)
     overrides = list(args.overrides) + _vary(getattr(args, "vary", []))
     return expand_sweep(apply_overrides(raw, overrides)), overrides
 

@@ -115,7 +115,7 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
     raw = load_scenario(args.scenario)
     if getattr(args, "trace", None):
-        raw = with_trace(raw, args.trace)
+        raw = with_trace(raw, args.trace, own_arrivals=True)
     raw = apply_overrides(raw, list(args.overrides) + _vary(getattr(args, "vary", [])))
     settings = SearchSettings(min_requests=args.min_requests, min_tail=args.min_tail,
                               max_iterations=args.max_iterations,

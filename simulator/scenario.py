@@ -37,6 +37,9 @@ TRACE_REPLACES = ("rate", "num_requests", "prompt", "output", "cv", "concurrency
                   "system_prompt_tokens", "system_prompt_share", "system_prompts",
                   "session_turns",
                   "rate_schedule")  # a trace's arrivals replace a schedule (docs/fleet.md)
+# of those, the arrival process: kept when a trace gives lengths only (with_trace)
+TRACE_ARRIVALS = ("rate", "cv", "concurrency", "think_time_s", "client_start", "client_ramp_s",
+                  "rate_schedule")
 
 
 def load_scenario(path: str | Path) -> dict[str, Any]:
@@ -105,14 +108,36 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
     return out
 
 
-def with_trace(raw: dict[str, Any], trace: str | Path) -> dict[str, Any]:
+def with_trace(raw: dict[str, Any], trace: str | Path, own_arrivals: bool = False
+               ) -> dict[str, Any]:
     """The scenario replaying ``trace`` (a path from the current directory): its arrivals
-    and lengths replace the scenario's traffic (the fields in TRACE_REPLACES)."""
+    and lengths replace the scenario's traffic (the fields in TRACE_REPLACES).
+
+    With ``own_arrivals`` (``--trace`` on the command line) a trace without arrival times
+    (a lengths-only CSV, a vLLM bench result) gives only the lengths, and the scenario
+    keeps its arrival process (the fields in TRACE_ARRIVALS): what a user replaying
+    ShareGPT's lengths at the scenario's rates means, where ``arrival = 'trace'`` could
+    only fail."""
+    path = Path(trace).expanduser().resolve()
+    lengths_only = own_arrivals and not _has_arrivals(path)
+    replaced = [k for k in TRACE_REPLACES if not (lengths_only and k in TRACE_ARRIVALS)]
     out = copy.deepcopy(raw)
-    workload = {k: v for k, v in out.get("workload", {}).items() if k not in TRACE_REPLACES}
-    out["workload"] = {**workload, "trace": str(Path(trace).expanduser().resolve()),
-                       "arrival": "trace"}
+    workload = {k: v for k, v in out.get("workload", {}).items() if k not in replaced}
+    if not lengths_only:
+        workload["arrival"] = "trace"
+    out["workload"] = {**workload, "trace": str(path)}
     return out
+
+
+def _has_arrivals(path: Path) -> bool:
+    """Whether the trace at ``path`` gives arrival times (True when it cannot be read as
+    one: the run then names the problem, with any ``trace_format`` the scenario sets)."""
+    from simulator.workload.traces import load_trace
+
+    try:
+        return not load_trace(path).table["arrival_s"].isna().all()
+    except (ValueError, OSError):
+        return True
 
 
 def expand_sweep(raw: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

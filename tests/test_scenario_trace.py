@@ -13,7 +13,7 @@ import pytest
 from servesim.cli import main
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
-from simulator.scenario import load_scenario
+from simulator.scenario import load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.workload.build import build_requests
 from simulator.workload.config import WorkloadConfig
@@ -74,6 +74,40 @@ def test_trace_flag_then_set_rate_rescales(tmp_path: Path, capsys,  # type: igno
     assert code == 0, capsys.readouterr().err
     notes = json.loads(capsys.readouterr().out)[0]["workload_notes"]
     assert "trace arrivals rescaled to a mean rate of 4.0 req/s" in notes
+
+
+def test_trace_flag_with_lengths_only_keeps_the_scenarios_arrivals(  # type: ignore[no-untyped-def]
+        tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a lengths-only CSV (sarathi's ShareGPT layout): before, arrival = 'trace' failed
+    # ("has no arrival times"); now its lengths at chat's own rates
+    monkeypatch.chdir(tmp_path)
+    pd.DataFrame({"num_prefill_tokens": TRACE["prompt_tokens"],
+                  "num_decode_tokens": TRACE["output_tokens"]}).to_csv("l.csv", index=False)
+    out = tmp_path / "o"
+    code = main(["run", str(CHAT), "--trace", "l.csv", "--set", "policy.name='continuous'",
+                 "--set", "workload.rate=[2.0, 8.0]", "--out", str(out), "--json"])
+    assert code == 0, capsys.readouterr().err
+    summaries = json.loads(capsys.readouterr().out)
+    assert [s["rate"] for s in summaries] == [2.0, 8.0]  # the rates still sweep
+    req = pd.read_parquet(out / "requests.parquet")
+    for point in (0, 1):
+        mine = req[req["point"] == point].sort_values("request_id")
+        assert mine["prompt_tokens"].tolist() == TRACE["prompt_tokens"].tolist()
+        assert mine["arrival_s"].iloc[0] > 0  # Poisson draws, not the CSV (which has none)
+
+
+def test_with_trace_keeps_arrivals_only_when_asked_and_the_trace_has_none(
+        tmp_path: Path) -> None:
+    lengths, timed = tmp_path / "l.csv", _trace(tmp_path)
+    pd.DataFrame({"num_prefill_tokens": [5], "num_decode_tokens": [3]}).to_csv(lengths,
+                                                                              index=False)
+    raw = {"workload": {"arrival": "poisson", "rate": 3.0, "prompt": {"mean": 9},
+                        "num_requests": 50}}
+    kept = with_trace(raw, lengths, own_arrivals=True)["workload"]
+    assert kept == {"arrival": "poisson", "rate": 3.0, "trace": str(lengths.resolve())}
+    for trace, own in ((lengths, False), (timed, True)):  # validate's replays; a timed trace
+        assert with_trace(raw, trace, own_arrivals=own)["workload"] == {
+            "arrival": "trace", "trace": str(trace.resolve())}
 
 
 def test_trace_dist_without_path_says_what_works() -> None:
