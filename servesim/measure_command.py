@@ -79,6 +79,7 @@ def measure_command(args: argparse.Namespace) -> int:
                                  max_context=max_context, num_requests=args.num_requests,
                                  rate_scale=args.rate_scale)
 
+        load(args.max_context)  # the user's own inputs are checked before any connection
         run = measure(cfg, load)
         paths = write_run(run, out)
     except (MeasureError, ValueError, OSError) as e:  # ConfigError, TraceError: ValueErrors

@@ -89,3 +89,18 @@ def test_a_malformed_stream_fails_its_request_with_a_reason(url: str, prompt: st
 def test_a_stream_without_done_counts_its_chunks(url: str) -> None:
     out = _complete(url, "no-done")  # no usage, no [DONE]: the chunks it saw are the count
     assert out.finished and out.produced == 3
+
+
+def test_a_bad_workload_is_named_before_any_connection(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from servesim.cli import main
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": -3, "output_length": 2}\n')
+    # no connection is tried (so the port does not matter): before, the probe came first
+    # and a closed port's "connection refused" hid the trace's error
+    argv = ["measure", "--endpoint", "http://127.0.0.1:9/v1", "--workload", str(trace),
+            "--out", str(tmp_path / "o"), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "t.jsonl line 1: field 'input_length' = -3" in err and "connect" not in err
+    assert not (tmp_path / "o").exists()  # nothing measured, nothing left behind
