@@ -32,6 +32,8 @@ from simulator.results_folder import check_writable, default_out
 from simulator.scenario import apply_overrides, load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO, parse_slo_string
+from simulator.workload.config import WorkloadConfig
+from simulator.workload.traces import load_trace
 
 _DEFAULTS = SearchSettings()
 LIST_FLAGS = {  # flag -> (candidate axis, element type)
@@ -98,6 +100,14 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
     return axes
 
 
+def trace_requests(workload: WorkloadConfig) -> int | None:
+    """The requests a point replaying ``workload``'s trace can have (its usable rows), or
+    None without a trace."""
+    if workload.trace is None:
+        return None
+    return len(load_trace(workload.trace, workload.trace_format).table)
+
+
 def _target(args: argparse.Namespace, raw: dict[str, Any]) -> float:
     """--rate, else the rate the scenario file itself gives (one number, not a sweep)."""
     if args.rate is not None:
@@ -132,7 +142,8 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with open_executor(args.workers, args.dask, len(candidates)) as ex, \
             plan_progress() as progress:
         result = plan(candidates, target, slo, prices=prices, settings=settings,
-                      executor=ex, cache=cache, progress=progress)
+                      executor=ex, cache=cache, progress=progress,
+                      max_requests=trace_requests(first.workload))
     data = result.to_json()
     text = format_plan(result, first.name, out)
     if args.disaggregated or (section is not None and section.get("enabled", True)):
@@ -173,14 +184,22 @@ def _slo_text(slo: SLO) -> str:
     return ", ".join(parts)
 
 
+def _requests_text(result: PlanResult) -> str:
+    n, wanted = result.requests_per_point, result.requests_wanted
+    if wanted > n:  # a trace shorter than the sample size: its every request
+        return (f"{n} requests per point: every request of the trace, fewer than the "
+                f"{wanted} the SLO's percentile asks for (>= {result.settings.min_tail} "
+                "beyond it): a longer trace gives a steadier tail")
+    return (f"{n} requests per point (>= {result.settings.min_requests} and >= "
+            f"{result.settings.min_tail} beyond the percentile)")
+
+
 def format_plan(result: PlanResult, name: str, out: Path) -> str:
     """The ranked table, the Pareto front and the verdict, as text."""
     lines = [
         f"capacity plan{': ' + name if name else ''}: {result.target_rps:g} req/s, "
         f"{_slo_text(result.slo)}",
-        f"{result.requests_per_point} requests per point (>= {result.settings.min_requests} "
-        f"and >= {result.settings.min_tail} beyond the percentile); prices: "
-        f"{result.prices.source} ({result.prices.date})",
+        _requests_text(result) + f"; prices: {result.prices.source} ({result.prices.date})",
         "",
         f"{'rank':>4}  {'candidate':<40} {'max req/s':>9} {'replicas':>8} {'GPUs':>5} "
         f"{'$/hour':>8} {'$/M out':>9} {'P99 TTFT':>9}  status",

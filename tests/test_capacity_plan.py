@@ -172,3 +172,29 @@ def test_cli_bad_input_exits_2_naming_it(tmp_path: Path, capsys, extra: tuple[st
     assert main(_cli(tmp_path, *extra)) == 2
     err = capsys.readouterr().err
     assert "servesim: error:" in err and fragment in err
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_cli_plan_with_a_trace_shorter_than_the_sample(tmp_path: Path, capsys,  # type: ignore[no-untyped-def]
+                                                       timed: bool) -> None:
+    # 300 rows where P99 with 10 beyond it asks for 1,000: before, every point failed
+    # ("workload.num_requests = 1000: ... has only 300 usable requests"); a lengths-only
+    # trace failed earlier still ("has no arrival times")
+    import pandas as pd
+
+    rows = {"num_prefill_tokens": [16 + i % 48 for i in range(300)],
+            "num_decode_tokens": [4 + i % 28 for i in range(300)]}
+    if timed:
+        rows = {"request_id": range(300), "arrival_s": [i * 0.01 for i in range(300)],
+                "prompt_tokens": rows["num_prefill_tokens"],
+                "output_tokens": rows["num_decode_tokens"]}
+    trace = tmp_path / "t.csv"
+    pd.DataFrame(rows).to_csv(trace, index=False)
+    assert main(_cli(tmp_path, "--rate", "150", "--trace", str(trace), "--json")) == 0, \
+        capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    assert data["requests_per_point"] == 300 and data["requests_wanted"] == 1000
+    assert data["best"] is not None
+    assert main(_cli(tmp_path, "--rate", "150", "--trace", str(trace))) == 0
+    assert "300 requests per point: every request of the trace, fewer than the 1000" in \
+        capsys.readouterr().out

@@ -64,10 +64,13 @@ class _Tally:
 def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
          prices: PriceTable | None = None, settings: SearchSettings | None = None,
          executor: Executor | None = None, cache: PointCache | None = None,
-         progress: PlanProgress | None = None) -> PlanResult:
+         progress: PlanProgress | None = None, max_requests: int | None = None
+         ) -> PlanResult:
     """Size every candidate for ``target_rps`` within ``slo`` and rank them by cost.
 
     ``progress`` hears of every point and every candidate settled (see PlanProgress).
+    ``max_requests``: the most requests a point can have (a trace's rows, which a replay
+    cannot exceed); fewer than the sample size asks for, every point replays them all.
     """
     if not (isinstance(target_rps, int | float) and math.isfinite(target_rps)
             and target_rps > 0):
@@ -82,11 +85,13 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     cache = cache or PointCache(None)
     before = (cache.computed, cache.reused)
     tally = _Tally(len(candidates), progress)
-    n = sample_size(slo, settings)
+    wanted = n = sample_size(slo, settings)
+    if max_requests is not None and max_requests < n:
+        n = max_requests
     results = [CandidateResult(c.name, c.labels, c.gpu, c.tp, "infeasible", c.infeasible or "")
                for c in candidates]
     sizers = {i: Sizer({**c.point, "slo": slo.as_dict()}, results[i], target_rps, slo,
-                       settings, n)
+                       settings, n, cap=max_requests)
               for i, c in enumerate(candidates) if c.infeasible is None}
     for i, c in enumerate(candidates):
         if c.infeasible is not None:
@@ -98,7 +103,8 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     meeting = [r for r in ranked if r.status == "meets_slo" and r.usd_per_hour is not None]
     front = pareto_front([(r.usd_per_hour or 0.0, r.latency_ms) for r in meeting])
     return PlanResult(target_rps, slo, n, ranked, [meeting[i].name for i in front], prices,
-                      settings, cache.computed - before[0], cache.reused - before[1])
+                      settings, cache.computed - before[0], cache.reused - before[1],
+                      requests_wanted=wanted)
 
 
 def _price(r: CandidateResult, prices: PriceTable) -> None:

@@ -59,6 +59,9 @@ class PlanResult:
     settings: SearchSettings
     computed: int = 0  # points simulated in this call
     reused: int = 0  # points read from the cache
+    # the sample size the SLO asked for; more than requests_per_point when a trace has
+    # fewer rows (0: as requests_per_point)
+    requests_wanted: int = 0
 
     @property
     def best(self) -> CandidateResult | None:
@@ -79,6 +82,7 @@ class PlanResult:
         return to_json_safe({
             "plan_version": PLAN_VERSION, "target_rps": self.target_rps,
             "slo": self.slo.as_dict(), "requests_per_point": self.requests_per_point,
+            "requests_wanted": self.requests_wanted or self.requests_per_point,
             "best": self.best.name if self.best else None,
             "closest": closest.name if closest else None,
             "pareto": self.pareto, "candidates": [asdict(r) for r in self.ranked],

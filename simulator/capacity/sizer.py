@@ -57,6 +57,7 @@ class Sizer:
     slo: SLO
     settings: SearchSettings
     n: int  # requests per point (search.sample_size)
+    cap: int | None = None  # the most a point can have (a trace's rows); None: no limit
     search: RateSearch = field(default_factory=RateSearch)
     replicas: int | None = None  # cluster size being checked (None: still searching)
     first: int = 0  # the first cluster size checked: the search's estimate
@@ -95,7 +96,7 @@ class Sizer:
             rate = s.next_rate(settings)
             if rate is not None:
                 size = settings.min_requests if rate == PROBE_RATE else self.n
-                return at_rate(self.point, rate, size,
+                return at_rate(self.point, rate, self._capped(size),
                                step_log=step_log_for(self.slo, cluster_check=False))
             self._searched()
             if self.done:
@@ -154,7 +155,11 @@ class Sizer:
 
     def _size(self, k: int) -> int:
         """Requests in a cluster check of ``k`` replicas: ``n`` a replica, capped."""
-        return min(self.settings.max_cluster_requests, max(self.n, self.n * k))
+        return self._capped(min(self.settings.max_cluster_requests, max(self.n, self.n * k)))
+
+    def _capped(self, size: int) -> int:
+        """``size`` requests, or the point's limit (a trace's rows) if fewer."""
+        return size if self.cap is None else min(size, self.cap)
 
     def _searched(self) -> None:
         """The search is over: the single-replica figures, then the first cluster size."""
