@@ -32,8 +32,6 @@ from simulator.results_folder import check_writable, default_out
 from simulator.scenario import apply_overrides, load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO, parse_slo_string
-from simulator.workload.config import WorkloadConfig
-from simulator.workload.traces import load_trace
 
 _DEFAULTS = SearchSettings()
 LIST_FLAGS = {  # flag -> (candidate axis, element type)
@@ -100,14 +98,6 @@ def _axes(args: argparse.Namespace) -> dict[str, list[Any]]:
     return axes
 
 
-def trace_requests(workload: WorkloadConfig) -> int | None:
-    """The requests a point replaying ``workload``'s trace can have (its usable rows), or
-    None without a trace."""
-    if workload.trace is None:
-        return None
-    return len(load_trace(workload.trace, workload.trace_format).table)
-
-
 def _target(args: argparse.Namespace, raw: dict[str, Any]) -> float:
     """--rate, else the rate the scenario file itself gives (one number, not a sweep)."""
     if args.rate is not None:
@@ -142,8 +132,7 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with open_executor(args.workers, args.dask, len(candidates)) as ex, \
             plan_progress() as progress:
         result = plan(candidates, target, slo, prices=prices, settings=settings,
-                      executor=ex, cache=cache, progress=progress,
-                      max_requests=trace_requests(first.workload))
+                      executor=ex, cache=cache, progress=progress)
     data = result.to_json()
     text = format_plan(result, first.name, out)
     if args.disaggregated or (section is not None and section.get("enabled", True)):

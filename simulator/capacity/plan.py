@@ -29,7 +29,9 @@ from simulator.capacity.sizer import Sizer
 from simulator.errors import ConfigError
 from simulator.executors import Executor, SerialExecutor
 from simulator.point_cache import PointCache
+from simulator.scenario_types import Scenario
 from simulator.slo import SLO
+from simulator.workload.traces import load_trace
 
 __all__ = ["CandidateResult", "PlanProgress", "PlanResult", "plan"]
 
@@ -64,13 +66,13 @@ class _Tally:
 def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
          prices: PriceTable | None = None, settings: SearchSettings | None = None,
          executor: Executor | None = None, cache: PointCache | None = None,
-         progress: PlanProgress | None = None, max_requests: int | None = None
-         ) -> PlanResult:
+         progress: PlanProgress | None = None) -> PlanResult:
     """Size every candidate for ``target_rps`` within ``slo`` and rank them by cost.
 
     ``progress`` hears of every point and every candidate settled (see PlanProgress).
-    ``max_requests``: the most requests a point can have (a trace's rows, which a replay
-    cannot exceed); fewer than the sample size asks for, every point replays them all.
+    A candidate replaying a trace can have no more requests a point than the trace's rows
+    (:func:`trace_requests`); fewer than the sample size asks for, every point replays
+    them all, and ``PlanResult.requests_wanted`` keeps what was asked.
     """
     if not (isinstance(target_rps, int | float) and math.isfinite(target_rps)
             and target_rps > 0):
@@ -86,12 +88,13 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     before = (cache.computed, cache.reused)
     tally = _Tally(len(candidates), progress)
     wanted = n = sample_size(slo, settings)
-    if max_requests is not None and max_requests < n:
-        n = max_requests
+    cap = trace_requests([c for c in candidates if c.infeasible is None])
+    if cap is not None and cap < n:
+        n = cap
     results = [CandidateResult(c.name, c.labels, c.gpu, c.tp, "infeasible", c.infeasible or "")
                for c in candidates]
     sizers = {i: Sizer({**c.point, "slo": slo.as_dict()}, results[i], target_rps, slo,
-                       settings, n, cap=max_requests)
+                       settings, n, cap=cap)
               for i, c in enumerate(candidates) if c.infeasible is None}
     for i, c in enumerate(candidates):
         if c.infeasible is not None:
@@ -105,6 +108,14 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     return PlanResult(target_rps, slo, n, ranked, [meeting[i].name for i in front], prices,
                       settings, cache.computed - before[0], cache.reused - before[1],
                       requests_wanted=wanted)
+
+
+def trace_requests(candidates: list[Candidate]) -> int | None:
+    """The fewest rows among the traces the candidates replay (a point cannot have more
+    requests than its trace), or None when none replays a trace."""
+    traces = {(w.trace, w.trace_format) for w in (Scenario.from_dict(c.point).workload
+                                                   for c in candidates) if w.trace is not None}
+    return min((len(load_trace(path, fmt).table) for path, fmt in traces), default=None)
 
 
 def _price(r: CandidateResult, prices: PriceTable) -> None:
