@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.fuzz_run import TIMEOUT_S, error_kind, run_cli  # noqa: E402
+from benchmarks.fuzz_run import TIMEOUT_S, error_kind, report, run_cli  # noqa: E402
 from simulator.scenario import SECTIONS  # noqa: E402
 from simulator.scenario_types import schema_rules  # noqa: E402
 from simulator.specs.dtypes import KV_DTYPE_BYTES, WEIGHT_DTYPE_BYTES  # noqa: E402
@@ -119,14 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="servesim-fuzz-") as tmp:
         outcomes, bad, errors = fuzz(args.seed, args.runs, args.valid, Path(tmp) / "out")
-    for line in bad:
-        print(line)
-    if args.show_errors:
-        for kind, n in errors.most_common():
-            print(f"{n:5d}  {kind}")
-    print(f"{args.runs} runs (seed {args.seed}): " + ", ".join(
-        f"{k} {v}" for k, v in sorted(outcomes.items())))
-    return 1 if bad else 0
+    return report(args.runs, args.seed, outcomes, bad, errors, args.show_errors)
 
 
 if __name__ == "__main__":

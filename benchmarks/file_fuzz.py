@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.fuzz_run import TIMEOUT_S, error_kind, run_cli  # noqa: E402
+from benchmarks.fuzz_run import TIMEOUT_S, error_kind, report, run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -248,14 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="servesim-file-fuzz-") as tmp:
         outcomes, bad, errors = fuzz(args.seed, args.runs, tuple(args.kind or KINDS), Path(tmp))
-    for line in bad:
-        print(line)
-    if args.show_errors:
-        for kind, n in errors.most_common():
-            print(f"{n:5d}  {kind}")
-    print(f"{args.runs} runs (seed {args.seed}): " + ", ".join(
-        f"{k} {v}" for k, v in sorted(outcomes.items())))
-    return 1 if bad else 0
+    return report(args.runs, args.seed, outcomes, bad, errors, args.show_errors)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import io
 import re
 import signal
 import traceback
+from collections import Counter
 from typing import Any
 
 from servesim.cli import main as servesim_main
@@ -51,3 +52,17 @@ def error_kind(line: str) -> str:
     """``line`` with numbers, quoted values and file paths blanked (for counting kinds)."""
     line = re.sub(r"(?:/[\w.+-]+)+\.\w+|\S+\.toml", "<file>", line)
     return re.sub(r"-?\d[\d.]*(?:e[-+]?\d+)?|'[^']*'", "#", line)[:120]
+
+
+def report(runs: int, seed: int, outcomes: Counter[str], bad: list[str],
+           errors: Counter[str], show_errors: bool) -> int:
+    """Print the crash and timeout lines, the error kinds if asked, then the counts; the
+    exit status (1 if any run crashed or hung)."""
+    for line in bad:
+        print(line)
+    if show_errors:
+        for kind, n in errors.most_common():
+            print(f"{n:5d}  {kind}")
+    print(f"{runs} runs (seed {seed}): " + ", ".join(
+        f"{k} {v}" for k, v in sorted(outcomes.items())))
+    return 1 if bad else 0
