@@ -146,12 +146,34 @@ def _is_kind(value: Any, kind: str) -> bool:
 
 
 def _hint(value: Any, rule: FieldRule) -> str:
-    """A word on the usual slip: a quoted number or boolean, a float for an integer."""
-    if isinstance(value, str) and rule.kind in ("int", "float", "bool"):
-        return "; write it without quotes"
+    """A word on the usual slip: a quoted number or boolean, a float for an integer (a
+    word that is neither, ``abc`` for a count, gets no hint: quotes are not its fault)."""
+    quoted = quote_hint(value, rule.kind)
+    if quoted:
+        return quoted
     if rule.kind == "int" and isinstance(value, float):
         return "; write a whole number without a decimal point or exponent"
     return ""
+
+
+def quote_hint(value: Any, kind: str) -> str:
+    """``"; write it without quotes"`` when ``value`` is a string that unquoted would be of
+    ``kind`` ("int", "float" or "bool"; an integer serves a float), else ``""``."""
+    got = _unquoted_kind(value.strip()) if isinstance(value, str) else None
+    return "; write it without quotes" if got == kind or (got, kind) == ("int", "float") \
+        else ""
+
+
+def _unquoted_kind(text: str) -> str | None:
+    """The kind ``text`` would be as a TOML value without quotes: "int", "float" or "bool",
+    else None."""
+    if text in ("true", "false"):
+        return "bool"
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return "int" if number.is_integer() and text.lstrip("+-").isdigit() else "float"
 
 
 def build_section(cls: type[T], table: Any, where: str) -> T:

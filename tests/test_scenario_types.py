@@ -54,6 +54,12 @@ def _file(tmp_path: Path, policy: str = "continuous", policy_extra: str = "",
      "policy.max_num_seqs = '256': must be an integer >= 1 (requests); write it without quotes"),
     ("continuous", "", '[kv]\nblock_size = "16"',
      "kv.block_size = '16': must be an integer >= 1 (tokens per block)"),
+    # a word that is no number unquoted: the quotes are not the slip, so no hint
+    ("continuous", 'max_num_seqs = "many"', "",
+     "policy.max_num_seqs = 'many': must be an integer >= 1 (requests)\n"),
+    ("continuous", 'chunked_prefill = "yes"', "",
+     "policy.chunked_prefill = 'yes': must be true or false\n"),
+
     ("continuous", "", "[cluster]\nreplicas = 1.0", "cluster.replicas = 1.0: must be an integer"),
 ])
 def test_reproduced_wrong_types_exit_2_naming_file_and_field(  # type: ignore[no-untyped-def]

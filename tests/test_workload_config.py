@@ -32,6 +32,7 @@ def test_defaults_are_chat_like_poisson() -> None:
     [
         ({"rate": -1}, "workload.rate = -1: must be > 0"),
         ({"rate": "fast"}, "workload.rate = 'fast': must be a number"),
+        ({"rate": "5"}, "workload.rate = '5': must be a number; write it without quotes"),
         ({"rate": True}, "workload.rate = true: must be a number"),
         ({"arrival": "bursty"}, "workload.arrival = 'bursty': must be one of"),
         ({"num_requests": 0}, "workload.num_requests = 0: must be >= 1"),
@@ -61,6 +62,13 @@ def test_errors_name_field_and_value(d: dict, message: str) -> None:
     with pytest.raises(ConfigError) as info:
         WorkloadConfig.from_dict(d)
     assert message in str(info.value)
+
+
+def test_a_word_gets_no_quote_hint() -> None:
+    # quotes are the slip only when the word unquoted would be a number
+    with pytest.raises(ConfigError) as info:
+        WorkloadConfig.from_dict({"rate": "fast"})
+    assert str(info.value) == "workload.rate = 'fast': must be a number"
 
 
 def test_where_prefix_is_used() -> None:

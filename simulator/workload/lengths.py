@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import ConfigError, TraceError, did_you_mean
-from simulator.scenario_fields import show
+from simulator.scenario_fields import quote_hint, show
 
 REQUIRED: Any = object()  # sentinel: the key has no default
 
@@ -55,7 +55,7 @@ def get_number(
             raise ConfigError(f"{name} is required")
         return default
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        quoted = "; write it without quotes" if isinstance(value, str) else ""
+        quoted = quote_hint(value, "int" if integer else "float")
         raise ConfigError(f"{name} = {show(value)}: must be a number{quoted}")
     if math.isnan(float(value)) or (math.isinf(float(value)) and not allow_inf):
         raise ConfigError(f"{name} = {value}: must be finite")
