@@ -64,7 +64,8 @@ def _deployment(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, Any
     }
     missing = [k for k, v in chosen.items() if v in (None, "")]
     if missing:
-        flags = {"hardware": "--hardware", "model": "--model", "weight_dtype": "--dtype"}
+        flags = {"hardware": "--hardware", "model": "--model", "weight_dtype": "--dtype",
+                 "tp": "--tp"}
         raise ConfigError(f"{args.table}: the table's metadata does not say "
                           f"{', '.join(missing)}; pass {', '.join(flags[k] for k in missing)}")
     chosen["kv_dtype"] = args.kv_dtype or meta.get("kv_dtype")

@@ -71,6 +71,15 @@ def test_bad_table_is_a_clean_error(tmp_path: Path, capsys) -> None:  # type: ig
     assert "cannot read profile table" in capsys.readouterr().err
 
 
+def test_metadata_tp_null_asks_for_the_flag(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    meta = {"device": "h100-sxm", "model": "llama-3.1-8b", "dtype": "bf16", "tp": None}
+    table = tmp_path / "t.parquet"
+    write_profile_table(ProfileTable(synthetic_steps(), meta), table)
+    assert main(["calibrate", str(table), "--out", str(tmp_path / "c.json"), "--no-plot"]) == 2
+    # before: KeyError 'tp' (the flags named for missing fields lacked it)
+    assert "does not say tp; pass --tp" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("field", "value", "flag"), [
     ("model", True, "--model"), ("dtype", ["bf16"], "--dtype"), ("device", 3.5, "--hardware"),
 ])
