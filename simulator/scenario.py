@@ -130,12 +130,13 @@ def with_trace(raw: dict[str, Any], trace: str | Path, own_arrivals: bool = Fals
 
 
 def _has_arrivals(path: Path) -> bool:
-    """Whether the trace at ``path`` gives arrival times (True when it cannot be read as
-    one: the run then names the problem, with any ``trace_format`` the scenario sets)."""
-    from simulator.workload.traces import load_trace
+    """Whether the trace at ``path`` gives arrival times, by its layout (not read whole: a
+    trace may hold millions of rows); True when the layout cannot be told (the run then
+    names the problem, with any ``trace_format`` the scenario sets)."""
+    from simulator.workload.traces import LENGTHS_ONLY, detect_format
 
     try:
-        return not load_trace(path).table["arrival_s"].isna().all()
+        return detect_format(path) not in LENGTHS_ONLY
     except (ValueError, OSError):
         return True
 

@@ -22,6 +22,7 @@ from simulator.errors import ConfigError
 from simulator.metrics import summarize, to_json_safe
 from simulator.metrics_stats import describe
 from simulator.records import REQUEST_COLUMNS, STEP_COLUMNS, conform, empty_table
+from simulator.workload.traces_json import MAX_JSON_NUMBER
 
 MEASURED_COLUMNS: dict[str, str] = {
     "request_id": "int64",  # 0..n-1 in send order (the file's own ids are in ``notes``)
@@ -141,16 +142,14 @@ class MeasuredRun:
         return np.concatenate(gaps) * 1000.0 if gaps else np.array([])
 
 
-MAX_NUMBER = 2**53  # a JSON number past it is no count or time a float holds exactly
-
-
 def plain_number(value: Any) -> float | None:
     """A JSON value as a float when it is a number (not a boolean), finite and at most
-    :data:`MAX_NUMBER` in size; else None. JSON integers have no size limit, and
-    ``math.isfinite`` raises on one past a float's range, so the size is compared first."""
+    ``MAX_JSON_NUMBER`` in size (the trace readers' bound); else None. JSON integers have
+    no size limit, and ``math.isfinite`` raises on one past a float's range, so the size
+    is compared first."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if -MAX_NUMBER <= value <= MAX_NUMBER else None  # NaN fails too
+    return float(value) if -MAX_JSON_NUMBER <= value <= MAX_JSON_NUMBER else None  # not NaN
 
 
 def replayable(row: dict[str, Any], where: str) -> dict[str, Any]:

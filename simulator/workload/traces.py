@@ -35,6 +35,7 @@ from simulator.workload.traces_csv import load_azure, load_burstgpt, load_generi
 from simulator.workload.traces_json import load_mooncake, load_vllm_bench
 
 __all__ = [
+    "LENGTHS_ONLY",
     "TRACE_FORMATS",
     "LoadedTrace",
     "detect_format",
@@ -56,6 +57,7 @@ _LOADERS: dict[str, Callable[[str | os.PathLike[str]], LoadedTrace]] = {
     "generic": load_generic,
 }
 TRACE_FORMATS: tuple[str, ...] = tuple(_LOADERS)
+LENGTHS_ONLY = ("vllm_bench", "lengths_csv")  # layouts without arrival times
 # CSV header columns that identify a format, checked in this order
 _CSV_HEADERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("azure", ("TIMESTAMP", "ContextTokens", "GeneratedTokens")),

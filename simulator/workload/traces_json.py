@@ -21,7 +21,7 @@ from simulator.errors import TraceError
 from simulator.workload.prefixes import START, STOP, PrefixSegments, from_id_lists
 from simulator.workload.traces_common import LoadedTrace, finish, zero_token_reasons
 
-MAX_JSON_NUMBER = 2**53  # the largest whole number a float holds exactly
+MAX_JSON_NUMBER = 2**53  # past it no JSON number is a count or a time a float holds exactly
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per hash id in Mooncake's traces (its README)
 
 
