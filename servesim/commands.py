@@ -25,6 +25,7 @@ from simulator.results_manifest import ENGINE, SIMULATED, prepare_results
 from simulator.runner import PointResult, preflight, run_point, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario, with_trace
 from simulator.scenario_types import Scenario
+from simulator.track_record import FigureRecord, deployment_record, record_lines
 
 
 def _vary(items: list[str]) -> list[str]:
@@ -79,11 +80,11 @@ def run_command(args: argparse.Namespace) -> tuple[Any, str]:
 
         results, paths = run_on_engine(points, out, threads=getattr(args, "threads", 1),
                                        scenario_file=str(args.scenario))
-        return [r.summary for r in results], _text(scenario, results, paths)
+        return [r.summary for r in results], _text(scenario, results, paths, simulated=False)
     results = _run_all(points, args, out, show=len(points) > 1)
     paths = write_results(results, out, scenario_file=str(args.scenario))
     summaries = [r.summary for r in results]
-    return summaries, _text(scenario, results, paths)
+    return summaries, _text(scenario, results, paths, simulated=True)
 
 
 def scenario_points(args: argparse.Namespace
@@ -141,7 +142,28 @@ def _point_notes(r: PointResult) -> list[str]:
     return out
 
 
-def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> str:
+def _track_records(results: list[PointResult]) -> list[str]:
+    """How far to trust the figures: the record of servesim's replays of published runs
+    like each deployment (stack, GPU, kind of load), once for each such deployment."""
+    seen: dict[tuple[str, str, str, float | None], list[str]] = {}
+    for r in results:
+        dep = r.deployment
+        key = (dep.stack, dep.hardware.name, dep.workload.arrival, dep.workload.rate)
+        seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
+    blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
+    for (stack, gpu, arrival, rate), where in seen.items():
+        records = tuple(deployment_record(stack, gpu, arrival, rate))
+        blocks.setdefault(records, []).extend(where)
+    if len(blocks) == 1:
+        return record_lines(next(iter(blocks)))
+    out = []
+    for records, where in blocks.items():
+        out += record_lines(records, "; ".join(w for w in where if w) or "every point")
+    return out
+
+
+def _text(scenario: Scenario, results: list[PointResult], paths: list[Path],
+          simulated: bool) -> str:
     first = results[0]
     dep = first.deployment
     lines = [
@@ -176,5 +198,7 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path]) -> 
         lines += _point_notes(r)
         lines += fleet_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
         lines += disagg_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
+    if simulated:
+        lines += _track_records(results)
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from servesim.plan_disagg import disagg_json, disagg_text, run_disaggregated
 from servesim.progress import plan_progress
 from simulator.atomic import atomic_write
 from simulator.capacity import (
+    Candidate,
     CandidateResult,
     PlanResult,
     SearchSettings,
@@ -32,6 +33,13 @@ from simulator.results_folder import check_writable, default_out
 from simulator.scenario import apply_overrides, load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO, parse_slo_string
+from simulator.track_record import (
+    NO_STACK,
+    FigureRecord,
+    deployment_record,
+    record_json,
+    record_lines,
+)
 
 _DEFAULTS = SearchSettings()
 LIST_FLAGS = {  # flag -> (candidate axis, element type)
@@ -135,6 +143,10 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                       executor=ex, cache=cache, progress=progress)
     data = result.to_json()
     text = format_plan(result, first.name, out)
+    records = _plan_record(result, candidates)
+    if records:
+        data["track_record"] = [record_json(r) for r in records]
+        text += "\n\n" + "\n".join(record_lines(records, _record_whom(result)))
     if args.disaggregated or (section is not None and section.get("enabled", True)):
         pools = run_disaggregated(candidates, section, result, slo, prices)
         data["disaggregated"] = disagg_json(pools)
@@ -143,6 +155,26 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     text_json = json.dumps(data, indent=2) + "\n"
     atomic_write(out / "plan.json", lambda p: p.write_text(text_json))
     return data, text
+
+
+def _record_whom(result: PlanResult) -> str:
+    """Which candidate the plan's track record is for."""
+    chosen = result.best or result.closest
+    return f"the {'best' if result.best else 'closest'} candidate, {chosen.name}" \
+        if chosen else ""
+
+
+def _plan_record(result: PlanResult, candidates: list[Candidate]) -> list[FigureRecord]:
+    """The track record (simulator/track_record.py) of the best candidate, else the
+    closest: its stack and GPU under the scenario's kind of load at the target rate."""
+    chosen = result.best or result.closest
+    point = next((c.point for c in candidates if chosen and c.name == chosen.name), None)
+    if chosen is None or point is None:
+        return []
+    stack = point.get("stack") or {}
+    name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
+    arrival = str((point.get("workload") or {}).get("arrival", "poisson"))
+    return deployment_record(name, chosen.gpu, arrival, result.target_rps)
 
 
 def _money(value: float | None, digits: int = 2) -> str:
@@ -197,7 +229,8 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
     if result.settings.stop_when_sized:
         lines.append("max req/s: highest rate seen to pass on one replica; a search stops "
                      "once its replica count is certain (--full-search: to 2%)")
-    notes = [f"  {r.name}: {r.reason}{_miss_text(r)}" for r in result.ranked if r.reason]
+    notes = [f"  {r.name}: {r.reason}{'' if 'closest:' in r.reason else _miss_text(r)}"
+             for r in result.ranked if r.reason]  # the search's reason may name it already
     if notes:
         lines += ["", "notes:", *notes]
     by_name = {r.name: r for r in result.ranked}

@@ -14,6 +14,7 @@ from simulator.capacity import SearchSettings, build_candidates, plan
 from simulator.executors import SerialExecutor, open_executor
 from simulator.point_cache import PointCache
 from simulator.slo import SLO, parse_slo_string
+from simulator.track_record import FIGURES, MIN_CASES
 
 TINY = """
 name = "tiny-plan"
@@ -152,9 +153,14 @@ def test_cli_plan_json_and_text(tmp_path: Path, capsys) -> None:  # type: ignore
     best = data["candidates"][0]
     assert best["usd_per_hour"] == pytest.approx(2.0 * best["num_gpus"])
     assert (tmp_path / "o" / "plan.json").is_file()
+    # the best candidate's track record on published runs (simulator/track_record.py)
+    assert [r["figure"] for r in data["track_record"]] == [f for f, _ in FIGURES]
+    assert all(r["cases"] >= MIN_CASES for r in data["track_record"])
     assert main(_cli(tmp_path, "--slo", "ttft_p99_ms=1")) == 0
     text = capsys.readouterr().out
     assert "no candidate meets the SLO" in text and "closest:" in text and "p99_ttft_ms" in text
+    assert all(line.count("closest:") <= 1 for line in text.splitlines())  # said once
+    assert "(docs/metrics.md, \"Track record\"), for the closest candidate, " in text
 
 
 @pytest.mark.parametrize("extra, fragment", [

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from servesim.cli import main
+from simulator.track_record import deployment_record, record_lines
 
 SMALL = """
 name = "small"
@@ -61,6 +62,21 @@ def test_set_overrides_a_field_and_the_table_is_printed(scenario: Path, tmp_path
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "policy: chunked" in text and "TTFT ms" in text and "SLO at P99" in text
+    # how far to trust it: the record of published runs like it (no [stack], an H100, a rate)
+    record = record_lines(deployment_record("none", "h100-sxm", "poisson", 3.0))
+    assert len(record) == 4 and "\n".join(record) in text
+
+
+def test_a_sweep_over_stacks_gives_each_its_track_record(scenario: Path, tmp_path: Path,
+                                                         capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["run", str(scenario), "--out", str(tmp_path / "o"), "--set", "policy.name=chunked",
+            "--set", "workload.rate=3", "--set", "stack.name=['vllm-v1', 'sglang']"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    for stack in ("vllm-v1", "sglang"):
+        lines = record_lines(deployment_record(stack, "h100-sxm", "poisson", 3.0),
+                             f"policy=chunked, name={stack}")
+        assert "\n".join(lines) in text
 
 
 def test_sweep_vary_adds_an_axis(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,161 @@
+"""Write simulator/track_record.json from a replay of every published case.
+
+    python benchmarks/published.py --json run.json
+    python benchmarks/track_record.py run.json              # prints the groups, writes the file
+    python benchmarks/track_record.py run.json --check      # is the shipped file this run's?
+
+Each held-out case (a preset fitted on none of it) gives its signed error on the three
+headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else mean;
+output throughput), grouped by stack, GPU and kind of load
+(:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
+``servesim plan`` read the file to print how the replay read on the published runs most
+like the deployment (simulator/track_record.py). Errors are kept to four decimals; a case
+with no result is kept as null (a miss). The runs of a benchmark runner sharing the
+engine's process (``Case.harness``: AccelMark's, whose replay adds that runner's host cost)
+are left out: no scenario describes such a deployment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks.published import HEADLINE_FORMS  # noqa: E402
+from benchmarks.published_cases import Case, load_cases  # noqa: E402
+from benchmarks.published_misses import scored  # noqa: E402
+from simulator.atomic import atomic_write  # noqa: E402
+from simulator.track_record import (  # noqa: E402
+    FIGURES,
+    LOADS,
+    TRACK_RECORD_FILE,
+    figure_record,
+    read_groups,
+    scope_text,
+)
+from simulator.track_record import (  # noqa: E402
+    Group as RecordGroup,
+)
+from simulator.track_record import (  # noqa: E402
+    load_kind as record_load_kind,
+)
+
+FIGURE_KEYS = dict(zip(HEADLINE_FORMS, (key for key, _ in FIGURES), strict=True))
+"""published.py's headline figure names -> the file's figure keys."""
+
+MADE_BY = ("python benchmarks/published.py --json F; python benchmarks/track_record.py F")
+
+
+def case_load(case: Case) -> str:
+    """The kind of load a published case ran under."""
+    arrival = str(case.workload.get("arrival", "poisson"))
+    rate = case.workload.get("rate")
+    return record_load_kind(arrival, float(rate) if rate is not None else None)
+
+
+def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
+                 ) -> list[dict[str, Any]]:
+    """The file's groups from ``published.py`` rows: per (stack, GPU, load, figure), the
+    held-out cases' errors in row order, sorted by those four fields."""
+    errors: dict[tuple[str, str, str, str], list[float | None]] = defaultdict(list)
+    for s in scored(rows, cases):
+        case = cases[s.case_id]
+        if case.harness:  # a runner in the engine's process: no scenario describes one
+            continue
+        key = (case.stack, case.gpu, case_load(case), FIGURE_KEYS[s.figure])
+        errors[key].append(None if s.error is None else round(s.error, 4))
+    return [{"stack": k[0], "gpu": k[1], "load": k[2], "figure": k[3], "errors": v}
+            for k, v in sorted(errors.items())]
+
+
+def head_commit() -> str:
+    """The checkout's commit (short), "+ changes" when the tree has uncommitted edits; the
+    replay is assumed to have run on it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{sha} + changes" if dirty.strip() else sha
+
+
+def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
+    """The JSON written: what it is, how it was made, and the groups."""
+    return {
+        "about": "servesim's signed errors (simulated / published - 1) on held-out "
+                 "published serving runs, by stack, GPU and kind of load; read by "
+                 "simulator/track_record.py",
+        "made_by": MADE_BY,
+        "commit": commit,
+        "figures": {key: label for key, label in FIGURES},
+        "loads": LOADS,
+        "groups": groups,
+    }
+
+
+def file_text(body: dict[str, Any]) -> str:
+    """``body`` as JSON with one group a line (a diff of two runs then reads by group)."""
+    head = {k: v for k, v in body.items() if k != "groups"}
+    lines = json.dumps(head, indent=1)[:-2]  # without the closing brace
+    groups = ",\n  ".join(json.dumps(g) for g in body["groups"])
+    return f'{lines},\n "groups": [\n  {groups}\n ]\n}}\n'
+
+
+def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
+    """One line per (stack, load) and figure, then per load: cases, share within 15%,
+    median |error|."""
+    typed = [RecordGroup(g["stack"], g["gpu"], g["load"], g["figure"], tuple(g["errors"]))
+             for g in groups]
+    scopes = [{"stack": stack, "load": load}
+              for stack, load in sorted({(g.stack, g.load) for g in typed})]
+    scopes += [{"load": load} for load in LOADS]
+    lines = []
+    for scope in scopes:
+        for figure, label in FIGURES:
+            r = figure_record(typed, figure, scope)
+            if not r.cases:
+                continue
+            med = "-" if r.median_abs is None else f"{r.median_abs:.1%}"
+            lines.append(f"{scope_text(r.scope):45s} {label:13s} {r.cases:5d} cases "
+                         f"{r.share:6.1%} within, median |error| {med}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path, help="a published.py --json file")
+    ap.add_argument("--out", type=Path, default=TRACK_RECORD_FILE,
+                    help=f"where to write (default {TRACK_RECORD_FILE})")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 when --out's groups differ from the run's")
+    args = ap.parse_args(argv)
+    rows = json.loads(args.run.read_text())["rows"]
+    cases = {c.id: c for c in load_cases(None)}
+    groups = build_groups(rows, cases)
+    print("\n".join(summary_lines(groups)))
+    if args.check:
+        shipped = [(g.stack, g.gpu, g.load, g.figure, list(g.errors))
+                   for g in read_groups(args.out)]
+        fresh = [(g["stack"], g["gpu"], g["load"], g["figure"], g["errors"]) for g in groups]
+        same = shipped == fresh
+        print(f"{args.out}: {'the same as' if same else 'differs from'} {args.run}'s groups")
+        return 0 if same else 1
+    text = file_text(file_body(groups, head_commit()))
+    atomic_write(args.out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    print(f"wrote {args.out}: {len(groups)} groups, "
+          f"{sum(len(g['errors']) for g in groups)} errors")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

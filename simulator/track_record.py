@@ -1,0 +1,213 @@
+"""How close servesim came on published serving runs like the deployment being simulated.
+
+Every run prints a prediction; a capacity planner also needs to know how far to trust it.
+``benchmarks/published.py`` replays about 4,600 published, measured serving runs (vLLM,
+SGLang, TensorRT-LLM and NIM on A100 to B200; docs/gpu-profiles.md, "Published serving
+runs"), and ``benchmarks/track_record.py`` keeps, from one such replay, each held-out
+case's signed error on the three headline figures (issue 12's: mean TTFT, else median;
+median TPOT, else mean; output throughput), grouped by stack, GPU and kind of load, in
+``simulator/track_record.json`` (leaving out the runs whose benchmark runner shared the
+engine's process: no scenario describes such a deployment). This module reads that file and answers, for a stack, a
+GPU and a load: of the published runs most like it, how many did the replay read within
+15%, and by how much did it miss.
+
+The narrowest group with at least :data:`MIN_CASES` cases answers, per figure, in the order
+of :data:`SCOPES`: the same stack, GPU and load; then the same stack and load on any GPU;
+the GPU and load under any stack; the load alone; and, for a load no published run had, the
+stack and GPU, the stack, every case. A deployment with no ``[stack]`` (servesim's own
+policy) skips the scopes that name a stack. The record says which group answered, so a thin
+one is seen as thin. It describes the replays of published runs, not this run: a scenario
+far from every published run (another model, a new GPU) gets the record of its nearest
+group.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import ConfigError
+
+TRACK_RECORD_FILE = Path(__file__).with_name("track_record.json")
+WITHIN = 0.15  # issue 12's tolerance: a case is "within" when |error| <= 15%
+MIN_CASES = 10  # the fewest cases a group needs to answer for a figure
+
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("ttft", "TTFT"), ("tpot", "TPOT"), ("output_throughput", "output tok/s"))
+"""(key in the file, label): mean TTFT (else median), median TPOT (else mean), output
+throughput."""
+
+LOADS: dict[str, str] = {
+    "rate": "arrivals at a rate",
+    "closed": "closed loop",
+    "burst": "all at once",
+}
+"""Kinds of load: open-loop arrivals (Poisson, gamma, constant, a trace's times), a closed
+loop of clients, every request at t = 0 (``rate = inf``, with or without a concurrency
+cap; offline max-throughput tables)."""
+
+SCOPES: tuple[tuple[str, ...], ...] = (
+    ("stack", "gpu", "load"), ("stack", "load"), ("gpu", "load"), ("load",),
+    ("stack", "gpu"), ("stack",), (),
+)
+"""The groups asked in turn, narrowest first: the fields that must match. The kind of load
+goes before the stack and the GPU: it sets the queueing, which moves TTFT most (a closed
+loop of few clients reads within 15% about twice as often as a burst)."""
+
+NO_STACK = "none"
+
+
+def load_kind(arrival: str, rate: float | None) -> str:
+    """The kind of load (a key of :data:`LOADS`) of a workload's ``arrival`` and ``rate``."""
+    if arrival == "closed":
+        return "closed"
+    if arrival == "burst" or (rate is not None and math.isinf(rate)):
+        return "burst"
+    return "rate"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One figure's errors on the held-out cases of one stack, GPU and load."""
+
+    stack: str
+    gpu: str
+    load: str
+    figure: str
+    errors: tuple[float | None, ...]  # signed, simulated / published - 1; None: no result
+
+
+@dataclass(frozen=True)
+class FigureRecord:
+    """How one figure read on the published runs of a scope.
+
+    ``within`` counts the cases with |error| <= :data:`WITHIN`; a case with no result
+    counts as a miss. ``median_abs`` and ``signed_median`` are over the cases with a
+    result (None when none has one)."""
+
+    figure: str
+    scope: tuple[tuple[str, str], ...]  # the fields matched, (name, value): () for every case
+    cases: int
+    within: int
+    median_abs: float | None
+    signed_median: float | None
+
+    @property
+    def share(self) -> float:
+        """The share of cases within :data:`WITHIN`."""
+        return self.within / self.cases if self.cases else 0.0
+
+
+def read_groups(path: Path | str = TRACK_RECORD_FILE) -> list[Group]:
+    """The groups of a track-record file (``benchmarks/track_record.py`` writes it)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{p}: not a readable track-record file ({e})") from None
+    groups = data.get("groups") if isinstance(data, dict) else None
+    if not isinstance(groups, list):
+        raise ConfigError(f"{p}: expected an object with a 'groups' list")
+    return [_group(g, p, i) for i, g in enumerate(groups)]
+
+
+def _group(raw: Any, path: Path, i: int) -> Group:
+    where = f"{path}: groups[{i}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object")
+    names = {}
+    for key in ("stack", "gpu", "load", "figure"):
+        value = raw.get(key)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: {key} = {value!r}: expected a non-empty string")
+        names[key] = value
+    if names["load"] not in LOADS or names["figure"] not in dict(FIGURES):
+        raise ConfigError(f"{where}: load {names['load']!r} or figure {names['figure']!r} "
+                          f"unknown (loads {list(LOADS)}, figures {list(dict(FIGURES))})")
+    errors = raw.get("errors")
+    if not isinstance(errors, list) or not all(
+            e is None or (isinstance(e, (int, float)) and not isinstance(e, bool)
+                          and math.isfinite(e)) for e in errors):
+        raise ConfigError(f"{where}: errors must be a list of numbers or nulls")
+    return Group(names["stack"], names["gpu"], names["load"], names["figure"],
+                 tuple(None if e is None else float(e) for e in errors))
+
+
+def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str]) -> FigureRecord:
+    """``figure``'s record over the groups whose fields match ``scope``."""
+    errors = [e for g in groups if g.figure == figure
+              and all(getattr(g, k) == v for k, v in scope.items()) for e in g.errors]
+    have = [e for e in errors if e is not None]
+    return FigureRecord(
+        figure=figure, scope=tuple(scope.items()), cases=len(errors),
+        within=sum(1 for e in have if abs(e) <= WITHIN),
+        median_abs=statistics.median(abs(e) for e in have) if have else None,
+        signed_median=statistics.median(have) if have else None)
+
+
+def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
+                 min_cases: int = MIN_CASES) -> list[FigureRecord]:
+    """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
+    ``min_cases`` cases (every case if none does); ``stack`` :data:`NO_STACK` skips the
+    scopes that name a stack."""
+    wanted = {"stack": stack, "gpu": gpu, "load": load}
+    scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
+    out = []
+    for figure, _ in FIGURES:
+        for fields in scopes:
+            rec = figure_record(groups, figure, {k: wanted[k] for k in fields})
+            if rec.cases >= min_cases or not fields:
+                out.append(rec)
+                break
+    return out
+
+
+def scope_text(fields: Iterable[tuple[str, str]]) -> str:
+    """``vllm-v1, h100-sxm, arrivals at a rate``; any field left out reads as "any"."""
+    scope = dict(fields)
+    stack = scope.get("stack", "any stack")
+    gpu = scope.get("gpu", "any GPU")
+    load = LOADS[scope["load"]] if "load" in scope else "any load"
+    return f"{stack}, {gpu}, {load}"
+
+
+def record_lines(records: Sequence[FigureRecord], whom: str = "") -> list[str]:
+    """The report's lines: per figure, the share within 15%, the cases, the signed median
+    error and the median |error|, and the scope that answered; ``whom`` names the
+    deployment when the report holds several. [] for no records."""
+    if not records:
+        return []
+    labels = dict(FIGURES)
+    lines = ["track record, servesim on published serving runs like this one "
+             f"(docs/metrics.md, \"Track record\"){', for ' + whom if whom else ''}:"]
+    for r in records:
+        if r.median_abs is None or r.signed_median is None:
+            body = f"{r.cases} runs, none with a result"
+        else:
+            body = (f"{r.share:4.0%} of {r.cases} runs within 15%; median error "
+                    f"{r.signed_median:+.0%}, |error| {r.median_abs:.0%}")
+        lines.append(f"  {labels[r.figure]:<13s} {body}  [{scope_text(r.scope)}]")
+    return lines
+
+
+def record_json(r: FigureRecord) -> dict[str, Any]:
+    """One figure's record as plain JSON (``plan.json``)."""
+    return {"figure": r.figure, "scope": dict(r.scope), "cases": r.cases, "within": r.within,
+            "share_within": r.share, "median_abs_error": r.median_abs,
+            "median_error": r.signed_median}
+
+
+def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
+                      path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
+    """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
+    0.9", or "none"), its GPU, and its workload's arrival and rate; [] when the shipped
+    file is absent (a source tree without it)."""
+    if not Path(path).is_file():
+        return []
+    name = stack.split()[0] if stack.strip() else NO_STACK
+    return track_record(read_groups(path), name, gpu, load_kind(arrival, rate))

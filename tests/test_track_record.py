@@ -1,0 +1,165 @@
+"""simulator/track_record.py and benchmarks/track_record.py: the record of servesim's replays
+of published runs, worked by hand; the shipped file against the case files; the reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from simulator import track_record as tr
+from simulator.errors import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+pc = importlib.import_module("benchmarks.published_cases")
+bt = importlib.import_module("benchmarks.track_record")
+
+
+def group(stack: str, gpu: str, load: str, errors: list[float | None],
+          figure: str = "ttft") -> tr.Group:
+    return tr.Group(stack, gpu, load, figure, tuple(errors))
+
+
+def test_kinds_of_load() -> None:
+    assert tr.load_kind("closed", None) == "closed"
+    assert tr.load_kind("poisson", math.inf) == "burst"  # rate = inf: every request at 0
+    assert tr.load_kind("burst", None) == "burst"  # a published case's own word
+    assert [tr.load_kind(a, 4.0) for a in ("poisson", "gamma", "constant")] == ["rate"] * 3
+    assert tr.load_kind("trace", None) == "rate"
+
+
+def test_one_figure_by_hand() -> None:
+    groups = [group("vllm-v1", "h100-sxm", "rate", [0.10, -0.20, None, 0.05]),
+              group("vllm-v1", "h100-sxm", "rate", [0.5], figure="tpot")]
+    r = tr.figure_record(groups, "ttft", {"stack": "vllm-v1"})
+    # within 15%: +10% and +5%; the case with no result is a miss
+    assert (r.cases, r.within, r.share) == (4, 2, 0.5)
+    assert r.median_abs == pytest.approx(0.10)  # |.| of 0.10, -0.20, 0.05
+    assert r.signed_median == pytest.approx(0.05)
+    assert r.scope == (("stack", "vllm-v1"),)
+    none = tr.figure_record([group("a", "b", "rate", [None])], "ttft", {})
+    assert (none.cases, none.within, none.median_abs, none.signed_median) == (1, 0, None, None)
+
+
+GROUPS = [
+    group("vllm-v1", "h100-sxm", "rate", [0.01, 0.02, 0.03]),
+    group("sglang", "h100-sxm", "rate", [0.5] * 8),
+    group("sglang", "a100-80gb", "closed", [0.0] * 20),
+]
+
+
+def test_the_narrowest_group_with_enough_cases_answers() -> None:
+    # vllm-v1 on an H100 at a rate: 3 cases; vllm-v1 at a rate anywhere: 3; the H100 at a
+    # rate under any stack: 11 -> that one answers
+    rec = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=10)[0]
+    assert dict(rec.scope) == {"gpu": "h100-sxm", "load": "rate"} and rec.cases == 11
+    assert rec.within == 3  # vllm-v1's three, not sglang's eight at +50%
+    narrow = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=3)[0]
+    assert dict(narrow.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "load": "rate"}
+    # a load no group holds under that GPU: the load alone (20 closed-loop cases)
+    closed = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "closed", min_cases=10)[0]
+    assert dict(closed.scope) == {"load": "closed"} and closed.cases == 20
+    # no stack: the scopes naming one are skipped even where they would hold enough
+    free = tr.track_record(GROUPS, tr.NO_STACK, "a100-80gb", "closed", min_cases=3)[0]
+    assert dict(free.scope) == {"gpu": "a100-80gb", "load": "closed"}
+    # nothing reaches the bar: every case answers
+    everything = tr.track_record(GROUPS, "trtllm", "b200", "burst", min_cases=100)[0]
+    assert everything.scope == () and everything.cases == 31
+    # one record per figure, in FIGURES' order; a figure with no case reads 0 cases
+    recs = tr.track_record(GROUPS, "sglang", "a100-80gb", "closed", min_cases=10)
+    assert [r.figure for r in recs] == [f for f, _ in tr.FIGURES]
+    assert [r.cases for r in recs] == [20, 0, 0]
+
+
+def test_report_lines() -> None:
+    recs = tr.track_record(GROUPS, "sglang", "a100-80gb", "closed", min_cases=10)
+    lines = tr.record_lines(recs, "the best candidate")
+    assert lines[0].endswith(", for the best candidate:")
+    assert "100% of 20 runs within 15%; median error +0%, |error| 0%" in lines[1]
+    assert lines[1].endswith("[sglang, a100-80gb, closed loop]")
+    assert "0 runs, none with a result" in lines[2]
+    assert tr.record_lines([]) == []
+    assert tr.record_json(recs[0])["scope"] == {"stack": "sglang", "gpu": "a100-80gb",
+                                                "load": "closed"}
+
+
+@pytest.mark.parametrize("body, says", [
+    ("{", "not a readable track-record file"),
+    ('{"groups": 3}', "expected an object with a 'groups' list"),
+    ('{"groups": [{"stack": "x", "gpu": "y", "load": "rate", "figure": "ttft", '
+     '"errors": [0.1, "a"]}]}', "groups[0]: errors must be a list of numbers or nulls"),
+    ('{"groups": [{"stack": "x", "gpu": "y", "load": "offline", "figure": "ttft", '
+     '"errors": []}]}', "load 'offline' or figure 'ttft' unknown"),
+    ('{"groups": [{"stack": "", "gpu": "y", "load": "rate", "figure": "ttft", '
+     '"errors": []}]}', "groups[0]: stack = '': expected a non-empty string"),
+])
+def test_a_damaged_file_is_named(tmp_path: Path, body: str, says: str) -> None:
+    path = tmp_path / "record.json"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=r"record\.json") as e:
+        tr.read_groups(path)
+    assert says in str(e.value)
+
+
+def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
+    base = pc.load_cases()[0]
+
+    def case(cid: str, stack: str, arrival: str, harness: str = "") -> object:
+        return dataclasses.replace(base, id=cid, stack=stack, gpu="h200", harness=harness,
+                                   workload={"arrival": arrival},
+                                   metrics={"mean_ttft_ms": 1.0, "output_throughput": 1.0})
+
+    cases = {c.id: c for c in (case("a", "vllm-v1", "poisson"), case("b", "vllm-v1", "poisson"),
+                               case("c", "sglang", "burst"),
+                               case("d", "vllm-v0", "closed", harness="accelmark"))}
+    rows = [{"id": "a", "metrics": {"mean_ttft_ms": {"error": 0.123456},
+                                    "output_throughput": {"error": -0.01}}},
+            {"id": "b", "metrics": {"mean_ttft_ms": {"error": None}}},
+            {"id": "c", "metrics": {"median_ttft_ms": {"error": 0.3}}},
+            {"id": "d", "metrics": {"mean_ttft_ms": {"error": 9.0}}},  # in the engine's process
+            {"id": "a", "fitted": "a preset", "metrics": {"mean_ttft_ms": {"error": 5.0}}}]
+    groups = bt.build_groups(rows, cases)
+    assert groups == [
+        {"stack": "sglang", "gpu": "h200", "load": "burst", "figure": "ttft", "errors": [0.3]},
+        {"stack": "vllm-v1", "gpu": "h200", "load": "rate", "figure": "output_throughput",
+         "errors": [-0.01]},
+        {"stack": "vllm-v1", "gpu": "h200", "load": "rate", "figure": "ttft",
+         "errors": [0.1235, None]},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(bt.file_text(bt.file_body(groups, "abc1234")))
+    assert json.loads(path.read_text())["commit"] == "abc1234"
+    assert [g.errors for g in tr.read_groups(path)] == [(0.3,), (-0.01,), (0.1235, None)]
+
+
+def test_the_shipped_file_covers_the_held_out_cases() -> None:
+    """Each group of simulator/track_record.json holds as many errors as the case files
+    have held-out cases of that stack, GPU, load and figure (a case added or moved without
+    ``benchmarks/track_record.py`` run again fails here)."""
+    want: Counter[tuple[str, str, str, str]] = Counter()
+    for case in pc.load_cases():
+        if case.fitted or case.harness:
+            continue
+        for (figure, _), keys in zip(tr.FIGURES, bt.HEADLINE_FORMS.values(), strict=True):
+            if any(k in case.metrics for k in keys):
+                want[(case.stack, case.gpu, bt.case_load(case), figure)] += 1
+    have = Counter({(g.stack, g.gpu, g.load, g.figure): len(g.errors)
+                    for g in tr.read_groups()})
+    assert have == want
+
+
+def test_a_deployment_reads_its_record() -> None:
+    recs = tr.deployment_record("vllm-v1 0.11", "h100-sxm", "poisson", 4.0)
+    assert [r.figure for r in recs] == [f for f, _ in tr.FIGURES]
+    assert all(r.cases >= tr.MIN_CASES for r in recs)
+    assert all(dict(r.scope).get("load") == "rate" for r in recs)
+    assert tr.deployment_record("none", "h100-sxm", "closed", None)[0].scope[-1] \
+        == ("load", "closed")
+    assert tr.deployment_record("none", "h100-sxm", "closed", None,
+                                path=Path("no-such-file.json")) == []
