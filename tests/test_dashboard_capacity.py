@@ -18,6 +18,7 @@ from dashboard.logic.capacity import (
 from dashboard.logic.scenario_form import load_shipped
 from simulator.capacity import sample_size
 from simulator.slo import SLO
+from simulator.track_record import deployment_record
 
 SLO_500 = {"ttft_ms": 500.0, "tpot_ms": 50.0, "percentile": 99.0}
 ONE = {"gpus": ["h100-sxm"], "tp": [1], "policies": ["chunked"]}
@@ -97,6 +98,13 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
     at = page("capacity").run()
     assert not at.exception, at.exception
     assert "**Best for 40 req/s" in _text(at)
+    # the best candidate's track record: its GPU, the scenario's (Poisson) load
+    assert "Track record of the best candidate on published runs like it" in \
+        [e.label for e in at.expander]
+    best_gpu = at.dataframe[0].value.iloc[0]["candidate"].split()[0]
+    record = at.table[0].value
+    want = deployment_record("none", best_gpu, "poisson", 40.0)
+    assert list(record["published runs"]) == [r.cases for r in want]
     figs = figures(at)
     pareto = figs["Cost vs P99 TTFT"]
     assert trace_names(pareto) == ["meet the SLO", "miss the SLO", "Pareto front",

@@ -234,3 +234,15 @@ def test_attention_data_parallel_is_a_knob_for_moe_models():
                          '[hardware]\ngpu = "h200"\ntp = 1\nattention_dp = 16\n', "dp16.toml")
     assert at.selectbox(key="attention_dp").value == 16
     assert _ran(at)["hardware"]["attention_dp"] == 16
+
+
+def test_track_record_of_the_scenario(explorer):
+    from simulator.track_record import deployment_record
+
+    label = "Track record: how servesim read published runs like this one"
+    assert label in [e.label for e in explorer.expander]
+    table = explorer.table[0].value  # the default chat scenario: no [stack], an H100, Poisson
+    want = deployment_record("none", "h100-sxm", "poisson", 8.0)
+    assert list(table["published runs"]) == [r.cases for r in want]
+    assert list(table["within 15% (%)"]) == [round(100 * r.share, 1) for r in want]
+    assert all(s.endswith("arrivals at a rate") for s in table.iloc[:, -1])

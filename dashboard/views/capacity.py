@@ -32,6 +32,7 @@ from dashboard.logic.capacity import (
 from dashboard.logic.form_fields import choices
 from dashboard.logic.hardware import CATALOGUE_GPUS
 from dashboard.logic.scenario_form import default, load_shipped, policy_label
+from dashboard.logic.track import track_record_rows
 from dashboard.ui import guarded, plot
 from simulator.capacity import PlanResult, load_prices
 from simulator.specs import MODELS, WEIGHT_DTYPE_BYTES
@@ -161,6 +162,17 @@ with left:
 with right:
     plot(figures_capacity.max_rate_bars(table, rate), "cap_max_rate")
 st.dataframe(table, hide_index=True)
+chosen = result.best or result.closest
+record = track_record_rows({**raw, "hardware": {"gpu": chosen.gpu}}) if chosen else []
+if chosen and record:
+    which = "best" if result.best else "closest"
+    with st.expander(f"Track record of the {which} candidate on published runs like it"):
+        st.table(record)
+        st.caption(f"{chosen.name}: how servesim's replays of held-out published serving "
+                   "runs of its stack, GPU and kind of load (else a wider group: the last "
+                   "column) read; a negative median error is lower than measured. Leave "
+                   "headroom under a target the record misses often (docs/metrics.md, "
+                   "\"Track record\").")
 st.caption(f"Planned in {seconds:.1f} s{' (this answer is from the cache)' if from_cache else ''}"
            ": "
            f"{result.computed} points simulated, "

@@ -15,6 +15,7 @@ from dashboard.logic.run import (
 )
 from dashboard.logic.scenario_form import apply_knobs, knobs_from_point
 from dashboard.logic.toml_out import to_toml
+from dashboard.logic.track import track_record_rows
 from dashboard.sidebar import knob_widgets, scenario_picker
 from dashboard.ui import cached_run, feature_tiles, guarded, kpi_tiles, plot
 
@@ -43,6 +44,14 @@ st.caption(f"{s['completed']} of {len(out.requests)} requests finished, "
            f"simulated in {s['sim_wall_s']:.2f} s")
 for note in s.get("workload_notes") or []:
     st.caption(note)
+record = track_record_rows(scenario)
+if record:
+    with st.expander("Track record: how servesim read published runs like this one"):
+        st.table(record)
+        st.caption("Held-out published serving runs replayed by benchmarks/published.py: the "
+                   "narrowest group of at least 10 with this stack, GPU and kind of load, "
+                   "else a wider one (the last column says which). A negative median error "
+                   "reads lower than measured; docs/metrics.md, \"Track record\".")
 
 plot(figures.latency_cdfs(latency_samples(out.requests, out.steps), targets), "cdfs")
 left, right = st.columns(2)
