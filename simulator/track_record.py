@@ -7,9 +7,9 @@ runs"), and ``benchmarks/track_record.py`` keeps, from one such replay, each hel
 case's signed error on the three headline figures (issue 12's: mean TTFT, else median;
 median TPOT, else mean; output throughput), grouped by stack, GPU and kind of load, in
 ``simulator/track_record.json`` (leaving out the runs whose benchmark runner shared the
-engine's process: no scenario describes such a deployment). This module reads that file and answers, for a stack, a
-GPU and a load: of the published runs most like it, how many did the replay read within
-15%, and by how much did it miss.
+engine's process: no scenario describes such a deployment). This module reads that file
+and answers, for a stack, a GPU and a load: of the published runs most like it, how many
+did the replay read within 15%, and by how much did it miss.
 
 The narrowest group with at least :data:`MIN_CASES` cases answers, per figure, in the order
 of :data:`SCOPES`: the same stack, GPU and load; then the same stack and load on any GPU;

@@ -162,13 +162,13 @@ with left:
 with right:
     plot(figures_capacity.max_rate_bars(table, rate), "cap_max_rate")
 st.dataframe(table, hide_index=True)
-chosen = result.best or result.closest
-record = track_record_rows({**raw, "hardware": {"gpu": chosen.gpu}}) if chosen else []
-if chosen and record:
+answer = result.best or result.closest
+record = track_record_rows({**raw, "hardware": {"gpu": answer.gpu}}) if answer else []
+if answer and record:
     which = "best" if result.best else "closest"
     with st.expander(f"Track record of the {which} candidate on published runs like it"):
         st.table(record)
-        st.caption(f"{chosen.name}: how servesim's replays of held-out published serving "
+        st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
                    "runs of its stack, GPU and kind of load (else a wider group: the last "
                    "column) read; a negative median error is lower than measured. Leave "
                    "headroom under a target the record misses often (docs/metrics.md, "
