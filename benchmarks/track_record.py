@@ -112,12 +112,14 @@ def file_text(body: dict[str, Any]) -> str:
 
 
 def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
-    """One line per (stack, load) and figure, then per load: cases, share within 15%,
-    median |error|."""
+    """One line per (stack, load) and figure, then per GPU class and load, then per load:
+    cases, share within 15%, median |error|."""
     typed = [RecordGroup(g["stack"], g["gpu"], g["load"], g["figure"], tuple(g["errors"]))
              for g in groups]
     scopes = [{"stack": stack, "load": load}
               for stack, load in sorted({(g.stack, g.load) for g in typed})]
+    scopes += [{"gpu_class": c, "load": load} for c in sorted({g.gpu_class for g in typed})
+               for load in LOADS]
     scopes += [{"load": load} for load in LOADS]
     lines = []
     for scope in scopes:
@@ -126,7 +128,7 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
             if not r.cases:
                 continue
             med = "-" if r.median_abs is None else f"{r.median_abs:.1%}"
-            lines.append(f"{scope_text(r.scope):45s} {label:13s} {r.cases:5d} cases "
+            lines.append(f"{scope_text(r.scope):52s} {label:13s} {r.cases:5d} cases "
                          f"{r.share:6.1%} within, median |error| {med}")
     return lines
 

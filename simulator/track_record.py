@@ -12,9 +12,10 @@ and answers, for a stack, a GPU and a load: of the published runs most like it, 
 did the replay read within 15%, and by how much did it miss.
 
 The narrowest group with at least :data:`MIN_CASES` cases answers, per figure, in the order
-of :data:`SCOPES`: the same stack, GPU and load; then the same stack and load on any GPU;
-the GPU and load under any stack; the load alone; and, for a load no published run had, the
-stack and GPU, the stack, every case. A deployment with no ``[stack]`` (servesim's own
+of :data:`SCOPES`: the same stack, GPU and load; then the same stack and load on any GPU
+of its class (data-centre or consumer); the GPU and load under any stack; its class and the
+load; the load alone; and, for a load no published run had, the stack and GPU, the stack,
+every case. A deployment with no ``[stack]`` (servesim's own
 policy) skips the scopes that name a stack. The record says which group answered, so a thin
 one is seen as thin. It describes the replays of published runs, not this run: a scenario
 far from every published run (another model, a new GPU) gets the record of its nearest
@@ -51,13 +52,20 @@ LOADS: dict[str, str] = {
 loop of clients, every request at t = 0 (``rate = inf``, with or without a concurrency
 cap; offline max-throughput tables)."""
 
+CONSUMER_GPUS = frozenset({"rtx4090"})
+"""GeForce boards: PCIe without peer-to-peer between GPUs, so their tensor-parallel runs are
+unlike any data-centre GPU's (IOG's RTX 4090 runs at TP 2 and 4 read 70-100% short on TTFT;
+docs/gpu-profiles.md, "Where the TTFT misses are"). A scope that leaves the GPU open keeps
+its class."""
+
 SCOPES: tuple[tuple[str, ...], ...] = (
-    ("stack", "gpu", "load"), ("stack", "load"), ("gpu", "load"), ("load",),
-    ("stack", "gpu"), ("stack",), (),
+    ("stack", "gpu", "load"), ("stack", "gpu_class", "load"), ("gpu", "load"),
+    ("gpu_class", "load"), ("load",), ("stack", "gpu"), ("stack",), (),
 )
-"""The groups asked in turn, narrowest first: the fields that must match. The kind of load
-goes before the stack and the GPU: it sets the queueing, which moves TTFT most (a closed
-loop of few clients reads within 15% about twice as often as a burst)."""
+"""The groups asked in turn, narrowest first: the fields that must match (``gpu_class``:
+data-centre or consumer, :data:`CONSUMER_GPUS`). The kind of load goes before the stack and
+the GPU: it sets the queueing, which moves TTFT most (a closed loop of few clients reads
+within 15% about twice as often as a burst)."""
 
 NO_STACK = "none"
 
@@ -71,6 +79,11 @@ def load_kind(arrival: str, rate: float | None) -> str:
     return "rate"
 
 
+def gpu_class(gpu: str) -> str:
+    """``consumer`` for :data:`CONSUMER_GPUS`, else ``data-centre``."""
+    return "consumer" if gpu in CONSUMER_GPUS else "data-centre"
+
+
 @dataclass(frozen=True)
 class Group:
     """One figure's errors on the held-out cases of one stack, GPU and load."""
@@ -80,6 +93,11 @@ class Group:
     load: str
     figure: str
     errors: tuple[float | None, ...]  # signed, simulated / published - 1; None: no result
+
+    @property
+    def gpu_class(self) -> str:
+        """``consumer`` for :data:`CONSUMER_GPUS`, else ``data-centre``."""
+        return gpu_class(self.gpu)
 
 
 @dataclass(frozen=True)
@@ -155,7 +173,7 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
     ``min_cases`` cases (every case if none does); ``stack`` :data:`NO_STACK` skips the
     scopes that name a stack."""
-    wanted = {"stack": stack, "gpu": gpu, "load": load}
+    wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu), "load": load}
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
     out = []
     for figure, _ in FIGURES:
@@ -171,7 +189,8 @@ def scope_text(fields: Iterable[tuple[str, str]]) -> str:
     """``vllm-v1, h100-sxm, arrivals at a rate``; any field left out reads as "any"."""
     scope = dict(fields)
     stack = scope.get("stack", "any stack")
-    gpu = scope.get("gpu", "any GPU")
+    gpu = scope.get("gpu") or (f"any {scope['gpu_class']} GPU" if "gpu_class" in scope
+                               else "any GPU")
     load = LOADS[scope["load"]] if "load" in scope else "any load"
     return f"{stack}, {gpu}, {load}"
 

@@ -62,9 +62,10 @@ def test_the_narrowest_group_with_enough_cases_answers() -> None:
     assert rec.within == 3  # vllm-v1's three, not sglang's eight at +50%
     narrow = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=3)[0]
     assert dict(narrow.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "load": "rate"}
-    # a load no group holds under that GPU: the load alone (20 closed-loop cases)
+    # a load no group holds under that GPU: data-centre GPUs under that load (20 cases)
     closed = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "closed", min_cases=10)[0]
-    assert dict(closed.scope) == {"load": "closed"} and closed.cases == 20
+    assert dict(closed.scope) == {"gpu_class": "data-centre", "load": "closed"}
+    assert closed.cases == 20
     # no stack: the scopes naming one are skipped even where they would hold enough
     free = tr.track_record(GROUPS, tr.NO_STACK, "a100-80gb", "closed", min_cases=3)[0]
     assert dict(free.scope) == {"gpu": "a100-80gb", "load": "closed"}
@@ -75,6 +76,22 @@ def test_the_narrowest_group_with_enough_cases_answers() -> None:
     recs = tr.track_record(GROUPS, "sglang", "a100-80gb", "closed", min_cases=10)
     assert [r.figure for r in recs] == [f for f, _ in tr.FIGURES]
     assert [r.cases for r in recs] == [20, 0, 0]
+
+
+def test_a_wider_scope_keeps_the_gpu_class() -> None:
+    consumer = [*GROUPS, group("vllm-v1", "rtx4090", "rate", [-0.9] * 12)]
+    # an H100 at a rate: 11 data-centre cases, not the RTX 4090's 12 misses
+    h100 = tr.track_record(consumer, tr.NO_STACK, "h100-sxm", "rate", min_cases=10)[0]
+    assert dict(h100.scope) == {"gpu": "h100-sxm", "load": "rate"}
+    assert (h100.cases, h100.within) == (11, 3)
+    l40s = tr.track_record(consumer, tr.NO_STACK, "l40s", "rate", min_cases=10)[0]
+    assert dict(l40s.scope) == {"gpu_class": "data-centre", "load": "rate"}
+    assert (l40s.cases, l40s.within) == (11, 3)
+    assert tr.scope_text(l40s.scope) == "any stack, any data-centre GPU, arrivals at a rate"
+    # an RTX 4090 under a stack with no run of its own there: the consumer board's runs
+    mine = tr.track_record(consumer, "sglang", "rtx4090", "rate", min_cases=10)[0]
+    assert dict(mine.scope) == {"gpu": "rtx4090", "load": "rate"} and mine.within == 0
+    assert tr.gpu_class("rtx4090") == "consumer" and tr.gpu_class("b200") == "data-centre"
 
 
 def test_report_lines() -> None:
