@@ -133,6 +133,22 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def same_groups(groups: list[dict[str, Any]], path: Path = TRACK_RECORD_FILE) -> bool:
+    """Whether the file at ``path`` holds exactly ``groups`` (fields and errors)."""
+    shipped = [(g.stack, g.gpu, g.load, g.figure, list(g.errors)) for g in read_groups(path)]
+    return shipped == [(g["stack"], g["gpu"], g["load"], g["figure"], g["errors"])
+                       for g in groups]
+
+
+def stale_note(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]) -> str:
+    """"" when the shipped track record is these rows'; else a note saying how to renew it
+    (``published.py`` prints it after a full replay)."""
+    if same_groups(build_groups(rows, cases)):
+        return ""
+    return (f"note: {TRACK_RECORD_FILE.name} differs from this replay: the simulator's "
+            "figures moved; renew it with --json F, then python benchmarks/track_record.py F")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a published.py --json file")
@@ -146,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = build_groups(rows, cases)
     print("\n".join(summary_lines(groups)))
     if args.check:
-        shipped = [(g.stack, g.gpu, g.load, g.figure, list(g.errors))
-                   for g in read_groups(args.out)]
-        fresh = [(g["stack"], g["gpu"], g["load"], g["figure"], g["errors"]) for g in groups]
-        same = shipped == fresh
+        same = same_groups(groups, args.out)
         print(f"{args.out}: {'the same as' if same else 'differs from'} {args.run}'s groups")
         return 0 if same else 1
     text = file_text(file_body(groups, head_commit()))

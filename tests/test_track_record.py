@@ -180,3 +180,13 @@ def test_a_deployment_reads_its_record() -> None:
         == ("load", "closed")
     assert tr.deployment_record("none", "h100-sxm", "closed", None,
                                 path=Path("no-such-file.json")) == []
+
+
+def test_a_replay_whose_figures_moved_is_noted() -> None:
+    shipped = [{"stack": g.stack, "gpu": g.gpu, "load": g.load, "figure": g.figure,
+                "errors": list(g.errors)} for g in tr.read_groups()]
+    assert bt.same_groups(shipped)
+    moved = [dict(g) for g in shipped]
+    moved[0] = {**moved[0], "errors": [*moved[0]["errors"][:-1], 0.5]}
+    assert not bt.same_groups(moved)
+    assert "differs from this replay" in bt.stale_note([], {})  # no rows: nothing matches
