@@ -224,9 +224,10 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
                       path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
-    0.9", or "none"), its GPU, and its workload's arrival and rate; [] when the shipped
-    file is absent (a source tree without it)."""
-    if not Path(path).is_file():
+    0.9", or "none"), its GPU, and its workload's arrival and rate. [] on the CPU (no
+    published run is one; `servesim validate` measures the simulator against the engine on
+    the machine itself) and when the shipped file is absent (a source tree without it)."""
+    if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
     return track_record(read_groups(path), name, gpu, load_kind(arrival, rate))

@@ -180,6 +180,7 @@ def test_a_deployment_reads_its_record() -> None:
         == ("load", "closed")
     assert tr.deployment_record("none", "h100-sxm", "closed", None,
                                 path=Path("no-such-file.json")) == []
+    assert tr.deployment_record("none", "cpu", "poisson", 2.0) == []  # validate's business
 
 
 def test_a_replay_whose_figures_moved_is_noted() -> None:
