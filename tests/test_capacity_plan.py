@@ -156,6 +156,8 @@ def test_cli_plan_json_and_text(tmp_path: Path, capsys) -> None:  # type: ignore
     # the best candidate's track record on published runs (simulator/track_record.py)
     assert [r["figure"] for r in data["track_record"]] == [f for f, _ in FIGURES]
     assert all(r["cases"] >= MIN_CASES for r in data["track_record"])
+    # the best candidate's unused share of each target: it meets them all
+    assert data["headroom"] and all(0 <= v < 1 for v in data["headroom"].values())
     assert main(_cli(tmp_path, "--slo", "ttft_p99_ms=1")) == 0
     text = capsys.readouterr().out
     assert "no candidate meets the SLO" in text and "closest:" in text and "p99_ttft_ms" in text

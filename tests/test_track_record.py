@@ -191,3 +191,23 @@ def test_a_replay_whose_figures_moved_is_noted() -> None:
     moved[0] = {**moved[0], "errors": [*moved[0]["errors"][:-1], 0.5]}
     assert not bt.same_groups(moved)
     assert "differs from this replay" in bt.stale_note([], {})  # no rows: nothing matches
+
+
+def test_plan_headroom_against_the_record_by_hand() -> None:
+    from servesim.plan_command import headroom, headroom_lines
+    from simulator.capacity import CandidateResult
+
+    best = CandidateResult(name="h100-sxm x1 bf16 chunked", labels={}, gpu="h100-sxm", tp=1,
+                           status="meets_slo", at_target={"slo": {
+                               "p99_ttft_ms": {"target": 500.0, "value": 460.0, "met": True},
+                               "p99_tpot_ms": {"target": 50.0, "value": 25.0, "met": True}}})
+    assert headroom(best) == pytest.approx({"p99_ttft_ms": 0.08, "p99_tpot_ms": 0.5})
+    records = [tr.FigureRecord("ttft", (), 50, 30, 0.14, -0.05),
+               tr.FigureRecord("tpot", (), 50, 40, 0.07, -0.02)]
+    lines = headroom_lines(best, 20.0, records)
+    assert lines[0] == ("headroom of h100-sxm x1 bf16 chunked at 20 req/s: P99 TTFT 460 ms of "
+                        "500 (8%), P99 TPOT 25 ms of 50 (50%)")
+    # TTFT's 8% is under the record's 14%: 500 x (1 - 0.14) = 430; TPOT's 50% is not
+    assert len(lines) == 2 and "P99 TTFT's headroom (8%)" in lines[1]
+    assert "--slo ttft_p99_ms=430" in lines[1]
+    assert headroom_lines(best, 20.0, []) == lines[:1]  # no record: the headroom alone
