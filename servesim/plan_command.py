@@ -26,6 +26,7 @@ from simulator.capacity import (
     plan,
     price_table,
 )
+from simulator.capacity.headroom import headroom, headroom_lines
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
 from simulator.point_cache import PointCache
@@ -33,13 +34,7 @@ from simulator.results_folder import check_writable, default_out
 from simulator.scenario import apply_overrides, load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO, parse_slo_string
-from simulator.track_record import (
-    NO_STACK,
-    FigureRecord,
-    deployment_record,
-    record_json,
-    record_lines,
-)
+from simulator.track_record import FigureRecord, point_record, record_json, record_lines
 
 _DEFAULTS = SearchSettings()
 LIST_FLAGS = {  # flag -> (candidate axis, element type)
@@ -167,49 +162,6 @@ def _record_whom(result: PlanResult) -> str:
         if chosen else ""
 
 
-def headroom(best: CandidateResult) -> dict[str, float]:
-    """Per SLO target at the target rate (``p99_ttft_ms``, ...): 1 - value / target, the
-    share of the target the best candidate leaves unused."""
-    checks = best.at_target.get("slo") or {}
-    return {key: 1.0 - c["value"] / c["target"] for key, c in checks.items()
-            if c.get("target") and c.get("value") is not None}
-
-
-def headroom_lines(best: CandidateResult, rate: float, records: list[FigureRecord]
-                   ) -> list[str]:
-    """The best candidate's headroom under each target, and a note where it is less than
-    servesim's median error of that figure on published runs like it (the track record):
-    there the plan's answer rests on a margin the simulator does not hold."""
-    checks = best.at_target.get("slo") or {}
-    room = headroom(best)
-    if not room:
-        return []
-    parts = [f"{_target_label(k)} {checks[k]['value']:.3g} ms of {checks[k]['target']:g} "
-             f"({room[k]:.0%})" for k in room]
-    lines = [f"headroom of {best.name} at {rate:g} req/s: {', '.join(parts)}"]
-    errors = {r.figure: r.median_abs for r in records if r.median_abs is not None}
-    for key, share in room.items():
-        metric = key.split("_")[1]  # p99_ttft_ms -> ttft
-        error = errors.get(metric)
-        if error is None or share >= error:
-            continue
-        quantile = key.split("_")[0][1:]
-        tighter = checks[key]["target"] * (1.0 - error)
-        value = f"{tighter:.0f}" if tighter >= 10 else f"{tighter:.3g}"  # no e-notation
-        lines.append(
-            f"note: {_target_label(key)}'s headroom ({share:.0%}) is less than servesim's "
-            f"median {metric.upper()} error on published runs like it ({error:.0%}): the "
-            f"answer may need more replicas; to plan with that margin, --slo "
-            f"{metric}_p{quantile}_ms={value} (and the other targets)")
-    return lines
-
-
-def _target_label(key: str) -> str:
-    """``p99_ttft_ms`` -> ``P99 TTFT``."""
-    parts = key.split("_")
-    return f"{parts[0].upper()} {parts[1].upper()}" if len(parts) == 3 else key
-
-
 def _plan_record(result: PlanResult, candidates: list[Candidate]) -> list[FigureRecord]:
     """The track record (simulator/track_record.py) of the best candidate, else the
     closest: its stack and GPU under the scenario's kind of load at the target rate."""
@@ -217,10 +169,7 @@ def _plan_record(result: PlanResult, candidates: list[Candidate]) -> list[Figure
     point = next((c.point for c in candidates if chosen and c.name == chosen.name), None)
     if chosen is None or point is None:
         return []
-    stack = point.get("stack") or {}
-    name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
-    arrival = str((point.get("workload") or {}).get("arrival", "poisson"))
-    return deployment_record(name, chosen.gpu, arrival, result.target_rps)
+    return point_record(point, chosen.gpu, result.target_rps)
 
 
 def _money(value: float | None, digits: int = 2) -> str:

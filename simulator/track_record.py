@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,3 +231,18 @@ def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
     return track_record(read_groups(path), name, gpu, load_kind(arrival, rate))
+
+
+def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
+                 path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
+    """The record of a scenario point dict: its ``[stack]``, ``hardware.gpu`` and workload
+    arrival and rate; ``gpu`` and ``rate`` override the point's (a plan's candidate at its
+    target rate)."""
+    stack = point.get("stack") or {}
+    name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
+    workload = point.get("workload") or {}
+    own = workload.get("rate")
+    if rate is None and isinstance(own, int | float) and not isinstance(own, bool):
+        rate = float(own)
+    return deployment_record(name, gpu or str((point.get("hardware") or {}).get("gpu", "")),
+                             str(workload.get("arrival", "poisson")), rate, path)

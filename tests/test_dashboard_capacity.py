@@ -105,6 +105,8 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
     record = at.table[0].value
     want = deployment_record("none", best_gpu, "poisson", 40.0)
     assert list(record["published runs"]) == [r.cases for r in want]
+    assert any(c.value.startswith(f"headroom of {best_gpu} ") and "at 40 req/s: P99 TTFT" in c.value
+               for c in at.caption)
     figs = figures(at)
     pareto = figs["Cost vs P99 TTFT"]
     assert trace_names(pareto) == ["meet the SLO", "miss the SLO", "Pareto front",

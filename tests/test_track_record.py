@@ -194,8 +194,8 @@ def test_a_replay_whose_figures_moved_is_noted() -> None:
 
 
 def test_plan_headroom_against_the_record_by_hand() -> None:
-    from servesim.plan_command import headroom, headroom_lines
     from simulator.capacity import CandidateResult
+    from simulator.capacity.headroom import headroom, headroom_lines
 
     best = CandidateResult(name="h100-sxm x1 bf16 chunked", labels={}, gpu="h100-sxm", tp=1,
                            status="meets_slo", at_target={"slo": {
@@ -211,3 +211,15 @@ def test_plan_headroom_against_the_record_by_hand() -> None:
     assert len(lines) == 2 and "P99 TTFT's headroom (8%)" in lines[1]
     assert "--slo ttft_p99_ms=430" in lines[1]
     assert headroom_lines(best, 20.0, []) == lines[:1]  # no record: the headroom alone
+
+
+def test_a_scenario_point_reads_the_record_of_its_fields() -> None:
+    point = {"stack": {"name": "vllm-v1", "version": "0.11"}, "hardware": {"gpu": "a100-80gb"},
+             "workload": {"arrival": "poisson", "rate": float("inf")}}
+    burst = tr.deployment_record("vllm-v1 0.11", "a100-80gb", "poisson", float("inf"))
+    assert tr.point_record(point) == burst and dict(burst[0].scope)["load"] == "burst"
+    # a plan's candidate: its own GPU at the target rate (not the point's burst)
+    at_rate = tr.point_record(point, gpu="h200", rate=5.0)
+    assert at_rate == tr.deployment_record("vllm-v1", "h200", "poisson", 5.0)
+    assert tr.point_record({"hardware": {"gpu": "h100-sxm"}, "workload": {"rate": [1, 2]}}) \
+        == tr.deployment_record("none", "h100-sxm", "poisson", None)  # a sweep's list: a rate

@@ -35,7 +35,9 @@ from dashboard.logic.scenario_form import default, load_shipped, policy_label
 from dashboard.logic.track import track_record_rows
 from dashboard.ui import guarded, plot
 from simulator.capacity import PlanResult, load_prices
+from simulator.capacity.headroom import headroom_lines
 from simulator.specs import MODELS, WEIGHT_DTYPE_BYTES
+from simulator.track_record import point_record
 
 SCENARIO_KEYS = ("cap_model", "cap_rate", "cap_ttft_ms", "cap_tpot_ms", "cap_percentile",
                  "cap_dtypes")
@@ -163,11 +165,15 @@ with right:
     plot(figures_capacity.max_rate_bars(table, rate), "cap_max_rate")
 st.dataframe(table, hide_index=True)
 answer = result.best or result.closest
-record = track_record_rows({**raw, "hardware": {"gpu": answer.gpu}}) if answer else []
+record = track_record_rows(raw, answer.gpu) if answer else []
 if answer and record:
     which = "best" if result.best else "closest"
     with st.expander(f"Track record of the {which} candidate on published runs like it"):
         st.table(record)
+        if result.best is not None:  # its unused share of each target, against the record
+            records = point_record(raw, result.best.gpu, rate)
+            for line in headroom_lines(result.best, rate, records):
+                st.caption(line)
         st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
                    "runs of its stack, GPU and kind of load (else a wider group: the last "
                    "column) read; a negative median error is lower than measured. Leave "
