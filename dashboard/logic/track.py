@@ -9,14 +9,21 @@ from simulator.track_record import FIGURES, point_record, scope_text
 
 
 def track_record_rows(point: dict[str, Any], gpu: str | None = None) -> list[dict[str, Any]]:
-    """One row per headline figure: runs, share within 15%, median error and |error| (in
-    %), and the group of runs that answered; [] when there is no record (the CPU)."""
+    """One row per headline figure: runs, share within 15%, median error and |error| (as
+    text in %), and the group of runs that answered; [] when there is no record (the CPU)."""
     labels = dict(FIGURES)
     return [{
         "figure": labels[r.figure],
         "published runs": r.cases,
-        "within 15% (%)": round(100 * r.share, 1),
-        "median error (%)": None if r.signed_median is None else round(100 * r.signed_median, 1),
-        "median |error| (%)": None if r.median_abs is None else round(100 * r.median_abs, 1),
+        "within 15%": f"{r.share:.1%}",
+        "median error": _percent(r.signed_median, signed=True),
+        "median |error|": _percent(r.median_abs),
         "runs like this: stack, GPU, load": scope_text(r.scope),
     } for r in point_record(point, gpu)]
+
+
+def _percent(value: float | None, signed: bool = False) -> str:
+    """``-2.6%`` (``+`` shown when ``signed``), or ``-`` for no value."""
+    if value is None:
+        return "-"
+    return f"{value:+.1%}" if signed else f"{value:.1%}"
