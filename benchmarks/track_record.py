@@ -6,13 +6,13 @@
 
 Each held-out case (a preset fitted on none of it) gives its signed error on the three
 headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else mean;
-output throughput), grouped by stack, GPU and kind of load
-(:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
-``servesim plan`` read the file to print how the replay read on the published runs most
-like the deployment (simulator/track_record.py). Errors are kept to four decimals; a case
-with no result is kept as null (a miss). The runs of a benchmark runner sharing the
-engine's process (``Case.harness``: AccelMark's, whose replay adds that runner's host cost)
-are left out: no scenario describes such a deployment.
+output throughput), grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or
+several) and kind of load (:func:`simulator.track_record.load_kind` of the case's
+arrival). ``servesim run`` and ``servesim plan`` read the file to print how the replay read
+on the published runs most like the deployment (simulator/track_record.py). Errors are
+kept to four decimals; a case with no result is kept as null (a miss). The runs of a
+benchmark runner sharing the engine's process (``Case.harness``: AccelMark's, whose replay
+adds that runner's host cost) are left out: no scenario describes such a deployment.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ from simulator.atomic import atomic_write  # noqa: E402
 from simulator.track_record import (  # noqa: E402
     FIGURES,
     LOADS,
+    PARALLEL,
     TRACK_RECORD_FILE,
     figure_record,
+    parallel_kind,
     read_groups,
     scope_text,
 )
@@ -62,17 +64,18 @@ def case_load(case: Case) -> str:
 
 def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
                  ) -> list[dict[str, Any]]:
-    """The file's groups from ``published.py`` rows: per (stack, GPU, load, figure), the
-    held-out cases' errors in row order, sorted by those four fields."""
-    errors: dict[tuple[str, str, str, str], list[float | None]] = defaultdict(list)
+    """The file's groups from ``published.py`` rows: per (stack, GPU, GPUs a replica, load,
+    figure), the held-out cases' errors in row order, sorted by those five fields."""
+    errors: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
     for s in scored(rows, cases):
         case = cases[s.case_id]
         if case.harness:  # a runner in the engine's process: no scenario describes one
             continue
-        key = (case.stack, case.gpu, case_load(case), FIGURE_KEYS[s.figure])
+        key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
+               FIGURE_KEYS[s.figure])
         errors[key].append(None if s.error is None else round(s.error, 4))
-    return [{"stack": k[0], "gpu": k[1], "load": k[2], "figure": k[3], "errors": v}
-            for k, v in sorted(errors.items())]
+    return [{"stack": k[0], "gpu": k[1], "parallel": k[2], "load": k[3], "figure": k[4],
+             "errors": v} for k, v in sorted(errors.items())]
 
 
 def head_commit() -> str:
@@ -93,11 +96,12 @@ def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
     """The JSON written: what it is, how it was made, and the groups."""
     return {
         "about": "servesim's signed errors (simulated / published - 1) on held-out "
-                 "published serving runs, by stack, GPU and kind of load; read by "
-                 "simulator/track_record.py",
+                 "published serving runs, by stack, GPU, GPUs a replica and kind of load; "
+                 "read by simulator/track_record.py",
         "made_by": MADE_BY,
         "commit": commit,
         "figures": {key: label for key, label in FIGURES},
+        "parallel": PARALLEL,
         "loads": LOADS,
         "groups": groups,
     }
@@ -114,12 +118,12 @@ def file_text(body: dict[str, Any]) -> str:
 def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
     """One line per (stack, load) and figure, then per GPU class and load, then per load:
     cases, share within 15%, median |error|."""
-    typed = [RecordGroup(g["stack"], g["gpu"], g["load"], g["figure"], tuple(g["errors"]))
-             for g in groups]
+    typed = [RecordGroup(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
+                         tuple(g["errors"])) for g in groups]
     scopes = [{"stack": stack, "load": load}
               for stack, load in sorted({(g.stack, g.load) for g in typed})]
-    scopes += [{"gpu_class": c, "load": load} for c in sorted({g.gpu_class for g in typed})
-               for load in LOADS]
+    scopes += [{"gpu_class": c, "parallel": p, "load": load}
+               for c in sorted({g.gpu_class for g in typed}) for p in PARALLEL for load in LOADS]
     scopes += [{"load": load} for load in LOADS]
     lines = []
     for scope in scopes:
@@ -135,9 +139,10 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
 
 def same_groups(groups: list[dict[str, Any]], path: Path = TRACK_RECORD_FILE) -> bool:
     """Whether the file at ``path`` holds exactly ``groups`` (fields and errors)."""
-    shipped = [(g.stack, g.gpu, g.load, g.figure, list(g.errors)) for g in read_groups(path)]
-    return shipped == [(g["stack"], g["gpu"], g["load"], g["figure"], g["errors"])
-                       for g in groups]
+    shipped = [(g.stack, g.gpu, g.parallel, g.load, g.figure, list(g.errors))
+               for g in read_groups(path)]
+    return shipped == [(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
+                        g["errors"]) for g in groups]
 
 
 def stale_note(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]) -> str:

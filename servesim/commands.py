@@ -144,15 +144,15 @@ def _point_notes(r: PointResult) -> list[str]:
 
 def _track_records(results: list[PointResult]) -> list[str]:
     """How far to trust the figures: the record of servesim's replays of published runs
-    like each deployment (stack, GPU, kind of load), once for each such deployment."""
-    seen: dict[tuple[str, str, str, float | None], list[str]] = {}
+    like each deployment (stack, GPU, GPUs a replica, kind of load), once for each."""
+    seen: dict[tuple[str, str, int, str, float | None], list[str]] = {}
     for r in results:
         dep = r.deployment
-        key = (dep.stack, dep.hardware.name, dep.workload.arrival, dep.workload.rate)
+        key = (dep.stack, dep.hardware.name, dep.gpus, dep.workload.arrival, dep.workload.rate)
         seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
-    for (stack, gpu, arrival, rate), where in seen.items():
-        records = tuple(deployment_record(stack, gpu, arrival, rate))
+    for (stack, gpu, gpus, arrival, rate), where in seen.items():
+        records = tuple(deployment_record(stack, gpu, arrival, rate, gpus=gpus))
         blocks.setdefault(records, []).extend(where)
     if len(blocks) == 1:
         return record_lines(next(iter(blocks)))

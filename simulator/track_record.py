@@ -5,21 +5,21 @@ Every run prints a prediction; a capacity planner also needs to know how far to 
 SGLang, TensorRT-LLM and NIM on A100 to B200; docs/gpu-profiles.md, "Published serving
 runs"), and ``benchmarks/track_record.py`` keeps, from one such replay, each held-out
 case's signed error on the three headline figures (issue 12's: mean TTFT, else median;
-median TPOT, else mean; output throughput), grouped by stack, GPU and kind of load, in
-``simulator/track_record.json`` (leaving out the runs whose benchmark runner shared the
-engine's process: no scenario describes such a deployment). This module reads that file
-and answers, for a stack, a GPU and a load: of the published runs most like it, how many
-did the replay read within 15%, and by how much did it miss.
+median TPOT, else mean; output throughput), grouped by stack, GPU, GPUs a replica (one or
+several) and kind of load, in ``simulator/track_record.json`` (leaving out the runs whose
+benchmark runner shared the engine's process: no scenario describes such a deployment).
+This module reads that file and answers, for a deployment: of the published runs most like
+it, how many did the replay read within 15%, and by how much did it miss.
 
 The narrowest group with at least :data:`MIN_CASES` cases answers, per figure, in the order
-of :data:`SCOPES`: the same stack, GPU and load; then the same stack and load on any GPU
-of its class (data-centre or consumer); the GPU and load under any stack; its class and the
-load; the load alone; and, for a load no published run had, the stack and GPU, the stack,
-every case. A deployment with no ``[stack]`` (servesim's own
-policy) skips the scopes that name a stack. The record says which group answered, so a thin
-one is seen as thin. It describes the replays of published runs, not this run: a scenario
-far from every published run (another model, a new GPU) gets the record of its nearest
-group.
+of :data:`SCOPES`: the same stack, GPU, GPUs a replica and load; the same but any GPU of
+its class (data-centre or consumer); the GPU, GPUs a replica and load under any stack; the
+class, GPUs a replica and load; the class and load; the load alone; and, for a load no
+published run had, the stack and GPU, the stack, every case. A deployment with no
+``[stack]`` (servesim's own policy) skips the scopes that name a stack. The record says
+which group answered, so a thin one is seen as thin. It describes the replays of published
+runs, not this run: a scenario far from every published run (another model, a new GPU)
+gets the record of its nearest group.
 """
 
 from __future__ import annotations
@@ -58,14 +58,20 @@ unlike any data-centre GPU's (IOG's RTX 4090 runs at TP 2 and 4 read 70-100% sho
 docs/gpu-profiles.md, "Where the TTFT misses are"). A scope that leaves the GPU open keeps
 its class."""
 
+PARALLEL: dict[str, str] = {"one": "one GPU", "several": "several GPUs"}
+"""GPUs a replica: one, or several (tensor parallel, or attention data parallel with
+experts across them). Several read worse where collectives or their transport are not
+known: TTFT within 15% on bursts 49% on one GPU, 15% on several (stop 66's replay)."""
+
 SCOPES: tuple[tuple[str, ...], ...] = (
-    ("stack", "gpu", "load"), ("stack", "gpu_class", "load"), ("gpu", "load"),
-    ("gpu_class", "load"), ("load",), ("stack", "gpu"), ("stack",), (),
+    ("stack", "gpu", "parallel", "load"), ("stack", "gpu_class", "parallel", "load"),
+    ("gpu", "parallel", "load"), ("gpu_class", "parallel", "load"), ("gpu_class", "load"),
+    ("load",), ("stack", "gpu"), ("stack",), (),
 )
 """The groups asked in turn, narrowest first: the fields that must match (``gpu_class``:
-data-centre or consumer, :data:`CONSUMER_GPUS`). The kind of load goes before the stack and
-the GPU: it sets the queueing, which moves TTFT most (a closed loop of few clients reads
-within 15% about twice as often as a burst)."""
+data-centre or consumer, :data:`CONSUMER_GPUS`; ``parallel``: :data:`PARALLEL`). The kind of
+load goes before the stack and the GPU: it sets the queueing, which moves TTFT most (a
+closed loop of few clients reads within 15% about twice as often as a burst)."""
 
 NO_STACK = "none"
 
@@ -79,6 +85,11 @@ def load_kind(arrival: str, rate: float | None) -> str:
     return "rate"
 
 
+def parallel_kind(gpus: int) -> str:
+    """A key of :data:`PARALLEL` for a replica of ``gpus`` GPUs."""
+    return "several" if gpus > 1 else "one"
+
+
 def gpu_class(gpu: str) -> str:
     """``consumer`` for :data:`CONSUMER_GPUS`, else ``data-centre``."""
     return "consumer" if gpu in CONSUMER_GPUS else "data-centre"
@@ -86,10 +97,11 @@ def gpu_class(gpu: str) -> str:
 
 @dataclass(frozen=True)
 class Group:
-    """One figure's errors on the held-out cases of one stack, GPU and load."""
+    """One figure's errors on the held-out cases of one stack, GPU, GPUs a replica and load."""
 
     stack: str
     gpu: str
+    parallel: str  # a key of PARALLEL
     load: str
     figure: str
     errors: tuple[float | None, ...]  # signed, simulated / published - 1; None: no result
@@ -139,20 +151,21 @@ def _group(raw: Any, path: Path, i: int) -> Group:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected an object")
     names = {}
-    for key in ("stack", "gpu", "load", "figure"):
+    for key in ("stack", "gpu", "parallel", "load", "figure"):
         value = raw.get(key)
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where}: {key} = {value!r}: expected a non-empty string")
         names[key] = value
-    if names["load"] not in LOADS or names["figure"] not in dict(FIGURES):
-        raise ConfigError(f"{where}: load {names['load']!r} or figure {names['figure']!r} "
-                          f"unknown (loads {list(LOADS)}, figures {list(dict(FIGURES))})")
+    known = {"load": list(LOADS), "figure": list(dict(FIGURES)), "parallel": list(PARALLEL)}
+    for key, values in known.items():
+        if names[key] not in values:
+            raise ConfigError(f"{where}: {key} = {names[key]!r}: unknown (one of {values})")
     errors = raw.get("errors")
     if not isinstance(errors, list) or not all(
             e is None or (isinstance(e, (int, float)) and not isinstance(e, bool)
                           and math.isfinite(e)) for e in errors):
         raise ConfigError(f"{where}: errors must be a list of numbers or nulls")
-    return Group(names["stack"], names["gpu"], names["load"], names["figure"],
+    return Group(names["stack"], names["gpu"], names["parallel"], names["load"], names["figure"],
                  tuple(None if e is None else float(e) for e in errors))
 
 
@@ -169,11 +182,12 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str]) -
 
 
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
-                 min_cases: int = MIN_CASES) -> list[FigureRecord]:
+                 min_cases: int = MIN_CASES, gpus: int = 1) -> list[FigureRecord]:
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
-    ``min_cases`` cases (every case if none does); ``stack`` :data:`NO_STACK` skips the
-    scopes that name a stack."""
-    wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu), "load": load}
+    ``min_cases`` cases (every case if none does), for a replica of ``gpus`` GPUs;
+    ``stack`` :data:`NO_STACK` skips the scopes that name a stack."""
+    wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu),
+              "parallel": parallel_kind(gpus), "load": load}
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
     out = []
     for figure, _ in FIGURES:
@@ -186,13 +200,15 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
 
 
 def scope_text(fields: Iterable[tuple[str, str]]) -> str:
-    """``vllm-v1, h100-sxm, arrivals at a rate``; any field left out reads as "any"."""
+    """``vllm-v1, h100-sxm, one GPU, arrivals at a rate``; a field left out reads as
+    "any" (the GPUs a replica are left unsaid)."""
     scope = dict(fields)
     stack = scope.get("stack", "any stack")
     gpu = scope.get("gpu") or (f"any {scope['gpu_class']} GPU" if "gpu_class" in scope
                                else "any GPU")
+    parallel = f", {PARALLEL[scope['parallel']]}" if "parallel" in scope else ""
     load = LOADS[scope["load"]] if "load" in scope else "any load"
-    return f"{stack}, {gpu}, {load}"
+    return f"{stack}, {gpu}{parallel}, {load}"
 
 
 def record_lines(records: Sequence[FigureRecord], whom: str = "") -> list[str]:
@@ -222,27 +238,34 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 
 
 def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
-                      path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
+                      path: Path | str = TRACK_RECORD_FILE, gpus: int = 1
+                      ) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
-    0.9", or "none"), its GPU, and its workload's arrival and rate. [] on the CPU (no
+    0.9", or "none"), its GPU and GPUs a replica, and its workload's arrival and rate. [] on
+    the CPU (no
     published run is one; `servesim validate` measures the simulator against the engine on
     the machine itself) and when the shipped file is absent (a source tree without it)."""
     if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
-    return track_record(read_groups(path), name, gpu, load_kind(arrival, rate))
+    return track_record(read_groups(path), name, gpu, load_kind(arrival, rate), gpus=gpus)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
                  path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
-    """The record of a scenario point dict: its ``[stack]``, ``hardware.gpu`` and workload
-    arrival and rate; ``gpu`` and ``rate`` override the point's (a plan's candidate at its
-    target rate)."""
+    """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
+    attention_dp GPUs a replica) and workload arrival and rate; ``gpu`` and ``rate`` override
+    the point's (a plan's candidate at its target rate)."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
     own = workload.get("rate")
     if rate is None and isinstance(own, int | float) and not isinstance(own, bool):
         rate = float(own)
-    return deployment_record(name, gpu or str((point.get("hardware") or {}).get("gpu", "")),
-                             str(workload.get("arrival", "poisson")), rate, path)
+    hardware = point.get("hardware") or {}
+    gpus = 1
+    for key in ("tp", "attention_dp"):
+        value = hardware.get(key, 1)
+        gpus *= value if isinstance(value, int) and not isinstance(value, bool) else 1
+    return deployment_record(name, gpu or str(hardware.get("gpu", "")),
+                             str(workload.get("arrival", "poisson")), rate, path, gpus=gpus)

@@ -22,8 +22,8 @@ bt = importlib.import_module("benchmarks.track_record")
 
 
 def group(stack: str, gpu: str, load: str, errors: list[float | None],
-          figure: str = "ttft") -> tr.Group:
-    return tr.Group(stack, gpu, load, figure, tuple(errors))
+          figure: str = "ttft", parallel: str = "one") -> tr.Group:
+    return tr.Group(stack, gpu, parallel, load, figure, tuple(errors))
 
 
 def test_kinds_of_load() -> None:
@@ -58,17 +58,20 @@ def test_the_narrowest_group_with_enough_cases_answers() -> None:
     # vllm-v1 on an H100 at a rate: 3 cases; vllm-v1 at a rate anywhere: 3; the H100 at a
     # rate under any stack: 11 -> that one answers
     rec = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=10)[0]
-    assert dict(rec.scope) == {"gpu": "h100-sxm", "load": "rate"} and rec.cases == 11
+    assert dict(rec.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate"}
+    assert rec.cases == 11
     assert rec.within == 3  # vllm-v1's three, not sglang's eight at +50%
     narrow = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=3)[0]
-    assert dict(narrow.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "load": "rate"}
+    assert dict(narrow.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "parallel": "one",
+                                  "load": "rate"}
     # a load no group holds under that GPU: data-centre GPUs under that load (20 cases)
     closed = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "closed", min_cases=10)[0]
-    assert dict(closed.scope) == {"gpu_class": "data-centre", "load": "closed"}
+    assert dict(closed.scope) == {"gpu_class": "data-centre", "parallel": "one",
+                                  "load": "closed"}
     assert closed.cases == 20
     # no stack: the scopes naming one are skipped even where they would hold enough
     free = tr.track_record(GROUPS, tr.NO_STACK, "a100-80gb", "closed", min_cases=3)[0]
-    assert dict(free.scope) == {"gpu": "a100-80gb", "load": "closed"}
+    assert dict(free.scope) == {"gpu": "a100-80gb", "parallel": "one", "load": "closed"}
     # nothing reaches the bar: every case answers
     everything = tr.track_record(GROUPS, "trtllm", "b200", "burst", min_cases=100)[0]
     assert everything.scope == () and everything.cases == 31
@@ -82,15 +85,17 @@ def test_a_wider_scope_keeps_the_gpu_class() -> None:
     consumer = [*GROUPS, group("vllm-v1", "rtx4090", "rate", [-0.9] * 12)]
     # an H100 at a rate: 11 data-centre cases, not the RTX 4090's 12 misses
     h100 = tr.track_record(consumer, tr.NO_STACK, "h100-sxm", "rate", min_cases=10)[0]
-    assert dict(h100.scope) == {"gpu": "h100-sxm", "load": "rate"}
+    assert dict(h100.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate"}
     assert (h100.cases, h100.within) == (11, 3)
     l40s = tr.track_record(consumer, tr.NO_STACK, "l40s", "rate", min_cases=10)[0]
-    assert dict(l40s.scope) == {"gpu_class": "data-centre", "load": "rate"}
+    assert dict(l40s.scope) == {"gpu_class": "data-centre", "parallel": "one", "load": "rate"}
     assert (l40s.cases, l40s.within) == (11, 3)
-    assert tr.scope_text(l40s.scope) == "any stack, any data-centre GPU, arrivals at a rate"
+    assert tr.scope_text(l40s.scope) == \
+        "any stack, any data-centre GPU, one GPU, arrivals at a rate"
     # an RTX 4090 under a stack with no run of its own there: the consumer board's runs
     mine = tr.track_record(consumer, "sglang", "rtx4090", "rate", min_cases=10)[0]
-    assert dict(mine.scope) == {"gpu": "rtx4090", "load": "rate"} and mine.within == 0
+    assert dict(mine.scope) == {"gpu": "rtx4090", "parallel": "one", "load": "rate"}
+    assert mine.within == 0
     assert tr.gpu_class("rtx4090") == "consumer" and tr.gpu_class("b200") == "data-centre"
 
 
@@ -99,22 +104,27 @@ def test_report_lines() -> None:
     lines = tr.record_lines(recs, "the best candidate")
     assert lines[0].endswith(", for the best candidate:")
     assert "100% of 20 runs within 15%; median error +0%, |error| 0%" in lines[1]
-    assert lines[1].endswith("[sglang, a100-80gb, closed loop]")
+    assert lines[1].endswith("[sglang, a100-80gb, one GPU, closed loop]")
     assert "0 runs, none with a result" in lines[2]
     assert tr.record_lines([]) == []
     assert tr.record_json(recs[0])["scope"] == {"stack": "sglang", "gpu": "a100-80gb",
-                                                "load": "closed"}
+                                                "parallel": "one", "load": "closed"}
+
+
+def _one_group(**fields: object) -> str:
+    g = {"stack": "x", "gpu": "y", "parallel": "one", "load": "rate", "figure": "ttft",
+         "errors": [], **fields}
+    return json.dumps({"groups": [g]})
 
 
 @pytest.mark.parametrize("body, says", [
     ("{", "not a readable track-record file"),
     ('{"groups": 3}', "expected an object with a 'groups' list"),
-    ('{"groups": [{"stack": "x", "gpu": "y", "load": "rate", "figure": "ttft", '
-     '"errors": [0.1, "a"]}]}', "groups[0]: errors must be a list of numbers or nulls"),
-    ('{"groups": [{"stack": "x", "gpu": "y", "load": "offline", "figure": "ttft", '
-     '"errors": []}]}', "load 'offline' or figure 'ttft' unknown"),
-    ('{"groups": [{"stack": "", "gpu": "y", "load": "rate", "figure": "ttft", '
-     '"errors": []}]}', "groups[0]: stack = '': expected a non-empty string"),
+    (_one_group(errors=[0.1, "a"]), "groups[0]: errors must be a list of numbers or nulls"),
+    (_one_group(load="offline"), "groups[0]: load = 'offline': unknown (one of ['rate'"),
+    (_one_group(parallel=2), "groups[0]: parallel = 2: expected a non-empty string"),
+    (_one_group(parallel="two"), "parallel = 'two': unknown (one of ['one', 'several'])"),
+    (_one_group(stack=""), "groups[0]: stack = '': expected a non-empty string"),
 ])
 def test_a_damaged_file_is_named(tmp_path: Path, body: str, says: str) -> None:
     path = tmp_path / "record.json"
@@ -127,13 +137,13 @@ def test_a_damaged_file_is_named(tmp_path: Path, body: str, says: str) -> None:
 def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
     base = pc.load_cases()[0]
 
-    def case(cid: str, stack: str, arrival: str, harness: str = "") -> object:
+    def case(cid: str, stack: str, arrival: str, harness: str = "", tp: int = 1) -> object:
         return dataclasses.replace(base, id=cid, stack=stack, gpu="h200", harness=harness,
-                                   workload={"arrival": arrival},
+                                   tp=tp, workload={"arrival": arrival},
                                    metrics={"mean_ttft_ms": 1.0, "output_throughput": 1.0})
 
     cases = {c.id: c for c in (case("a", "vllm-v1", "poisson"), case("b", "vllm-v1", "poisson"),
-                               case("c", "sglang", "burst"),
+                               case("c", "sglang", "burst", tp=8),
                                case("d", "vllm-v0", "closed", harness="accelmark"))}
     rows = [{"id": "a", "metrics": {"mean_ttft_ms": {"error": 0.123456},
                                     "output_throughput": {"error": -0.01}}},
@@ -143,10 +153,11 @@ def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
             {"id": "a", "fitted": "a preset", "metrics": {"mean_ttft_ms": {"error": 5.0}}}]
     groups = bt.build_groups(rows, cases)
     assert groups == [
-        {"stack": "sglang", "gpu": "h200", "load": "burst", "figure": "ttft", "errors": [0.3]},
-        {"stack": "vllm-v1", "gpu": "h200", "load": "rate", "figure": "output_throughput",
-         "errors": [-0.01]},
-        {"stack": "vllm-v1", "gpu": "h200", "load": "rate", "figure": "ttft",
+        {"stack": "sglang", "gpu": "h200", "parallel": "several", "load": "burst",
+         "figure": "ttft", "errors": [0.3]},
+        {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate",
+         "figure": "output_throughput", "errors": [-0.01]},
+        {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate", "figure": "ttft",
          "errors": [0.1235, None]},
     ]
     path = tmp_path / "t.json"
@@ -157,16 +168,17 @@ def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
 
 def test_the_shipped_file_covers_the_held_out_cases() -> None:
     """Each group of simulator/track_record.json holds as many errors as the case files
-    have held-out cases of that stack, GPU, load and figure (a case added or moved without
-    ``benchmarks/track_record.py`` run again fails here)."""
-    want: Counter[tuple[str, str, str, str]] = Counter()
+    have held-out cases of that stack, GPU, GPUs a replica, load and figure (a case added
+    or moved without ``benchmarks/track_record.py`` run again fails here)."""
+    want: Counter[tuple[str, str, str, str, str]] = Counter()
     for case in pc.load_cases():
         if case.fitted or case.harness:
             continue
         for (figure, _), keys in zip(tr.FIGURES, bt.HEADLINE_FORMS.values(), strict=True):
             if any(k in case.metrics for k in keys):
-                want[(case.stack, case.gpu, bt.case_load(case), figure)] += 1
-    have = Counter({(g.stack, g.gpu, g.load, g.figure): len(g.errors)
+                want[(case.stack, case.gpu, tr.parallel_kind(case.tp), bt.case_load(case),
+                      figure)] += 1
+    have = Counter({(g.stack, g.gpu, g.parallel, g.load, g.figure): len(g.errors)
                     for g in tr.read_groups()})
     assert have == want
 
@@ -184,8 +196,8 @@ def test_a_deployment_reads_its_record() -> None:
 
 
 def test_a_replay_whose_figures_moved_is_noted() -> None:
-    shipped = [{"stack": g.stack, "gpu": g.gpu, "load": g.load, "figure": g.figure,
-                "errors": list(g.errors)} for g in tr.read_groups()]
+    shipped = [{"stack": g.stack, "gpu": g.gpu, "parallel": g.parallel, "load": g.load,
+                "figure": g.figure, "errors": list(g.errors)} for g in tr.read_groups()]
     assert bt.same_groups(shipped)
     moved = [dict(g) for g in shipped]
     moved[0] = {**moved[0], "errors": [*moved[0]["errors"][:-1], 0.5]}
@@ -223,3 +235,17 @@ def test_a_scenario_point_reads_the_record_of_its_fields() -> None:
     assert at_rate == tr.deployment_record("vllm-v1", "h200", "poisson", 5.0)
     assert tr.point_record({"hardware": {"gpu": "h100-sxm"}, "workload": {"rate": [1, 2]}}) \
         == tr.deployment_record("none", "h100-sxm", "poisson", None)  # a sweep's list: a rate
+
+
+def test_a_replica_of_several_gpus_reads_their_runs() -> None:
+    groups = [group("trtllm", "h200", "burst", [0.0] * 10),
+              group("trtllm", "h200", "burst", [-0.5] * 10, parallel="several")]
+    one = tr.track_record(groups, "trtllm", "h200", "burst", gpus=1)[0]
+    tp8 = tr.track_record(groups, "trtllm", "h200", "burst", gpus=8)[0]
+    assert (one.within, tp8.within) == (10, 0)
+    assert tr.scope_text(tp8.scope) == "trtllm, h200, several GPUs, all at once"
+    assert tr.parallel_kind(1) == "one" and tr.parallel_kind(2) == "several"
+    # a scenario point: tp x attention_dp GPUs a replica
+    point = {"stack": {"name": "trtllm"}, "hardware": {"gpu": "h200", "tp": 1, "attention_dp": 4},
+             "workload": {"arrival": "poisson", "rate": float("inf")}}
+    assert dict(tr.point_record(point)[0].scope)["parallel"] == "several"

@@ -8,7 +8,7 @@ from typing import Any
 from simulator.track_record import FIGURES, point_record, scope_text
 
 
-def track_record_rows(point: dict[str, Any], gpu: str | None = None) -> list[dict[str, Any]]:
+def track_record_rows(point: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per headline figure: runs, share within 15%, median error and |error| (as
     text in %), and the group of runs that answered; [] when there is no record (the CPU)."""
     labels = dict(FIGURES)
@@ -19,7 +19,7 @@ def track_record_rows(point: dict[str, Any], gpu: str | None = None) -> list[dic
         "median error": _percent(r.signed_median, signed=True),
         "median |error|": _percent(r.median_abs),
         "runs like this: stack, GPU, load": scope_text(r.scope),
-    } for r in point_record(point, gpu)]
+    } for r in point_record(point)]
 
 
 def _percent(value: float | None, signed: bool = False) -> str:

@@ -165,20 +165,23 @@ with right:
     plot(figures_capacity.max_rate_bars(table, rate), "cap_max_rate")
 st.dataframe(table, hide_index=True)
 answer = result.best or result.closest
-record = track_record_rows(raw, answer.gpu) if answer else []
-if answer and record:
-    which = "best" if result.best else "closest"
-    with st.expander(f"Track record of the {which} candidate on published runs like it"):
-        st.table(record)
-        if result.best is not None:  # its unused share of each target, against the record
-            records = point_record(raw, result.best.gpu, rate)
-            for line in headroom_lines(result.best, rate, records):
-                st.caption(line)
-        st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
-                   "runs of its stack, GPU and kind of load (else a wider group: the last "
-                   "column) read; a negative median error is lower than measured. Leave "
-                   "headroom under a target the record misses often (docs/metrics.md, "
-                   "\"Track record\").")
+if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack and load
+    hardware = {**raw.get("hardware", {}), "gpu": answer.gpu, "tp": answer.tp,
+                "attention_dp": answer.labels.get("attention_dp", 1)}
+    record = track_record_rows({**raw, "hardware": hardware})
+    if record:
+        which = "best" if result.best else "closest"
+        with st.expander(f"Track record of the {which} candidate on published runs like it"):
+            st.table(record)
+            if result.best is not None:  # its unused share of each target, against the record
+                records = point_record({**raw, "hardware": hardware}, rate=rate)
+                for line in headroom_lines(result.best, rate, records):
+                    st.caption(line)
+            st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
+                       "runs of its stack, GPU, GPUs a replica and kind of load (else a wider "
+                       "group: the last column) read; a negative median error is lower than "
+                       "measured. Leave headroom under a target the record misses often "
+                       "(docs/metrics.md, \"Track record\").")
 st.caption(f"Planned in {seconds:.1f} s{' (this answer is from the cache)' if from_cache else ''}"
            ": "
            f"{result.computed} points simulated, "

@@ -49,9 +49,10 @@ if record:
     with st.expander("Track record: how servesim read published runs like this one"):
         st.table(record)
         st.caption("Held-out published serving runs replayed by benchmarks/published.py: the "
-                   "narrowest group of at least 10 with this stack, GPU and kind of load, "
-                   "else a wider one (the last column says which). A negative median error "
-                   "reads lower than measured; docs/metrics.md, \"Track record\".")
+                   "narrowest group of at least 10 with this stack, GPU, GPUs a replica and "
+                   "kind of load, else a wider one (the last column says which). A negative "
+                   "median error reads lower than measured; docs/metrics.md, \"Track "
+                   "record\".")
 
 plot(figures.latency_cdfs(latency_samples(out.requests, out.steps), targets), "cdfs")
 left, right = st.columns(2)

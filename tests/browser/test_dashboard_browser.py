@@ -142,7 +142,7 @@ def test_explorer(page: Page, base_url: str) -> None:
     assert page.locator("div.js-plotly-plot g.trace").count() >= 7  # + a WebGL scatter
     page.get_by_text("Track record: how servesim read published runs like this one").click()
     page.get_by_text("runs like this: stack, GPU, load").wait_for(timeout=30_000)
-    assert page.get_by_text("any data-centre GPU, arrivals at a rate").count() >= 1
+    assert page.get_by_text("any data-centre GPU, one GPU, arrivals at a rate").count() >= 1
     _shot(page, "explorer")
 
 
