@@ -200,8 +200,8 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
 
 
 def scope_text(fields: Iterable[tuple[str, str]]) -> str:
-    """``vllm-v1, h100-sxm, one GPU, arrivals at a rate``; a field left out reads as
-    "any" (the GPUs a replica are left unsaid)."""
+    """``vllm-v1, h100-sxm, one GPU, arrivals at a rate``; a stack, GPU or load left out
+    reads as "any", GPUs a replica left out go unsaid."""
     scope = dict(fields)
     stack = scope.get("stack", "any stack")
     gpu = scope.get("gpu") or (f"any {scope['gpu_class']} GPU" if "gpu_class" in scope
@@ -241,10 +241,11 @@ def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
                       path: Path | str = TRACK_RECORD_FILE, gpus: int = 1
                       ) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
-    0.9", or "none"), its GPU and GPUs a replica, and its workload's arrival and rate. [] on
-    the CPU (no
-    published run is one; `servesim validate` measures the simulator against the engine on
-    the machine itself) and when the shipped file is absent (a source tree without it)."""
+    0.9", or "none"), its GPU and GPUs a replica, and its workload's arrival and rate.
+
+    [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
+    against the engine on the machine itself) and when the shipped file is absent (a
+    source tree without it)."""
     if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
