@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -308,6 +309,20 @@ def select(cases: list[Case], ids: list[str], group: str | None) -> list[Case]:
     return chosen
 
 
+def head_commit() -> str:
+    """The checkout's commit (short), "+ changes" when the tree has uncommitted edits: what
+    the replay ran (``--json`` records it; benchmarks/track_record.py copies it)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{sha} + changes" if dirty.strip() else sha
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", action="append", default=[], help="case id or id prefix")
@@ -347,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report(rows, header))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "groups": group_table(rows),
-                                               "headline": headline_table(rows)},
+                                               "headline": headline_table(rows),
+                                               "commit": head_commit()},
                                               indent=1, default=str))
     if _every_case_as_shipped(args):  # the simulator's own record of these figures
         from benchmarks.track_record import stale_note

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -78,20 +77,6 @@ def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
              "errors": v} for k, v in sorted(errors.items())]
 
 
-def head_commit() -> str:
-    """The checkout's commit (short), "+ changes" when the tree has uncommitted edits; the
-    replay is assumed to have run on it."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
-                             capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{sha} + changes" if dirty.strip() else sha
-
-
 def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
     """The JSON written: what it is, how it was made, and the groups."""
     return {
@@ -116,8 +101,8 @@ def file_text(body: dict[str, Any]) -> str:
 
 
 def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
-    """One line per (stack, load) and figure, then per GPU class and load, then per load:
-    cases, share within 15%, median |error|."""
+    """One line per (stack, load) and figure, then per (GPU class, GPUs a replica, load),
+    then per load: cases, share within 15%, median |error|."""
     typed = [RecordGroup(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
                          tuple(g["errors"])) for g in groups]
     scopes = [{"stack": stack, "load": load}
@@ -170,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         same = same_groups(groups, args.out)
         print(f"{args.out}: {'the same as' if same else 'differs from'} {args.run}'s groups")
         return 0 if same else 1
-    text = file_text(file_body(groups, head_commit()))
+    commit = json.loads(args.run.read_text()).get("commit", "unknown (not in the replay file)")
+    text = file_text(file_body(groups, str(commit)))
     atomic_write(args.out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     print(f"wrote {args.out}: {len(groups)} groups, "
           f"{sum(len(g['errors']) for g in groups)} errors")

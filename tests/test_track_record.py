@@ -249,3 +249,14 @@ def test_a_replica_of_several_gpus_reads_their_runs() -> None:
     point = {"stack": {"name": "trtllm"}, "hardware": {"gpu": "h200", "tp": 1, "attention_dp": 4},
              "workload": {"arrival": "poisson", "rate": float("inf")}}
     assert dict(tr.point_record(point)[0].scope)["parallel"] == "several"
+
+
+def test_the_file_names_the_replays_commit(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"rows": [], "commit": "abc1234"}))
+    out = tmp_path / "record.json"
+    assert bt.main([str(run), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["commit"] == "abc1234" and tr.read_groups(out) == []
+    assert bt.main([str(run), "--out", str(out), "--check"]) == 0  # the same: no groups
+    assert bt.main([str(run), "--check"]) == 1  # the shipped file holds groups
+    assert "differs from" in capsys.readouterr().out
