@@ -25,7 +25,7 @@ from simulator.results_manifest import ENGINE, SIMULATED, prepare_results
 from simulator.runner import PointResult, preflight, run_point, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario, with_trace
 from simulator.scenario_types import Scenario
-from simulator.track_record import FigureRecord, deployment_record, record_lines
+from simulator.track_record import FigureRecord, deployment_record, load_kind, record_lines
 
 
 def _vary(items: list[str]) -> list[str]:
@@ -145,14 +145,14 @@ def _point_notes(r: PointResult) -> list[str]:
 def _track_records(results: list[PointResult]) -> list[str]:
     """How far to trust the figures: the record of servesim's replays of published runs
     like each deployment (stack, GPU, GPUs a replica, kind of load), once for each."""
-    seen: dict[tuple[str, str, int, str, float | None], list[str]] = {}
-    for r in results:
-        dep = r.deployment
-        key = (dep.stack, dep.hardware.name, dep.gpus, dep.workload.arrival, dep.workload.rate)
+    seen: dict[tuple[str, str, int, str], list[str]] = {}
+    for r in results:  # a sweep over rates is one deployment: the kind of load is the same
+        dep, wl = r.deployment, r.deployment.workload
+        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate))
         seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
-    for (stack, gpu, gpus, arrival, rate), where in seen.items():
-        records = tuple(deployment_record(stack, gpu, arrival, rate, gpus=gpus))
+    for (stack, gpu, gpus, load), where in seen.items():
+        records = tuple(deployment_record(stack, gpu, load, None, gpus=gpus))
         blocks.setdefault(records, []).extend(where)
     if len(blocks) == 1:
         return record_lines(next(iter(blocks)))

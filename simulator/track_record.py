@@ -77,7 +77,8 @@ NO_STACK = "none"
 
 
 def load_kind(arrival: str, rate: float | None) -> str:
-    """The kind of load (a key of :data:`LOADS`) of a workload's ``arrival`` and ``rate``."""
+    """The kind of load (a key of :data:`LOADS`) of a workload's ``arrival`` and ``rate``;
+    a kind of load given as the arrival is itself ("closed", "burst", "rate")."""
     if arrival == "closed":
         return "closed"
     if arrival == "burst" or (rate is not None and math.isinf(rate)):

@@ -79,6 +79,14 @@ def test_a_sweep_over_stacks_gives_each_its_track_record(scenario: Path, tmp_pat
         assert "\n".join(lines) in text
 
 
+def test_a_sweep_over_rates_is_one_deployment_with_one_record(scenario: Path, tmp_path: Path,
+                                                              capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 0  # 2 policies x 2 rates
+    text = capsys.readouterr().out
+    assert text.count("track record,") == 1 and "track record, servesim on published " \
+        "serving runs like this one (docs/metrics.md, \"Track record\"):" in text
+
+
 def test_sweep_vary_adds_an_axis(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["sweep", str(scenario), "--out", str(tmp_path / "o"), "--json",
             "--set", "policy.name=continuous", "--set", "workload.rate=2",

@@ -32,6 +32,7 @@ def test_kinds_of_load() -> None:
     assert tr.load_kind("burst", None) == "burst"  # a published case's own word
     assert [tr.load_kind(a, 4.0) for a in ("poisson", "gamma", "constant")] == ["rate"] * 3
     assert tr.load_kind("trace", None) == "rate"
+    assert [tr.load_kind(k, None) for k in tr.LOADS] == list(tr.LOADS)  # a kind is itself
 
 
 def test_one_figure_by_hand() -> None:
