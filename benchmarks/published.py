@@ -58,8 +58,7 @@ from simulator.measured.perf_analyzer import LoadStopped, TimeWindows, scored_by
 from simulator.metrics import summarize  # noqa: E402
 from simulator.runner import PointResult, run_point  # noqa: E402
 from simulator.scenario import apply_overrides  # noqa: E402
-
-WITHIN = 0.15  # issue 12: share of cases within 15%
+from simulator.track_record import WITHIN  # noqa: E402  (issue 12: within 15%)
 
 
 def simulated_value(key: str, summary: dict[str, Any]) -> float | None:

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from benchmarks.published import HEADLINE_FORMS, WITHIN  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
+from simulator.track_record import CONSUMER_GPUS  # noqa: E402  (PCIe, no peer-to-peer)
 
 MANY_CLIENTS = 25  # a closed loop of this many clients or more: its rounds group at the engine
 TAIL_RATIO = 2.0  # published mean TTFT / median TTFT from which the mean is a tail's
-CONSUMER_GPUS = frozenset({"rtx4090"})  # PCIe boards without peer-to-peer between GPUs
 
 
 def _closed(case: Case) -> bool:

@@ -152,7 +152,7 @@ def _track_records(results: list[PointResult]) -> list[str]:
         seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
     for (stack, gpu, gpus, load), where in seen.items():
-        records = tuple(deployment_record(stack, gpu, load, None, gpus=gpus))
+        records = tuple(deployment_record(stack, gpu, load, gpus))
         blocks.setdefault(records, []).extend(where)
     if len(blocks) == 1:
         return record_lines(next(iter(blocks)))

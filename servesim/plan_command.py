@@ -138,10 +138,10 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                       executor=ex, cache=cache, progress=progress)
     data = result.to_json()
     text = format_plan(result, first.name, out)
-    records = _plan_record(result, candidates)
+    records, whom = _plan_record(result, candidates)
     if records:
         data["track_record"] = [record_json(r) for r in records]
-        text += "\n\n" + "\n".join(record_lines(records, _record_whom(result)))
+        text += "\n\n" + "\n".join(record_lines(records, whom))
     if result.best is not None:
         data["headroom"] = headroom(result.best)
         text += "\n" + "\n".join(headroom_lines(result.best, result.target_rps, records))
@@ -155,21 +155,17 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-def _record_whom(result: PlanResult) -> str:
-    """Which candidate the plan's track record is for."""
-    chosen = result.best or result.closest
-    return f"the {'best' if result.best else 'closest'} candidate, {chosen.name}" \
-        if chosen else ""
-
-
-def _plan_record(result: PlanResult, candidates: list[Candidate]) -> list[FigureRecord]:
+def _plan_record(result: PlanResult, candidates: list[Candidate]
+                 ) -> tuple[list[FigureRecord], str]:
     """The track record (simulator/track_record.py) of the best candidate, else the
-    closest: its stack and GPU under the scenario's kind of load at the target rate."""
+    closest (its own point: stack, GPU, GPUs a replica, the scenario's kind of load at the
+    target rate), and which candidate it is for."""
     chosen = result.best or result.closest
     point = next((c.point for c in candidates if chosen and c.name == chosen.name), None)
     if chosen is None or point is None:
-        return []
-    return point_record(point, chosen.gpu, result.target_rps)
+        return [], ""
+    whom = f"the {'best' if result.best else 'closest'} candidate, {chosen.name}"
+    return point_record(point, chosen.gpu, result.target_rps), whom
 
 
 def _money(value: float | None, digits: int = 2) -> str:
@@ -182,15 +178,6 @@ def _row(rank: int, r: CandidateResult) -> str:
     return (f"{rank:>4}  {r.name:<40} {r.max_rate_rps:>9.2f} {r.replicas or '-':>8} "
             f"{r.num_gpus or '-':>5} {_money(r.usd_per_hour):>8} "
             f"{_money(r.usd_per_million_output_tokens, 3):>9} {lat:>9}  {status}")
-
-
-def _miss_text(r: CandidateResult) -> str:
-    m = r.miss
-    if m is None:
-        return ""
-    if not m["target"]:
-        return f"; closest: {m['value']:.0f} requests rejected or unfinished"
-    return f"; closest: {m['key']} {m['value']:.1f} ms vs {m['target']:g} ms"
 
 
 def _slo_text(slo: SLO) -> str:
@@ -224,8 +211,7 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
     if result.settings.stop_when_sized:
         lines.append("max req/s: highest rate seen to pass on one replica; a search stops "
                      "once its replica count is certain (--full-search: to 2%)")
-    notes = [f"  {r.name}: {r.reason}{'' if 'closest:' in r.reason else _miss_text(r)}"
-             for r in result.ranked if r.reason]  # the search's reason may name it already
+    notes = [f"  {r.name}: {r.reason}" for r in result.ranked if r.reason]  # says its miss
     if notes:
         lines += ["", "notes:", *notes]
     by_name = {r.name: r for r in result.ranked}

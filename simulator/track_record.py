@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.stacks import NONE as NO_STACK
 
 TRACK_RECORD_FILE = Path(__file__).with_name("track_record.json")
 WITHIN = 0.15  # issue 12's tolerance: a case is "within" when |error| <= 15%
@@ -72,9 +73,6 @@ SCOPES: tuple[tuple[str, ...], ...] = (
 data-centre or consumer, :data:`CONSUMER_GPUS`; ``parallel``: :data:`PARALLEL`). The kind of
 load goes before the stack and the GPU: it sets the queueing, which moves TTFT most (a
 closed loop of few clients reads within 15% about twice as often as a burst)."""
-
-NO_STACK = "none"
-
 
 def load_kind(arrival: str, rate: float | None) -> str:
     """The kind of load (a key of :data:`LOADS`) of a workload's ``arrival`` and ``rate``;
@@ -238,11 +236,11 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
             "median_error": r.signed_median}
 
 
-def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
-                      path: Path | str = TRACK_RECORD_FILE, gpus: int = 1
-                      ) -> list[FigureRecord]:
+def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
+                      path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
-    0.9", or "none"), its GPU and GPUs a replica, and its workload's arrival and rate.
+    0.9", or "none"), its GPU and GPUs a replica, and its workload's kind of load
+    (:func:`load_kind`).
 
     [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
     against the engine on the machine itself) and when the shipped file is absent (a
@@ -250,7 +248,7 @@ def deployment_record(stack: str, gpu: str, arrival: str, rate: float | None,
     if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
-    return track_record(read_groups(path), name, gpu, load_kind(arrival, rate), gpus=gpus)
+    return track_record(read_groups(path), name, gpu, load, gpus=gpus)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
@@ -269,5 +267,5 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
     for key in ("tp", "attention_dp"):
         value = hardware.get(key, 1)
         gpus *= value if isinstance(value, int) and not isinstance(value, bool) else 1
-    return deployment_record(name, gpu or str(hardware.get("gpu", "")),
-                             str(workload.get("arrival", "poisson")), rate, path, gpus=gpus)
+    load = load_kind(str(workload.get("arrival", "poisson")), rate)
+    return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path)

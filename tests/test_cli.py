@@ -63,7 +63,7 @@ def test_set_overrides_a_field_and_the_table_is_printed(scenario: Path, tmp_path
     text = capsys.readouterr().out
     assert "policy: chunked" in text and "TTFT ms" in text and "SLO at P99" in text
     # how far to trust it: the record of published runs like it (no [stack], an H100, a rate)
-    record = record_lines(deployment_record("none", "h100-sxm", "poisson", 3.0))
+    record = record_lines(deployment_record("none", "h100-sxm", "rate"))
     assert len(record) == 4 and "\n".join(record) in text
 
 
@@ -74,7 +74,7 @@ def test_a_sweep_over_stacks_gives_each_its_track_record(scenario: Path, tmp_pat
     assert main(args) == 0
     text = capsys.readouterr().out
     for stack in ("vllm-v1", "sglang"):
-        lines = record_lines(deployment_record(stack, "h100-sxm", "poisson", 3.0),
+        lines = record_lines(deployment_record(stack, "h100-sxm", "rate"),
                              f"policy=chunked, name={stack}")
         assert "\n".join(lines) in text
 

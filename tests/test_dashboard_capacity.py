@@ -103,7 +103,7 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
         [e.label for e in at.expander]
     best_gpu = at.dataframe[0].value.iloc[0]["candidate"].split()[0]
     record = at.table[0].value
-    want = deployment_record("none", best_gpu, "poisson", 40.0)
+    want = deployment_record("none", best_gpu, "rate")
     assert list(record["published runs"]) == [r.cases for r in want]
     assert any(c.value.startswith(f"headroom of {best_gpu} ") and "at 40 req/s: P99 TTFT" in c.value
                for c in at.caption)

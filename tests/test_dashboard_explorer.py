@@ -242,7 +242,7 @@ def test_track_record_of_the_scenario(explorer):
     label = "Track record: how servesim read published runs like this one"
     assert label in [e.label for e in explorer.expander]
     table = explorer.table[0].value  # the default chat scenario: no [stack], an H100, Poisson
-    want = deployment_record("none", "h100-sxm", "poisson", 8.0)
+    want = deployment_record("none", "h100-sxm", "rate")
     assert list(table["published runs"]) == [r.cases for r in want]
     assert list(table["within 15%"]) == [f"{r.share:.1%}" for r in want]
     assert all(s.endswith("arrivals at a rate") for s in table.iloc[:, -1])

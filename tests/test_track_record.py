@@ -185,15 +185,15 @@ def test_the_shipped_file_covers_the_held_out_cases() -> None:
 
 
 def test_a_deployment_reads_its_record() -> None:
-    recs = tr.deployment_record("vllm-v1 0.11", "h100-sxm", "poisson", 4.0)
+    recs = tr.deployment_record("vllm-v1 0.11", "h100-sxm", "rate")
     assert [r.figure for r in recs] == [f for f, _ in tr.FIGURES]
     assert all(r.cases >= tr.MIN_CASES for r in recs)
     assert all(dict(r.scope).get("load") == "rate" for r in recs)
-    assert tr.deployment_record("none", "h100-sxm", "closed", None)[0].scope[-1] \
+    assert tr.deployment_record("none", "h100-sxm", "closed")[0].scope[-1] \
         == ("load", "closed")
-    assert tr.deployment_record("none", "h100-sxm", "closed", None,
+    assert tr.deployment_record("none", "h100-sxm", "closed",
                                 path=Path("no-such-file.json")) == []
-    assert tr.deployment_record("none", "cpu", "poisson", 2.0) == []  # validate's business
+    assert tr.deployment_record("none", "cpu", "rate") == []  # validate's business
 
 
 def test_a_replay_whose_figures_moved_is_noted() -> None:
@@ -229,13 +229,13 @@ def test_plan_headroom_against_the_record_by_hand() -> None:
 def test_a_scenario_point_reads_the_record_of_its_fields() -> None:
     point = {"stack": {"name": "vllm-v1", "version": "0.11"}, "hardware": {"gpu": "a100-80gb"},
              "workload": {"arrival": "poisson", "rate": float("inf")}}
-    burst = tr.deployment_record("vllm-v1 0.11", "a100-80gb", "poisson", float("inf"))
+    burst = tr.deployment_record("vllm-v1 0.11", "a100-80gb", "burst")
     assert tr.point_record(point) == burst and dict(burst[0].scope)["load"] == "burst"
     # a plan's candidate: its own GPU at the target rate (not the point's burst)
     at_rate = tr.point_record(point, gpu="h200", rate=5.0)
-    assert at_rate == tr.deployment_record("vllm-v1", "h200", "poisson", 5.0)
+    assert at_rate == tr.deployment_record("vllm-v1", "h200", "rate")
     assert tr.point_record({"hardware": {"gpu": "h100-sxm"}, "workload": {"rate": [1, 2]}}) \
-        == tr.deployment_record("none", "h100-sxm", "poisson", None)  # a sweep's list: a rate
+        == tr.deployment_record("none", "h100-sxm", "rate")  # a sweep's list: a rate
 
 
 def test_a_replica_of_several_gpus_reads_their_runs() -> None:

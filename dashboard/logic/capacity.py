@@ -142,15 +142,12 @@ def expected_points(num_candidates: int, settings: SearchSettings) -> int:
 
 
 def note(r: CandidateResult) -> str:
-    """Why a candidate is not the answer: its reason and worst miss, or ""."""
-    parts = [r.reason] if r.reason else []
+    """Why a candidate is not the answer: its reason (which says the miss the search saw),
+    and by how much its worst target was missed, or ""."""
     m = r.miss
-    if m is not None and m["target"]:
-        parts.append(f"{m['key']} {m['value']:.0f} ms vs {m['target']:g} ms "
-                     f"(+{(m['factor'] - 1) * 100:.0f}%)")
-    elif m is not None:
-        parts.append(f"{m['value']:.0f} requests rejected or unfinished")
-    return "; ".join(parts)
+    over = (f"{m['key']} +{(m['factor'] - 1) * 100:.0f}% over its target"
+            if m is not None and m["target"] else "")
+    return "; ".join(p for p in (r.reason, over) if p)
 
 
 def plan_table(result: PlanResult) -> pd.DataFrame:

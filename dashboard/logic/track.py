@@ -1,16 +1,17 @@
-"""The track record of a scenario point for the dashboard: servesim's replays of the
-published serving runs most like it (simulator/track_record.py), as table rows."""
+"""A track record for the dashboard (servesim's replays of the published serving runs most
+like a deployment: simulator/track_record.py), as table rows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from simulator.track_record import FIGURES, point_record, scope_text
+from simulator.track_record import FIGURES, FigureRecord, scope_text
 
 
-def track_record_rows(point: dict[str, Any]) -> list[dict[str, Any]]:
+def record_rows(records: Sequence[FigureRecord]) -> list[dict[str, Any]]:
     """One row per headline figure: runs, share within 15%, median error and |error| (as
-    text in %), and the group of runs that answered; [] when there is no record (the CPU)."""
+    text in %), and the group of runs that answered."""
     labels = dict(FIGURES)
     return [{
         "figure": labels[r.figure],
@@ -19,7 +20,7 @@ def track_record_rows(point: dict[str, Any]) -> list[dict[str, Any]]:
         "median error": _percent(r.signed_median, signed=True),
         "median |error|": _percent(r.median_abs),
         "runs like this: stack, GPU, load": scope_text(r.scope),
-    } for r in point_record(point)]
+    } for r in records]
 
 
 def _percent(value: float | None, signed: bool = False) -> str:

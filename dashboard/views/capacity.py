@@ -32,7 +32,7 @@ from dashboard.logic.capacity import (
 from dashboard.logic.form_fields import choices
 from dashboard.logic.hardware import CATALOGUE_GPUS
 from dashboard.logic.scenario_form import default, load_shipped, policy_label
-from dashboard.logic.track import track_record_rows
+from dashboard.logic.track import record_rows
 from dashboard.ui import guarded, plot
 from simulator.capacity import PlanResult, load_prices
 from simulator.capacity.headroom import headroom_lines
@@ -168,13 +168,12 @@ answer = result.best or result.closest
 if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack and load
     hardware = {**raw.get("hardware", {}), "gpu": answer.gpu, "tp": answer.tp,
                 "attention_dp": answer.labels.get("attention_dp", 1)}
-    record = track_record_rows({**raw, "hardware": hardware})
-    if record:
+    records = point_record({**raw, "hardware": hardware}, rate=rate)
+    if records:
         which = "best" if result.best else "closest"
         with st.expander(f"Track record of the {which} candidate on published runs like it"):
-            st.table(record)
+            st.table(record_rows(records))
             if result.best is not None:  # its unused share of each target, against the record
-                records = point_record({**raw, "hardware": hardware}, rate=rate)
                 for line in headroom_lines(result.best, rate, records):
                     st.caption(line)
             st.caption(f"{answer.name}: how servesim's replays of held-out published serving "

@@ -15,9 +15,10 @@ from dashboard.logic.run import (
 )
 from dashboard.logic.scenario_form import apply_knobs, knobs_from_point
 from dashboard.logic.toml_out import to_toml
-from dashboard.logic.track import track_record_rows
+from dashboard.logic.track import record_rows
 from dashboard.sidebar import knob_widgets, scenario_picker
 from dashboard.ui import cached_run, feature_tiles, guarded, kpi_tiles, plot
+from simulator.track_record import point_record
 
 st.title("Explorer")
 base, source = scenario_picker()
@@ -44,7 +45,7 @@ st.caption(f"{s['completed']} of {len(out.requests)} requests finished, "
            f"simulated in {s['sim_wall_s']:.2f} s")
 for note in s.get("workload_notes") or []:
     st.caption(note)
-record = track_record_rows(scenario)
+record = record_rows(point_record(scenario))  # none on the CPU
 if record:
     with st.expander("Track record: how servesim read published runs like this one"):
         st.table(record)

@@ -169,7 +169,9 @@ class Sizer:
             self.done = True
             if s.failure is not None:
                 r.status, r.miss = "misses_slo", miss_of(s.failure)
-                r.reason = ("no request finished in the probe" if not s.mu else
+                r.reason = (": ".join(filter(None, ("no request finished in the probe",
+                                                    miss_reason(s.failure))))
+                            if not s.mu else
                             f"misses the SLO at every rate tried ({len(s.trace)} rates from "
                             f"{s.mu * settings.low_fraction:.3g} req/s up to its capacity); "
                             f"closest: {miss_reason(s.failure)}")
