@@ -27,6 +27,7 @@ from simulator.capacity import (
     price_table,
 )
 from simulator.capacity.headroom import headroom, headroom_lines
+from simulator.capacity.margin import TargetMargin, margin_text
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
 from simulator.point_cache import PointCache
@@ -63,6 +64,11 @@ def add_plan_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None])
                             ("chunk", "max_num_batched_tokens (chunk size) values")):
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, metavar="A,B",
                        help=f"candidate {help_text} (replaces the scenario's list)")
+    p.add_argument("--record-margin", type=float, default=None, metavar="Q",
+                   help="size each candidate against its targets tightened by servesim's "
+                        "error on the published runs most like it (its track record), so "
+                        "the answer would hold had servesim erred as on a share Q of them, "
+                        "e.g. 0.8 (default: the targets as given; docs/capacity.md)")
     p.add_argument("--prices", default=None, metavar="FILE|GPU=USD,...",
                    help="price table (TOML/JSON) or overrides (default: the shipped table)")
     p.add_argument("--min-requests", type=int, default=_DEFAULTS.min_requests,
@@ -135,7 +141,8 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with open_executor(args.workers, args.dask, len(candidates)) as ex, \
             plan_progress() as progress:
         result = plan(candidates, target, slo, prices=prices, settings=settings,
-                      executor=ex, cache=cache, progress=progress)
+                      executor=ex, cache=cache, progress=progress,
+                      record_margin=args.record_margin)
     data = result.to_json()
     text = format_plan(result, first.name, out)
     records, whom = _plan_record(result, candidates)
@@ -143,8 +150,10 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         data["track_record"] = [record_json(r) for r in records]
         text += "\n\n" + "\n".join(record_lines(records, whom))
     if result.best is not None:
-        data["headroom"] = headroom(result.best)
-        text += "\n" + "\n".join(headroom_lines(result.best, result.target_rps, records))
+        given = slo if result.record_margin is not None else None
+        data["headroom"] = headroom(result.best, given)
+        text += "\n" + "\n".join(headroom_lines(result.best, result.target_rps, records,
+                                                 given))
     if args.disaggregated or (section is not None and section.get("enabled", True)):
         pools = run_disaggregated(candidates, section, result, slo, prices)
         data["disaggregated"] = disagg_json(pools)
@@ -211,6 +220,7 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
     if result.settings.stop_when_sized:
         lines.append("max req/s: highest rate seen to pass on one replica; a search stops "
                      "once its replica count is certain (--full-search: to 2%)")
+    lines += _margin_lines(result)
     notes = [f"  {r.name}: {r.reason}" for r in result.ranked if r.reason]  # says its miss
     if notes:
         lines += ["", "notes:", *notes]
@@ -226,6 +236,26 @@ def format_plan(result: PlanResult, name: str, out: Path) -> str:
     lines.append(f"points: {result.computed} simulated{stopped}, {result.reused} from the "
                  f"cache; plan written to {out / 'plan.json'}")
     return "\n".join(lines)
+
+
+def _margin_lines(result: PlanResult) -> list[str]:
+    """With --record-margin: the targets each candidate was sized against, candidates with
+    the same ones on one line."""
+    cover = result.record_margin
+    if cover is None:
+        return []
+    texts: dict[str, list[str]] = {}
+    for r in result.ranked:
+        if r.slo_planned is None:
+            continue
+        margins = {k: TargetMargin.from_json(k, v) for k, v in r.margins.items()}
+        texts.setdefault(margin_text(margins, result.slo, cover), []).append(r.name)
+    lines = ["", f"sized against the targets less servesim's error on published runs like "
+                 f"each candidate (--record-margin {cover:g}: the answer holds had servesim "
+                 f"erred as on {cover:.0%} of them; docs/capacity.md):"]
+    for text, names in texts.items():
+        lines.append(f"  {', '.join(names)}: {text}")
+    return lines
 
 
 def _verdict(result: PlanResult) -> str:

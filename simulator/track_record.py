@@ -116,8 +116,8 @@ class FigureRecord:
     """How one figure read on the published runs of a scope.
 
     ``within`` counts the cases with |error| <= :data:`WITHIN`; a case with no result
-    counts as a miss. ``median_abs`` and ``signed_median`` are over the cases with a
-    result (None when none has one)."""
+    counts as a miss. ``median_abs``, ``signed_median`` and ``errors`` are over the cases
+    with a result (None, or empty, when none has one)."""
 
     figure: str
     scope: tuple[tuple[str, str], ...]  # the fields matched, (name, value): () for every case
@@ -125,6 +125,7 @@ class FigureRecord:
     within: int
     median_abs: float | None
     signed_median: float | None
+    errors: tuple[float, ...] = ()  # the signed errors with a result, smallest first
 
     @property
     def share(self) -> float:
@@ -177,7 +178,7 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str]) -
         figure=figure, scope=tuple(scope.items()), cases=len(errors),
         within=sum(1 for e in have if abs(e) <= WITHIN),
         median_abs=statistics.median(abs(e) for e in have) if have else None,
-        signed_median=statistics.median(have) if have else None)
+        signed_median=statistics.median(have) if have else None, errors=tuple(sorted(have)))
 
 
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,

@@ -6,29 +6,50 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from simulator.capacity.results import CandidateResult
+from simulator.slo import SLO
 from simulator.track_record import FigureRecord
 
 
-def headroom(best: CandidateResult) -> dict[str, float]:
-    """Per SLO target at the target rate (``p99_ttft_ms``, ...): 1 - value / target, the
-    share of the target the best candidate leaves unused."""
+def _targets(best: CandidateResult, given: SLO | None) -> dict[str, float]:
+    """Each check's target (``p99_ttft_ms`` -> ms): the plan's, or ``given``'s (the SLO as
+    the user gave it, where the plan sized against tightened targets)."""
     checks = best.at_target.get("slo") or {}
-    return {key: 1.0 - c["value"] / c["target"] for key, c in checks.items()
-            if c.get("target") and c.get("value") is not None}
+    out = {key: c["target"] for key, c in checks.items()
+           if c.get("target") and c.get("value") is not None}
+    if given is not None:
+        for key in out:
+            metric = "mean_queue" if key == "mean_queue_ms" else key.split("_")[1]
+            target = (given.mean_queue_ms if metric == "mean_queue"
+                      else given.targets_ms.get(metric))
+            out[key] = target if target is not None else out[key]
+    return out
 
 
-def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureRecord]
-                   ) -> list[str]:
+def headroom(best: CandidateResult, given: SLO | None = None) -> dict[str, float]:
+    """Per SLO target at the target rate (``p99_ttft_ms``, ...): 1 - value / target, the
+    share of the target the best candidate leaves unused (of ``given``'s targets where
+    the plan sized against tightened ones)."""
+    checks = best.at_target.get("slo") or {}
+    return {key: 1.0 - checks[key]["value"] / t for key, t in _targets(best, given).items()}
+
+
+def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureRecord],
+                   given: SLO | None = None) -> list[str]:
     """The best candidate's headroom under each target, and a note where it is less than
     servesim's median error of that figure on published runs like it (the track record):
-    there the plan's answer rests on a margin the simulator does not hold."""
+    there the plan's answer rests on a margin the simulator does not hold. With ``given``
+    (a plan sized against targets tightened by the record, capacity/margin.py) the
+    headroom is under the targets as given, and no note: the margin is in the plan."""
     checks = best.at_target.get("slo") or {}
-    room = headroom(best)
+    targets = _targets(best, given)
+    room = headroom(best, given)
     if not room:
         return []
-    parts = [f"{_target_label(k)} {checks[k]['value']:.3g} ms of {checks[k]['target']:g} "
+    parts = [f"{_target_label(k)} {checks[k]['value']:.3g} ms of {targets[k]:g} "
              f"({room[k]:.0%})" for k in room]
     lines = [f"headroom of {best.name} at {rate:g} req/s: {', '.join(parts)}"]
+    if given is not None:
+        return lines
     errors = {r.figure: r.median_abs for r in records if r.median_abs is not None}
     for key, share in room.items():
         metric = key.split("_")[1]  # p99_ttft_ms -> ttft
@@ -42,7 +63,8 @@ def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureR
             f"note: {_target_label(key)}'s headroom ({share:.0%}) is less than servesim's "
             f"median {metric.upper()} error on published runs like it ({error:.0%}): the "
             f"answer may need more replicas; to plan with that margin, --slo "
-            f"{metric}_p{quantile}_ms={value} (and the other targets)")
+            f"{metric}_p{quantile}_ms={value} (and the other targets), or --record-margin "
+            f"0.8 to size each candidate with its own")
     return lines
 
 

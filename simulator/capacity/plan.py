@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from simulator.capacity.candidates import Candidate
 from simulator.capacity.dispatch import Dispatch
+from simulator.capacity.margin import check_cover, margined_slo
 from simulator.capacity.pareto import pareto_front
 from simulator.capacity.prices import PriceTable, load_prices
 from simulator.capacity.results import CandidateResult, PlanResult
@@ -31,6 +32,7 @@ from simulator.executors import Executor, SerialExecutor
 from simulator.point_cache import PointCache
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO
+from simulator.track_record import point_record
 from simulator.workload.traces import load_trace
 
 __all__ = ["CandidateResult", "PlanProgress", "PlanResult", "plan"]
@@ -66,10 +68,13 @@ class _Tally:
 def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
          prices: PriceTable | None = None, settings: SearchSettings | None = None,
          executor: Executor | None = None, cache: PointCache | None = None,
-         progress: PlanProgress | None = None) -> PlanResult:
+         progress: PlanProgress | None = None, record_margin: float | None = None
+         ) -> PlanResult:
     """Size every candidate for ``target_rps`` within ``slo`` and rank them by cost.
 
     ``progress`` hears of every point and every candidate settled (see PlanProgress).
+    ``record_margin`` Q sizes each candidate against ``slo`` tightened by servesim's error
+    on the published runs like it, so the answer covers Q of them (capacity/margin.py).
     A candidate replaying a trace can have no more requests a point than the trace's rows
     (:func:`trace_requests`); fewer than the sample size asks for, every point replays
     them all, and ``PlanResult.requests_wanted`` keeps what was asked.
@@ -91,11 +96,20 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     cap = trace_requests([c for c in candidates if c.infeasible is None])
     if cap is not None and cap < n:
         n = cap
+    cover = None if record_margin is None else check_cover(record_margin)
     results = [CandidateResult(c.name, c.labels, c.gpu, c.tp, "infeasible", c.infeasible or "")
                for c in candidates]
-    sizers = {i: Sizer({**c.point, "slo": slo.as_dict()}, results[i], target_rps, slo,
-                       settings, n, cap=cap)
-              for i, c in enumerate(candidates) if c.infeasible is None}
+    sizers = {}
+    for i, c in enumerate(candidates):
+        if c.infeasible is not None:
+            continue
+        own = slo
+        if cover is not None:
+            own, margins = margined_slo(slo, point_record(c.point, c.gpu, target_rps), cover)
+            results[i].slo_planned = own.as_dict()
+            results[i].margins = {k: m.to_json() for k, m in margins.items()}
+        sizers[i] = Sizer({**c.point, "slo": own.as_dict()}, results[i], target_rps, own,
+                          settings, n, cap=cap)
     for i, c in enumerate(candidates):
         if c.infeasible is not None:
             tally.settle(i)
@@ -107,7 +121,7 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
     front = pareto_front([(r.usd_per_hour or 0.0, r.latency_ms) for r in meeting])
     return PlanResult(target_rps, slo, n, ranked, [meeting[i].name for i in front], prices,
                       settings, cache.computed - before[0], cache.reused - before[1],
-                      requests_wanted=wanted)
+                      requests_wanted=wanted, record_margin=cover)
 
 
 def trace_requests(candidates: list[Candidate]) -> int | None:

@@ -38,6 +38,10 @@ class CandidateResult:
     decided_early: int = 0
     # requests those points served: all of a point's, or those that had left when it stopped
     requests_simulated: int = 0
+    # with a record margin (capacity/margin.py): the targets this candidate was sized
+    # against (SLO.as_dict) and, per target, how it was tightened; None / {} without one
+    slo_planned: dict[str, float] | None = None
+    margins: dict[str, Any] = field(default_factory=dict)
 
     @property
     def latency_ms(self) -> float:
@@ -62,6 +66,9 @@ class PlanResult:
     # the sample size the SLO asked for; more than requests_per_point when a trace has
     # fewer rows (0: as requests_per_point)
     requests_wanted: int = 0
+    # --record-margin: the share of published runs like each candidate its targets cover
+    # (capacity/margin.py); None: every candidate sized against ``slo`` as given
+    record_margin: float | None = None
 
     @property
     def best(self) -> CandidateResult | None:
@@ -88,4 +95,5 @@ class PlanResult:
             "pareto": self.pareto, "candidates": [asdict(r) for r in self.ranked],
             "prices": asdict(self.prices), "settings": asdict(self.settings),
             "points_computed": self.computed, "points_from_cache": self.reused,
+            "record_margin": self.record_margin,
         })
