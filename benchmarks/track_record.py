@@ -6,13 +6,16 @@
 
 Each held-out case (a preset fitted on none of it) gives its signed error on the three
 headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else mean;
-output throughput), grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or
-several) and kind of load (:func:`simulator.track_record.load_kind` of the case's
-arrival). ``servesim run`` and ``servesim plan`` read the file to print how the replay read
-on the published runs most like the deployment (simulator/track_record.py). Errors are
-kept to four decimals; a case with no result is kept as null (a miss). The runs of a
-benchmark runner sharing the engine's process (``Case.harness``: AccelMark's, whose replay
-adds that runner's host cost) are left out: no scenario describes such a deployment.
+output throughput), and the published figure it was compared with (ms, or tok/s),
+grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or several) and kind of load
+(:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
+``servesim plan`` read the file to print how the replay read on the published runs most
+like the deployment (simulator/track_record.py), and ``plan --record-margin`` to tighten
+its targets by the errors of the runs whose published figure was within them
+(simulator/capacity/margin.py). Errors are kept to four decimals, published figures to four
+significant digits; a case with no result is kept as null (a miss). The runs of a benchmark
+runner sharing the engine's process (``Case.harness``: AccelMark's, whose replay adds that
+runner's host cost) are left out: no scenario describes such a deployment.
 """
 
 from __future__ import annotations
@@ -61,11 +64,22 @@ def case_load(case: Case) -> str:
     return record_load_kind(arrival, float(rate) if rate is not None else None)
 
 
+def published_value(row: Mapping[str, Any], figure: str) -> float:
+    """The published value a row's headline ``figure`` (published.py's name) compares."""
+    metrics = row["metrics"]
+    key = next(k for k in HEADLINE_FORMS[figure] if k in metrics)
+    return float(metrics[key]["published"])
+
+
 def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
                  ) -> list[dict[str, Any]]:
     """The file's groups from ``published.py`` rows: per (stack, GPU, GPUs a replica, load,
-    figure), the held-out cases' errors in row order, sorted by those five fields."""
+    figure), the held-out cases' errors and published values (four significant digits) in
+    row order, sorted by those five fields."""
+    rows = list(rows)
+    by_id = {r["id"]: r for r in rows if not r.get("fitted")}  # the rows scored() keeps
     errors: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
+    published: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
     for s in scored(rows, cases):
         case = cases[s.case_id]
         if case.harness:  # a runner in the engine's process: no scenario describes one
@@ -73,16 +87,17 @@ def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
         key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
                FIGURE_KEYS[s.figure])
         errors[key].append(None if s.error is None else round(s.error, 4))
+        published[key].append(float(f"{published_value(by_id[s.case_id], s.figure):.4g}"))
     return [{"stack": k[0], "gpu": k[1], "parallel": k[2], "load": k[3], "figure": k[4],
-             "errors": v} for k, v in sorted(errors.items())]
+             "errors": v, "published": published[k]} for k, v in sorted(errors.items())]
 
 
 def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
     """The JSON written: what it is, how it was made, and the groups."""
     return {
         "about": "servesim's signed errors (simulated / published - 1) on held-out "
-                 "published serving runs, by stack, GPU, GPUs a replica and kind of load; "
-                 "read by simulator/track_record.py",
+                 "published serving runs, and the published figures, by stack, GPU, GPUs "
+                 "a replica and kind of load; read by simulator/track_record.py",
         "made_by": MADE_BY,
         "commit": commit,
         "figures": {key: label for key, label in FIGURES},
@@ -123,11 +138,12 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
 
 
 def same_groups(groups: list[dict[str, Any]], path: Path = TRACK_RECORD_FILE) -> bool:
-    """Whether the file at ``path`` holds exactly ``groups`` (fields and errors)."""
-    shipped = [(g.stack, g.gpu, g.parallel, g.load, g.figure, list(g.errors))
-               for g in read_groups(path)]
+    """Whether the file at ``path`` holds exactly ``groups`` (fields, errors and published
+    values)."""
+    shipped = [(g.stack, g.gpu, g.parallel, g.load, g.figure, list(g.errors),
+                list(g.published)) for g in read_groups(path)]
     return shipped == [(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
-                        g["errors"]) for g in groups]
+                        g["errors"], g["published"]) for g in groups]
 
 
 def stale_note(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]) -> str:

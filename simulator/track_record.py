@@ -104,6 +104,16 @@ class Group:
     load: str
     figure: str
     errors: tuple[float | None, ...]  # signed, simulated / published - 1; None: no result
+    # each case's published figure (ms, or tok/s for throughput), as ``errors``; () in a
+    # file written before they were kept
+    published: tuple[float, ...] = ()
+
+    def kept(self, limit: float | None) -> tuple[float | None, ...]:
+        """The errors of the cases whose published figure is at most ``limit`` (every case
+        for None)."""
+        if limit is None:
+            return self.errors
+        return tuple(e for e, p in zip(self.errors, self.published, strict=True) if p <= limit)
 
     @property
     def gpu_class(self) -> str:
@@ -165,14 +175,22 @@ def _group(raw: Any, path: Path, i: int) -> Group:
             e is None or (isinstance(e, (int, float)) and not isinstance(e, bool)
                           and math.isfinite(e)) for e in errors):
         raise ConfigError(f"{where}: errors must be a list of numbers or nulls")
+    published = raw.get("published", [])
+    if not isinstance(published, list) or not all(
+            isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p)
+            and p > 0 for p in published) or len(published) not in (0, len(errors)):
+        raise ConfigError(f"{where}: published must be a list of numbers > 0, one per error")
     return Group(names["stack"], names["gpu"], names["parallel"], names["load"], names["figure"],
-                 tuple(None if e is None else float(e) for e in errors))
+                 tuple(None if e is None else float(e) for e in errors),
+                 tuple(float(p) for p in published))
 
 
-def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str]) -> FigureRecord:
-    """``figure``'s record over the groups whose fields match ``scope``."""
+def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
+                  limit: float | None = None) -> FigureRecord:
+    """``figure``'s record over the groups whose fields match ``scope`` (and, with
+    ``limit``, over their cases whose published figure is at most that)."""
     errors = [e for g in groups if g.figure == figure
-              and all(getattr(g, k) == v for k, v in scope.items()) for e in g.errors]
+              and all(getattr(g, k) == v for k, v in scope.items()) for e in g.kept(limit)]
     have = [e for e in errors if e is not None]
     return FigureRecord(
         figure=figure, scope=tuple(scope.items()), cases=len(errors),
@@ -182,17 +200,22 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str]) -
 
 
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
-                 min_cases: int = MIN_CASES, gpus: int = 1) -> list[FigureRecord]:
+                 min_cases: int = MIN_CASES, gpus: int = 1,
+                 limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
     ``min_cases`` cases (every case if none does), for a replica of ``gpus`` GPUs;
-    ``stack`` :data:`NO_STACK` skips the scopes that name a stack."""
+    ``stack`` :data:`NO_STACK` skips the scopes that name a stack. ``limits`` (figure ->
+    value) counts only the cases whose published figure is at most it (a plan's margin
+    reads the runs whose measured TTFT was within its target: capacity/margin.py)."""
+    limits = limits or {}
     wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu),
               "parallel": parallel_kind(gpus), "load": load}
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
     out = []
     for figure, _ in FIGURES:
         for fields in scopes:
-            rec = figure_record(groups, figure, {k: wanted[k] for k in fields})
+            rec = figure_record(groups, figure, {k: wanted[k] for k in fields},
+                                limits.get(figure))
             if rec.cases >= min_cases or not fields:
                 out.append(rec)
                 break
@@ -238,10 +261,11 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 
 
 def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
-                      path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
+                      path: Path | str = TRACK_RECORD_FILE,
+                      limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
     0.9", or "none"), its GPU and GPUs a replica, and its workload's kind of load
-    (:func:`load_kind`).
+    (:func:`load_kind`); ``limits`` as :func:`track_record` takes them.
 
     [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
     against the engine on the machine itself) and when the shipped file is absent (a
@@ -249,14 +273,16 @@ def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
     if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
-    return track_record(read_groups(path), name, gpu, load, gpus=gpus)
+    return track_record(read_groups(path), name, gpu, load, gpus=gpus, limits=limits)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
-                 path: Path | str = TRACK_RECORD_FILE) -> list[FigureRecord]:
+                 path: Path | str = TRACK_RECORD_FILE,
+                 limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
     """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
     attention_dp GPUs a replica) and workload arrival and rate; ``gpu`` and ``rate`` override
-    the point's (a plan's candidate at its target rate)."""
+    the point's (a plan's candidate at its target rate); ``limits`` as :func:`track_record`
+    takes them."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
@@ -269,4 +295,5 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
         value = hardware.get(key, 1)
         gpus *= value if isinstance(value, int) and not isinstance(value, bool) else 1
     load = load_kind(str(workload.get("arrival", "poisson")), rate)
-    return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path)
+    return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path,
+                             limits)

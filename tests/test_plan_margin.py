@@ -11,6 +11,7 @@ import pytest
 from test_capacity_plan import FAST, TINY
 
 from servesim.cli import main
+from simulator import track_record as tr
 from simulator.capacity import build_candidates, plan
 from simulator.capacity.headroom import headroom, headroom_lines
 from simulator.capacity.margin import (
@@ -18,6 +19,7 @@ from simulator.capacity.margin import (
     check_cover,
     margin_text,
     margined_slo,
+    record_limits,
     under_reading,
 )
 from simulator.capacity.results import CandidateResult
@@ -68,10 +70,23 @@ def test_targets_tightened_by_their_records_never_loosened() -> None:
     same, none = margined_slo(slo, [], 0.8)
     assert same == slo and all(m.factor == 1.0 and m.figure is None for m in none.values())
     text = margin_text(margins, slo, 0.8)
-    assert "P95 ttft <= 400 ms (500 less 20.0%: TTFT read -20.0% or more on 80% of 5 runs" \
-        in text
+    assert "P95 ttft <= 400 ms (500 less 20.0%: TTFT read -20.0% or more on 80% of 5 runs " \
+        "[any stack, any GPU, arrivals at a rate, measured within 500 ms])" in text
     assert "mean queue <= 80 ms" in text
     assert TargetMargin.from_json("ttft", margins["ttft"].to_json()) == margins["ttft"]
+
+
+def test_the_runs_a_margin_reads_are_those_published_within_the_target() -> None:
+    assert record_limits(SLO(ttft_ms=500, tpot_ms=50, itl_ms=40)) == {"ttft": 500, "tpot": 50}
+    assert record_limits(SLO(itl_ms=40, e2el_ms=9000)) == {"tpot": 40}  # ITL bounds TPOT
+    # two runs, one overloaded: published mean TTFT 9 s, read -70%; the other 120 ms, -5%
+    groups = [tr.Group("vllm-v1", "h100-sxm", "several", "rate", "ttft", (-0.7, -0.05),
+                       (9000.0, 120.0))]
+    every = tr.track_record(groups, "vllm-v1", "h100-sxm", "rate", min_cases=1, gpus=2)[0]
+    kept = tr.track_record(groups, "vllm-v1", "h100-sxm", "rate", min_cases=1, gpus=2,
+                           limits={"ttft": 500})[0]
+    assert every.errors == (-0.7, -0.05) and kept.errors == (-0.05,)
+    assert under_reading(kept.errors, 1.0) == -0.05  # a 500 ms plan: x 0.95, not x 0.3
 
 
 @pytest.mark.parametrize("bad", [0, 1.5, -0.2, float("nan"), True, "0.8"])
@@ -96,7 +111,7 @@ def test_the_planner_sizes_each_candidate_against_its_own_margin() -> None:
     # the factors the shipped track record gives this deployment (no stack, an H100, two
     # GPUs a replica, arrivals at a rate), read here from the record itself
     factors = {}
-    for r in point_record(candidates[0].point, "h100-sxm", 150):
+    for r in point_record(candidates[0].point, "h100-sxm", 150, limits=record_limits(slo)):
         u = under_reading(r.errors, 0.8)
         assert u is not None
         factors[r.figure] = min(1.0, 1.0 + u)

@@ -126,6 +126,8 @@ def _one_group(**fields: object) -> str:
     (_one_group(parallel=2), "groups[0]: parallel = 2: expected a non-empty string"),
     (_one_group(parallel="two"), "parallel = 'two': unknown (one of ['one', 'several'])"),
     (_one_group(stack=""), "groups[0]: stack = '': expected a non-empty string"),
+    (_one_group(errors=[0.1], published=[1.0, 2.0]), "published must be a list of numbers > 0"),
+    (_one_group(errors=[0.1], published=[0]), "groups[0]: published must be a list"),
 ])
 def test_a_damaged_file_is_named(tmp_path: Path, body: str, says: str) -> None:
     path = tmp_path / "record.json"
@@ -146,25 +148,30 @@ def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
     cases = {c.id: c for c in (case("a", "vllm-v1", "poisson"), case("b", "vllm-v1", "poisson"),
                                case("c", "sglang", "burst", tp=8),
                                case("d", "vllm-v0", "closed", harness="accelmark"))}
-    rows = [{"id": "a", "metrics": {"mean_ttft_ms": {"error": 0.123456},
-                                    "output_throughput": {"error": -0.01}}},
-            {"id": "b", "metrics": {"mean_ttft_ms": {"error": None}}},
-            {"id": "c", "metrics": {"median_ttft_ms": {"error": 0.3}}},
-            {"id": "d", "metrics": {"mean_ttft_ms": {"error": 9.0}}},  # in the engine's process
-            {"id": "a", "fitted": "a preset", "metrics": {"mean_ttft_ms": {"error": 5.0}}}]
+    def m(error: float | None, published: float) -> dict[str, float | None]:
+        return {"error": error, "published": published}
+
+    rows = [{"id": "a", "metrics": {"mean_ttft_ms": m(0.123456, 123.4567),
+                                    "output_throughput": m(-0.01, 2000.0)}},
+            {"id": "b", "metrics": {"mean_ttft_ms": m(None, 50.0)}},
+            {"id": "c", "metrics": {"median_ttft_ms": m(0.3, 9000.0)}},
+            {"id": "d", "metrics": {"mean_ttft_ms": m(9.0, 1.0)}},  # in the engine's process
+            {"id": "a", "fitted": "a preset", "metrics": {"mean_ttft_ms": m(5.0, 7.0)}}]
     groups = bt.build_groups(rows, cases)
     assert groups == [
         {"stack": "sglang", "gpu": "h200", "parallel": "several", "load": "burst",
-         "figure": "ttft", "errors": [0.3]},
+         "figure": "ttft", "errors": [0.3], "published": [9000.0]},
         {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate",
-         "figure": "output_throughput", "errors": [-0.01]},
+         "figure": "output_throughput", "errors": [-0.01], "published": [2000.0]},
         {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate", "figure": "ttft",
-         "errors": [0.1235, None]},
+         "errors": [0.1235, None], "published": [123.5, 50.0]},  # four digits
     ]
     path = tmp_path / "t.json"
     path.write_text(bt.file_text(bt.file_body(groups, "abc1234")))
     assert json.loads(path.read_text())["commit"] == "abc1234"
-    assert [g.errors for g in tr.read_groups(path)] == [(0.3,), (-0.01,), (0.1235, None)]
+    read = tr.read_groups(path)
+    assert [g.errors for g in read] == [(0.3,), (-0.01,), (0.1235, None)]
+    assert read[2].published == (123.5, 50.0) and read[2].kept(100.0) == (None,)
 
 
 def test_the_shipped_file_covers_the_held_out_cases() -> None:
@@ -182,6 +189,7 @@ def test_the_shipped_file_covers_the_held_out_cases() -> None:
     have = Counter({(g.stack, g.gpu, g.parallel, g.load, g.figure): len(g.errors)
                     for g in tr.read_groups()})
     assert have == want
+    assert all(len(g.published) == len(g.errors) for g in tr.read_groups())
 
 
 def test_a_deployment_reads_its_record() -> None:
@@ -198,11 +206,15 @@ def test_a_deployment_reads_its_record() -> None:
 
 def test_a_replay_whose_figures_moved_is_noted() -> None:
     shipped = [{"stack": g.stack, "gpu": g.gpu, "parallel": g.parallel, "load": g.load,
-                "figure": g.figure, "errors": list(g.errors)} for g in tr.read_groups()]
+                "figure": g.figure, "errors": list(g.errors), "published": list(g.published)}
+               for g in tr.read_groups()]
     assert bt.same_groups(shipped)
     moved = [dict(g) for g in shipped]
     moved[0] = {**moved[0], "errors": [*moved[0]["errors"][:-1], 0.5]}
     assert not bt.same_groups(moved)
+    other = [dict(g) for g in shipped]  # the same errors against other published figures
+    other[0] = {**other[0], "published": [p * 2 for p in other[0]["published"]]}
+    assert not bt.same_groups(other)
     assert "differs from this replay" in bt.stale_note([], {})  # no rows: nothing matches
 
 

@@ -11,10 +11,13 @@ the target. Where ``u >= 0`` (servesim read that figure high on at least ``Q`` o
 the target is kept as given, never loosened.
 
 Which record a target reads: TTFT (and the mean queue time, part of it) the TTFT record;
-TPOT and ITL the TPOT record; end-to-end latency the tighter of the two. The records are of
-means and medians (what published runs report), the targets percentiles: a margin from them
-is a reading of how far servesim has been off, not a bound on a P99 (docs/capacity.md,
-"How far to trust the answer").
+TPOT and ITL the TPOT record; end-to-end latency the tighter of the two. And which runs:
+those whose published figure was within the target (:func:`record_limits`: a run whose
+measured TTFT was already past a 500 ms target is not one a plan at that target could be
+choosing; overloaded runs, queueing for seconds, read servesim's worst errors and would
+set the margin otherwise). The records are of means and medians (what published runs
+report), the targets percentiles: a margin from them is a reading of how far servesim has
+been off, not a bound on a P99 (docs/capacity.md, "How far to trust the answer").
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ TARGET_FIGURES: dict[str, tuple[str, ...]] = {
     "ttft": ("ttft",), "tpot": ("tpot",), "itl": ("tpot",), "e2el": ("ttft", "tpot"),
     "mean_queue": ("ttft",),
 }
+
+
+def record_limits(slo: SLO) -> dict[str, float]:
+    """Per record figure, the largest published value a run may have to count in a margin:
+    the TTFT target for TTFT, the TPOT target (else the ITL one) for TPOT."""
+    limits = {"ttft": slo.ttft_ms, "tpot": slo.tpot_ms if slo.tpot_ms is not None
+              else slo.itl_ms}
+    return {k: v for k, v in limits.items() if v is not None}
 
 
 def check_cover(cover: object, where: str = "--record-margin") -> float:
@@ -65,17 +76,19 @@ class TargetMargin:
     under: float | None  # that record's under-reading at the cover (u), None: no errors
     cases: int  # the record's cases with a result
     scope: tuple[tuple[str, str], ...]  # the group that answered
+    limit: float | None = None  # only its runs published at or under this (ms) counted
 
     def to_json(self) -> dict[str, Any]:
         """As ``plan.json`` keeps it (``CandidateResult.margins``)."""
         return {"factor": self.factor, "figure": self.figure, "under_reading": self.under,
-                "cases": self.cases, "scope": dict(self.scope)}
+                "cases": self.cases, "scope": dict(self.scope), "published_at_most": self.limit}
 
     @classmethod
     def from_json(cls, metric: str, data: Mapping[str, Any]) -> TargetMargin:
         """Back from :meth:`to_json` (the plan's report reads its results)."""
         return cls(metric, float(data["factor"]), data["figure"], data["under_reading"],
-                   int(data["cases"]), tuple(dict(data["scope"]).items()))
+                   int(data["cases"]), tuple(dict(data["scope"]).items()),
+                   data.get("published_at_most"))
 
 
 def _factor(record: FigureRecord | None, cover: float) -> tuple[float, float | None]:
@@ -87,7 +100,9 @@ def _factor(record: FigureRecord | None, cover: float) -> tuple[float, float | N
 def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
                  ) -> tuple[SLO, dict[str, TargetMargin]]:
     """``slo`` with each target times its factor (module docstring), and how each was set.
-    No records (a CPU deployment): the SLO as given, every factor 1."""
+    ``records``: the deployment's track record, read with :func:`record_limits` (the
+    margins say so). No records (a CPU deployment): the SLO as given, every factor 1."""
+    limits = record_limits(slo)
     by_figure = {r.figure: r for r in records}
     targets = dict(slo.targets_ms)
     if slo.mean_queue_ms is not None:
@@ -99,7 +114,8 @@ def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
                    for f in TARGET_FIGURES[metric]]
         factor, u, record = min(options, key=lambda o: o[0])  # the tightest
         margins[metric] = (TargetMargin(metric, factor, record.figure, u, len(record.errors),
-                                        record.scope) if record is not None
+                                        record.scope, limits.get(record.figure))
+                           if record is not None
                            else TargetMargin(metric, 1.0, None, None, 0, ()))
         planned[metric] = target * factor
     queue = planned.pop("mean_queue", None)
@@ -119,8 +135,9 @@ def margin_text(margins: Mapping[str, TargetMargin], slo: SLO, cover: float) -> 
         if m.figure is None or m.under is None:
             why = "as given: no track record here"
         else:
+            within = "" if m.limit is None else f", measured within {m.limit:g} ms"
             read = (f"{m.figure.upper()} read {m.under:+.1%} or more on {cover:.0%} of "
-                    f"{m.cases} runs [{scope_text(m.scope)}]")
+                    f"{m.cases} runs [{scope_text(m.scope)}{within}]")
             why = (f"as given: {read}" if m.factor == 1.0
                    else f"{target:g} less {1 - m.factor:.1%}: {read}")
         parts.append(f"{label} <= {planned:.4g} ms ({why})")
