@@ -17,8 +17,9 @@ from dashboard.logic.capacity import (
 )
 from dashboard.logic.scenario_form import load_shipped
 from simulator.capacity import sample_size
+from simulator.capacity.margin import record_limits, under_reading
 from simulator.slo import SLO
-from simulator.track_record import deployment_record
+from simulator.track_record import deployment_record, point_record
 
 SLO_500 = {"ttft_ms": 500.0, "tpot_ms": 50.0, "percentile": 99.0}
 ONE = {"gpus": ["h100-sxm"], "tp": [1], "policies": ["chunked"]}
@@ -79,6 +80,21 @@ def test_verdict_names_best_or_closest_miss():
     assert text.startswith("**No candidate meets the SLO**")
     assert "Closest: **h100-sxm x1 bf16 chunked**, which misses p99_ttft_ms by" in text
     assert plan_table(none).iloc[0]["status"] == "misses SLO"
+
+
+def test_a_record_margin_plans_against_the_records_targets():
+    result = run_plan(plan_scenario(load_shipped("capacity"), "llama-3.1-8b"), ONE, 20.0,
+                      SLO_500, PRICES, 200, {}, record_margin=0.8)
+    table = plan_table(result)
+    point = {**load_shipped("capacity"), "hardware": {"gpu": "h100-sxm", "tp": 1}}
+    records = point_record(point, rate=20.0, limits=record_limits(SLO.from_dict(SLO_500)))
+    factor = {r.figure: min(1.0, 1.0 + (under_reading(r.errors, 0.8) or 0.0))
+              for r in records}
+    assert table["ttft_target_planned_ms"].iloc[0] == pytest.approx(500 * factor["ttft"])
+    assert table["tpot_target_planned_ms"].iloc[0] == pytest.approx(50 * factor["tpot"])
+    assert factor["tpot"] < 1  # this record does tighten TPOT
+    assert result.record_margin == 0.8
+    assert "tpot_target_planned_ms" not in plan_table(_plan()).columns  # no margin: none
 
 
 def test_no_gpu_is_a_named_error():
@@ -143,6 +159,15 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
     assert "choose at least one GPU" in " ".join(e.value for e in at.error)
     at.multiselect(key="cap_gpus").set_value(["h100-sxm"]).run()
     assert not at.error and len(at.dataframe[0].value) == 2
+    # a margin from the track record: the targets each candidate was sized against
+    assert "ttft_target_planned_ms" not in at.dataframe[0].value.columns
+    at.selectbox(key="cap_margin").set_value("cover 80%").run()
+    assert not at.exception and not at.error
+    planned = at.dataframe[0].value
+    assert (planned["tpot_target_planned_ms"] <= 50).all()
+    assert (planned["ttft_target_planned_ms"] <= 500).all()
+    assert any("sized against its targets less servesim's error" in c.value
+               for c in at.caption)
 
 
 def test_a_moe_model_plans_attention_data_parallel_candidates():

@@ -120,8 +120,11 @@ def default_rate(raw: Mapping[str, Any]) -> float:
 def run_plan(raw: Mapping[str, Any], axes: Mapping[str, Sequence[Any]], target_rps: float,
              slo: Mapping[str, float], prices: Mapping[str, float], requests_per_point: int,
              store: dict[str, dict[str, Any]],
-             on_point: Callable[[int], None] | None = None) -> PlanResult:
-    """Plan ``raw``'s workload over the candidate ``axes`` (gpus, tp, policies, dtypes).
+             on_point: Callable[[int], None] | None = None,
+             record_margin: float | None = None) -> PlanResult:
+    """Plan ``raw``'s workload over the candidate ``axes`` (gpus, tp, policies, dtypes);
+    ``record_margin`` as ``servesim plan --record-margin`` takes it (None: the targets as
+    given).
 
     Raises ValueError (``ConfigError``) for bad input, naming it.
     """
@@ -132,7 +135,7 @@ def run_plan(raw: Mapping[str, Any], axes: Mapping[str, Sequence[Any]], target_r
     table = PriceTable(dict(prices), "", "")
     return plan(candidates, target_rps, SLO.from_dict(dict(slo)), prices=table,
                 settings=settings_for(requests_per_point),
-                cache=MemoryPointCache(store, on_point))
+                cache=MemoryPointCache(store, on_point), record_margin=record_margin)
 
 
 def expected_points(num_candidates: int, settings: SearchSettings) -> int:
@@ -161,9 +164,19 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "usd_per_m_output_tokens": r.usd_per_million_output_tokens,
             "p99_ttft_ms": r.at_target.get("p99_ttft_ms"),
             "p99_tpot_ms": r.at_target.get("p99_tpot_ms"),
+            **_planned(r, result),
             "on_pareto_front": r.name in result.pareto, "note": note(r),
         })
     return pd.DataFrame(rows)
+
+
+def _planned(r: CandidateResult, result: PlanResult) -> dict[str, float | None]:
+    """With a record margin: the TTFT and TPOT targets the candidate was sized against
+    (None for an infeasible one); {} without."""
+    if result.record_margin is None:
+        return {}
+    planned = r.slo_planned or {}
+    return {f"{m}_target_planned_ms": planned.get(f"{m}_ms") for m in ("ttft", "tpot")}
 
 
 def _slo_text(slo: SLO) -> str:

@@ -39,6 +39,9 @@ from simulator.capacity.headroom import headroom_lines
 from simulator.specs import MODELS, WEIGHT_DTYPE_BYTES
 from simulator.track_record import point_record
 
+MARGINS = {"none: the targets as given": None, "cover 50% of published runs like it": 0.5,
+           "cover 80%": 0.8, "cover 95%": 0.95}
+"""The margin choices: label -> ``record_margin`` (simulator/capacity/margin.py)."""
 SCENARIO_KEYS = ("cap_model", "cap_rate", "cap_ttft_ms", "cap_tpot_ms", "cap_percentile",
                  "cap_dtypes")
 
@@ -52,7 +55,8 @@ def _point_store() -> dict[str, dict[str, Any]]:
 @st.cache_data(show_spinner=False, max_entries=64)
 def cached_plan(raw: dict[str, Any], axes: dict[str, list[Any]], target_rps: float,
                 slo: dict[str, float], prices: dict[str, float], requests_per_point: int,
-                _expected_points: int) -> tuple[PlanResult, float]:
+                _expected_points: int, record_margin: float | None = None
+                ) -> tuple[PlanResult, float]:
     """``run_plan`` cached by its inputs, with a progress bar; also returns its seconds.
 
     The bar is made (and emptied) in here: Streamlit replays the elements a cached
@@ -67,7 +71,7 @@ def cached_plan(raw: dict[str, Any], axes: dict[str, list[Any]], target_rps: flo
     start = time.perf_counter()
     try:
         result = run_plan(raw, axes, target_rps, slo, prices, requests_per_point,
-                          _point_store(), tick)
+                          _point_store(), tick, record_margin)
     finally:
         bar.empty()
     return result, time.perf_counter() - start
@@ -137,6 +141,12 @@ if MODELS[model].num_experts > 1:  # attention data parallel spreads a MoE model
                                      "a candidate with tp > 1 and ranks > 1 is infeasible")
 policies = cand[2].multiselect("Policies", list(choices("policy")), list(DEFAULT_POLICIES),
                             key="cap_policies", format_func=policy_label)
+margin_label = st.selectbox(
+    "Margin from servesim's track record", list(MARGINS), key="cap_margin",
+    help="size each candidate against its targets less servesim's error on the published "
+         "runs most like it (measured within the targets), so the answer would hold had "
+         "servesim erred as on that share of them (servesim plan --record-margin; "
+         "docs/capacity.md)")
 prices = _prices(gpus, load_prices().usd_per_gpu_hour)
 st.info(f"Each point simulates {n} requests, so a P{q:g} rests on about "
         f"{n * (1 - q / 100):.0f} requests beyond it and is noisy: a rerun with more requests "
@@ -154,7 +164,8 @@ expected = expected_points(len(gpus) * len(tps) * len(ranks) * len(policies) * l
                            settings_for(n))
 started = time.perf_counter()
 result, seconds = guarded("Plan", lambda: cached_plan(plan_scenario(raw, model), axes, rate, slo,
-                                                     prices, n, expected))
+                                                     prices, n, expected,
+                                                     MARGINS[margin_label]))
 from_cache = time.perf_counter() - started < seconds / 2
 table = plan_table(result)
 st.markdown(verdict(result))
@@ -164,6 +175,11 @@ with left:
 with right:
     plot(figures_capacity.max_rate_bars(table, rate), "cap_max_rate")
 st.dataframe(table, hide_index=True)
+if result.record_margin is not None:
+    st.caption(f"Each candidate was sized against its targets less servesim's error on the "
+               f"published runs like it, covering {result.record_margin:.0%} of them "
+               "(the *_target_planned_ms columns; docs/capacity.md, \"How far to trust the "
+               "answer\").")
 answer = result.best or result.closest
 if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack and load
     hardware = {**raw.get("hardware", {}), "gpu": answer.gpu, "tp": answer.tp,
@@ -174,7 +190,8 @@ if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack a
         with st.expander(f"Track record of the {which} candidate on published runs like it"):
             st.table(record_rows(records))
             if result.best is not None:  # its unused share of each target, against the record
-                for line in headroom_lines(result.best, rate, records):
+                given = result.slo if result.record_margin is not None else None
+                for line in headroom_lines(result.best, rate, records, given):
                     st.caption(line)
             st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
                        "runs of its stack, GPU, GPUs a replica and kind of load (else a wider "
