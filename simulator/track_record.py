@@ -136,6 +136,7 @@ class FigureRecord:
     median_abs: float | None
     signed_median: float | None
     errors: tuple[float, ...] = ()  # the signed errors with a result, smallest first
+    limit: float | None = None  # only the cases published at or under this counted (None: all)
 
     @property
     def share(self) -> float:
@@ -196,7 +197,8 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
         figure=figure, scope=tuple(scope.items()), cases=len(errors),
         within=sum(1 for e in have if abs(e) <= WITHIN),
         median_abs=statistics.median(abs(e) for e in have) if have else None,
-        signed_median=statistics.median(have) if have else None, errors=tuple(sorted(have)))
+        signed_median=statistics.median(have) if have else None, errors=tuple(sorted(have)),
+        limit=limit)
 
 
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,

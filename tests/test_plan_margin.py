@@ -30,9 +30,10 @@ from simulator.track_record import FigureRecord, point_record
 ERRORS = (-0.3, -0.2, -0.1, 0.0, 0.1)  # five runs' signed errors, simulated / published - 1
 
 
-def record(figure: str, errors: tuple[float, ...]) -> FigureRecord:
+def record(figure: str, errors: tuple[float, ...], limit: float | None = None
+           ) -> FigureRecord:
     return FigureRecord(figure, (("load", "rate"),), len(errors), 0, None, None,
-                        tuple(sorted(errors)))
+                        tuple(sorted(errors)), limit)
 
 
 @pytest.mark.parametrize("cover, under", [
@@ -53,7 +54,7 @@ def test_under_reading_by_hand(cover: float, under: float) -> None:
 def test_targets_tightened_by_their_records_never_loosened() -> None:
     slo = SLO(ttft_ms=500, tpot_ms=50, itl_ms=40, e2el_ms=10_000, percentile=95,
               mean_queue_ms=100)
-    ttft = record("ttft", ERRORS)  # at 0.8: -20% -> x 0.8
+    ttft = record("ttft", ERRORS, 500.0)  # at 0.8: -20% -> x 0.8; runs published <= 500 ms
     tpot = record("tpot", (-0.1, -0.05, 0.0, 0.02, 0.3))  # at 0.8: -5% -> x 0.95
     planned, margins = margined_slo(slo, [ttft, tpot], 0.8)
     assert planned.ttft_ms == pytest.approx(400)
@@ -86,6 +87,7 @@ def test_the_runs_a_margin_reads_are_those_published_within_the_target() -> None
     kept = tr.track_record(groups, "vllm-v1", "h100-sxm", "rate", min_cases=1, gpus=2,
                            limits={"ttft": 500})[0]
     assert every.errors == (-0.7, -0.05) and kept.errors == (-0.05,)
+    assert (every.limit, kept.limit) == (None, 500)
     assert under_reading(kept.errors, 1.0) == -0.05  # a 500 ms plan: x 0.95, not x 0.3
 
 

@@ -100,9 +100,9 @@ def _factor(record: FigureRecord | None, cover: float) -> tuple[float, float | N
 def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
                  ) -> tuple[SLO, dict[str, TargetMargin]]:
     """``slo`` with each target times its factor (module docstring), and how each was set.
-    ``records``: the deployment's track record, read with :func:`record_limits` (the
-    margins say so). No records (a CPU deployment): the SLO as given, every factor 1."""
-    limits = record_limits(slo)
+    ``records``: the deployment's track record, read with :func:`record_limits` (each
+    record says which runs it counted). No records (a CPU deployment): the SLO as given,
+    every factor 1."""
     by_figure = {r.figure: r for r in records}
     targets = dict(slo.targets_ms)
     if slo.mean_queue_ms is not None:
@@ -114,7 +114,7 @@ def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
                    for f in TARGET_FIGURES[metric]]
         factor, u, record = min(options, key=lambda o: o[0])  # the tightest
         margins[metric] = (TargetMargin(metric, factor, record.figure, u, len(record.errors),
-                                        record.scope, limits.get(record.figure))
+                                        record.scope, record.limit)
                            if record is not None
                            else TargetMargin(metric, 1.0, None, None, 0, ()))
         planned[metric] = target * factor
