@@ -142,6 +142,31 @@ def _point_notes(r: PointResult) -> list[str]:
     return out
 
 
+def _lockstep_note(results: list[PointResult]) -> list[str]:
+    """A note for the points whose closed-loop clients start together with equal lengths:
+    their rounds stay in lockstep (docs/metrics.md, "Closed-loop clients"), so each TTFT
+    holds every other client's prefill, which measured runs often do not."""
+    where, shape = [], ""
+    for r in results:
+        wl, requests = r.deployment.workload, r.result.requests
+        clients = wl.concurrency or 1
+        if wl.arrival != "closed" or wl.client_start != "together" or clients < 2 \
+                or requests.empty:
+            continue
+        prompts, outputs = requests["prompt_tokens"].unique(), requests["output_tokens"].unique()
+        if len(prompts) == 1 and len(outputs) == 1:
+            where.append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
+            shape = f"{int(prompts[0])} prompt and {int(outputs[0])} output tokens each"
+    if not where:
+        return []
+    points = f" ({'; '.join(w for w in where if w)})" if any(where) else ""
+    return [f"note{points}: closed-loop clients that start together with equal lengths ({shape}) "
+            "stay in lockstep: each round's prompts reach the engine at once, so every TTFT "
+            "waits for the other clients' prefill. Measured closed loops drift out of step and "
+            "can read far lower (docs/metrics.md, \"Closed-loop clients\"); --set "
+            "workload.client_start=random gives the other end."]
+
+
 def _track_records(results: list[PointResult]) -> list[str]:
     """How far to trust the figures: the record of servesim's replays of published runs
     like each deployment (stack, GPU, GPUs a replica, kind of load), once for each."""
@@ -198,6 +223,7 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path],
         lines += _point_notes(r)
         lines += fleet_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
         lines += disagg_lines(r.summary, ", ".join(f"{k}={v}" for k, v in r.labels.items()))
+    lines += _lockstep_note(results)
     if simulated:
         lines += _track_records(results)
     lines.append("results: " + ", ".join(str(p) for p in paths))

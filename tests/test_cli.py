@@ -87,6 +87,26 @@ def test_a_sweep_over_rates_is_one_deployment_with_one_record(scenario: Path, tm
         "serving runs like this one (docs/metrics.md, \"Track record\"):" in text
 
 
+def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    scenario = tmp_path / "closed.toml"
+    scenario.write_text(SMALL.replace('name = ["static", "continuous"]', 'name = "continuous"')
+                        .replace('arrival = "poisson"\nrate = [2.0, 4.0]',
+                                 'arrival = "closed"\nconcurrency = [1, 8]'))
+    assert main(["run", str(scenario), "--out", str(tmp_path / "a")]) == 0
+    text = capsys.readouterr().out
+    # one client is no lockstep; eight starting together with 200 / 20 tokens each are
+    assert "note (policy=continuous, concurrency=8): closed-loop clients that start " \
+           "together with equal lengths (200 prompt and 20 output tokens each) stay in " \
+           "lockstep" in text
+    assert text.count("stay in lockstep") == 1
+    random = ["--set", "workload.client_start='random'"]
+    assert main(["run", str(scenario), "--out", str(tmp_path / "b"), *random]) == 0
+    assert "stay in lockstep" not in capsys.readouterr().out  # out of step: no note
+    drawn = ["--set", "workload.prompt={dist='uniform', low=100, high=300}"]
+    assert main(["run", str(scenario), "--out", str(tmp_path / "c"), *drawn]) == 0
+    assert "stay in lockstep" not in capsys.readouterr().out  # unequal lengths drift apart
+
+
 def test_sweep_vary_adds_an_axis(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["sweep", str(scenario), "--out", str(tmp_path / "o"), "--json",
             "--set", "policy.name=continuous", "--set", "workload.rate=2",
