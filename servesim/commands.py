@@ -26,6 +26,7 @@ from simulator.runner import PointResult, preflight, run_point, write_results
 from simulator.scenario import apply_overrides, expand_sweep, load_scenario, with_trace
 from simulator.scenario_types import Scenario
 from simulator.track_record import FigureRecord, deployment_record, load_kind, record_lines
+from simulator.workload.clients import lockstep_lengths, lockstep_text
 
 
 def _vary(items: list[str]) -> list[str]:
@@ -144,27 +145,19 @@ def _point_notes(r: PointResult) -> list[str]:
 
 def _lockstep_note(results: list[PointResult]) -> list[str]:
     """A note for the points whose closed-loop clients start together with equal lengths:
-    their rounds stay in lockstep (docs/metrics.md, "Closed-loop clients"), so each TTFT
-    holds every other client's prefill, which measured runs often do not."""
-    where, shape = [], ""
+    their rounds stay in lockstep (simulator/workload/clients.py ``lockstep_lengths``)."""
+    where, shape = [], None
     for r in results:
-        wl, requests = r.deployment.workload, r.result.requests
-        clients = wl.concurrency or 1
-        if wl.arrival != "closed" or wl.client_start != "together" or clients < 2 \
-                or requests.empty:
-            continue
-        prompts, outputs = requests["prompt_tokens"].unique(), requests["output_tokens"].unique()
-        if len(prompts) == 1 and len(outputs) == 1:
+        wl = r.deployment.workload
+        found = lockstep_lengths(wl.arrival, wl.client_start, wl.concurrency,
+                                 r.result.requests)
+        if found is not None:
             where.append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
-            shape = f"{int(prompts[0])} prompt and {int(outputs[0])} output tokens each"
-    if not where:
+            shape = found
+    if shape is None:
         return []
     points = f" ({'; '.join(w for w in where if w)})" if any(where) else ""
-    return [f"note{points}: closed-loop clients that start together with equal lengths ({shape}) "
-            "stay in lockstep: each round's prompts reach the engine at once, so every TTFT "
-            "waits for the other clients' prefill. Measured closed loops drift out of step and "
-            "can read far lower (docs/metrics.md, \"Closed-loop clients\"); --set "
-            "workload.client_start=random gives the other end."]
+    return [f"note{points}: {lockstep_text(*shape)}"]
 
 
 def _track_records(results: list[PointResult]) -> list[str]:

@@ -246,3 +246,14 @@ def test_track_record_of_the_scenario(explorer):
     assert list(table["published runs"]) == [r.cases for r in want]
     assert list(table["within 15%"]) == [f"{r.share:.1%}" for r in want]
     assert all(s.endswith("arrivals at a rate") for s in table.iloc[:, -1])
+
+
+def test_clients_in_lockstep_are_said():
+    at = page("explorer").run()
+    _upload_scenario(at, '[workload]\narrival = "closed"\nconcurrency = 8\nnum_requests = 80\n'
+                         'prompt = { dist = "fixed", tokens = 200 }\n'
+                         'output = { dist = "fixed", tokens = 20 }\n')
+    assert not at.exception and not at.error
+    captions = " ".join(c.value for c in at.caption)
+    assert "with equal lengths (200 prompt and 20 output tokens each) stay in lockstep" \
+        in captions

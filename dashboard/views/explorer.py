@@ -19,6 +19,7 @@ from dashboard.logic.track import record_rows
 from dashboard.sidebar import knob_widgets, scenario_picker
 from dashboard.ui import cached_run, feature_tiles, guarded, kpi_tiles, plot
 from simulator.track_record import point_record
+from simulator.workload.clients import lockstep_lengths, lockstep_text
 
 st.title("Explorer")
 base, source = scenario_picker()
@@ -45,6 +46,12 @@ st.caption(f"{s['completed']} of {len(out.requests)} requests finished, "
            f"simulated in {s['sim_wall_s']:.2f} s")
 for note in s.get("workload_notes") or []:
     st.caption(note)
+wl = scenario.get("workload", {})
+lockstep = lockstep_lengths(str(wl.get("arrival", "poisson")),
+                            str(wl.get("client_start", "together")), wl.get("concurrency"),
+                            out.requests)
+if lockstep is not None:
+    st.caption(lockstep_text(*lockstep))
 record = record_rows(point_record(scenario))  # none on the CPU
 if record:
     with st.expander("Track record: how servesim read published runs like this one"):

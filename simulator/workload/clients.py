@@ -104,3 +104,27 @@ def _starts(table: pd.DataFrame, clients: int, think_time_s: float, start: str, 
     notes.append(f"clients staggered over one estimated cycle of {cycle:.4g} s: client k "
                  f"first sends at k * {cycle:.4g} / {clients} s")
     return first_send_s(clients, cycle)
+
+
+def lockstep_lengths(arrival: str, client_start: str, clients: int | None,
+                     requests: pd.DataFrame) -> tuple[int, int] | None:
+    """(prompt, output) tokens when a closed loop of two or more clients starts
+    ``together`` and every one of ``requests`` has those same lengths: its rounds then stay
+    in lockstep (module docstring), else None."""
+    if arrival != "closed" or client_start != "together" or (clients or 1) < 2 \
+            or requests.empty:
+        return None
+    prompts, outputs = requests["prompt_tokens"].unique(), requests["output_tokens"].unique()
+    if len(prompts) != 1 or len(outputs) != 1:
+        return None
+    return int(prompts[0]), int(outputs[0])
+
+
+def lockstep_text(prompt: int, output: int) -> str:
+    """What a run's report says of clients in lockstep (:func:`lockstep_lengths`)."""
+    return (f"closed-loop clients that start together with equal lengths ({prompt} prompt and "
+            f"{output} output tokens each) stay in lockstep: each round's prompts reach the "
+            "engine at once, so every TTFT waits for the other clients' prefill. Measured "
+            "closed loops drift out of step and can read far lower (docs/metrics.md, "
+            "\"Closed-loop clients\"); client_start = 'random' gives the other end.")
+
