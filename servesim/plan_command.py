@@ -261,8 +261,10 @@ def _margin_lines(result: PlanResult) -> list[str]:
 def _verdict(result: PlanResult) -> str:
     best = result.best
     if best is not None:
+        cost = (f"${best.usd_per_hour:.2f}/hour" if best.usd_per_hour is not None
+                else f"no price for {best.gpu} (--prices {best.gpu}=USD)")
         return (f"best: {best.name}, {best.replicas} replica(s) = {best.num_gpus} GPU(s), "
-                f"${best.usd_per_hour:.2f}/hour")
+                f"{cost}")
     closest = result.closest
     text = f"no candidate meets the SLO at {result.target_rps:g} req/s"
     if closest is not None and closest.miss is not None:

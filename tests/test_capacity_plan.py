@@ -206,3 +206,19 @@ def test_cli_plan_with_a_trace_shorter_than_the_sample(tmp_path: Path, capsys,  
     assert main(_cli(tmp_path, "--rate", "150", "--trace", str(trace))) == 0
     assert "300 requests per point: every request of the trace, fewer than the 1000" in \
         capsys.readouterr().out
+
+
+def test_cli_a_best_candidate_without_a_price_is_said(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # a CPU has no price in the shipped table: the verdict said "$None" (a TypeError) before
+    scenario = tmp_path / "cpu.toml"
+    scenario.write_text(TINY.replace('gpu = "h100-sxm"', 'gpu = "cpu"'))
+    assert main(["plan", str(scenario), "--out", str(tmp_path / "o"), "--workers", "1",
+                 "--min-tail", "10", "--max-iterations", "5", "--rate", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "best: cpu x1 bf16 continuous, " in text
+    assert "no price for cpu (--prices cpu=USD)" in text
+    result = plan(build_candidates(tomllib.loads(scenario.read_text())), 50.0,
+                  parse_slo_string("ttft_p99_ms=100"), settings=FAST)
+    from dashboard.logic.capacity import verdict
+
+    assert "no price for cpu (give one under Prices)" in verdict(result)

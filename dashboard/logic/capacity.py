@@ -191,8 +191,10 @@ def verdict(result: PlanResult) -> str:
     if best is not None:
         per_m = best.usd_per_million_output_tokens
         cost = "" if per_m is None else f", ${per_m:.3f} per million output tokens"
+        hourly = (f"**${best.usd_per_hour:.2f} per hour**" if best.usd_per_hour is not None
+                  else f"no price for {best.gpu} (give one under Prices)")
         return (f"**Best for {goal}: {best.name}**, {best.replicas} replica(s) = "
-                f"{best.num_gpus} GPU(s), **${best.usd_per_hour:.2f} per hour**{cost}.")
+                f"{best.num_gpus} GPU(s), {hourly}{cost}.")
     text = f"**No candidate meets the SLO** at {goal}."
     closest = result.closest
     if closest is not None and closest.miss is not None:
