@@ -222,3 +222,15 @@ def test_cli_a_best_candidate_without_a_price_is_said(tmp_path: Path, capsys) ->
     from dashboard.logic.capacity import verdict
 
     assert "no price for cpu (give one under Prices)" in verdict(result)
+
+
+def test_cli_a_rate_schedule_is_refused_with_its_peak(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # before: the planner's probe rate (1e6 req/s) clashed with the schedule, and the error
+    # named that rate, which the user never gave
+    scenario = tmp_path / "daily.toml"
+    scenario.write_text(TINY.replace("rate = 100.0", "rate_schedule = { start_s = [0, 60], "
+                                                     "rate = [5.0, 12.5] }"))
+    assert main(["plan", str(scenario), "--out", str(tmp_path / "o"), "--rate", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "workload.rate_schedule: a plan sizes for one steady request rate" in err
+    assert "plan at its peak (--rate 12.5)" in err and "1000000" not in err

@@ -90,6 +90,12 @@ def _candidate(labels: dict[str, Any], point: dict[str, Any]) -> Candidate:
     if sc.workload.arrival == "closed":
         raise ConfigError("workload.arrival = 'closed': a plan sizes for a request rate; use "
                           "an open-loop arrival (poisson, gamma, constant or trace)")
+    if sc.workload.rate_schedule is not None:
+        peak = max(sc.workload.rate_schedule.rate)
+        raise ConfigError("workload.rate_schedule: a plan sizes for one steady request rate, "
+                          "not a schedule over time; remove the schedule from the scenario "
+                          f"and plan at its peak (--rate {peak:g}), or size an autoscaled "
+                          "fleet for it with servesim run (docs/fleet.md)")
     ident = {"gpu": sc.hardware_spec().name, "tp": sc.hardware.tp,
              **({"attention_dp": sc.hardware.attention_dp} if sc.hardware.attention_dp > 1
                 else {}),
