@@ -3,10 +3,14 @@ like a deployment: simulator/track_record.py), as table rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.track_record import FIGURES, FigureRecord, scope_text
+from simulator.capacity.margin import margined_slo, record_limits
+from simulator.slo import SLO
+from simulator.track_record import FIGURES, FigureRecord, point_record, scope_text
+
+MARGIN_COVER = 0.8  # the Explorer's margin: four of five published runs like the point
 
 
 def record_rows(records: Sequence[FigureRecord]) -> list[dict[str, Any]]:
@@ -28,3 +32,36 @@ def _percent(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "-"
     return f"{value:+.1%}" if signed else f"{value:.1%}"
+
+
+def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
+                targets_ms: Mapping[str, float], percentile: float,
+                cover: float = MARGIN_COVER) -> str | None:
+    """The point's TTFT and TPOT percentiles against its targets tightened by servesim's
+    error on the published runs like it, measured within the targets (as ``servesim plan
+    --record-margin`` sizes a candidate: simulator/capacity/margin.py); None without
+    targets or a record (a CPU)."""
+    wanted = {m: t for m, t in targets_ms.items() if m in ("ttft", "tpot") and t}
+    if not wanted:
+        return None
+    slo = SLO(**{f"{m}_ms": t for m, t in wanted.items()}, percentile=percentile)
+    records = point_record(point, limits=record_limits(slo))
+    if not records:
+        return None
+    planned, _ = margined_slo(slo, records, cover)
+    word = f"{percentile:g}".replace(".", "_")
+    parts = []
+    for metric, target in planned.targets_ms.items():
+        value = summary.get(f"p{word}_{metric}_ms")
+        if value is None:
+            continue
+        verdict = "within" if value <= target else "over"
+        parts.append(f"P{percentile:g} {metric.upper()} {value:.4g} ms {verdict} "
+                     f"{target:.4g} ms ({wanted[metric]:g} less "
+                     f"{1 - target / wanted[metric]:.0%})")
+    if not parts:
+        return None
+    return (f"With servesim's margin, the targets less its error on {cover:.0%} of the "
+            f"published runs like this one measured within them (servesim plan "
+            f"--record-margin {cover:g}): {'; '.join(parts)}.")
+

@@ -15,7 +15,7 @@ from dashboard.logic.run import (
 )
 from dashboard.logic.scenario_form import apply_knobs, knobs_from_point
 from dashboard.logic.toml_out import to_toml
-from dashboard.logic.track import record_rows
+from dashboard.logic.track import margin_line, record_rows
 from dashboard.sidebar import knob_widgets, scenario_picker
 from dashboard.ui import cached_run, feature_tiles, guarded, kpi_tiles, plot
 from simulator.track_record import point_record
@@ -61,6 +61,9 @@ if record:
                    "kind of load, else a wider one (the last column says which). A negative "
                    "median error reads lower than measured; docs/metrics.md, \"Track "
                    "record\".")
+        margin = margin_line(scenario, s, targets, knobs.percentile)
+        if margin is not None:
+            st.caption(margin)
 
 plot(figures.latency_cdfs(latency_samples(out.requests, out.steps), targets), "cdfs")
 left, right = st.columns(2)
