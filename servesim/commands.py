@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from tqdm import tqdm
 
 from servesim.progress import request_progress
 from simulator.cached_runs import run_sweep
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
 from simulator.deployment import resolve
 from simulator.errors import ConfigError
 from simulator.executors import open_executor
@@ -160,6 +162,44 @@ def _lockstep_note(results: list[PointResult]) -> list[str]:
     return [f"note{points}: {lockstep_text(*shape)}"]
 
 
+def _margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> list[str]:
+    """For the points with an SLO: their targets less servesim's error on ``cover`` of the
+    published runs like each deployment, measured within them (as ``plan --record-margin``
+    sizes a candidate), and which points still meet them; one line per deployment."""
+    groups: dict[tuple[Any, ...], list[PointResult]] = {}
+    for r in results:
+        dep, wl = r.deployment, r.deployment.workload
+        if dep.slo is None or not dep.slo.targets_ms:
+            continue
+        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate), dep.slo)
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (stack, gpu, gpus, load, slo), points in groups.items():
+        records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo))
+        if not records:
+            continue
+        planned, _ = margined_slo(slo, records, cover)
+        targets = ", ".join(f"{m} {v:.4g} ms" for m, v in planned.targets_ms.items())
+        met = [r for r in points if r.summary.get("slo_met")]
+        flips = []
+        for r in met:  # the points meeting their SLO as given that the margin would fail
+            checks = r.summary.get("slo") or {}
+            over = [f"{k} {c['value']:.4g} ms" for k, c in checks.items()
+                    if c.get("value") is not None and k != "mean_queue_ms"
+                    and c["value"] > planned.targets_ms.get(k.split("_")[1], math.inf)]
+            if over:
+                where = ", ".join(f"{k}={v}" for k, v in r.labels.items()) or "the point"
+                flips.append(f"{where} ({', '.join(over)})")
+        verdict = ("no point meets the SLO as given" if not met
+                   else f"of the {len(met)} point(s) meeting the SLO, "
+                        + (f"these would not: {'; '.join(flips)}" if flips
+                           else "all still would"))
+        out.append(f"with servesim's margin (the targets less its error on {cover:.0%} of "
+                   f"published runs like this, measured within them; plan --record-margin "
+                   f"{cover:g}): P{slo.percentile:g} {targets}; {verdict}")
+    return out
+
+
 def _track_records(results: list[PointResult]) -> list[str]:
     """How far to trust the figures: the record of servesim's replays of published runs
     like each deployment (stack, GPU, GPUs a replica, kind of load), once for each."""
@@ -219,5 +259,6 @@ def _text(scenario: Scenario, results: list[PointResult], paths: list[Path],
     lines += _lockstep_note(results)
     if simulated:
         lines += _track_records(results)
+        lines += _margin_lines(results)
     lines.append("results: " + ", ".join(str(p) for p in paths))
     return "\n".join(lines)

@@ -107,6 +107,29 @@ def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type:
     assert "stay in lockstep" not in capsys.readouterr().out  # unequal lengths drift apart
 
 
+def test_slo_points_against_the_records_margin(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from simulator.capacity.margin import under_reading
+
+    scenario = tmp_path / "tp2.toml"
+    scenario.write_text(SMALL.replace('gpu = "h100-sxm"', 'gpu = "h100-sxm"\ntp = 2')
+                        .replace('name = ["static", "continuous"]', 'name = "continuous"')
+                        .replace("rate = [2.0, 4.0]", "rate = 4.0"))
+    assert main(["run", str(scenario), "--out", str(tmp_path / "a"), "--json"]) == 0
+    p99 = json.loads(capsys.readouterr().out)[0]["p99_ttft_ms"]
+    target = round(p99 * 1.02, 1)  # met as given, by 2%
+    records = deployment_record("none", "h100-sxm", "rate", 2,
+                                limits={"ttft": target, "tpot": 50})
+    factor = {r.figure: min(1.0, 1.0 + (under_reading(r.errors, 0.8) or 0.0)) for r in records}
+    assert factor["ttft"] < 0.98  # this record tightens TTFT by more than the 2%
+    assert main(["run", str(scenario), "--out", str(tmp_path / "b"),
+                 "--set", f"slo.ttft_ms={target}"]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("with servesim's margin"))
+    assert f"P99 ttft {target * factor['ttft']:.4g} ms, tpot {50 * factor['tpot']:.4g} ms" in line
+    assert f"of the 1 point(s) meeting the SLO, these would not: policy=continuous " \
+           f"(p99_ttft_ms {p99:.4g} ms)" in line
+
+
 def test_sweep_vary_adds_an_axis(scenario: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["sweep", str(scenario), "--out", str(tmp_path / "o"), "--json",
             "--set", "policy.name=continuous", "--set", "workload.rate=2",

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.capacity.margin import margined_slo, record_limits
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
 from simulator.slo import SLO
 from simulator.track_record import FIGURES, FigureRecord, point_record, scope_text
-
-MARGIN_COVER = 0.8  # the Explorer's margin: four of five published runs like the point
 
 
 def record_rows(records: Sequence[FigureRecord]) -> list[dict[str, Any]]:
@@ -36,7 +34,7 @@ def _percent(value: float | None, signed: bool = False) -> str:
 
 def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
                 targets_ms: Mapping[str, float], percentile: float,
-                cover: float = MARGIN_COVER) -> str | None:
+                cover: float = DEFAULT_COVER) -> str | None:
     """The point's TTFT and TPOT percentiles against its targets tightened by servesim's
     error on the published runs like it, measured within the targets (as ``servesim plan
     --record-margin`` sizes a candidate: simulator/capacity/margin.py); None without
