@@ -114,6 +114,7 @@ def test_capacity_page_defaults_then_knobs_and_bad_input():
     at = page("capacity").run()
     assert not at.exception, at.exception
     assert "**Best for 40 req/s" in _text(at)
+    assert "record_margin" not in _text(at)  # no module-level string printed by Streamlit
     # the best candidate's track record: its GPU, the scenario's (Poisson) load
     assert "Track record of the best candidate on published runs like it" in \
         [e.label for e in at.expander]

@@ -39,9 +39,10 @@ from simulator.capacity.headroom import headroom_lines
 from simulator.specs import MODELS, WEIGHT_DTYPE_BYTES
 from simulator.track_record import point_record
 
+# the margin choices: label -> record_margin (simulator/capacity/margin.py); a comment, not
+# a docstring: Streamlit's magic would print a bare string on the page
 MARGINS = {"none: the targets as given": None, "cover 50% of published runs like it": 0.5,
            "cover 80%": 0.8, "cover 95%": 0.95}
-"""The margin choices: label -> ``record_margin`` (simulator/capacity/margin.py)."""
 SCENARIO_KEYS = ("cap_model", "cap_rate", "cap_ttft_ms", "cap_tpot_ms", "cap_percentile",
                  "cap_dtypes")
 
