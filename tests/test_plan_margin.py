@@ -161,3 +161,22 @@ def test_cli_record_margin(tmp_path: Path, capsys) -> None:  # type: ignore[no-u
     assert best["slo_planned"]["ttft_ms"] < 100 and best["margins"]["ttft"]["factor"] < 1
     assert main(_cli(tmp_path, "--record-margin", "1.5")) == 2
     assert "--record-margin = 1.5: must be a share in (0, 1]" in capsys.readouterr().err
+
+
+def test_the_margins_script_prints_the_records_under_readings(capsys) -> None:  # type: ignore[no-untyped-def]
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    script = importlib.import_module("benchmarks.record_margins")
+    assert script.main(["--ttft", "500", "--tpot", "50"]) == 0
+    text = capsys.readouterr().out
+    scope = {"gpu_class": "data-centre", "parallel": "several", "load": "rate"}
+    groups = tr.read_groups()
+    every = tr.figure_record(groups, "ttft", scope)
+    within = tr.figure_record(groups, "ttft", scope, 500.0)
+    line = next(x for x in text.splitlines()
+                if "TTFT" not in x and "several GPUs, arrivals at a rate" in x
+                and "data-centre" in x)  # the first such line is TTFT's
+    assert f"{len(every.errors):4d} runs {under_reading(every.errors, 0.8):+7.1%}" in line
+    assert f"{len(within.errors):4d} runs {under_reading(within.errors, 0.8):+7.1%}" in line
