@@ -143,6 +143,6 @@ def margin_text(margins: Mapping[str, TargetMargin], slo: SLO, cover: float) -> 
             read = (f"{m.figure.upper()} read {m.under:+.1%} or more on {cover:.0%} of "
                     f"{m.cases} runs [{scope_text(m.scope)}{within}]")
             why = (f"as given: {read}" if m.factor == 1.0
-                   else f"{target:g} less {1 - m.factor:.1%}: {read}")
+                   else f"{target:g} less {-m.under:.1%}: {read}")
         parts.append(f"{label} <= {planned:.4g} ms ({why})")
     return "; ".join(parts)
