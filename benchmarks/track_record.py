@@ -35,11 +35,13 @@ from benchmarks.published_cases import Case, load_cases  # noqa: E402
 from benchmarks.published_misses import scored  # noqa: E402
 from simulator.atomic import atomic_write  # noqa: E402
 from simulator.track_record import (  # noqa: E402
+    EXPERTS,
     FIGURES,
     LOADS,
     PARALLEL,
     TRACK_RECORD_FILE,
     figure_record,
+    model_kind,
     parallel_kind,
     read_groups,
     scope_text,
@@ -74,22 +76,24 @@ def published_value(row: Mapping[str, Any], figure: str) -> float:
 def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
                  ) -> list[dict[str, Any]]:
     """The file's groups from ``published.py`` rows: per (stack, GPU, GPUs a replica, load,
-    figure), the held-out cases' errors and published values (four significant digits) in
-    row order, sorted by those five fields."""
+    model kind, figure), the held-out cases' errors and published values (four significant
+    digits) in row order, sorted by those six fields."""
     rows = list(rows)
     by_id = {r["id"]: r for r in rows if not r.get("fitted")}  # the rows scored() keeps
-    errors: dict[tuple[str, str, str, str, str], list[float | None]] = defaultdict(list)
-    published: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
+    Key = tuple[str, str, str, str, str, str]
+    errors: dict[Key, list[float | None]] = defaultdict(list)
+    published: dict[Key, list[float]] = defaultdict(list)
     for s in scored(rows, cases):
         case = cases[s.case_id]
         if case.harness:  # a runner in the engine's process: no scenario describes one
             continue
         key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
-               FIGURE_KEYS[s.figure])
+               model_kind(case.model), FIGURE_KEYS[s.figure])
         errors[key].append(None if s.error is None else round(s.error, 4))
         published[key].append(float(f"{published_value(by_id[s.case_id], s.figure):.4g}"))
-    return [{"stack": k[0], "gpu": k[1], "parallel": k[2], "load": k[3], "figure": k[4],
-             "errors": v, "published": published[k]} for k, v in sorted(errors.items())]
+    return [{"stack": k[0], "gpu": k[1], "parallel": k[2], "load": k[3], "experts": k[4],
+             "figure": k[5], "errors": v, "published": published[k]}
+            for k, v in sorted(errors.items())]
 
 
 def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
@@ -97,12 +101,13 @@ def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
     return {
         "about": "servesim's signed errors (simulated / published - 1) on held-out "
                  "published serving runs, and the published figures, by stack, GPU, GPUs "
-                 "a replica and kind of load; read by simulator/track_record.py",
+                 "a replica, kind of load and model kind; read by simulator/track_record.py",
         "made_by": MADE_BY,
         "commit": commit,
         "figures": {key: label for key, label in FIGURES},
         "parallel": PARALLEL,
         "loads": LOADS,
+        "experts": EXPERTS,
         "groups": groups,
     }
 
@@ -117,13 +122,18 @@ def file_text(body: dict[str, Any]) -> str:
 
 def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
     """One line per (stack, load) and figure, then per (GPU class, GPUs a replica, load),
-    then per load: cases, share within 15%, median |error|."""
+    the same for MoE models alone, then per load: cases, share within 15%, median
+    |error|."""
     typed = [RecordGroup(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
-                         tuple(g["errors"])) for g in groups]
+                         tuple(g["errors"]), tuple(g["published"]), g["experts"])
+             for g in groups]
     scopes = [{"stack": stack, "load": load}
               for stack, load in sorted({(g.stack, g.load) for g in typed})]
     scopes += [{"gpu_class": c, "parallel": p, "load": load}
                for c in sorted({g.gpu_class for g in typed}) for p in PARALLEL for load in LOADS]
+    scopes += [{"gpu_class": c, "parallel": p, "load": load, "experts": "moe"}
+               for c in sorted({g.gpu_class for g in typed if g.experts == "moe"})
+               for p in PARALLEL for load in LOADS]
     scopes += [{"load": load} for load in LOADS]
     lines = []
     for scope in scopes:
@@ -140,10 +150,10 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
 def same_groups(groups: list[dict[str, Any]], path: Path = TRACK_RECORD_FILE) -> bool:
     """Whether the file at ``path`` holds exactly ``groups`` (fields, errors and published
     values)."""
-    shipped = [(g.stack, g.gpu, g.parallel, g.load, g.figure, list(g.errors),
+    shipped = [(g.stack, g.gpu, g.parallel, g.load, g.experts, g.figure, list(g.errors),
                 list(g.published)) for g in read_groups(path)]
-    return shipped == [(g["stack"], g["gpu"], g["parallel"], g["load"], g["figure"],
-                        g["errors"], g["published"]) for g in groups]
+    return shipped == [(g["stack"], g["gpu"], g["parallel"], g["load"], g["experts"],
+                        g["figure"], g["errors"], g["published"]) for g in groups]
 
 
 def stale_note(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]) -> str:

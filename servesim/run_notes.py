@@ -12,7 +12,13 @@ from simulator.metrics_slo import refusal_causes
 from simulator.report import format_ms
 from simulator.runner import PointResult
 from simulator.slo import SLO
-from simulator.track_record import FigureRecord, deployment_record, load_kind, record_lines
+from simulator.track_record import (
+    FigureRecord,
+    deployment_record,
+    experts_kind,
+    load_kind,
+    record_lines,
+)
 from simulator.workload.clients import lockstep_lengths, lockstep_text
 
 
@@ -66,11 +72,13 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
         dep, wl = r.deployment, r.deployment.workload
         if dep.slo is None or not dep.slo.targets_ms:
             continue
-        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate), dep.slo)
+        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
+               experts_kind(dep.model.num_experts), dep.slo)
         groups.setdefault(key, []).append(r)
     out = []
-    for (stack, gpu, gpus, load, slo), points in groups.items():
-        records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo))
+    for (stack, gpu, gpus, load, experts, slo), points in groups.items():
+        records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo),
+                                    experts=experts)
         if not records:
             continue
         planned, _ = margined_slo(slo, records, cover)
@@ -96,15 +104,17 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
 
 def track_records(results: list[PointResult]) -> list[str]:
     """How far to trust the figures: the record of servesim's replays of published runs
-    like each deployment (stack, GPU, GPUs a replica, kind of load), once for each."""
-    seen: dict[tuple[str, str, int, str], list[str]] = {}
+    like each deployment (stack, GPU, GPUs a replica, kind of load, model kind), once for
+    each."""
+    seen: dict[tuple[str, str, int, str, str], list[str]] = {}
     for r in results:  # a sweep over rates is one deployment: the kind of load is the same
         dep, wl = r.deployment, r.deployment.workload
-        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate))
+        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
+               experts_kind(dep.model.num_experts))
         seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
-    for (stack, gpu, gpus, load), where in seen.items():
-        records = tuple(deployment_record(stack, gpu, load, gpus))
+    for (stack, gpu, gpus, load, experts), where in seen.items():
+        records = tuple(deployment_record(stack, gpu, load, gpus, experts=experts))
         blocks.setdefault(records, []).extend(where)
     if len(blocks) == 1:
         return record_lines(next(iter(blocks)))

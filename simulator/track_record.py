@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.specs.models import MODELS, catalogue_name
 from simulator.stacks import NONE as NO_STACK
 
 TRACK_RECORD_FILE = Path(__file__).with_name("track_record.json")
@@ -64,15 +65,27 @@ PARALLEL: dict[str, str] = {"one": "one GPU", "several": "several GPUs"}
 experts across them). Several read worse where collectives or their transport are not
 known: TTFT within 15% on bursts 49% on one GPU, 15% on several (stop 66's replay)."""
 
-SCOPES: tuple[tuple[str, ...], ...] = (
+_LOAD_SCOPES: tuple[tuple[str, ...], ...] = (
     ("stack", "gpu", "parallel", "load"), ("stack", "gpu_class", "parallel", "load"),
     ("gpu", "parallel", "load"), ("gpu_class", "parallel", "load"), ("gpu_class", "load"),
-    ("load",), ("stack", "gpu"), ("stack",), (),
+    ("load",),
+)
+
+EXPERTS: dict[str, str] = {"dense": "dense", "moe": "mixture of experts"}
+"""The model's kind: dense, or a mixture of experts. MoE runs read apart (bursts on several
+GPUs: TTFT within 15% in 1 of 29 MoE runs, 5 of the 12 dense ones; stop 67's replay), so a
+deployment reads its own kind's runs first (:data:`SCOPES`)."""
+
+SCOPES: tuple[tuple[str, ...], ...] = (
+    *((*s, "experts") for s in _LOAD_SCOPES), *_LOAD_SCOPES,
+    ("stack", "gpu"), ("stack",), (),
 )
 """The groups asked in turn, narrowest first: the fields that must match (``gpu_class``:
-data-centre or consumer, :data:`CONSUMER_GPUS`; ``parallel``: :data:`PARALLEL`). The kind of
-load goes before the stack and the GPU: it sets the queueing, which moves TTFT most (a
-closed loop of few clients reads within 15% about twice as often as a burst)."""
+data-centre or consumer, :data:`CONSUMER_GPUS`; ``parallel``: :data:`PARALLEL`; ``experts``:
+:data:`EXPERTS`). The kind of load goes before the stack and the GPU: it sets the queueing,
+which moves TTFT most (a closed loop of few clients reads within 15% about twice as often as
+a burst). Each of those is asked first with the model's kind, then without it (a MoE model
+at a rate, where no published MoE run is one, reads the dense runs, and says so)."""
 
 def load_kind(arrival: str, rate: float | None) -> str:
     """The kind of load (a key of :data:`LOADS`) of a workload's ``arrival`` and ``rate``;
@@ -107,6 +120,7 @@ class Group:
     # each case's published figure (ms, or tok/s for throughput), as ``errors``; () in a
     # file written before they were kept
     published: tuple[float, ...] = ()
+    experts: str = "dense"  # a key of EXPERTS: the cases' model kind
 
     def kept(self, limit: float | None) -> tuple[float | None, ...]:
         """The errors of the cases whose published figure is at most ``limit`` (every case
@@ -167,7 +181,11 @@ def _group(raw: Any, path: Path, i: int) -> Group:
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where}: {key} = {value!r}: expected a non-empty string")
         names[key] = value
-    known = {"load": list(LOADS), "figure": list(dict(FIGURES)), "parallel": list(PARALLEL)}
+    names["experts"] = raw.get("experts", "dense")  # files before stop 67: no MoE split
+    if not isinstance(names["experts"], str):
+        raise ConfigError(f"{where}: experts = {names['experts']!r}: expected a string")
+    known = {"load": list(LOADS), "figure": list(dict(FIGURES)), "parallel": list(PARALLEL),
+             "experts": list(EXPERTS)}
     for key, values in known.items():
         if names[key] not in values:
             raise ConfigError(f"{where}: {key} = {names[key]!r}: unknown (one of {values})")
@@ -183,7 +201,7 @@ def _group(raw: Any, path: Path, i: int) -> Group:
         raise ConfigError(f"{where}: published must be a list of numbers > 0, one per error")
     return Group(names["stack"], names["gpu"], names["parallel"], names["load"], names["figure"],
                  tuple(None if e is None else float(e) for e in errors),
-                 tuple(float(p) for p in published))
+                 tuple(float(p) for p in published), names["experts"])
 
 
 def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
@@ -203,15 +221,17 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
 
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
                  min_cases: int = MIN_CASES, gpus: int = 1,
-                 limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
+                 limits: Mapping[str, float] | None = None,
+                 experts: str = "dense") -> list[FigureRecord]:
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
     ``min_cases`` cases (every case if none does), for a replica of ``gpus`` GPUs;
     ``stack`` :data:`NO_STACK` skips the scopes that name a stack. ``limits`` (figure ->
     value) counts only the cases whose published figure is at most it (a plan's margin
-    reads the runs whose measured TTFT was within its target: capacity/margin.py)."""
+    reads the runs whose measured TTFT was within its target: capacity/margin.py).
+    ``experts``: the model's kind (:data:`EXPERTS`)."""
     limits = limits or {}
     wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu),
-              "parallel": parallel_kind(gpus), "load": load}
+              "parallel": parallel_kind(gpus), "load": load, "experts": experts}
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
     out = []
     for figure, _ in FIGURES:
@@ -225,15 +245,16 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
 
 
 def scope_text(fields: Iterable[tuple[str, str]]) -> str:
-    """``vllm-v1, h100-sxm, one GPU, arrivals at a rate``; a stack, GPU or load left out
-    reads as "any", GPUs a replica left out go unsaid."""
+    """``vllm-v1, h100-sxm, one GPU, arrivals at a rate, dense``; a stack, GPU or load left
+    out reads as "any", GPUs a replica and the model's kind left out go unsaid."""
     scope = dict(fields)
     stack = scope.get("stack", "any stack")
     gpu = scope.get("gpu") or (f"any {scope['gpu_class']} GPU" if "gpu_class" in scope
                                else "any GPU")
     parallel = f", {PARALLEL[scope['parallel']]}" if "parallel" in scope else ""
     load = LOADS[scope["load"]] if "load" in scope else "any load"
-    return f"{stack}, {gpu}{parallel}, {load}"
+    kind = f", {EXPERTS[scope['experts']]}" if "experts" in scope else ""
+    return f"{stack}, {gpu}{parallel}, {load}{kind}"
 
 
 def record_lines(records: Sequence[FigureRecord], whom: str = "") -> list[str]:
@@ -264,10 +285,12 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 
 def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
                       path: Path | str = TRACK_RECORD_FILE,
-                      limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
+                      limits: Mapping[str, float] | None = None,
+                      experts: str = "dense") -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
-    0.9", or "none"), its GPU and GPUs a replica, and its workload's kind of load
-    (:func:`load_kind`); ``limits`` as :func:`track_record` takes them.
+    0.9", or "none"), its GPU and GPUs a replica, its workload's kind of load
+    (:func:`load_kind`) and its model's kind (:func:`model_kind`); ``limits`` as
+    :func:`track_record` takes them.
 
     [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
     against the engine on the machine itself) and when the shipped file is absent (a
@@ -275,16 +298,17 @@ def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
     if gpu == "cpu" or not Path(path).is_file():  # a CPU: `servesim validate` checks it here
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
-    return track_record(read_groups(path), name, gpu, load, gpus=gpus, limits=limits)
+    return track_record(read_groups(path), name, gpu, load, gpus=gpus, limits=limits,
+                        experts=experts)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
                  path: Path | str = TRACK_RECORD_FILE,
                  limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
     """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
-    attention_dp GPUs a replica) and workload arrival and rate; ``gpu`` and ``rate`` override
-    the point's (a plan's candidate at its target rate); ``limits`` as :func:`track_record`
-    takes them."""
+    attention_dp GPUs a replica), workload arrival and rate, and model; ``gpu`` and ``rate``
+    override the point's (a plan's candidate at its target rate); ``limits`` as
+    :func:`track_record` takes them."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
@@ -297,5 +321,19 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
         value = hardware.get(key, 1)
         gpus *= value if isinstance(value, int) and not isinstance(value, bool) else 1
     load = load_kind(str(workload.get("arrival", "poisson")), rate)
+    model = (point.get("model") or {}).get("name", "")
     return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path,
-                             limits)
+                             limits, model_kind(str(model)))
+
+
+def model_kind(model: str) -> str:
+    """A key of :data:`EXPERTS` for a catalogue model name ("moe" when its layers hold
+    several experts; "dense" for the rest, and for a name or config path the catalogue
+    does not know)."""
+    spec = MODELS.get(catalogue_name(model) or model)
+    return experts_kind(spec.num_experts if spec is not None else 1)
+
+
+def experts_kind(num_experts: int) -> str:
+    """A key of :data:`EXPERTS` for a model of ``num_experts`` experts a MoE layer."""
+    return "moe" if num_experts > 1 else "dense"

@@ -245,7 +245,7 @@ def test_track_record_of_the_scenario(explorer):
     want = deployment_record("none", "h100-sxm", "rate")
     assert list(table["published runs"]) == [r.cases for r in want]
     assert list(table["within 15%"]) == [f"{r.share:.1%}" for r in want]
-    assert all(s.endswith("arrivals at a rate") for s in table.iloc[:, -1])
+    assert all(s.endswith("arrivals at a rate, dense") for s in table.iloc[:, -1])
     # the P99s against the targets less servesim's error on 80% of the runs measured within
     # them (servesim plan --record-margin 0.8); the chat scenario's targets: 500 / 50 ms
     from simulator.capacity.margin import under_reading

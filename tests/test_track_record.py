@@ -59,20 +59,22 @@ def test_the_narrowest_group_with_enough_cases_answers() -> None:
     # vllm-v1 on an H100 at a rate: 3 cases; vllm-v1 at a rate anywhere: 3; the H100 at a
     # rate under any stack: 11 -> that one answers
     rec = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=10)[0]
-    assert dict(rec.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate"}
+    assert dict(rec.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate",
+                               "experts": "dense"}
     assert rec.cases == 11
     assert rec.within == 3  # vllm-v1's three, not sglang's eight at +50%
     narrow = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "rate", min_cases=3)[0]
     assert dict(narrow.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "parallel": "one",
-                                  "load": "rate"}
+                                  "load": "rate", "experts": "dense"}
     # a load no group holds under that GPU: data-centre GPUs under that load (20 cases)
     closed = tr.track_record(GROUPS, "vllm-v1", "h100-sxm", "closed", min_cases=10)[0]
     assert dict(closed.scope) == {"gpu_class": "data-centre", "parallel": "one",
-                                  "load": "closed"}
+                                  "load": "closed", "experts": "dense"}
     assert closed.cases == 20
     # no stack: the scopes naming one are skipped even where they would hold enough
     free = tr.track_record(GROUPS, tr.NO_STACK, "a100-80gb", "closed", min_cases=3)[0]
-    assert dict(free.scope) == {"gpu": "a100-80gb", "parallel": "one", "load": "closed"}
+    assert dict(free.scope) == {"gpu": "a100-80gb", "parallel": "one", "load": "closed",
+                                "experts": "dense"}
     # nothing reaches the bar: every case answers
     everything = tr.track_record(GROUPS, "trtllm", "b200", "burst", min_cases=100)[0]
     assert everything.scope == () and everything.cases == 31
@@ -86,18 +88,43 @@ def test_a_wider_scope_keeps_the_gpu_class() -> None:
     consumer = [*GROUPS, group("vllm-v1", "rtx4090", "rate", [-0.9] * 12)]
     # an H100 at a rate: 11 data-centre cases, not the RTX 4090's 12 misses
     h100 = tr.track_record(consumer, tr.NO_STACK, "h100-sxm", "rate", min_cases=10)[0]
-    assert dict(h100.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate"}
+    assert dict(h100.scope) == {"gpu": "h100-sxm", "parallel": "one", "load": "rate",
+                                "experts": "dense"}
     assert (h100.cases, h100.within) == (11, 3)
     l40s = tr.track_record(consumer, tr.NO_STACK, "l40s", "rate", min_cases=10)[0]
-    assert dict(l40s.scope) == {"gpu_class": "data-centre", "parallel": "one", "load": "rate"}
+    assert dict(l40s.scope) == {"gpu_class": "data-centre", "parallel": "one", "load": "rate",
+                                "experts": "dense"}
     assert (l40s.cases, l40s.within) == (11, 3)
     assert tr.scope_text(l40s.scope) == \
-        "any stack, any data-centre GPU, one GPU, arrivals at a rate"
+        "any stack, any data-centre GPU, one GPU, arrivals at a rate, dense"
     # an RTX 4090 under a stack with no run of its own there: the consumer board's runs
     mine = tr.track_record(consumer, "sglang", "rtx4090", "rate", min_cases=10)[0]
-    assert dict(mine.scope) == {"gpu": "rtx4090", "parallel": "one", "load": "rate"}
+    assert dict(mine.scope) == {"gpu": "rtx4090", "parallel": "one", "load": "rate",
+                                "experts": "dense"}
     assert mine.within == 0
     assert tr.gpu_class("rtx4090") == "consumer" and tr.gpu_class("b200") == "data-centre"
+
+
+def test_a_moe_model_reads_moe_runs_first_then_any_kind() -> None:
+    moe = [*GROUPS, tr.Group("vllm-v1", "h100-sxm", "one", "burst", "ttft", (-0.4,) * 12,
+                             experts="moe"),
+           tr.Group("vllm-v1", "h100-sxm", "one", "burst", "ttft", (0.01,) * 3)]
+    mine = tr.track_record(moe, "vllm-v1", "h100-sxm", "burst", min_cases=10,
+                           experts="moe")[0]
+    assert dict(mine.scope)["experts"] == "moe" and (mine.cases, mine.within) == (12, 0)
+    # a dense model: its three runs are too few anywhere, so the stack's fifteen answer,
+    # of either kind, and the scope says no kind
+    dense = tr.track_record(moe, "vllm-v1", "h100-sxm", "burst", min_cases=10)[0]
+    assert dict(dense.scope) == {"stack": "vllm-v1", "gpu": "h100-sxm", "parallel": "one",
+                                 "load": "burst"}
+    assert dense.cases == 15
+    # a MoE model at a rate, where no MoE run is: the dense runs, not said to be MoE
+    rate = tr.track_record(moe, "vllm-v1", "h100-sxm", "rate", min_cases=10,
+                           experts="moe")[0]
+    assert "experts" not in dict(rate.scope) and rate.cases == 11
+    assert tr.model_kind("gpt-oss-120b") == "moe" and tr.model_kind("llama-3.1-8b") == "dense"
+    assert tr.model_kind("openai/gpt-oss-20b") == "moe"  # a catalogue alias
+    assert tr.model_kind("/some/config.json") == "dense"  # not in the catalogue
 
 
 def test_report_lines() -> None:
@@ -105,11 +132,12 @@ def test_report_lines() -> None:
     lines = tr.record_lines(recs, "the best candidate")
     assert lines[0].endswith(", for the best candidate:")
     assert "100% of 20 runs within 15%; median error +0%, |error| 0%" in lines[1]
-    assert lines[1].endswith("[sglang, a100-80gb, one GPU, closed loop]")
+    assert lines[1].endswith("[sglang, a100-80gb, one GPU, closed loop, dense]")
     assert "0 runs, none with a result" in lines[2]
     assert tr.record_lines([]) == []
     assert tr.record_json(recs[0])["scope"] == {"stack": "sglang", "gpu": "a100-80gb",
-                                                "parallel": "one", "load": "closed"}
+                                                "parallel": "one", "load": "closed",
+                                                "experts": "dense"}
 
 
 def _one_group(**fields: object) -> str:
@@ -140,13 +168,14 @@ def test_a_damaged_file_is_named(tmp_path: Path, body: str, says: str) -> None:
 def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
     base = pc.load_cases()[0]
 
-    def case(cid: str, stack: str, arrival: str, harness: str = "", tp: int = 1) -> object:
+    def case(cid: str, stack: str, arrival: str, harness: str = "", tp: int = 1,
+             model: str = "llama-3.1-8b") -> object:
         return dataclasses.replace(base, id=cid, stack=stack, gpu="h200", harness=harness,
-                                   tp=tp, workload={"arrival": arrival},
+                                   tp=tp, workload={"arrival": arrival}, model=model,
                                    metrics={"mean_ttft_ms": 1.0, "output_throughput": 1.0})
 
     cases = {c.id: c for c in (case("a", "vllm-v1", "poisson"), case("b", "vllm-v1", "poisson"),
-                               case("c", "sglang", "burst", tp=8),
+                               case("c", "sglang", "burst", tp=8, model="mixtral-8x7b"),
                                case("d", "vllm-v0", "closed", harness="accelmark"))}
     def m(error: float | None, published: float) -> dict[str, float | None]:
         return {"error": error, "published": published}
@@ -160,11 +189,13 @@ def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
     groups = bt.build_groups(rows, cases)
     assert groups == [
         {"stack": "sglang", "gpu": "h200", "parallel": "several", "load": "burst",
-         "figure": "ttft", "errors": [0.3], "published": [9000.0]},
+         "experts": "moe", "figure": "ttft", "errors": [0.3], "published": [9000.0]},
         {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate",
-         "figure": "output_throughput", "errors": [-0.01], "published": [2000.0]},
-        {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate", "figure": "ttft",
-         "errors": [0.1235, None], "published": [123.5, 50.0]},  # four digits
+         "experts": "dense", "figure": "output_throughput", "errors": [-0.01],
+         "published": [2000.0]},
+        {"stack": "vllm-v1", "gpu": "h200", "parallel": "one", "load": "rate",
+         "experts": "dense", "figure": "ttft", "errors": [0.1235, None],
+         "published": [123.5, 50.0]},  # four digits
     ]
     path = tmp_path / "t.json"
     path.write_text(bt.file_text(bt.file_body(groups, "abc1234")))
@@ -178,15 +209,15 @@ def test_the_shipped_file_covers_the_held_out_cases() -> None:
     """Each group of simulator/track_record.json holds as many errors as the case files
     have held-out cases of that stack, GPU, GPUs a replica, load and figure (a case added
     or moved without ``benchmarks/track_record.py`` run again fails here)."""
-    want: Counter[tuple[str, str, str, str, str]] = Counter()
+    want: Counter[tuple[str, str, str, str, str, str]] = Counter()
     for case in pc.load_cases():
         if case.fitted or case.harness:
             continue
         for (figure, _), keys in zip(tr.FIGURES, bt.HEADLINE_FORMS.values(), strict=True):
             if any(k in case.metrics for k in keys):
                 want[(case.stack, case.gpu, tr.parallel_kind(case.tp), bt.case_load(case),
-                      figure)] += 1
-    have = Counter({(g.stack, g.gpu, g.parallel, g.load, g.figure): len(g.errors)
+                      tr.model_kind(case.model), figure)] += 1
+    have = Counter({(g.stack, g.gpu, g.parallel, g.load, g.experts, g.figure): len(g.errors)
                     for g in tr.read_groups()})
     assert have == want
     assert all(len(g.published) == len(g.errors) for g in tr.read_groups())
@@ -197,8 +228,8 @@ def test_a_deployment_reads_its_record() -> None:
     assert [r.figure for r in recs] == [f for f, _ in tr.FIGURES]
     assert all(r.cases >= tr.MIN_CASES for r in recs)
     assert all(dict(r.scope).get("load") == "rate" for r in recs)
-    assert tr.deployment_record("none", "h100-sxm", "closed")[0].scope[-1] \
-        == ("load", "closed")
+    assert dict(tr.deployment_record("none", "h100-sxm", "closed")[0].scope)["load"] \
+        == "closed"
     assert tr.deployment_record("none", "h100-sxm", "closed",
                                 path=Path("no-such-file.json")) == []
     assert tr.deployment_record("none", "cpu", "rate") == []  # validate's business
@@ -206,8 +237,8 @@ def test_a_deployment_reads_its_record() -> None:
 
 def test_a_replay_whose_figures_moved_is_noted() -> None:
     shipped = [{"stack": g.stack, "gpu": g.gpu, "parallel": g.parallel, "load": g.load,
-                "figure": g.figure, "errors": list(g.errors), "published": list(g.published)}
-               for g in tr.read_groups()]
+                "experts": g.experts, "figure": g.figure, "errors": list(g.errors),
+                "published": list(g.published)} for g in tr.read_groups()]
     assert bt.same_groups(shipped)
     moved = [dict(g) for g in shipped]
     moved[0] = {**moved[0], "errors": [*moved[0]["errors"][:-1], 0.5]}
@@ -256,7 +287,7 @@ def test_a_replica_of_several_gpus_reads_their_runs() -> None:
     one = tr.track_record(groups, "trtllm", "h200", "burst", gpus=1)[0]
     tp8 = tr.track_record(groups, "trtllm", "h200", "burst", gpus=8)[0]
     assert (one.within, tp8.within) == (10, 0)
-    assert tr.scope_text(tp8.scope) == "trtllm, h200, several GPUs, all at once"
+    assert tr.scope_text(tp8.scope) == "trtllm, h200, several GPUs, all at once, dense"
     assert tr.parallel_kind(1) == "one" and tr.parallel_kind(2) == "several"
     # a scenario point: tp x attention_dp GPUs a replica
     point = {"stack": {"name": "trtllm"}, "hardware": {"gpu": "h200", "tp": 1, "attention_dp": 4},
