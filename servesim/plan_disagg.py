@@ -20,15 +20,18 @@ from simulator.slo import SLO
 def run_disaggregated(candidates: list[Any], section: dict[str, Any] | None,
                       result: PlanResult, slo: SLO, prices: PriceTable
                       ) -> list[DisaggCandidate]:
-    """Size a disaggregated twin of every candidate at the plan's target and sample size."""
+    """Size a disaggregated twin of every candidate at the plan's target and sample size,
+    against its aggregated candidate's own targets where the plan had a record margin."""
     step_log = step_log_for(slo, cluster_check=True)
 
     def judge(point: dict[str, Any]) -> dict[str, Any]:
         point.setdefault("run", {}).setdefault("step_log", step_log)
         return run_point({}, point).summary
 
+    own = {r.name: SLO.from_dict(r.slo_planned) for r in result.ranked
+           if r.slo_planned is not None}  # --record-margin: each twin its candidate's targets
     return plan_disaggregated(candidates, section, result.target_rps, slo,
-                              result.requests_per_point, judge, prices)
+                              result.requests_per_point, judge, prices, own=own)
 
 
 def disagg_json(rows: list[DisaggCandidate]) -> list[dict[str, Any]]:

@@ -107,3 +107,29 @@ def test_cli_plan_adds_disaggregated_rows(tmp_path: Path, capsys) -> None:  # ty
     assert main([*args, "--disaggregated"]) == 0
     text = capsys.readouterr().out
     assert "disaggregated best: cpu x1 fp32 chunked, disaggregated, 1 prefill + 1 decode" in text
+
+
+def test_a_twin_is_sized_against_its_candidates_own_targets() -> None:
+    # plan --record-margin: the aggregated candidate was sized against tighter targets than
+    # the SLO given; its disaggregated twin gets the same ones (the judge sees them)
+    from simulator.capacity.candidates import Candidate
+    from simulator.capacity.disagg_plan import plan_disaggregated
+
+    given = SLO.from_dict({"ttft_ms": 500, "tpot_ms": 50})
+    tighter = SLO.from_dict({"ttft_ms": 418, "tpot_ms": 44})
+    cands = [Candidate(n, {}, {"policy": {"name": "chunked"}}, "h100-sxm", 1)
+             for n in ("a", "b")]
+    targets: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+
+    def judge(point: dict[str, Any]) -> dict[str, Any]:
+        targets[point["policy"]["name"]].append(point["slo"])
+        return {"slo": {"ttft": {"met": True}, "tpot": {"met": True}}, "num_rejected": 0,
+                "num_in_flight": 0, "decode_replicas": 1}
+
+    for c in cands:  # tell the twins apart through their points
+        c.point["policy"]["name"] = c.name
+    prices = PriceTable({}, date="today", source="test")
+    out = plan_disaggregated(cands, None, 10.0, given, 100, judge, prices, own={"a": tighter})
+    assert [r.status for r in out] == ["meets_slo", "meets_slo"]
+    assert {t["ttft_ms"] for t in targets["a"]} == {418} and targets["a"][-1]["tpot_ms"] == 44
+    assert {t["ttft_ms"] for t in targets["b"]} == {500}  # no margin of its own: as given

@@ -21,7 +21,7 @@ target worse.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +142,14 @@ def _usd(prices: PriceTable, gpus: tuple[Any, Any], summary: dict[str, Any]) -> 
 
 def plan_disaggregated(candidates: list[Any], section: dict[str, Any] | None,
                        target_rps: float, slo: SLO, num_requests: int, judge: Judge,
-                       prices: PriceTable, max_replicas: int = 16) -> list[DisaggCandidate]:
+                       prices: PriceTable, max_replicas: int = 16,
+                       own: Mapping[str, SLO] | None = None) -> list[DisaggCandidate]:
     """A disaggregated candidate beside each runnable aggregated one (``Candidate`` of
     capacity/candidates.py): its point with ``[disaggregated]`` = ``section`` (the
     scenario's, or the defaults: both pools on the candidate's GPU and tp, InfiniBand
-    NDR); a point the section cannot run is kept with the reason."""
+    NDR); a point the section cannot run is kept with the reason. ``own``: an aggregated
+    candidate's own targets by its name (a plan's record margin, capacity/margin.py), which
+    its twin is sized against in place of ``slo``."""
     from simulator.errors import CapacityError, ConfigError  # errors: as plan.py reports
 
     out = []
@@ -157,8 +160,8 @@ def plan_disaggregated(candidates: list[Any], section: dict[str, Any] | None,
             continue
         point = {**copy.deepcopy(c.point), "disaggregated": dict(section or {})}
         try:
-            out.append(size_pools(name, point, target_rps, slo, num_requests, judge, prices,
-                                  max_replicas))
+            out.append(size_pools(name, point, target_rps, (own or {}).get(c.name, slo),
+                                  num_requests, judge, prices, max_replicas))
         except (ConfigError, CapacityError) as e:
             out.append(DisaggCandidate(name, reason=str(e)))
     return out
