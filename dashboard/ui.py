@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.logic.run import RunOutput, simulate
+from dashboard.logic.run import RunOutput, percentile_value, simulate
 from dashboard.logic.uploads import UploadError, save_upload
 
 T = TypeVar("T")
@@ -76,11 +76,10 @@ def fmt_ms(value: float | None) -> str:
 
 def kpi_tiles(summary: dict[str, Any], targets_ms: dict[str, float], q: float) -> None:
     """P<q> TTFT/TPOT/ITL/E2E tiles marked met or missed against the targets, then throughput."""
-    word = f"{q:g}".replace(".", "_")
     cols = st.columns(4)
     for col, metric, label in zip(cols, ("ttft", "tpot", "itl", "e2el"),
                                   ("TTFT", "TPOT", "ITL", "E2E"), strict=True):
-        value = summary.get(f"p{word}_{metric}_ms")
+        value = percentile_value(summary, metric, q)
         target = targets_ms.get(metric)
         if target is None or value is None:
             col.metric(f"P{q:g} {label}", fmt_ms(value))

@@ -8,10 +8,9 @@ import math
 from typing import Any
 
 from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
-from simulator.metrics_slo import refusal_causes
+from simulator.metrics_slo import check_target, refusal_causes
 from simulator.report import format_ms
 from simulator.runner import PointResult
-from simulator.slo import SLO
 from simulator.track_record import (
     FigureRecord,
     deployment_record,
@@ -88,7 +87,8 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
         for r in met:  # the points meeting their SLO as given that the margin would fail
             checks = r.summary.get("slo") or {}
             over = [f"{k} {c['value']:.4g} ms" for k, c in checks.items()
-                    if c.get("value") is not None and c["value"] > _planned(planned, k)]
+                    if c.get("value") is not None
+                    and c["value"] > (check_target(planned, k) or math.inf)]
             if over:
                 where = ", ".join(f"{k}={v}" for k, v in r.labels.items()) or "the point"
                 flips.append(f"{where} ({', '.join(over)})")
@@ -123,9 +123,3 @@ def track_records(results: list[PointResult]) -> list[str]:
         out += record_lines(records, "; ".join(w for w in where if w) or "every point")
     return out
 
-
-def _planned(planned: SLO, key: str) -> float:
-    """The planned target of an SLO check ``key`` (``p99_ttft_ms``, ``mean_queue_ms``)."""
-    target = (planned.mean_queue_ms if key == "mean_queue_ms"
-              else planned.targets_ms.get(key.split("_")[1]))
-    return math.inf if target is None else target

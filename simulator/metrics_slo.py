@@ -56,6 +56,14 @@ def percentile_checks(samples: dict[str, Samples], slo: SLO) -> dict[str, dict[s
     return out
 
 
+def check_target(slo: SLO, key: str) -> float | None:
+    """``slo``'s target for the check named ``key`` (a key :func:`percentile_checks` writes:
+    ``p99_ttft_ms``, ``mean_queue_ms``), None where ``slo`` sets none."""
+    if key == "mean_queue_ms":
+        return slo.mean_queue_ms
+    return slo.targets_ms.get(key.rsplit("_", 2)[1]) if key.count("_") >= 2 else None
+
+
 def refusal_causes(requests: pd.DataFrame) -> dict[str, int]:
     """Rejected requests counted by cause (the ``reason`` up to its first ": "), most first."""
     if "reason" not in requests or "status" not in requests:

@@ -267,3 +267,14 @@ def test_clients_in_lockstep_are_said():
     captions = " ".join(c.value for c in at.caption)
     assert "with equal lengths (200 prompt and 20 output tokens each) stay in lockstep" \
         in captions
+
+
+def test_a_fractional_percentile_reads_its_tiles():
+    # the summary's percentiles are 50, 90 and 99; the scenario's own (here 99.9) is in its
+    # SLO check, "p99.9_ttft_ms" (the tiles looked for "p99_9_ttft_ms" among the first and
+    # read n/a for any percentile but those three)
+    at = page("explorer").run()
+    at.number_input(key="percentile").set_value(99.9).run()
+    assert not at.exception and not at.error
+    tiles = metrics(at)
+    assert "n/a" not in tiles["P99.9 TTFT"][0] and "target 500 ms" in tiles["P99.9 TTFT"][1]

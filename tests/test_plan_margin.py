@@ -180,3 +180,13 @@ def test_the_margins_script_prints_the_records_under_readings(capsys) -> None:  
                 and "data-centre" in x)  # the first such line is TTFT's
     assert f"{len(every.errors):4d} runs {under_reading(every.errors, 0.8):+7.1%}" in line
     assert f"{len(within.errors):4d} runs {under_reading(within.errors, 0.8):+7.1%}" in line
+
+
+def test_the_target_of_an_slo_check_by_its_key() -> None:
+    from simulator.metrics_slo import check_target
+
+    slo = SLO(ttft_ms=500, e2el_ms=9000, percentile=99.9, mean_queue_ms=80)
+    assert check_target(slo, "p99.9_ttft_ms") == 500  # a fractional percentile's key
+    assert check_target(slo, "p99_e2el_ms") == 9000
+    assert check_target(slo, "mean_queue_ms") == 80
+    assert check_target(slo, "p99_tpot_ms") is None  # no TPOT target set

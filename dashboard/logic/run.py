@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.metrics import itl_samples, request_metrics
+from simulator.metrics_stats import percentile_word
 from simulator.runner import run_point
 
 CDF_POINTS = 400
@@ -39,6 +41,17 @@ def simulate(scenario: dict[str, Any], labels: dict[str, Any] | None = None) -> 
     res = run_point(dict(labels or {}), scenario)
     return RunOutput(res.summary, request_metrics(res.result.requests), res.result.steps,
                      res.deployment.kv_blocks)
+
+
+def percentile_value(summary: Mapping[str, Any], metric: str, q: float) -> float | None:
+    """The run's P<q> of ``metric`` (``ttft``, ``tpot``, ``itl``, ``e2el``), ms: from the
+    summary's percentiles (50, 90, 99 by default), else from its SLO check at ``q`` (the
+    scenario's percentile, e.g. 95 or 99.9); None when neither has it."""
+    key = f"p{percentile_word(q)}_{metric}_ms"
+    value = summary.get(key)
+    if value is None:
+        value = ((summary.get("slo") or {}).get(key) or {}).get("value")
+    return None if value is None else float(value)
 
 
 def latency_samples(requests: pd.DataFrame, steps: pd.DataFrame | None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dashboard.logic.run import percentile_value
 from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
 from simulator.slo import SLO
 from simulator.track_record import FIGURES, FigureRecord, point_record, scope_text
@@ -47,10 +48,9 @@ def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
     if not records:
         return None
     planned, _ = margined_slo(slo, records, cover)
-    word = f"{percentile:g}".replace(".", "_")
     parts = []
     for metric, target in planned.targets_ms.items():
-        value = summary.get(f"p{word}_{metric}_ms")
+        value = percentile_value(summary, metric, percentile)
         if value is None:
             continue
         verdict = "within" if value <= target else "over"

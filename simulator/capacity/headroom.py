@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from simulator.capacity.results import CandidateResult
+from simulator.metrics_slo import check_target
 from simulator.slo import SLO
 from simulator.track_record import FigureRecord
 
@@ -18,9 +19,7 @@ def _targets(best: CandidateResult, given: SLO | None) -> dict[str, float]:
            if c.get("target") and c.get("value") is not None}
     if given is not None:
         for key in out:
-            metric = "mean_queue" if key == "mean_queue_ms" else key.split("_")[1]
-            target = (given.mean_queue_ms if metric == "mean_queue"
-                      else given.targets_ms.get(metric))
+            target = check_target(given, key)
             out[key] = target if target is not None else out[key]
     return out
 
