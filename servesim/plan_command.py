@@ -150,10 +150,9 @@ def plan_command(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         data["track_record"] = [record_json(r) for r in records]
         text += "\n\n" + "\n".join(record_lines(records, whom))
     if result.best is not None:
-        given = slo if result.record_margin is not None else None
-        data["headroom"] = headroom(result.best, given)
+        data["headroom"] = headroom(result.best, result.given_slo)
         text += "\n" + "\n".join(headroom_lines(result.best, result.target_rps, records,
-                                                 given))
+                                                 result.given_slo))
     if args.disaggregated or (section is not None and section.get("enabled", True)):
         pools = run_disaggregated(candidates, section, result, slo, prices)
         data["disaggregated"] = disagg_json(pools)

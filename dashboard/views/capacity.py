@@ -191,8 +191,7 @@ if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack a
         with st.expander(f"Track record of the {which} candidate on published runs like it"):
             st.table(record_rows(records))
             if result.best is not None:  # its unused share of each target, against the record
-                given = result.slo if result.record_margin is not None else None
-                for line in headroom_lines(result.best, rate, records, given):
+                for line in headroom_lines(result.best, rate, records, result.given_slo):
                     st.caption(line)
             st.caption(f"{answer.name}: how servesim's replays of held-out published serving "
                        "runs of its stack, GPU, GPUs a replica and kind of load (else a wider "

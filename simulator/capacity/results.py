@@ -76,6 +76,12 @@ class PlanResult:
         return self.ranked[0] if self.ranked and self.ranked[0].status == "meets_slo" else None
 
     @property
+    def given_slo(self) -> SLO | None:
+        """The SLO as given where the candidates were sized against targets tightened by a
+        record margin (what headroom is then measured under); None without a margin."""
+        return self.slo if self.record_margin is not None else None
+
+    @property
     def closest(self) -> CandidateResult | None:
         """When none meets the SLO: the candidate that misses it by the smallest factor."""
         missed = [r for r in self.ranked if r.miss is not None]
