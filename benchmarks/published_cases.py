@@ -65,6 +65,10 @@ UNITS: Mapping[str, str] = {
     "mean_itl_ms": "ms", "median_itl_ms": "ms", "mean_e2el_ms": "ms", "median_e2el_ms": "ms",
     # a perf_analyzer case's: TTFT over its windows' requests, ITL over their steps' gaps
     "p95_ttft_ms": "ms", "p95_itl_ms": "ms",
+    # a client's percentiles over the requests (TTFT, TPOT) or every gap (ITL), as
+    # vLLM's benchmark_serving writes them (numpy's linear rule, as servesim's summary)
+    "p90_ttft_ms": "ms", "p99_ttft_ms": "ms", "p90_tpot_ms": "ms", "p99_tpot_ms": "ms",
+    "p90_itl_ms": "ms", "p99_itl_ms": "ms",
     "batch_latency_ms": "ms",  # derived: an offline batch's wall time = duration
     "output_throughput": "tok/s", "total_token_throughput": "tok/s",
     "input_throughput": "tok/s",  # derived: total_input_tokens / duration

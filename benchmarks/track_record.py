@@ -6,7 +6,8 @@
 
 Each held-out case (a preset fitted on none of it) gives its signed error on the three
 headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else mean;
-output throughput), and the published figure it was compared with (ms, or tok/s),
+output throughput) and on each tail it published (:data:`TAIL_KEYS`: P99 TTFT, TPOT and
+ITL, P95 TTFT and ITL), and the published figure it was compared with (ms, or tok/s),
 grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or several) and kind of load
 (:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
 ``servesim plan`` read the file to print how the replay read on the published runs most
@@ -36,6 +37,7 @@ from benchmarks.published_misses import scored  # noqa: E402
 from simulator.atomic import atomic_write  # noqa: E402
 from simulator.track_record import (  # noqa: E402
     EXPERTS,
+    FIGURE_LABELS,
     FIGURES,
     LOADS,
     PARALLEL,
@@ -55,6 +57,11 @@ from simulator.track_record import (  # noqa: E402
 
 FIGURE_KEYS = dict(zip(HEADLINE_FORMS, (key for key, _ in FIGURES), strict=True))
 """published.py's headline figure names -> the file's figure keys."""
+
+TAIL_KEYS: dict[str, str] = {
+    "p99_ttft_ms": "ttft_p99", "p95_ttft_ms": "ttft_p95", "p99_tpot_ms": "tpot_p99",
+    "p99_itl_ms": "itl_p99", "p95_itl_ms": "itl_p95"}
+"""published.py's tail metrics -> the file's tail figure keys (TAIL_FIGURES)."""
 
 MADE_BY = ("python benchmarks/published.py --json F; python benchmarks/track_record.py F")
 
@@ -83,14 +90,26 @@ def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
     Key = tuple[str, str, str, str, str, str]
     errors: dict[Key, list[float | None]] = defaultdict(list)
     published: dict[Key, list[float]] = defaultdict(list)
+    def add(case: Case, figure: str, error: float | None, value: float) -> None:
+        key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
+               model_kind(case.model), figure)
+        errors[key].append(None if error is None else round(error, 4))
+        published[key].append(float(f"{value:.4g}"))
+
     for s in scored(rows, cases):
         case = cases[s.case_id]
         if case.harness:  # a runner in the engine's process: no scenario describes one
             continue
-        key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
-               model_kind(case.model), FIGURE_KEYS[s.figure])
-        errors[key].append(None if s.error is None else round(s.error, 4))
-        published[key].append(float(f"{published_value(by_id[s.case_id], s.figure):.4g}"))
+        add(case, FIGURE_KEYS[s.figure], s.error,
+            published_value(by_id[s.case_id], s.figure))
+    for row in by_id.values():  # the tails the held-out rows published
+        case = cases.get(row["id"])
+        if case is None or case.harness:
+            continue
+        for metric, figure in TAIL_KEYS.items():
+            cell = (row.get("metrics") or {}).get(metric)
+            if cell is not None:
+                add(case, figure, cell["error"], float(cell["published"]))
     return [{"stack": k[0], "gpu": k[1], "parallel": k[2], "load": k[3], "experts": k[4],
              "figure": k[5], "errors": v, "published": published[k]}
             for k, v in sorted(errors.items())]
@@ -104,7 +123,7 @@ def file_body(groups: list[dict[str, Any]], commit: str) -> dict[str, Any]:
                  "a replica, kind of load and model kind; read by simulator/track_record.py",
         "made_by": MADE_BY,
         "commit": commit,
-        "figures": {key: label for key, label in FIGURES},
+        "figures": FIGURE_LABELS,
         "parallel": PARALLEL,
         "loads": LOADS,
         "experts": EXPERTS,
@@ -137,7 +156,7 @@ def summary_lines(groups: list[dict[str, Any]]) -> list[str]:
     scopes += [{"load": load} for load in LOADS]
     lines = []
     for scope in scopes:
-        for figure, label in FIGURES:
+        for figure, label in FIGURE_LABELS.items():
             r = figure_record(typed, figure, scope)
             if not r.cases:
                 continue

@@ -173,7 +173,7 @@ def _plan_record(result: PlanResult, candidates: list[Candidate]
     if chosen is None or point is None:
         return [], ""
     whom = f"the {'best' if result.best else 'closest'} candidate, {chosen.name}"
-    return point_record(point, chosen.gpu, result.target_rps), whom
+    return point_record(point, chosen.gpu, result.target_rps, tails=True), whom
 
 
 def _money(value: float | None, digits: int = 2) -> str:

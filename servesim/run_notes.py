@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, reads_tails, record_limits
 from simulator.metrics_slo import check_target, refusal_causes
 from simulator.report import format_ms
 from simulator.runner import PointResult
@@ -77,7 +77,7 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
     out = []
     for (stack, gpu, gpus, load, experts, slo), points in groups.items():
         records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo),
-                                    experts=experts)
+                                    experts=experts, tails=reads_tails(slo))
         if not records:
             continue
         planned, _ = margined_slo(slo, records, cover)
@@ -114,7 +114,8 @@ def track_records(results: list[PointResult]) -> list[str]:
         seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
     for (stack, gpu, gpus, load, experts), where in seen.items():
-        records = tuple(deployment_record(stack, gpu, load, gpus, experts=experts))
+        records = tuple(deployment_record(stack, gpu, load, gpus, experts=experts,
+                                          tails=True))
         blocks.setdefault(records, []).extend(where)
     if len(blocks) == 1:
         return record_lines(next(iter(blocks)))

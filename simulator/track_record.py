@@ -9,7 +9,11 @@ median TPOT, else mean; output throughput), grouped by stack, GPU, GPUs a replic
 several) and kind of load, in ``simulator/track_record.json`` (leaving out the runs whose
 benchmark runner shared the engine's process: no scenario describes such a deployment).
 This module reads that file and answers, for a deployment: of the published runs most like
-it, how many did the replay read within 15%, and by how much did it miss.
+it, how many did the replay read within 15%, and by how much did it miss. Where runs also
+published a tail (vLLM's benchmark_serving P99s of TTFT, TPOT and ITL; GenAI-Perf's P95 TTFT
+and ITL), the file keeps those errors too (:data:`TAIL_FIGURES`), and a deployment can ask
+for the tails of runs under its own kind of load (:func:`tail_records`): what a P99 target
+is margined by (simulator/capacity/margin.py).
 
 The narrowest group with at least :data:`MIN_CASES` cases answers, per figure, in the order
 of :data:`SCOPES`: the same stack, GPU, GPUs a replica and load; the same but any GPU of
@@ -44,6 +48,24 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("ttft", "TTFT"), ("tpot", "TPOT"), ("output_throughput", "output tok/s"))
 """(key in the file, label): mean TTFT (else median), median TPOT (else mean), output
 throughput."""
+
+TAIL_FIGURES: tuple[tuple[str, str], ...] = (
+    ("ttft_p99", "P99 TTFT"), ("ttft_p95", "P95 TTFT"), ("tpot_p99", "P99 TPOT"),
+    ("itl_p99", "P99 ITL"), ("itl_p95", "P95 ITL"))
+"""(key in the file, label): the tail percentiles published runs report beside their means
+(vLLM's benchmark_serving writes P99s; GenAI-Perf's exports, P95s). TTFT and TPOT over
+the requests, ITL over every gap between two tokens, as the tools compute them."""
+
+TAILS: dict[str, tuple[str, ...]] = {
+    "ttft": ("ttft_p99", "ttft_p95"), "tpot": ("tpot_p99",), "itl": ("itl_p99", "itl_p95")}
+"""A latency's tail figures, the closest to a P99 first."""
+
+TAIL_FROM = 90.0
+"""A target judged at this percentile or above is a tail's: a margin reads the tail records
+first (simulator/capacity/margin.py), a median's or lower one the means and medians."""
+
+FIGURE_LABELS: dict[str, str] = {**dict(FIGURES), **dict(TAIL_FIGURES)}
+"""Every figure key of the file -> its label."""
 
 LOADS: dict[str, str] = {
     "rate": "arrivals at a rate",
@@ -184,7 +206,8 @@ def _group(raw: Any, path: Path, i: int) -> Group:
     names["experts"] = raw.get("experts", "dense")  # files before stop 67: no MoE split
     if not isinstance(names["experts"], str):
         raise ConfigError(f"{where}: experts = {names['experts']!r}: expected a string")
-    known = {"load": list(LOADS), "figure": list(dict(FIGURES)), "parallel": list(PARALLEL),
+    known = {"load": list(LOADS), "figure": [*dict(FIGURES), *dict(TAIL_FIGURES)],
+             "parallel": list(PARALLEL),
              "experts": list(EXPERTS)}
     for key, values in known.items():
         if names[key] not in values:
@@ -222,16 +245,16 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
                  min_cases: int = MIN_CASES, gpus: int = 1,
                  limits: Mapping[str, float] | None = None,
-                 experts: str = "dense") -> list[FigureRecord]:
+                 experts: str = "dense", tails: bool = False) -> list[FigureRecord]:
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
     ``min_cases`` cases (every case if none does), for a replica of ``gpus`` GPUs;
     ``stack`` :data:`NO_STACK` skips the scopes that name a stack. ``limits`` (figure ->
     value) counts only the cases whose published figure is at most it (a plan's margin
     reads the runs whose measured TTFT was within its target: capacity/margin.py).
-    ``experts``: the model's kind (:data:`EXPERTS`)."""
+    ``experts``: the model's kind (:data:`EXPERTS`). With ``tails``, then each latency's
+    tail record where runs like it published one (:func:`tail_records`)."""
     limits = limits or {}
-    wanted = {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu),
-              "parallel": parallel_kind(gpus), "load": load, "experts": experts}
+    wanted = _wanted(stack, gpu, load, gpus, experts)
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
     out = []
     for figure, _ in FIGURES:
@@ -241,7 +264,37 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
             if rec.cases >= min_cases or not fields:
                 out.append(rec)
                 break
+    if tails:
+        out += tail_records(groups, stack, gpu, load, min_cases, gpus, limits, experts)
     return out
+
+
+def tail_records(groups: Sequence[Group], stack: str, gpu: str, load: str,
+                 min_cases: int = MIN_CASES, gpus: int = 1,
+                 limits: Mapping[str, float] | None = None,
+                 experts: str = "dense") -> list[FigureRecord]:
+    """Per latency of :data:`TAILS` (TTFT, TPOT, ITL), the record of its tail figure in the
+    narrowest scope of :data:`SCOPES` that keeps the kind of load and holds at least
+    ``min_cases`` cases of one (its P99 before its P95 in a scope); none for a latency no
+    such scope holds. A tail is read only off runs under the same kind of load: a closed
+    loop's P95 says little of a Poisson stream's P99 (arguments as :func:`track_record`)."""
+    limits = limits or {}
+    wanted = _wanted(stack, gpu, load, gpus, experts)
+    scopes = [s for s in SCOPES if "load" in s and (stack != NO_STACK or "stack" not in s)]
+    out = []
+    for figures in TAILS.values():
+        found = next((rec for fields in scopes for figure in figures
+                      if (rec := figure_record(groups, figure, {k: wanted[k] for k in fields},
+                                               limits.get(figure))).cases >= min_cases), None)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _wanted(stack: str, gpu: str, load: str, gpus: int, experts: str) -> dict[str, str]:
+    """A deployment's value of every field a scope may match."""
+    return {"stack": stack, "gpu": gpu, "gpu_class": gpu_class(gpu),
+            "parallel": parallel_kind(gpus), "load": load, "experts": experts}
 
 
 def scope_text(fields: Iterable[tuple[str, str]]) -> str:
@@ -263,9 +316,9 @@ def record_lines(records: Sequence[FigureRecord], whom: str = "") -> list[str]:
     deployment when the report holds several. [] for no records."""
     if not records:
         return []
-    labels = dict(FIGURES)
     lines = ["track record, servesim on published serving runs like this one "
              f"(docs/metrics.md, \"Track record\"){', for ' + whom if whom else ''}:"]
+    labels = FIGURE_LABELS
     for r in records:
         if r.median_abs is None or r.signed_median is None:
             body = f"{r.cases} runs, none with a result"
@@ -286,11 +339,11 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
                       path: Path | str = TRACK_RECORD_FILE,
                       limits: Mapping[str, float] | None = None,
-                      experts: str = "dense") -> list[FigureRecord]:
+                      experts: str = "dense", tails: bool = False) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
     0.9", or "none"), its GPU and GPUs a replica, its workload's kind of load
-    (:func:`load_kind`) and its model's kind (:func:`model_kind`); ``limits`` as
-    :func:`track_record` takes them.
+    (:func:`load_kind`) and its model's kind (:func:`model_kind`); ``limits`` and ``tails``
+    as :func:`track_record` takes them.
 
     [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
     against the engine on the machine itself) and when the shipped file is absent (a
@@ -299,16 +352,17 @@ def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
     return track_record(read_groups(path), name, gpu, load, gpus=gpus, limits=limits,
-                        experts=experts)
+                        experts=experts, tails=tails)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
                  path: Path | str = TRACK_RECORD_FILE,
-                 limits: Mapping[str, float] | None = None) -> list[FigureRecord]:
+                 limits: Mapping[str, float] | None = None,
+                 tails: bool = False) -> list[FigureRecord]:
     """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
     attention_dp GPUs a replica), workload arrival and rate, and model; ``gpu`` and ``rate``
-    override the point's (a plan's candidate at its target rate); ``limits`` as
-    :func:`track_record` takes them."""
+    override the point's (a plan's candidate at its target rate); ``limits`` and ``tails``
+    as :func:`track_record` takes them."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
@@ -323,7 +377,7 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
     load = load_kind(str(workload.get("arrival", "poisson")), rate)
     model = (point.get("model") or {}).get("name", "")
     return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path,
-                             limits, model_kind(str(model)))
+                             limits, model_kind(str(model)), tails)
 
 
 def model_kind(model: str) -> str:

@@ -108,7 +108,8 @@ def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type:
 
 
 def test_slo_points_against_the_records_margin(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from simulator.capacity.margin import under_reading
+    from simulator.capacity.margin import record_limits, under_reading
+    from simulator.slo import SLO
 
     scenario = tmp_path / "tp2.toml"
     scenario.write_text(SMALL.replace('gpu = "h100-sxm"', 'gpu = "h100-sxm"\ntp = 2')
@@ -117,9 +118,12 @@ def test_slo_points_against_the_records_margin(tmp_path: Path, capsys) -> None: 
     assert main(["run", str(scenario), "--out", str(tmp_path / "a"), "--json"]) == 0
     p99 = json.loads(capsys.readouterr().out)[0]["p99_ttft_ms"]
     target = round(p99 * 1.02, 1)  # met as given, by 2%
-    records = deployment_record("none", "h100-sxm", "rate", 2,
-                                limits={"ttft": target, "tpot": 50})
+    records = deployment_record("none", "h100-sxm", "rate", 2, tails=True,
+                                limits=record_limits(SLO(ttft_ms=target, tpot_ms=50)))
     factor = {r.figure: min(1.0, 1.0 + (under_reading(r.errors, 0.8) or 0.0)) for r in records}
+    # P99 targets read each latency's published P99s where runs like it measured within
+    # them have them (here TPOT's; no P99 TTFT within a few ms), else its mean's record
+    factor = {m: factor.get(f"{m}_p99", factor[m]) for m in ("ttft", "tpot")}
     assert factor["ttft"] < 0.98  # this record tightens TTFT by more than the 2%
     assert main(["run", str(scenario), "--out", str(tmp_path / "b"),
                  "--set", f"slo.ttft_ms={target}"]) == 0

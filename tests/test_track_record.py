@@ -207,16 +207,21 @@ def test_the_benchmark_groups_rows_by_hand(tmp_path: Path) -> None:
 
 def test_the_shipped_file_covers_the_held_out_cases() -> None:
     """Each group of simulator/track_record.json holds as many errors as the case files
-    have held-out cases of that stack, GPU, GPUs a replica, load and figure (a case added
+    have held-out cases of that stack, GPU, GPUs a replica, load and figure (the headline's
+    and each tail a case published; a case added
     or moved without ``benchmarks/track_record.py`` run again fails here)."""
     want: Counter[tuple[str, str, str, str, str, str]] = Counter()
     for case in pc.load_cases():
         if case.fitted or case.harness:
             continue
+        where = (case.stack, case.gpu, tr.parallel_kind(case.tp), bt.case_load(case),
+                 tr.model_kind(case.model))
         for (figure, _), keys in zip(tr.FIGURES, bt.HEADLINE_FORMS.values(), strict=True):
             if any(k in case.metrics for k in keys):
-                want[(case.stack, case.gpu, tr.parallel_kind(case.tp), bt.case_load(case),
-                      tr.model_kind(case.model), figure)] += 1
+                want[(*where, figure)] += 1
+        for metric, figure in bt.TAIL_KEYS.items():  # the tails it published
+            if metric in case.metrics:
+                want[(*where, figure)] += 1
     have = Counter({(g.stack, g.gpu, g.parallel, g.load, g.experts, g.figure): len(g.errors)
                     for g in tr.read_groups()})
     assert have == want

@@ -7,17 +7,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dashboard.logic.run import percentile_value
-from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_limits
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, reads_tails, record_limits
 from simulator.slo import SLO
-from simulator.track_record import FIGURES, FigureRecord, point_record, scope_text
+from simulator.track_record import FIGURE_LABELS, FigureRecord, point_record, scope_text
 
 
 def record_rows(records: Sequence[FigureRecord]) -> list[dict[str, Any]]:
-    """One row per headline figure: runs, share within 15%, median error and |error| (as
-    text in %), and the group of runs that answered."""
-    labels = dict(FIGURES)
+    """One row per figure (the headline's, then the tails runs like it published): runs,
+    share within 15%, median error and |error| (as text in %), and the group of runs that
+    answered."""
     return [{
-        "figure": labels[r.figure],
+        "figure": FIGURE_LABELS[r.figure],
         "published runs": r.cases,
         "within 15%": f"{r.share:.1%}",
         "median error": _percent(r.signed_median, signed=True),
@@ -44,7 +44,7 @@ def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
     if not wanted:
         return None
     slo = SLO(**{f"{m}_ms": t for m, t in wanted.items()}, percentile=percentile)
-    records = point_record(point, limits=record_limits(slo))
+    records = point_record(point, limits=record_limits(slo), tails=reads_tails(slo))
     if not records:
         return None
     planned, _ = margined_slo(slo, records, cover)

@@ -52,7 +52,7 @@ lockstep = lockstep_lengths(str(wl.get("arrival", "poisson")),
                             out.requests)
 if lockstep is not None:
     st.caption(lockstep_text(*lockstep))
-record = record_rows(point_record(scenario))  # none on the CPU
+record = record_rows(point_record(scenario, tails=True))  # none on the CPU
 if record:
     with st.expander("Track record: how servesim read published runs like this one"):
         st.table(record)

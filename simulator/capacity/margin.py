@@ -11,13 +11,20 @@ the target. Where ``u >= 0`` (servesim read that figure high on at least ``Q`` o
 the target is kept as given, never loosened.
 
 Which record a target reads: TTFT (and the mean queue time, part of it) the TTFT record;
-TPOT and ITL the TPOT record; end-to-end latency the tighter of the two. And which runs:
+TPOT and ITL the TPOT record; end-to-end latency the tighter of the two. A target judged
+at P90 or above (:data:`simulator.track_record.TAIL_FROM`) reads the tail of the same
+latency first, where published runs under its kind of load report one: their P99 (else
+P95) TTFT, P99 TPOT, P99 (else P95) ITL (:func:`simulator.track_record.tail_records`);
+servesim's tails and means err differently (on NIM's closed loops it read P95 TTFT lower
+than mean TTFT, on vLLM's Poisson runs P99 TTFT nearer than the mean), so a P99 target is
+margined by how servesim read P99s where it can be. And which runs:
 those whose published figure was within the target (:func:`record_limits`: a run whose
 measured TTFT was already past a 500 ms target is not one a plan at that target could be
 choosing; overloaded runs, queueing for seconds, read servesim's worst errors and would
-set the margin otherwise). The records are of means and medians (what published runs
-report), the targets percentiles: a margin from them is a reading of how far servesim has
-been off, not a bound on a P99 (docs/capacity.md, "How far to trust the answer").
+set the margin otherwise). Where no run like the deployment published a tail, the margin
+is of means and medians, and says so. Either way it is a reading of how far servesim has
+been off on runs like it, not a bound on a P99 (docs/capacity.md, "How far to trust the
+answer").
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.slo import SLO
-from simulator.track_record import FigureRecord, scope_text
+from simulator.track_record import FIGURE_LABELS, TAIL_FROM, TAILS, FigureRecord, scope_text
 
 DEFAULT_COVER = 0.8
 """The share of published runs a margin covers where a report shows one unasked (``servesim
@@ -40,14 +47,38 @@ TARGET_FIGURES: dict[str, tuple[str, ...]] = {
     "ttft": ("ttft",), "tpot": ("tpot",), "itl": ("tpot",), "e2el": ("ttft", "tpot"),
     "mean_queue": ("ttft",),
 }
+# a tail target's: the latencies of simulator.track_record.TAILS whose tails bound it, each
+# beside TARGET_FIGURES' figure read where runs like it published no tail
+TARGET_TAILS: dict[str, tuple[str, ...]] = {
+    "ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2el": ("ttft", "tpot"),
+}
+
+
+def reads_tails(slo: SLO) -> bool:
+    """Whether ``slo``'s targets are tails' (judged at P90 or above), which a margin reads
+    off the tail records first."""
+    return slo.percentile >= TAIL_FROM
 
 
 def record_limits(slo: SLO) -> dict[str, float]:
     """Per record figure, the largest published value a run may have to count in a margin:
-    the TTFT target for TTFT, the TPOT target (else the ITL one) for TPOT."""
-    limits = {"ttft": slo.ttft_ms, "tpot": slo.tpot_ms if slo.tpot_ms is not None
-              else slo.itl_ms}
+    the TTFT target for TTFT and its tails, the TPOT target (else the ITL one) for TPOT and
+    its tail, the ITL target (else the TPOT one) for ITL's tails."""
+    tpot = slo.tpot_ms if slo.tpot_ms is not None else slo.itl_ms
+    itl = slo.itl_ms if slo.itl_ms is not None else slo.tpot_ms
+    limits = {"ttft": slo.ttft_ms, "tpot": tpot}
+    for latency, bound in (("ttft", slo.ttft_ms), ("tpot", tpot), ("itl", itl)):
+        limits.update(dict.fromkeys(TAILS[latency], bound))
     return {k: v for k, v in limits.items() if v is not None}
+
+
+def _bounds(metric: str, tails: bool) -> list[tuple[str, ...]]:
+    """The records that bound ``metric``'s target: per bound, its figures in the order
+    asked (a tail's first for a tail target, then the mean's or median's)."""
+    if not tails or metric not in TARGET_TAILS:
+        return [(f,) for f in TARGET_FIGURES[metric]]
+    return [(*TAILS[t], f) for t, f in zip(TARGET_TAILS[metric], TARGET_FIGURES[metric],
+                                           strict=True)]
 
 
 def check_cover(cover: object, where: str = "--record-margin") -> float:
@@ -114,8 +145,9 @@ def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
     margins: dict[str, TargetMargin] = {}
     planned: dict[str, float] = {}
     for metric, target in targets.items():
-        options = [(*_factor(by_figure.get(f), cover), by_figure.get(f))
-                   for f in TARGET_FIGURES[metric]]
+        found = [next((by_figure[f] for f in figures if f in by_figure), None)
+                 for figures in _bounds(metric, reads_tails(slo))]
+        options = [(*_factor(record, cover), record) for record in found]
         factor, u, record = min(options, key=lambda o: o[0])  # the tightest
         margins[metric] = (TargetMargin(metric, factor, record.figure, u, len(record.errors),
                                         record.scope, record.limit)
@@ -140,7 +172,11 @@ def margin_text(margins: Mapping[str, TargetMargin], slo: SLO, cover: float) -> 
             why = "as given: no track record here"
         else:
             within = "" if m.limit is None else f", measured within {m.limit:g} ms"
-            read = (f"{m.figure.upper()} read {m.under:+.1%} or more on {cover:.0%} of "
+            figure = FIGURE_LABELS.get(m.figure, m.figure.upper())
+            if reads_tails(slo) and metric in TARGET_TAILS and not any(
+                    m.figure in figures for figures in TAILS.values()):  # no tail here
+                figure += " (its mean or median: no run like it published a tail)"
+            read = (f"{figure} read {m.under:+.1%} or more on {cover:.0%} of "
                     f"{m.cases} runs [{scope_text(m.scope)}{within}]")
             why = (f"as given: {read}" if m.factor == 1.0
                    else f"{target:g} less {-m.under:.1%}: {read}")

@@ -1,0 +1,128 @@
+"""The tails in servesim's track record: which published P99 / P95 a deployment reads, and
+how a margin for a percentile target takes it (simulator/track_record.py tail_records,
+simulator/capacity/margin.py), worked by hand on small records; the shipped file's tails."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator import track_record as tr
+from simulator.capacity.margin import margin_text, margined_slo, reads_tails, record_limits
+from simulator.slo import SLO
+from simulator.track_record import FigureRecord
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+
+def group(figure: str, errors: tuple[float, ...], *, stack: str = "vllm-v1",
+          gpu: str = "h100-sxm", load: str = "rate") -> tr.Group:
+    return tr.Group(stack, gpu, "one", load, figure, errors, tuple(100.0 for _ in errors))
+
+
+def record(figure: str, errors: tuple[float, ...]) -> FigureRecord:
+    return FigureRecord(figure, (("load", "rate"),), len(errors), 0, None, None,
+                        tuple(sorted(errors)))
+
+
+def test_a_tail_is_read_off_runs_under_the_same_kind_of_load() -> None:
+    groups = [
+        group("ttft_p95", (-0.1,) * 3),  # the same stack and GPU: P95 only
+        group("ttft_p99", (-0.2,) * 3, gpu="a100-80gb"),  # another GPU: P99
+        group("itl_p99", (0.1,) * 3, stack="trtllm", load="closed"),  # another load only
+    ]
+    recs = tr.tail_records(groups, "vllm-v1", "h100-sxm", "rate", min_cases=3)
+    # the narrowest scope first (its P95), then no ITL: its tails are a closed loop's
+    assert [(r.figure, dict(r.scope).get("gpu")) for r in recs] == [("ttft_p95", "h100-sxm")]
+    # in one scope, P99 before P95
+    both = [*groups, group("ttft_p99", (-0.3,) * 3)]
+    assert tr.tail_records(both, "vllm-v1", "h100-sxm", "rate", min_cases=3)[0].errors == (
+        -0.3, -0.3, -0.3)
+    # too few cases in the narrow scopes: the GPU's class answers, both GPUs' P99s
+    wide = tr.tail_records(both, "vllm-v1", "h100-sxm", "rate", min_cases=6)[0]
+    assert wide.figure == "ttft_p99" and wide.cases == 6
+    assert dict(wide.scope) == {"stack": "vllm-v1", "gpu_class": "data-centre",
+                                "parallel": "one", "load": "rate", "experts": "dense"}
+    # a burst has none, and track_record adds them only when asked
+    assert tr.tail_records(both, "vllm-v1", "h100-sxm", "burst", min_cases=1) == []
+    heads = tr.track_record(both, "vllm-v1", "h100-sxm", "rate", min_cases=1)
+    assert {r.figure for r in heads} == {"ttft", "tpot", "output_throughput"}
+    with_tails = tr.track_record(both, "vllm-v1", "h100-sxm", "rate", min_cases=1, tails=True)
+    assert [r.figure for r in with_tails][3:] == ["ttft_p99"]
+
+
+def test_tail_targets_read_the_tail_records() -> None:
+    slo = SLO(ttft_ms=500, tpot_ms=50, itl_ms=40, e2el_ms=10_000, percentile=99,
+              mean_queue_ms=100)
+    assert reads_tails(slo) and not reads_tails(SLO(ttft_ms=500, percentile=50))
+    assert record_limits(slo) == {"ttft": 500, "tpot": 50, "ttft_p99": 500, "ttft_p95": 500,
+                                  "tpot_p99": 50, "itl_p99": 40, "itl_p95": 40}
+    records = [record("ttft", (-0.05,) * 5), record("tpot", (-0.02,) * 5),
+               record("ttft_p99", (-0.3, -0.2, -0.2, -0.1, 0.0)),  # at 0.8: -20%
+               record("itl_p95", (-0.1,) * 5)]
+    planned, margins = margined_slo(slo, records, 0.8)
+    assert planned.ttft_ms == pytest.approx(400)  # the P99 record's -20%, not the mean's -5%
+    assert margins["ttft"].figure == "ttft_p99"
+    assert planned.tpot_ms == pytest.approx(49)  # no P99 TPOT here: the median's -2%
+    assert planned.itl_ms == pytest.approx(36)  # ITL's P95 (no P99 ITL), -10%
+    assert margins["itl"].figure == "itl_p95"
+    assert planned.e2el_ms == pytest.approx(8_000)  # the tighter: TTFT's tail
+    assert planned.mean_queue_ms == pytest.approx(95)  # a mean target reads the mean record
+    text = margin_text(margins, slo, 0.8)
+    assert ("P99 ttft <= 400 ms (500 less 20.0%: P99 TTFT read -20.0% or more on 80% of 5 "
+            "runs [any stack, any GPU, arrivals at a rate])") in text
+    assert "TPOT (its mean or median: no run like it published a tail) read -2.0%" in text
+    assert "mean queue <= 95 ms (100 less 5.0%: TTFT read" in text
+    # a median target reads the means and medians, whatever tails there are
+    median, m50 = margined_slo(SLO(ttft_ms=500, percentile=50), records, 0.8)
+    assert median.ttft_ms == pytest.approx(475) and m50["ttft"].figure == "ttft"
+
+
+def test_the_shipped_record_has_tails_where_runs_published_them() -> None:
+    groups = tr.read_groups()
+    figures = {g.figure for g in groups}
+    assert {"ttft_p99", "tpot_p99", "itl_p99", "ttft_p95", "itl_p95"} <= figures
+    # vLLM at a rate on one data-centre GPU: IOG's one-GPU H100 PCIe runs' P99s
+    rate = tr.tail_records(groups, "vllm-v1", "h100-sxm", "rate")
+    assert [r.figure for r in rate] == ["ttft_p99", "tpot_p99", "itl_p99"]
+    assert all(dict(r.scope)["gpu_class"] == "data-centre" and dict(r.scope)["load"] == "rate"
+               for r in rate)
+    # TensorRT-LLM in a closed loop on an H100: NIM's GenAI-Perf P95s
+    closed = tr.tail_records(groups, "trtllm", "h100-sxm", "closed", gpus=2)
+    assert [r.figure for r in closed] == ["ttft_p95", "itl_p95"]
+    assert tr.tail_records(groups, "sglang", "b200", "burst") == []
+
+
+def test_a_replay_row_gives_the_tails_its_case_published() -> None:
+    from published_cases import load_cases  # type: ignore[import-not-found]
+    from track_record import build_groups  # type: ignore[import-not-found]
+
+    case = next(c for c in load_cases(None)
+                if c.id == "vllm0.8.5-iog-h100-pcie-Meta-Llama-3-8B-Instruct-tp1-sharegpt200-qps8")
+    metrics = {k: {"published": v, "simulated": v * 1.1, "error": 0.1}
+               for k, v in case.metrics.items()}
+    groups = build_groups([{"id": case.id, "metrics": metrics, "fitted": ""}],
+                          {case.id: case})
+    got = {g["figure"]: (g["errors"], g["published"]) for g in groups}
+    assert set(got) == {"ttft", "tpot", "output_throughput", "ttft_p99", "tpot_p99",
+                        "itl_p99"}
+    assert got["ttft_p99"] == ([0.1], [float(f"{case.metrics['p99_ttft_ms']:.4g}")])
+    assert all(g["load"] == "rate" and g["gpu"] == "h100-pcie" for g in groups)
+
+
+def test_iog_tails_are_the_result_files_as_quoted() -> None:
+    from published_cases import load_cases  # type: ignore[import-not-found]
+
+    iog = [c for c in load_cases(None) if "-iog-" in c.id]
+    assert len(iog) == 70
+    for c in iog:
+        m = c.metrics
+        for latency in ("ttft", "tpot", "itl"):
+            p90, p99 = m[f"p90_{latency}_ms"], m[f"p99_{latency}_ms"]
+            assert m[f"median_{latency}_ms"] <= p90 <= p99, c.id
+            for key, value in ((f"p90_{latency}_ms", p90), (f"p99_{latency}_ms", p99)):
+                quoted = re.search(rf"\| {key} ([0-9.e+-]+)", c.quote)
+                assert quoted and float(quoted.group(1)) == value, (c.id, key)
