@@ -126,3 +126,17 @@ def test_iog_tails_are_the_result_files_as_quoted() -> None:
             for key, value in ((f"p90_{latency}_ms", p90), (f"p99_{latency}_ms", p99)):
                 quoted = re.search(rf"\| {key} ([0-9.e+-]+)", c.quote)
                 assert quoted and float(quoted.group(1)) == value, (c.id, key)
+
+
+def test_every_p99_a_quote_prints_is_a_metric_of_its_case() -> None:
+    from published_cases import load_cases  # type: ignore[import-not-found]
+
+    labels = {"TTFT": "p99_ttft_ms", "TPOT": "p99_tpot_ms", "ITL": "p99_itl_ms"}
+    seen = 0
+    for c in load_cases(None):
+        for label, key in labels.items():
+            printed = re.findall(rf"P99 {label} \(ms\):\s*([0-9.]+)", c.quote)
+            if printed:
+                seen += 1
+                assert c.metrics.get(key) == float(printed[0]), (c.id, key)
+    assert seen == 17  # 11 runs' summary blocks: 11 TTFT, 4 TPOT, 2 ITL
