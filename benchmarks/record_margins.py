@@ -4,8 +4,10 @@ track record: every run, and the runs measured within a few TTFT / TPOT targets.
     python benchmarks/record_margins.py [--cover 0.8] [--ttft 200,500,1000] [--tpot 50]
 
 Per GPU class, GPUs a replica and kind of load (the record's scopes without a stack or a
-GPU), and per figure (TTFT, TPOT): the runs and the under-reading ``u`` at the cover over
-every run, then over the runs whose published figure was within each target
+GPU), and per figure (TTFT and TPOT, then the tails the runs published: P99 and P95 TTFT,
+P99 TPOT, P99 and P95 ITL, which a P90-P99.9 target reads first): the runs and the
+under-reading ``u`` at the cover over every run, then over the runs whose published figure
+was within each target
 (simulator/capacity/margin.py; docs/capacity.md, "Planning with the record's margin"). A
 target's factor is ``1 + u`` where ``u < 0``. It reads ``simulator/track_record.json``
 only: no replay.
@@ -21,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from simulator.capacity.margin import DEFAULT_COVER, check_cover, under_reading  # noqa: E402
 from simulator.track_record import (  # noqa: E402
+    FIGURE_LABELS,
     LOADS,
+    TAILS,
     PARALLEL,
     figure_record,
     read_groups,
@@ -52,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     classes = sorted({g.gpu_class for g in groups})
     print(f"under-reading u at cover {cover:g}: the error that {cover:.0%} of the runs are at "
           "or above (factor on a target: 1 + u where u < 0)")
-    for figure, targets in (("ttft", args.ttft), ("tpot", args.tpot)):
+    figures = [("ttft", args.ttft), *((f, args.ttft) for f in TAILS["ttft"]),
+               ("tpot", args.tpot), *((f, args.tpot) for f in (*TAILS["tpot"], *TAILS["itl"]))]
+    for figure, targets in figures:
         head = "".join(f"  within {t:g} ms".ljust(22) for t in targets)
-        print(f"\n{figure.upper()}: {'scope':66s} {'every run':17s}{head}")
+        print(f"\n{FIGURE_LABELS[figure]}: {'scope':66s} {'every run':17s}{head}")
         for gpu_class in classes:
             for parallel in PARALLEL:
                 for load in LOADS:
