@@ -25,8 +25,8 @@ from simulator.capacity.margin import DEFAULT_COVER, check_cover, under_reading 
 from simulator.track_record import (  # noqa: E402
     FIGURE_LABELS,
     LOADS,
-    TAILS,
     PARALLEL,
+    TAILS,
     figure_record,
     read_groups,
     scope_text,

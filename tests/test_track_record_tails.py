@@ -93,7 +93,12 @@ def test_the_shipped_record_has_tails_where_runs_published_them() -> None:
     # TensorRT-LLM in a closed loop on an H100: NIM's GenAI-Perf P95s
     closed = tr.tail_records(groups, "trtllm", "h100-sxm", "closed", gpus=2)
     assert [r.figure for r in closed] == ["ttft_p95", "itl_p95"]
-    assert tr.tail_records(groups, "sglang", "b200", "burst") == []
+    # SGLang bursts on eight B200s: the cookbook's P99s (Qwen3 MoE runs: a dense model
+    # reads them for want of its own kind's, as its headline record does)
+    burst = tr.tail_records(groups, "sglang", "b200", "burst", gpus=8)
+    assert [r.figure for r in burst] == ["ttft_p99", "tpot_p99", "itl_p99"]
+    assert all(dict(r.scope) == {"stack": "sglang", "gpu": "b200", "parallel": "several",
+                                 "load": "burst"} and r.cases == 18 for r in burst)
 
 
 def test_a_replay_row_gives_the_tails_its_case_published() -> None:
@@ -139,4 +144,6 @@ def test_every_p99_a_quote_prints_is_a_metric_of_its_case() -> None:
             if printed:
                 seen += 1
                 assert c.metrics.get(key) == float(printed[0]), (c.id, key)
-    assert seen == 17  # 11 runs' summary blocks: 11 TTFT, 4 TPOT, 2 ITL
+    # 93 runs' summary blocks: GPUStack's 58 and the SGLang cookbook's 24 print all three,
+    # eleven threads' and repositories' 11 TTFT, 4 TPOT, 2 ITL
+    assert seen == 3 * (58 + 24) + 17
