@@ -147,3 +147,23 @@ def test_every_p99_a_quote_prints_is_a_metric_of_its_case() -> None:
     # 93 runs' summary blocks: GPUStack's 58 and the SGLang cookbook's 24 print all three,
     # eleven threads' and repositories' 11 TTFT, 4 TPOT, 2 ITL
     assert seen == 3 * (58 + 24) + 17
+
+
+def test_the_headroom_note_weighs_a_tail_target_by_the_tail_record() -> None:
+    from simulator.capacity.headroom import headroom_lines
+    from simulator.capacity.results import CandidateResult
+
+    best = CandidateResult("c", {}, "h100-sxm", 1, "meets_slo", at_target={"slo": {
+        "p99_ttft_ms": {"target": 500.0, "value": 460.0, "met": True},  # 8% headroom
+        "p99_itl_ms": {"target": 50.0, "value": 47.0, "met": True},  # 6%
+        "mean_queue_ms": {"target": 100.0, "value": 99.0, "met": True}}})  # 1%
+    mean = FigureRecord("ttft", (), 10, 5, 0.05, -0.05, ())  # |error| 5%: under 8%
+    tail = FigureRecord("ttft_p99", (), 10, 2, 0.20, -0.20, ())  # 20%: over 8%
+    itl = FigureRecord("itl_p95", (), 10, 8, 0.10, -0.10, ())
+    lines = headroom_lines(best, 10.0, [mean, tail, itl])
+    assert len(lines) == 3
+    assert "P99 TTFT's headroom (8%) is less than servesim's median P99 TTFT error on " \
+        "published runs like it (20%)" in lines[1] and "--slo ttft_p99_ms=400 " in lines[1]
+    assert "P99 ITL's headroom (6%) is less than servesim's median P95 ITL error" in lines[2]
+    # the mean record alone leaves P99 TTFT's 8% unflagged; a mean target reads no tail
+    assert headroom_lines(best, 10.0, [mean]) == lines[:1]

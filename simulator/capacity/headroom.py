@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from simulator.capacity.results import CandidateResult
 from simulator.metrics_slo import check_target
 from simulator.slo import SLO
-from simulator.track_record import FigureRecord
+from simulator.track_record import FIGURE_LABELS, TAIL_FROM, TAILS, FigureRecord
 
 
 def _targets(best: CandidateResult, given: SLO | None) -> dict[str, float]:
@@ -49,22 +49,38 @@ def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureR
     lines = [f"headroom of {best.name} at {rate:g} req/s: {', '.join(parts)}"]
     if given is not None:
         return lines
-    errors = {r.figure: r.median_abs for r in records if r.median_abs is not None}
     for key, share in room.items():
         metric = key.split("_")[1]  # p99_ttft_ms -> ttft
-        error = errors.get(metric)
+        quantile = key.split("_")[0][1:]
+        error, label = _typical_error(records, metric, quantile)
         if error is None or share >= error:
             continue
-        quantile = key.split("_")[0][1:]
         tighter = checks[key]["target"] * (1.0 - error)
         value = f"{tighter:.0f}" if tighter >= 10 else f"{tighter:.3g}"  # no e-notation
         lines.append(
             f"note: {_target_label(key)}'s headroom ({share:.0%}) is less than servesim's "
-            f"median {metric.upper()} error on published runs like it ({error:.0%}): the "
+            f"median {label} error on published runs like it ({error:.0%}): the "
             f"answer may need more replicas; to plan with that margin, --slo "
             f"{metric}_p{quantile}_ms={value} (and the other targets), or --record-margin "
             f"0.8 to size each candidate with its own")
     return lines
+
+
+def _typical_error(records: Sequence[FigureRecord], metric: str, quantile: str
+                   ) -> tuple[float | None, str]:
+    """servesim's median |error| on a target's latency in the record, and its label: the
+    latency's tail record for a target at P90 or above where the record has one (P99
+    before P95), else its headline record (TTFT's or TPOT's; none for other latencies)."""
+    by_figure = {r.figure: r.median_abs for r in records if r.median_abs is not None}
+    try:
+        tail = float(quantile) >= TAIL_FROM
+    except ValueError:  # not a percentile's key (mean_queue_ms): a mean's target
+        tail = False
+    tails = TAILS.get(metric, ()) if tail else ()
+    figure = next((f for f in (*tails, metric) if f in by_figure), None)
+    if figure is None:
+        return None, ""
+    return by_figure[figure], FIGURE_LABELS[figure]
 
 
 def _target_label(key: str) -> str:
