@@ -206,8 +206,7 @@ def _group(raw: Any, path: Path, i: int) -> Group:
     names["experts"] = raw.get("experts", "dense")  # files before stop 67: no MoE split
     if not isinstance(names["experts"], str):
         raise ConfigError(f"{where}: experts = {names['experts']!r}: expected a string")
-    known = {"load": list(LOADS), "figure": [*dict(FIGURES), *dict(TAIL_FIGURES)],
-             "parallel": list(PARALLEL),
+    known = {"load": list(LOADS), "figure": list(FIGURE_LABELS), "parallel": list(PARALLEL),
              "experts": list(EXPERTS)}
     for key, values in known.items():
         if names[key] not in values:
@@ -318,14 +317,13 @@ def record_lines(records: Sequence[FigureRecord], whom: str = "") -> list[str]:
         return []
     lines = ["track record, servesim on published serving runs like this one "
              f"(docs/metrics.md, \"Track record\"){', for ' + whom if whom else ''}:"]
-    labels = FIGURE_LABELS
     for r in records:
         if r.median_abs is None or r.signed_median is None:
             body = f"{r.cases} runs, none with a result"
         else:
             body = (f"{r.share:4.0%} of {r.cases} runs within 15%; median error "
                     f"{r.signed_median:+.0%}, |error| {r.median_abs:.0%}")
-        lines.append(f"  {labels[r.figure]:<13s} {body}  [{scope_text(r.scope)}]")
+        lines.append(f"  {FIGURE_LABELS[r.figure]:<13s} {body}  [{scope_text(r.scope)}]")
     return lines
 
 
