@@ -6,8 +6,8 @@
 
 Each held-out case (a preset fitted on none of it) gives its signed error on the three
 headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else mean;
-output throughput) and on each tail it published (:data:`TAIL_KEYS`: P99 TTFT, TPOT and
-ITL, P95 TTFT and ITL), and the published figure it was compared with (ms, or tok/s),
+output throughput) and on each tail it published (:data:`TAIL_KEYS`: P99 and P90 TTFT,
+TPOT and ITL, P95 TTFT and ITL), and the published figure it was compared with (ms, or tok/s),
 grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or several) and kind of load
 (:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
 ``servesim plan`` read the file to print how the replay read on the published runs most
@@ -59,8 +59,8 @@ FIGURE_KEYS = dict(zip(HEADLINE_FORMS, (key for key, _ in FIGURES), strict=True)
 """published.py's headline figure names -> the file's figure keys."""
 
 TAIL_KEYS: dict[str, str] = {
-    "p99_ttft_ms": "ttft_p99", "p95_ttft_ms": "ttft_p95", "p99_tpot_ms": "tpot_p99",
-    "p99_itl_ms": "itl_p99", "p95_itl_ms": "itl_p95"}
+    f"p{q}_{latency}_ms": f"{latency}_p{q}" for latency in ("ttft", "tpot", "itl")
+    for q in (99, 95, 90) if f"{latency}_p{q}" in FIGURE_LABELS}
 """published.py's tail metrics -> the file's tail figure keys (TAIL_FIGURES)."""
 
 MADE_BY = ("python benchmarks/published.py --json F; python benchmarks/track_record.py F")

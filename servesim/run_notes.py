@@ -77,7 +77,8 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
     out = []
     for (stack, gpu, gpus, load, experts, slo), points in groups.items():
         records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo),
-                                    experts=experts, tails=reads_tails(slo))
+                                    experts=experts, tails=reads_tails(slo),
+                                    percentile=slo.percentile)
         if not records:
             continue
         planned, _ = margined_slo(slo, records, cover)

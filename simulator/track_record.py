@@ -50,15 +50,33 @@ FIGURES: tuple[tuple[str, str], ...] = (
 throughput."""
 
 TAIL_FIGURES: tuple[tuple[str, str], ...] = (
-    ("ttft_p99", "P99 TTFT"), ("ttft_p95", "P95 TTFT"), ("tpot_p99", "P99 TPOT"),
-    ("itl_p99", "P99 ITL"), ("itl_p95", "P95 ITL"))
+    ("ttft_p99", "P99 TTFT"), ("ttft_p95", "P95 TTFT"), ("ttft_p90", "P90 TTFT"),
+    ("tpot_p99", "P99 TPOT"), ("tpot_p90", "P90 TPOT"),
+    ("itl_p99", "P99 ITL"), ("itl_p95", "P95 ITL"), ("itl_p90", "P90 ITL"))
 """(key in the file, label): the tail percentiles published runs report beside their means
-(vLLM's benchmark_serving writes P99s; GenAI-Perf's exports, P95s). TTFT and TPOT over
-the requests, ITL over every gap between two tokens, as the tools compute them."""
+(vLLM's benchmark_serving writes P99s, its result files P90s too; GenAI-Perf's exports,
+P95s). TTFT and TPOT over the requests, ITL over every gap between two tokens, as the
+tools compute them."""
 
 TAILS: dict[str, tuple[str, ...]] = {
-    "ttft": ("ttft_p99", "ttft_p95"), "tpot": ("tpot_p99",), "itl": ("itl_p99", "itl_p95")}
-"""A latency's tail figures, the closest to a P99 first."""
+    "ttft": ("ttft_p99", "ttft_p95", "ttft_p90"), "tpot": ("tpot_p99", "tpot_p90"),
+    "itl": ("itl_p99", "itl_p95", "itl_p90")}
+"""A latency's tail figures, the highest percentile first (:func:`tail_order` orders them
+for a target)."""
+
+
+def tail_percentile(figure: str) -> float:
+    """The percentile of a tail figure key: ``ttft_p95`` -> 95."""
+    return float(figure.rsplit("_p", 1)[1])
+
+
+def tail_order(latency: str, percentile: float) -> tuple[str, ...]:
+    """``latency``'s tail figures (:data:`TAILS`) in the order a target judged at
+    ``percentile`` asks for them: the nearest percentile first, the higher of two as near
+    (P99: P99, P95, P90; P95: P95, P99, P90; P90: P90, P95, P99)."""
+    q = float(percentile)
+    return tuple(sorted(TAILS.get(latency, ()),
+                        key=lambda f: (abs(tail_percentile(f) - q), -tail_percentile(f))))
 
 TAIL_FROM = 90.0
 """A target judged at this percentile or above is a tail's: a margin reads the tail records
@@ -244,14 +262,16 @@ def figure_record(groups: Iterable[Group], figure: str, scope: dict[str, str],
 def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
                  min_cases: int = MIN_CASES, gpus: int = 1,
                  limits: Mapping[str, float] | None = None,
-                 experts: str = "dense", tails: bool = False) -> list[FigureRecord]:
+                 experts: str = "dense", tails: bool = False,
+                 percentile: float = 99.0) -> list[FigureRecord]:
     """Per figure, the record of the narrowest scope of :data:`SCOPES` holding at least
     ``min_cases`` cases (every case if none does), for a replica of ``gpus`` GPUs;
     ``stack`` :data:`NO_STACK` skips the scopes that name a stack. ``limits`` (figure ->
     value) counts only the cases whose published figure is at most it (a plan's margin
     reads the runs whose measured TTFT was within its target: capacity/margin.py).
     ``experts``: the model's kind (:data:`EXPERTS`). With ``tails``, then each latency's
-    tail record where runs like it published one (:func:`tail_records`)."""
+    tail record where runs like it published one, nearest ``percentile`` first
+    (:func:`tail_records`)."""
     limits = limits or {}
     wanted = _wanted(stack, gpu, load, gpus, experts)
     scopes = [s for s in SCOPES if stack != NO_STACK or "stack" not in s]
@@ -264,24 +284,27 @@ def track_record(groups: Sequence[Group], stack: str, gpu: str, load: str,
                 out.append(rec)
                 break
     if tails:
-        out += tail_records(groups, stack, gpu, load, min_cases, gpus, limits, experts)
+        out += tail_records(groups, stack, gpu, load, min_cases, gpus, limits, experts,
+                            percentile)
     return out
 
 
 def tail_records(groups: Sequence[Group], stack: str, gpu: str, load: str,
                  min_cases: int = MIN_CASES, gpus: int = 1,
                  limits: Mapping[str, float] | None = None,
-                 experts: str = "dense") -> list[FigureRecord]:
+                 experts: str = "dense", percentile: float = 99.0) -> list[FigureRecord]:
     """Per latency of :data:`TAILS` (TTFT, TPOT, ITL), the record of its tail figure in the
     narrowest scope of :data:`SCOPES` that keeps the kind of load and holds at least
-    ``min_cases`` cases of one (its P99 before its P95 in a scope); none for a latency no
-    such scope holds. A tail is read only off runs under the same kind of load: a closed
-    loop's P95 says little of a Poisson stream's P99 (arguments as :func:`track_record`)."""
+    ``min_cases`` cases of one (in a scope, the percentile nearest ``percentile`` first:
+    :func:`tail_order`); none for a latency no such scope holds. A tail is read only off
+    runs under the same kind of load: a closed loop's P95 says little of a Poisson
+    stream's P99 (the other arguments as :func:`track_record`)."""
     limits = limits or {}
     wanted = _wanted(stack, gpu, load, gpus, experts)
     scopes = [s for s in SCOPES if "load" in s and (stack != NO_STACK or "stack" not in s)]
     out = []
-    for figures in TAILS.values():
+    for latency in TAILS:
+        figures = tail_order(latency, percentile)
         found = next((rec for fields in scopes for figure in figures
                       if (rec := figure_record(groups, figure, {k: wanted[k] for k in fields},
                                                limits.get(figure))).cases >= min_cases), None)
@@ -337,11 +360,12 @@ def record_json(r: FigureRecord) -> dict[str, Any]:
 def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
                       path: Path | str = TRACK_RECORD_FILE,
                       limits: Mapping[str, float] | None = None,
-                      experts: str = "dense", tails: bool = False) -> list[FigureRecord]:
+                      experts: str = "dense", tails: bool = False,
+                      percentile: float = 99.0) -> list[FigureRecord]:
     """The record for a deployment: ``stack`` as ``Deployment.stack`` says it ("vllm-v1
     0.9", or "none"), its GPU and GPUs a replica, its workload's kind of load
-    (:func:`load_kind`) and its model's kind (:func:`model_kind`); ``limits`` and ``tails``
-    as :func:`track_record` takes them.
+    (:func:`load_kind`) and its model's kind (:func:`model_kind`); ``limits``, ``tails``
+    and ``percentile`` as :func:`track_record` takes them.
 
     [] on the CPU (no published run is one; ``servesim validate`` measures the simulator
     against the engine on the machine itself) and when the shipped file is absent (a
@@ -350,17 +374,17 @@ def deployment_record(stack: str, gpu: str, load: str, gpus: int = 1,
         return []
     name = stack.split()[0] if stack.strip() else NO_STACK
     return track_record(read_groups(path), name, gpu, load, gpus=gpus, limits=limits,
-                        experts=experts, tails=tails)
+                        experts=experts, tails=tails, percentile=percentile)
 
 
 def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float | None = None,
                  path: Path | str = TRACK_RECORD_FILE,
                  limits: Mapping[str, float] | None = None,
-                 tails: bool = False) -> list[FigureRecord]:
+                 tails: bool = False, percentile: float = 99.0) -> list[FigureRecord]:
     """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
     attention_dp GPUs a replica), workload arrival and rate, and model; ``gpu`` and ``rate``
-    override the point's (a plan's candidate at its target rate); ``limits`` and ``tails``
-    as :func:`track_record` takes them."""
+    override the point's (a plan's candidate at its target rate); ``limits``, ``tails`` and
+    ``percentile`` as :func:`track_record` takes them."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
@@ -375,7 +399,7 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
     load = load_kind(str(workload.get("arrival", "poisson")), rate)
     model = (point.get("model") or {}).get("name", "")
     return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path,
-                             limits, model_kind(str(model)), tails)
+                             limits, model_kind(str(model)), tails, percentile)
 
 
 def model_kind(model: str) -> str:

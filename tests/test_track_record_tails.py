@@ -59,7 +59,8 @@ def test_tail_targets_read_the_tail_records() -> None:
               mean_queue_ms=100)
     assert reads_tails(slo) and not reads_tails(SLO(ttft_ms=500, percentile=50))
     assert record_limits(slo) == {"ttft": 500, "tpot": 50, "ttft_p99": 500, "ttft_p95": 500,
-                                  "tpot_p99": 50, "itl_p99": 40, "itl_p95": 40}
+                                  "ttft_p90": 500, "tpot_p99": 50, "tpot_p90": 50,
+                                  "itl_p99": 40, "itl_p95": 40, "itl_p90": 40}
     records = [record("ttft", (-0.05,) * 5), record("tpot", (-0.02,) * 5),
                record("ttft_p99", (-0.3, -0.2, -0.2, -0.1, 0.0)),  # at 0.8: -20%
                record("itl_p95", (-0.1,) * 5)]
@@ -79,6 +80,26 @@ def test_tail_targets_read_the_tail_records() -> None:
     # a median target reads the means and medians, whatever tails there are
     median, m50 = margined_slo(SLO(ttft_ms=500, percentile=50), records, 0.8)
     assert median.ttft_ms == pytest.approx(475) and m50["ttft"].figure == "ttft"
+    # a P90 target reads the nearest published percentile: P90 where there is one
+    p90 = [*records, record("ttft_p90", (-0.04,) * 5)]
+    planned90, m90 = margined_slo(SLO(ttft_ms=500, itl_ms=40, percentile=90), p90, 0.8)
+    assert m90["ttft"].figure == "ttft_p90" and planned90.ttft_ms == pytest.approx(480)
+    assert m90["itl"].figure == "itl_p95"  # no P90 ITL: the P95, nearer than a P99
+    assert margined_slo(SLO(ttft_ms=500, percentile=99), p90, 0.8)[1]["ttft"].figure \
+        == "ttft_p99"
+
+
+@pytest.mark.parametrize("q, ttft, tpot", [
+    (99.9, ("ttft_p99", "ttft_p95", "ttft_p90"), ("tpot_p99", "tpot_p90")),
+    (99, ("ttft_p99", "ttft_p95", "ttft_p90"), ("tpot_p99", "tpot_p90")),
+    (97, ("ttft_p99", "ttft_p95", "ttft_p90"), ("tpot_p99", "tpot_p90")),  # 2 and 2: higher
+    (95, ("ttft_p95", "ttft_p99", "ttft_p90"), ("tpot_p99", "tpot_p90")),  # 4 against 5
+    (90, ("ttft_p90", "ttft_p95", "ttft_p99"), ("tpot_p90", "tpot_p99")),
+])
+def test_a_target_asks_for_the_nearest_published_percentile_first(
+        q: float, ttft: tuple[str, ...], tpot: tuple[str, ...]) -> None:
+    assert tr.tail_order("ttft", q) == ttft and tr.tail_order("tpot", q) == tpot
+    assert tr.tail_percentile("itl_p95") == 95
 
 
 def test_the_shipped_record_has_tails_where_runs_published_them() -> None:
@@ -113,7 +134,7 @@ def test_a_replay_row_gives_the_tails_its_case_published() -> None:
                           {case.id: case})
     got = {g["figure"]: (g["errors"], g["published"]) for g in groups}
     assert set(got) == {"ttft", "tpot", "output_throughput", "ttft_p99", "tpot_p99",
-                        "itl_p99"}
+                        "itl_p99", "ttft_p90", "tpot_p90", "itl_p90"}  # IOG's files: P90s too
     assert got["ttft_p99"] == ([0.1], [float(f"{case.metrics['p99_ttft_ms']:.4g}")])
     assert all(g["load"] == "rate" and g["gpu"] == "h100-pcie" for g in groups)
 

@@ -44,7 +44,8 @@ def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
     if not wanted:
         return None
     slo = SLO(**{f"{m}_ms": t for m, t in wanted.items()}, percentile=percentile)
-    records = point_record(point, limits=record_limits(slo), tails=reads_tails(slo))
+    records = point_record(point, limits=record_limits(slo), tails=reads_tails(slo),
+                           percentile=percentile)
     if not records:
         return None
     planned, _ = margined_slo(slo, records, cover)

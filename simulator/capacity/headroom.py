@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from simulator.capacity.results import CandidateResult
 from simulator.metrics_slo import check_target
 from simulator.slo import SLO
-from simulator.track_record import FIGURE_LABELS, TAIL_FROM, TAILS, FigureRecord
+from simulator.track_record import FIGURE_LABELS, TAIL_FROM, FigureRecord, tail_order
 
 
 def _targets(best: CandidateResult, given: SLO | None) -> dict[str, float]:
@@ -69,14 +69,15 @@ def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureR
 def _typical_error(records: Sequence[FigureRecord], metric: str, quantile: str
                    ) -> tuple[float | None, str]:
     """servesim's median |error| on a target's latency in the record, and its label: the
-    latency's tail record for a target at P90 or above where the record has one (P99
-    before P95), else its headline record (TTFT's or TPOT's; none for other latencies)."""
+    latency's tail record for a target at P90 or above where the record has one (the
+    percentile nearest the target's first), else its headline record (TTFT's or TPOT's;
+    none for other latencies)."""
     by_figure = {r.figure: r.median_abs for r in records if r.median_abs is not None}
     try:
-        tail = float(quantile) >= TAIL_FROM
+        q = float(quantile)
     except ValueError:  # not a percentile's key (mean_queue_ms): a mean's target
-        tail = False
-    tails = TAILS.get(metric, ()) if tail else ()
+        q = 0.0
+    tails = tail_order(metric, q) if q >= TAIL_FROM else ()
     figure = next((f for f in (*tails, metric) if f in by_figure), None)
     if figure is None:
         return None, ""

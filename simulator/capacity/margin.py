@@ -13,8 +13,9 @@ the target is kept as given, never loosened.
 Which record a target reads: TTFT (and the mean queue time, part of it) the TTFT record;
 TPOT and ITL the TPOT record; end-to-end latency the tighter of the two. A target judged
 at P90 or above (:data:`simulator.track_record.TAIL_FROM`) reads the tail of the same
-latency first, where published runs under its kind of load report one: their P99 (else
-P95) TTFT, P99 TPOT, P99 (else P95) ITL (:func:`simulator.track_record.tail_records`);
+latency first, where published runs under its kind of load report one, the percentile
+nearest the target's first: for a P99 target their P99 (else P95, else P90) TTFT, P99
+(else P90) TPOT and P99 (else P95, else P90) ITL (:func:`simulator.track_record.tail_records`);
 servesim's tails and means err differently (on NIM's closed loops it read P95 TTFT lower
 than mean TTFT, on vLLM's Poisson runs P99 TTFT nearer than the mean), so a P99 target is
 margined by how servesim read P99s where it can be. And which runs:
@@ -36,7 +37,14 @@ from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.slo import SLO
-from simulator.track_record import FIGURE_LABELS, TAIL_FROM, TAILS, FigureRecord, scope_text
+from simulator.track_record import (
+    FIGURE_LABELS,
+    TAIL_FROM,
+    TAILS,
+    FigureRecord,
+    scope_text,
+    tail_order,
+)
 
 DEFAULT_COVER = 0.8
 """The share of published runs a margin covers where a report shows one unasked (``servesim
@@ -72,13 +80,14 @@ def record_limits(slo: SLO) -> dict[str, float]:
     return {k: v for k, v in limits.items() if v is not None}
 
 
-def _bounds(metric: str, tails: bool) -> list[tuple[str, ...]]:
+def _bounds(metric: str, slo: SLO) -> list[tuple[str, ...]]:
     """The records that bound ``metric``'s target: per bound, its figures in the order
-    asked (a tail's first for a tail target, then the mean's or median's)."""
-    if not tails or metric not in TARGET_TAILS:
+    asked (for a tail target its latency's tails, the percentile nearest the target's
+    first, then the mean's or median's)."""
+    if not reads_tails(slo) or metric not in TARGET_TAILS:
         return [(f,) for f in TARGET_FIGURES[metric]]
-    return [(*TAILS[t], f) for t, f in zip(TARGET_TAILS[metric], TARGET_FIGURES[metric],
-                                           strict=True)]
+    return [(*tail_order(t, slo.percentile), f)
+            for t, f in zip(TARGET_TAILS[metric], TARGET_FIGURES[metric], strict=True)]
 
 
 def check_cover(cover: object, where: str = "--record-margin") -> float:
@@ -146,7 +155,7 @@ def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
     planned: dict[str, float] = {}
     for metric, target in targets.items():
         found = [next((by_figure[f] for f in figures if f in by_figure), None)
-                 for figures in _bounds(metric, reads_tails(slo))]
+                 for figures in _bounds(metric, slo)]
         options = [(*_factor(record, cover), record) for record in found]
         factor, u, record = min(options, key=lambda o: o[0])  # the tightest
         margins[metric] = (TargetMargin(metric, factor, record.figure, u, len(record.errors),

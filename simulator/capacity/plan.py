@@ -106,7 +106,7 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
         own = slo
         if cover is not None:
             records = point_record(c.point, c.gpu, target_rps, limits=record_limits(slo),
-                                   tails=reads_tails(slo))
+                                   tails=reads_tails(slo), percentile=slo.percentile)
             own, margins = margined_slo(slo, records, cover)
             results[i].slo_planned = own.as_dict()
             results[i].margins = {k: m.to_json() for k, m in margins.items()}
