@@ -4,11 +4,11 @@ track record: every run, and the runs measured within a few TTFT / TPOT targets.
     python benchmarks/record_margins.py [--cover 0.8] [--ttft 200,500,1000] [--tpot 50]
 
 Per GPU class, GPUs a replica and kind of load (the record's scopes without a stack or a
-GPU), and per figure (TTFT and TPOT, then the tails the runs published: P99 and P95 TTFT,
-P99 TPOT, P99 and P95 ITL, which a P90-P99.9 target reads first): the runs and the
-under-reading ``u`` at the cover over every run, then over the runs whose published figure
-was within each target
-(simulator/capacity/margin.py; docs/capacity.md, "Planning with the record's margin"). A
+GPU), and per figure (TTFT and TPOT, then the tails the runs published: P99, P95 and P90
+TTFT, P99 and P90 TPOT, P99, P95 and P90 ITL, which a P90-P99.9 target reads first): the
+runs and the under-reading ``u`` at the cover over every run, then over the runs whose
+published figure was within each target (simulator/capacity/margin.py; docs/capacity.md,
+"Planning with the record's margin"). A
 target's factor is ``1 + u`` where ``u < 0``. It reads ``simulator/track_record.json``
 only: no replay.
 """

@@ -90,6 +90,7 @@ def build_groups(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]
     Key = tuple[str, str, str, str, str, str]
     errors: dict[Key, list[float | None]] = defaultdict(list)
     published: dict[Key, list[float]] = defaultdict(list)
+
     def add(case: Case, figure: str, error: float | None, value: float) -> None:
         key = (case.stack, case.gpu, parallel_kind(case.tp), case_load(case),
                model_kind(case.model), figure)

@@ -146,7 +146,8 @@ margin_label = st.selectbox(
     "Margin from servesim's track record", list(MARGINS), key="cap_margin",
     help="size each candidate against its targets less servesim's error on the published "
          "runs most like it (measured within the targets; at P90 and above, its error on "
-         "their published P99s or P95s where they have them), so the answer would hold had "
+         "their published P99, P95 or P90, the nearest to the target's, where they have "
+         "one), so the answer would hold had "
          "servesim erred as on that share of them (servesim plan --record-margin; "
          "docs/capacity.md)")
 prices = _prices(gpus, load_prices().usd_per_gpu_hour)
