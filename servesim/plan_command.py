@@ -167,13 +167,15 @@ def _plan_record(result: PlanResult, candidates: list[Candidate]
                  ) -> tuple[list[FigureRecord], str]:
     """The track record (simulator/track_record.py) of the best candidate, else the
     closest (its own point: stack, GPU, GPUs a replica, the scenario's kind of load at the
-    target rate), and which candidate it is for."""
+    target rate; the tails nearest the SLO's percentile, which its headroom note reads),
+    and which candidate it is for."""
     chosen = result.best or result.closest
     point = next((c.point for c in candidates if chosen and c.name == chosen.name), None)
     if chosen is None or point is None:
         return [], ""
     whom = f"the {'best' if result.best else 'closest'} candidate, {chosen.name}"
-    return point_record(point, chosen.gpu, result.target_rps, tails=True), whom
+    return point_record(point, chosen.gpu, result.target_rps, tails=True,
+                        percentile=result.slo.percentile), whom
 
 
 def _money(value: float | None, digits: int = 2) -> str:

@@ -187,7 +187,8 @@ answer = result.best or result.closest
 if answer is not None:  # its own GPU and GPUs a replica, the scenario's stack and load
     hardware = {**raw.get("hardware", {}), "gpu": answer.gpu, "tp": answer.tp,
                 "attention_dp": answer.labels.get("attention_dp", 1)}
-    records = point_record({**raw, "hardware": hardware}, rate=rate, tails=True)
+    records = point_record({**raw, "hardware": hardware}, rate=rate, tails=True,
+                           percentile=q)  # the tails nearest the SLO's, as its headroom reads
     if records:
         which = "best" if result.best else "closest"
         with st.expander(f"Track record of the {which} candidate on published runs like it"):
