@@ -10,7 +10,8 @@ published figure moves between a stack's revisions.
         --only version=0.13
 
 ``errors``: per value of the ``--by`` attributes, n, the signed median of the output
-throughput error, and the share within 15% (held-out rows only, as published.py's tables).
+throughput error (``--metric``: another of published.py's metrics, e.g. ``p99_ttft_ms``),
+and the share within 15% (held-out rows only, as published.py's tables).
 ``releases``: for every configuration (stack, GPU, model, TP, weight dtype, fixed ISL/OSL)
 that two revisions both published, the ratio of their output throughput, then its median
 per value of ``--by``. ``twins``: the same ratio between two models of one revision.
@@ -82,11 +83,13 @@ def kept(attrs: Mapping[str, str], only: Mapping[str, set[str]]) -> bool:
 
 
 def error_splits(rows: Iterable[Mapping], cases: Mapping[str, Case], by: list[str],
-                 only: Mapping[str, set[str]]) -> dict[str, tuple[int, float, float]]:
-    """Split key -> (n, signed median error, share within 15%) of the held-out rows."""
+                 only: Mapping[str, set[str]], metric: str = METRIC
+                 ) -> dict[str, tuple[int, float, float]]:
+    """Split key -> (n, signed median error, share within 15%) of the held-out rows'
+    ``metric`` (a published.py metric key: output throughput unless told)."""
     cells: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        m = (row.get("metrics") or {}).get(METRIC)
+        m = (row.get("metrics") or {}).get(metric)
         case = cases.get(row["id"])
         if row.get("fitted") or not m or m.get("error") is None or case is None:
             continue
@@ -165,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="ATTRIBUTE=V1,V2: keep these")
     ap.add_argument("--pair", action="append", default=[], help="A:B (versions or models)")
     ap.add_argument("--cases-file", action="append", default=None)
+    ap.add_argument("--metric", default=METRIC,
+                    help="errors: the published.py metric to split (default %(default)s; "
+                         "e.g. p99_ttft_ms)")
     args = ap.parse_args(argv)
     cases = load_cases(args.cases_file)
     if args.what == "errors":
@@ -174,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         by_id = {c.id: c for c in cases}
         print(f"{'split':<40} {'n':>5} {'signed median':>14} {'within 15%':>11}")
         only = _only(args.only)
-        for k, (n, med, within) in error_splits(rows, by_id, args.by, only).items():
+        for k, (n, med, within) in error_splits(rows, by_id, args.by, only,
+                                                args.metric).items():
             print(f"{k:<40} {n:5d} {med:>+14.1%} {within:>11.0%}")
         return 0
     pairs = _pairs(args.pair)

@@ -52,6 +52,11 @@ def test_error_splits_by_hand() -> None:
     assert out["moe"] == (1, pytest.approx(0.20), 0.0)
     # the in-sample row is left out even when its version is kept
     assert ps.error_splits(rows, CASES, [], {})["all"][0] == 4
+    # another metric: only the rows that have it
+    rows[0]["metrics"]["p99_ttft_ms"] = {"error": -0.2}
+    rows[1]["metrics"]["p99_ttft_ms"] = {"error": 0.1}
+    assert ps.error_splits(rows, CASES, [], {}, "p99_ttft_ms")["all"] == (
+        2, pytest.approx(-0.05), 0.5)
 
 
 def test_release_and_twin_ratios_by_hand() -> None:
