@@ -41,12 +41,14 @@ from simulator.track_record import (  # noqa: E402
     FIGURES,
     LOADS,
     PARALLEL,
+    TAIL_FIGURES,
     TRACK_RECORD_FILE,
     figure_record,
     model_kind,
     parallel_kind,
     read_groups,
     scope_text,
+    tail_percentile,
 )
 from simulator.track_record import (  # noqa: E402
     Group as RecordGroup,
@@ -59,8 +61,7 @@ FIGURE_KEYS = dict(zip(HEADLINE_FORMS, (key for key, _ in FIGURES), strict=True)
 """published.py's headline figure names -> the file's figure keys."""
 
 TAIL_KEYS: dict[str, str] = {
-    f"p{q}_{latency}_ms": f"{latency}_p{q}" for latency in ("ttft", "tpot", "itl")
-    for q in (99, 95, 90) if f"{latency}_p{q}" in FIGURE_LABELS}
+    f"p{tail_percentile(f):g}_{f.split('_')[0]}_ms": f for f, _ in TAIL_FIGURES}
 """published.py's tail metrics -> the file's tail figure keys (TAIL_FIGURES)."""
 
 MADE_BY = ("python benchmarks/published.py --json F; python benchmarks/track_record.py F")

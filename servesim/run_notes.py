@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simulator.capacity.margin import DEFAULT_COVER, margined_slo, reads_tails, record_limits
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_query
 from simulator.metrics_slo import check_target, refusal_causes
 from simulator.report import format_ms
 from simulator.runner import PointResult
@@ -68,17 +68,14 @@ def margin_lines(results: list[PointResult], cover: float = DEFAULT_COVER) -> li
     sizes a candidate), and which points still meet them; one line per deployment."""
     groups: dict[tuple[Any, ...], list[PointResult]] = {}
     for r in results:
-        dep, wl = r.deployment, r.deployment.workload
-        if dep.slo is None or not dep.slo.targets_ms:
+        slo = r.deployment.slo
+        if slo is None or not slo.targets_ms:
             continue
-        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
-               experts_kind(dep.model.num_experts), dep.slo)
-        groups.setdefault(key, []).append(r)
+        groups.setdefault((*_deployment(r), slo), []).append(r)
     out = []
     for (stack, gpu, gpus, load, experts, slo), points in groups.items():
-        records = deployment_record(stack, gpu, load, gpus, limits=record_limits(slo),
-                                    experts=experts, tails=reads_tails(slo),
-                                    percentile=slo.percentile)
+        records = deployment_record(stack, gpu, load, gpus, experts=experts,
+                                    **record_query(slo))
         if not records:
             continue
         planned, _ = margined_slo(slo, records, cover)
@@ -109,10 +106,8 @@ def track_records(results: list[PointResult]) -> list[str]:
     each."""
     seen: dict[tuple[str, str, int, str, str], list[str]] = {}
     for r in results:  # a sweep over rates is one deployment: the kind of load is the same
-        dep, wl = r.deployment, r.deployment.workload
-        key = (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
-               experts_kind(dep.model.num_experts))
-        seen.setdefault(key, []).append(", ".join(f"{k}={v}" for k, v in r.labels.items()))
+        seen.setdefault(_deployment(r), []).append(
+            ", ".join(f"{k}={v}" for k, v in r.labels.items()))
     blocks: dict[tuple[FigureRecord, ...], list[str]] = {}
     for (stack, gpu, gpus, load, experts), where in seen.items():
         records = tuple(deployment_record(stack, gpu, load, gpus, experts=experts,
@@ -125,3 +120,10 @@ def track_records(results: list[PointResult]) -> list[str]:
         out += record_lines(records, "; ".join(w for w in where if w) or "every point")
     return out
 
+
+def _deployment(r: PointResult) -> tuple[str, str, int, str, str]:
+    """What a point's track record is looked up by: its stack, GPU, GPUs a replica, kind of
+    load and model kind (simulator/track_record.py ``deployment_record``'s arguments)."""
+    dep, wl = r.deployment, r.deployment.workload
+    return (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
+            experts_kind(dep.model.num_experts))

@@ -56,12 +56,30 @@ def percentile_checks(samples: dict[str, Samples], slo: SLO) -> dict[str, dict[s
     return out
 
 
+def check_parts(key: str) -> tuple[float | None, str] | None:
+    """(percentile, metric) of the check named ``key`` (a key :func:`percentile_checks`
+    writes): ``p99_ttft_ms`` -> (99.0, "ttft"), ``p99.9_itl_ms`` -> (99.9, "itl"),
+    ``mean_queue_ms`` -> (None, "mean_queue"); None for any other key."""
+    if key == "mean_queue_ms":
+        return None, "mean_queue"
+    parts = key.split("_")
+    if len(parts) != 3 or parts[2] != "ms" or not parts[0].startswith("p"):
+        return None
+    try:
+        return float(parts[0][1:]), parts[1]
+    except ValueError:
+        return None
+
+
 def check_target(slo: SLO, key: str) -> float | None:
     """``slo``'s target for the check named ``key`` (a key :func:`percentile_checks` writes:
     ``p99_ttft_ms``, ``mean_queue_ms``), None where ``slo`` sets none."""
-    if key == "mean_queue_ms":
+    parts = check_parts(key)
+    if parts is None:
+        return None
+    if parts[1] == "mean_queue":
         return slo.mean_queue_ms
-    return slo.targets_ms.get(key.rsplit("_", 2)[1]) if key.count("_") >= 2 else None
+    return slo.targets_ms.get(parts[1])
 
 
 def refusal_causes(requests: pd.DataFrame) -> dict[str, int]:

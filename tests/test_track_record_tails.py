@@ -209,3 +209,40 @@ def test_a_p90_plan_shows_and_weighs_the_p90_record(tmp_path: Path, capsys) -> N
     want = point_record({"hardware": {"gpu": "h100-sxm"}, "workload": {"rate": 2.0}},
                         tails=True, percentile=90)
     assert [r.figure for r in want][3:] == figures[3:]
+
+
+def test_a_check_key_names_its_percentile_and_latency() -> None:
+    from simulator.metrics_slo import check_parts, check_target
+
+    assert check_parts("p99_ttft_ms") == (99.0, "ttft")
+    assert check_parts("p99.9_itl_ms") == (99.9, "itl")
+    assert check_parts("mean_queue_ms") == (None, "mean_queue")
+    assert check_parts("ttft_ms") is None and check_parts("pxx_ttft_ms") is None
+    slo = SLO(ttft_ms=500, itl_ms=40, mean_queue_ms=100, percentile=99.9)
+    assert (check_target(slo, "p99.9_ttft_ms"), check_target(slo, "p99.9_itl_ms"),
+            check_target(slo, "mean_queue_ms"), check_target(slo, "p99_tpot_ms")) == (
+        500, 40, 100, None)
+
+
+def test_the_headroom_note_reads_the_record_the_margin_reads() -> None:
+    """One rule for which record answers a target (margin.target_figures): an ITL target
+    with no ITL tail reads TPOT's record, as the margin does; an E2E target, which two
+    latencies bound, gets no single typical error."""
+    from simulator.capacity.headroom import headroom_lines
+    from simulator.capacity.margin import record_query, target_figures
+    from simulator.capacity.results import CandidateResult
+
+    assert target_figures("itl", 99) == [("itl_p99", "itl_p95", "itl_p90", "tpot")]
+    assert target_figures("itl", 50) == [("tpot",)]
+    assert target_figures("e2el", 95) == [("ttft_p95", "ttft_p99", "ttft_p90", "ttft"),
+                                          ("tpot_p99", "tpot_p90", "tpot")]
+    best = CandidateResult("c", {}, "h100-sxm", 1, "meets_slo", at_target={"slo": {
+        "p99_itl_ms": {"target": 50.0, "value": 47.0, "met": True},  # 6% headroom
+        "p99_e2el_ms": {"target": 9000.0, "value": 8900.0, "met": True}}})  # 1%
+    tpot = FigureRecord("tpot", (), 10, 8, 0.10, -0.10, ())
+    lines = headroom_lines(best, 10.0, [tpot])
+    assert len(lines) == 2 and "P99 ITL's headroom (6%) is less than servesim's median " \
+        "TPOT error on published runs like it (10%)" in lines[1]
+    slo = SLO(ttft_ms=500, percentile=95)
+    assert record_query(slo) == {"limits": record_limits(slo), "tails": True,
+                                 "percentile": 95}

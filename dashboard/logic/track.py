@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dashboard.logic.run import percentile_value
-from simulator.capacity.margin import DEFAULT_COVER, margined_slo, reads_tails, record_limits
+from simulator.capacity.margin import DEFAULT_COVER, margined_slo, record_query
 from simulator.slo import SLO
 from simulator.track_record import FIGURE_LABELS, FigureRecord, point_record, scope_text
 
@@ -44,8 +44,7 @@ def margin_line(point: Mapping[str, Any], summary: Mapping[str, Any],
     if not wanted:
         return None
     slo = SLO(**{f"{m}_ms": t for m, t in wanted.items()}, percentile=percentile)
-    records = point_record(point, limits=record_limits(slo), tails=reads_tails(slo),
-                           percentile=percentile)
+    records = point_record(point, **record_query(slo))
     if not records:
         return None
     planned, _ = margined_slo(slo, records, cover)

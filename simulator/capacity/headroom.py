@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simulator.capacity.margin import TARGET_FIGURES, target_figures
 from simulator.capacity.results import CandidateResult
-from simulator.metrics_slo import check_target
+from simulator.metrics_slo import check_parts, check_target
 from simulator.slo import SLO
-from simulator.track_record import FIGURE_LABELS, TAIL_FROM, FigureRecord, tail_order
+from simulator.track_record import FIGURE_LABELS, FigureRecord
 
 
 def _targets(best: CandidateResult, given: SLO | None) -> dict[str, float]:
@@ -50,8 +51,10 @@ def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureR
     if given is not None:
         return lines
     for key, share in room.items():
-        metric = key.split("_")[1]  # p99_ttft_ms -> ttft
-        quantile = key.split("_")[0][1:]
+        named = check_parts(key)  # p99_ttft_ms -> (99.0, "ttft")
+        if named is None or named[0] is None:  # a mean's target: no percentile to suggest
+            continue
+        quantile, metric = named[0], named[1]
         error, label = _typical_error(records, metric, quantile)
         if error is None or share >= error:
             continue
@@ -61,24 +64,23 @@ def headroom_lines(best: CandidateResult, rate: float, records: Sequence[FigureR
             f"note: {_target_label(key)}'s headroom ({share:.0%}) is less than servesim's "
             f"median {label} error on published runs like it ({error:.0%}): the "
             f"answer may need more replicas; to plan with that margin, --slo "
-            f"{metric}_p{quantile}_ms={value} (and the other targets), or --record-margin "
+            f"{metric}_p{quantile:g}_ms={value} (and the other targets), or --record-margin "
             f"0.8 to size each candidate with its own")
     return lines
 
 
-def _typical_error(records: Sequence[FigureRecord], metric: str, quantile: str
+def _typical_error(records: Sequence[FigureRecord], metric: str, quantile: float
                    ) -> tuple[float | None, str]:
     """servesim's median |error| on a target's latency in the record, and its label: the
-    latency's tail record for a target at P90 or above where the record has one (the
-    percentile nearest the target's first), else its headline record (TTFT's or TPOT's;
-    none for other latencies)."""
+    first figure of the record the margin reads for that target
+    (:func:`simulator.capacity.margin.target_figures`: at P90 or above the latency's tail
+    nearest the target's percentile, else the mean's or median's record; ITL reads TPOT's);
+    none for E2E, which two latencies bound."""
+    bounds = target_figures(metric, quantile) if metric in TARGET_FIGURES else []
+    if len(bounds) != 1:
+        return None, ""
     by_figure = {r.figure: r.median_abs for r in records if r.median_abs is not None}
-    try:
-        q = float(quantile)
-    except ValueError:  # not a percentile's key (mean_queue_ms): a mean's target
-        q = 0.0
-    tails = tail_order(metric, q) if q >= TAIL_FROM else ()
-    figure = next((f for f in (*tails, metric) if f in by_figure), None)
+    figure = next((f for f in bounds[0] if f in by_figure), None)
     if figure is None:
         return None, ""
     return by_figure[figure], FIGURE_LABELS[figure]

@@ -80,14 +80,23 @@ def record_limits(slo: SLO) -> dict[str, float]:
     return {k: v for k, v in limits.items() if v is not None}
 
 
-def _bounds(metric: str, slo: SLO) -> list[tuple[str, ...]]:
-    """The records that bound ``metric``'s target: per bound, its figures in the order
-    asked (for a tail target its latency's tails, the percentile nearest the target's
-    first, then the mean's or median's)."""
-    if not reads_tails(slo) or metric not in TARGET_TAILS:
+def target_figures(metric: str, percentile: float) -> list[tuple[str, ...]]:
+    """The record figures that bound ``metric``'s target (a key of :data:`TARGET_FIGURES`)
+    judged at ``percentile``: per bound, its figures in the order asked (at P90 or above
+    its latency's tails, the percentile nearest the target's first, then the mean's or
+    median's; below, the mean's or median's alone)."""
+    if percentile < TAIL_FROM or metric not in TARGET_TAILS:
         return [(f,) for f in TARGET_FIGURES[metric]]
-    return [(*tail_order(t, slo.percentile), f)
+    return [(*tail_order(t, percentile), f)
             for t, f in zip(TARGET_TAILS[metric], TARGET_FIGURES[metric], strict=True)]
+
+
+def record_query(slo: SLO) -> dict[str, Any]:
+    """What a margin for ``slo`` asks the track record for (keyword arguments of
+    :func:`simulator.track_record.point_record` and ``deployment_record``): the runs
+    within its targets, and the tails nearest its percentile where its targets are tails'."""
+    return {"limits": record_limits(slo), "tails": reads_tails(slo),
+            "percentile": slo.percentile}
 
 
 def check_cover(cover: object, where: str = "--record-margin") -> float:
@@ -155,7 +164,7 @@ def margined_slo(slo: SLO, records: Sequence[FigureRecord], cover: float
     planned: dict[str, float] = {}
     for metric, target in targets.items():
         found = [next((by_figure[f] for f in figures if f in by_figure), None)
-                 for figures in _bounds(metric, slo)]
+                 for figures in target_figures(metric, slo.percentile)]
         options = [(*_factor(record, cover), record) for record in found]
         factor, u, record = min(options, key=lambda o: o[0])  # the tightest
         margins[metric] = (TargetMargin(metric, factor, record.figure, u, len(record.errors),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from simulator.capacity.candidates import Candidate
 from simulator.capacity.dispatch import Dispatch
-from simulator.capacity.margin import check_cover, margined_slo, reads_tails, record_limits
+from simulator.capacity.margin import check_cover, margined_slo, record_query
 from simulator.capacity.pareto import pareto_front
 from simulator.capacity.prices import PriceTable, load_prices
 from simulator.capacity.results import CandidateResult, PlanResult
@@ -105,8 +105,7 @@ def plan(candidates: list[Candidate], target_rps: float, slo: SLO, *,
             continue
         own = slo
         if cover is not None:
-            records = point_record(c.point, c.gpu, target_rps, limits=record_limits(slo),
-                                   tails=reads_tails(slo), percentile=slo.percentile)
+            records = point_record(c.point, c.gpu, target_rps, **record_query(slo))
             own, margins = margined_slo(slo, records, cover)
             results[i].slo_planned = own.as_dict()
             results[i].margins = {k: m.to_json() for k, m in margins.items()}
