@@ -31,9 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from benchmarks.published import HEADLINE_FORMS, WITHIN  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
-from simulator.track_record import CONSUMER_GPUS  # noqa: E402  (PCIe, no peer-to-peer)
+from simulator.track_record import CONSUMER_GPUS, MANY_CLIENTS  # noqa: E402
 
-MANY_CLIENTS = 25  # a closed loop of this many clients or more: its rounds group at the engine
 TAIL_RATIO = 2.0  # published mean TTFT / median TTFT from which the mean is a tail's
 
 

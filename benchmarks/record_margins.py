@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
           "or above (factor on a target: 1 + u where u < 0)")
     figures = [("ttft", args.ttft), *((f, args.ttft) for f in TAILS["ttft"]),
                ("tpot", args.tpot), *((f, args.tpot) for f in (*TAILS["tpot"], *TAILS["itl"]))]
+    width = max(len(scope_text({"gpu_class": c, "parallel": p, "load": ld}.items()))
+                for c in classes for p in PARALLEL for ld in LOADS)
     for figure, targets in figures:
         head = "".join(f"  within {t:g} ms".ljust(22) for t in targets)
-        print(f"\n{FIGURE_LABELS[figure]}: {'scope':66s} {'every run':17s}{head}")
+        print(f"\n{FIGURE_LABELS[figure]}: {'scope':{width}s} {'every run':17s}{head}")
         for gpu_class in classes:
             for parallel in PARALLEL:
                 for load in LOADS:
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     cells = [_cell(figure_record(groups, figure, scope, t).errors, cover)
                              for t in targets]
-                    print(f"      {scope_text(every.scope):66s} {_cell(every.errors, cover)}  "
+                    print(f"      {scope_text(every.scope):{width}s} {_cell(every.errors, cover)}  "
                           + "  ".join(cells))
     return 0
 

@@ -9,7 +9,7 @@ headline figures of ``published.py`` (mean TTFT, else median; median TPOT, else 
 output throughput) and on each tail it published (:data:`TAIL_KEYS`: P99 and P90 TTFT,
 TPOT and ITL, P95 TTFT and ITL), and the published figure it was compared with (ms, or tok/s),
 grouped by stack, GPU, GPUs a replica (the case's ``tp``: one or several) and kind of load
-(:func:`simulator.track_record.load_kind` of the case's arrival). ``servesim run`` and
+(:func:`simulator.track_record.load_kind` of the case's arrival and clients). ``servesim run`` and
 ``servesim plan`` read the file to print how the replay read on the published runs most
 like the deployment (simulator/track_record.py), and ``plan --record-margin`` to tighten
 its targets by the errors of the runs whose published figure was within them
@@ -71,7 +71,9 @@ def case_load(case: Case) -> str:
     """The kind of load a published case ran under."""
     arrival = str(case.workload.get("arrival", "poisson"))
     rate = case.workload.get("rate")
-    return record_load_kind(arrival, float(rate) if rate is not None else None)
+    clients = case.workload.get("concurrency")
+    return record_load_kind(arrival, float(rate) if rate is not None else None,
+                            int(clients) if clients is not None else None)
 
 
 def published_value(row: Mapping[str, Any], figure: str) -> float:

@@ -125,5 +125,6 @@ def _deployment(r: PointResult) -> tuple[str, str, int, str, str]:
     """What a point's track record is looked up by: its stack, GPU, GPUs a replica, kind of
     load and model kind (simulator/track_record.py ``deployment_record``'s arguments)."""
     dep, wl = r.deployment, r.deployment.workload
-    return (dep.stack, dep.hardware.name, dep.gpus, load_kind(wl.arrival, wl.rate),
+    return (dep.stack, dep.hardware.name, dep.gpus,
+            load_kind(wl.arrival, wl.rate, wl.concurrency),
             experts_kind(dep.model.num_experts))

@@ -107,6 +107,22 @@ def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type:
     assert "stay in lockstep" not in capsys.readouterr().out  # unequal lengths drift apart
 
 
+def test_a_closed_loop_reads_the_record_of_as_many_clients(tmp_path: Path,
+                                                           capsys) -> None:  # type: ignore[no-untyped-def]
+    scenario = tmp_path / "closed.toml"
+    scenario.write_text(SMALL.replace('name = ["static", "continuous"]', 'name = "continuous"')
+                        .replace('arrival = "poisson"\nrate = [2.0, 4.0]',
+                                 'arrival = "closed"\nconcurrency = [8, 30]'))
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    # 8 clients and 30 read different published runs (a closed loop of 25+ is apart)
+    for clients, load in ((8, "closed"), (30, "closed_many")):
+        lines = record_lines(deployment_record("none", "h100-sxm", load),
+                             f"policy=continuous, concurrency={clients}")
+        assert "\n".join(lines) in text
+    assert "closed loop of 25+ clients" in text and "closed loop under 25 clients" in text
+
+
 def test_slo_points_against_the_records_margin(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     from simulator.capacity.margin import record_limits, under_reading
     from simulator.slo import SLO

@@ -28,6 +28,10 @@ def group(stack: str, gpu: str, load: str, errors: list[float | None],
 
 def test_kinds_of_load() -> None:
     assert tr.load_kind("closed", None) == "closed"
+    # a closed loop of MANY_CLIENTS (25) or more is a kind of its own: its rounds group
+    assert [tr.load_kind("closed", None, c) for c in (1, 24, 25, 250)] \
+        == ["closed", "closed", "closed_many", "closed_many"]
+    assert tr.load_kind("poisson", 4.0, 100) == "rate"  # clients count only in a closed loop
     assert tr.load_kind("poisson", math.inf) == "burst"  # rate = inf: every request at 0
     assert tr.load_kind("burst", None) == "burst"  # a published case's own word
     assert [tr.load_kind(a, 4.0) for a in ("poisson", "gamma", "constant")] == ["rate"] * 3
@@ -132,7 +136,7 @@ def test_report_lines() -> None:
     lines = tr.record_lines(recs, "the best candidate")
     assert lines[0].endswith(", for the best candidate:")
     assert "100% of 20 runs within 15%; median error +0%, |error| 0%" in lines[1]
-    assert lines[1].endswith("[sglang, a100-80gb, one GPU, closed loop, dense]")
+    assert lines[1].endswith("[sglang, a100-80gb, one GPU, closed loop under 25 clients, dense]")
     assert "0 runs, none with a result" in lines[2]
     assert tr.record_lines([]) == []
     assert tr.record_json(recs[0])["scope"] == {"stack": "sglang", "gpu": "a100-80gb",
@@ -284,6 +288,35 @@ def test_a_scenario_point_reads_the_record_of_its_fields() -> None:
     assert at_rate == tr.deployment_record("vllm-v1", "h200", "rate")
     assert tr.point_record({"hardware": {"gpu": "h100-sxm"}, "workload": {"rate": [1, 2]}}) \
         == tr.deployment_record("none", "h100-sxm", "rate")  # a sweep's list: a rate
+
+
+def test_a_closed_loop_reads_the_runs_of_as_many_clients() -> None:
+    groups = [group("trtllm", "h100-sxm", "closed", [0.0] * 10),
+              group("trtllm", "h100-sxm", "closed_many", [0.3] * 6 + [0.1] * 4)]
+    few = tr.track_record(groups, "trtllm", "h100-sxm", "closed")[0]
+    many = tr.track_record(groups, "trtllm", "h100-sxm", "closed_many")[0]
+    assert (few.cases, few.within, many.cases, many.within) == (10, 10, 10, 4)
+    assert tr.scope_text(many.scope) \
+        == "trtllm, h100-sxm, one GPU, closed loop of 25+ clients, dense"
+    # a scenario point and a published case say how many clients through ``concurrency``
+    point = {"stack": {"name": "trtllm"}, "hardware": {"gpu": "h100-sxm"},
+             "workload": {"arrival": "closed", "concurrency": 100}}
+    assert dict(tr.point_record(point)[0].scope)["load"] == "closed_many"
+    point["workload"]["concurrency"] = 10
+    assert dict(tr.point_record(point)[0].scope)["load"] == "closed"
+    base = pc.load_cases()[0]
+    for clients, load in ((5, "closed"), (100, "closed_many")):
+        case = dataclasses.replace(base, workload={"arrival": "closed", "concurrency": clients})
+        assert bt.case_load(case) == load
+
+
+def test_the_shipped_file_keeps_many_clients_apart() -> None:
+    """The shipped replay's held-out closed loops: 25+ clients read their mean TTFT within
+    15% less often than fewer (the groups' counts, summed here; docs/metrics.md)."""
+    groups = tr.read_groups()
+    few, many = (tr.figure_record(groups, "ttft", {"load": k}) for k in ("closed", "closed_many"))
+    assert (few.cases, few.within, many.cases, many.within) == (263, 227, 303, 196)
+    assert many.share < 0.7 < 0.85 < few.share
 
 
 def test_a_replica_of_several_gpus_reads_their_runs() -> None:
