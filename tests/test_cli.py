@@ -87,11 +87,18 @@ def test_a_sweep_over_rates_is_one_deployment_with_one_record(scenario: Path, tm
         "serving runs like this one (docs/metrics.md, \"Track record\"):" in text
 
 
-def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def _closed_loops(tmp_path: Path, clients: str) -> Path:
+    """The small scenario as continuous batching under closed loops of ``clients`` (a TOML
+    list) clients."""
     scenario = tmp_path / "closed.toml"
     scenario.write_text(SMALL.replace('name = ["static", "continuous"]', 'name = "continuous"')
                         .replace('arrival = "poisson"\nrate = [2.0, 4.0]',
-                                 'arrival = "closed"\nconcurrency = [1, 8]'))
+                                 f'arrival = "closed"\nconcurrency = {clients}'))
+    return scenario
+
+
+def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    scenario = _closed_loops(tmp_path, "[1, 8]")
     assert main(["run", str(scenario), "--out", str(tmp_path / "a")]) == 0
     text = capsys.readouterr().out
     # one client is no lockstep; eight starting together with 200 / 20 tokens each are
@@ -109,10 +116,7 @@ def test_clients_in_lockstep_are_named(tmp_path: Path, capsys) -> None:  # type:
 
 def test_a_closed_loop_reads_the_record_of_as_many_clients(tmp_path: Path,
                                                            capsys) -> None:  # type: ignore[no-untyped-def]
-    scenario = tmp_path / "closed.toml"
-    scenario.write_text(SMALL.replace('name = ["static", "continuous"]', 'name = "continuous"')
-                        .replace('arrival = "poisson"\nrate = [2.0, 4.0]',
-                                 'arrival = "closed"\nconcurrency = [8, 30]'))
+    scenario = _closed_loops(tmp_path, "[8, 30]")
     assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
     # 8 clients and 30 read different published runs (a closed loop of 25+ is apart)
