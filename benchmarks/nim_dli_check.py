@@ -22,6 +22,11 @@ Prints, from benchmarks/published_runs/nim_dli/ (the course's GenAI-Perf exports
    pooled p95 falls below the mean where a few gaps hold a prefill; per-request ITLs of
    requests that share their steps hardly spread so (the course's cases compare servesim's
    pooled p95 ITL: benchmarks/nim_dli_cases.py).
+6. One client's TTFT against the output asked for: per setting and prompt length, the mean
+   TTFT at 200, 1,000 and 2,000 output tokens (200-token prompts) or 200 and 2,000
+   (2,000-token prompts) and the least-squares slope in us per output token. A prompt's
+   prefill does not depend on how many tokens are asked after it; these rise in every
+   pair (docs/gpu-profiles.md, "What stop 69 looked at").
 
     python benchmarks/nim_dli_check.py
 """
@@ -144,6 +149,31 @@ def decode_slopes(rows: list[dict[str, str]]) -> list[tuple[tuple[str, ...], flo
     return out
 
 
+def ttft_by_output(rows: list[dict[str, str]]
+                   ) -> list[tuple[tuple[str, ...], int, list[tuple[int, float]], float]]:
+    """Per setting and prompt length with two or more output lengths at one client: the
+    (output tokens, mean TTFT ms) points, the first run of a repeated point, and the
+    least-squares slope of TTFT against the output length in us per output token."""
+    points: dict[tuple[tuple[str, ...], int], dict[int, float]] = defaultdict(dict)
+    for row in rows:
+        if row["input_config-concurrency"] != "1":
+            continue
+        key = (setting(row), int(row["input_config-synthetic_input_tokens_mean"]))
+        osl = int(row["input_config-output_tokens_mean"])
+        points[key].setdefault(osl, float(row["time_to_first_token-avg"]) / 1e6)
+    out = []
+    for (key, isl), by_osl in sorted(points.items()):
+        pts = sorted(by_osl.items())
+        if len(pts) < 2:
+            continue
+        mx = statistics.fmean(x for x, _ in pts)
+        my = statistics.fmean(y for _, y in pts)
+        slope = (sum((x - mx) * (y - my) for x, y in pts)
+                 / sum((x - mx) ** 2 for x, _ in pts))  # ms per output token
+        out.append((key, isl, pts, slope * 1e3))
+    return out
+
+
 def itl_p95_below_mean(rows: list[dict[str, str]]) -> dict[int, tuple[int, int]]:
     """Per concurrency: (rows, rows whose p95 inter-token latency is below its mean). Per
     request ITLs of requests that share every step sit near their mean; gaps pooled over
@@ -169,8 +199,9 @@ def main() -> None:
     rows = table()
     print("2. the table's repeated points (concurrency 5, two runs): median |run 2 / run 1 - 1|")
     for metric, diffs in repeats(rows).items():
+        p90 = sorted(diffs)[int(0.9 * len(diffs))]
         print(f"   {metric:30s} {len(diffs)} pairs: median {statistics.median(diffs) * 100:.1f}%, "
-              f"max {max(diffs) * 100:.1f}%")
+              f"90th percentile {p90 * 100:.1f}%, max {max(diffs) * 100:.1f}%")
     print("3. one client: ITL at the shortest context and its growth with context")
     for key, shortest, slope in decode_slopes(rows):
         print(f"   {key[0]:26s} {key[1]:15s} x{key[2]} {key[3]:5s}  ITL {shortest:6.2f} ms, "
@@ -190,6 +221,15 @@ def main() -> None:
     found = itl_p95_below_mean(rows)
     print("   " + ", ".join(f"{c} clients {below} of {n}" for c, (n, below) in found.items()))
     print(f"   all: {sum(b for _, b in found.values())} of {len(rows)} rows")
+    print("6. one client's mean TTFT (ms) against the output tokens asked for")
+    found6 = ttft_by_output(rows)
+    for key, isl, pts, slope in found6:
+        print(f"   {key[0]:26s} {key[1]:15s} x{key[2]} {key[3]:5s} {isl:5d} in: "
+              + ", ".join(f"{osl} out {t:.2f}" for osl, t in pts)
+              + f"; {slope:+.2f} us per output token")
+    rising = sum(all(b[1] > a[1] for a, b in zip(pts, pts[1:], strict=False))
+                 for _, _, pts, _ in found6)
+    print(f"   rising with the output in {rising} of {len(found6)}")
 
 
 if __name__ == "__main__":

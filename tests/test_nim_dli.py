@@ -431,3 +431,20 @@ def test_a_fits_option_reaches_every_run(capsys: pytest.CaptureFixture[str]) -> 
     nim_dli_budget_fit.fit_main([], "doc", (1.0,), run, str, option="sync")
     assert seen == [(1.0, None)]
     assert "fitted: 1.0" in capsys.readouterr().out
+
+
+def test_one_clients_ttft_rises_with_the_output_asked_for() -> None:
+    """Part 6 of nim_dli_check.py: Llama-3-8B FP16 on one A100, 200-token prompts, one
+    client: 24.47, 25.81 and 26.84 ms at 200, 1,000 and 2,000 output tokens. By hand: the
+    mean output 3,200 / 3 = 1,066.7, the mean TTFT 25.707 ms; slope = sum (x - mx)(y - my)
+    / sum (x - mx)^2 = (866.7 x 1.237 - 66.7 x 0.103 + 933.3 x 1.133) / 1,626,667
+    = 2,122.7 / 1,626,667 ms = 1.30 us per output token."""
+    found = {(key, isl): (pts, slope)
+             for key, isl, pts, slope in nim_dli_check.ttft_by_output(nim_dli_check.table())}
+    pts, slope = found[(("meta-llama3-8b-instruct", "A100-SXM4-80GB", "1", "fp16"), 200)]
+    assert [osl for osl, _ in pts] == [200, 1000, 2000]
+    assert [round(t, 2) for _, t in pts] == [24.47, 25.81, 26.84]
+    assert slope == pytest.approx(1.305, abs=0.005)
+    assert len(found) == 24  # 12 settings x 2 prompt lengths
+    assert all(b[1] > a[1] for pts, _ in found.values()
+               for a, b in zip(pts, pts[1:], strict=False))
