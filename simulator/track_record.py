@@ -393,9 +393,10 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
                  limits: Mapping[str, float] | None = None,
                  tails: bool = False, percentile: float = 99.0) -> list[FigureRecord]:
     """The record of a scenario point dict: its ``[stack]``, ``hardware`` (gpu, tp x
-    attention_dp GPUs a replica), workload arrival, rate and clients (``concurrency``), and
-    model; ``gpu`` and ``rate`` override the point's (a plan's candidate at its target
-    rate); ``limits``, ``tails`` and ``percentile`` as :func:`track_record` takes them."""
+    attention_dp GPUs a replica), workload arrival, rate and clients (``concurrency``; a
+    sweep's list, its largest), and model; ``gpu`` and ``rate`` override the point's (a
+    plan's candidate at its target rate); ``limits``, ``tails`` and ``percentile`` as
+    :func:`track_record` takes them."""
     stack = point.get("stack") or {}
     name = f"{stack.get('name', NO_STACK)} {stack.get('version', '')}".strip()
     workload = point.get("workload") or {}
@@ -407,13 +408,19 @@ def point_record(point: Mapping[str, Any], gpu: str | None = None, rate: float |
     for key in ("tp", "attention_dp"):
         value = hardware.get(key, 1)
         gpus *= value if isinstance(value, int) and not isinstance(value, bool) else 1
-    clients = workload.get("concurrency")
     load = load_kind(str(workload.get("arrival", "poisson")), rate,
-                     clients if isinstance(clients, int) and not isinstance(clients, bool)
-                     else None)
+                     _most_clients(workload.get("concurrency")))
     model = (point.get("model") or {}).get("name", "")
     return deployment_record(name, gpu or str(hardware.get("gpu", "")), load, gpus, path,
                              limits, model_kind(str(model)), tails, percentile)
+
+
+def _most_clients(value: Any) -> int | None:
+    """A point's ``concurrency``: a number, or a sweep's list of them (its largest: the
+    most-loaded point's record), else None."""
+    values = value if isinstance(value, list) else [value]
+    counts = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return max(counts) if counts else None
 
 
 def model_kind(model: str) -> str:

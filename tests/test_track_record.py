@@ -304,6 +304,8 @@ def test_a_closed_loop_reads_the_runs_of_as_many_clients() -> None:
     assert dict(tr.point_record(point)[0].scope)["load"] == "closed_many"
     point["workload"]["concurrency"] = 10
     assert dict(tr.point_record(point)[0].scope)["load"] == "closed"
+    point["workload"]["concurrency"] = [10, 40]  # a sweep: its most-loaded point's record
+    assert dict(tr.point_record(point)[0].scope)["load"] == "closed_many"
     base = pc.load_cases()[0]
     for clients, load in ((5, "closed"), (100, "closed_many")):
         case = dataclasses.replace(base, workload={"arrival": "closed", "concurrency": clients})
