@@ -31,18 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from benchmarks.published import WITHIN, replay_point, run_case  # noqa: E402
+from benchmarks.published import WITHIN, replay_point, run_case, select  # noqa: E402
 from benchmarks.published_cases import Case, load_cases  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 
 RAMP_S_PER_CLIENT = 1.5e-3  # the course's first-round spread (benchmarks/nim_dli_cases.py)
-
-
-def _case(case_id: str) -> Case:
-    found = [c for c in load_cases() if c.id == case_id]
-    if not found:
-        raise SystemExit(f"no case {case_id!r}")
-    return found[0]
 
 
 def prefill_groups(case: Case, steps_shown: int = 8) -> tuple[list[tuple[float, int, int]],
@@ -80,10 +73,14 @@ def _error(row: dict, key: str = "mean_ttft_ms") -> float | None:
     return None if cell is None else cell["error"]
 
 
-def starts() -> dict[str, list[float | None]]:
-    """NIM 1.8's closed-loop cases' mean TTFT errors under each start."""
-    cases = [c for c in load_cases() if c.stack_version == "nim-1.8"
-             and c.workload.get("arrival") == "closed"]
+def nim18_closed_loops() -> list[Case]:
+    """NIM 1.8's closed-loop cases (its AIPerf concurrency sweeps)."""
+    return [c for c in load_cases() if c.stack_version == "nim-1.8"
+            and c.workload.get("arrival") == "closed"]
+
+
+def starts(cases: list[Case]) -> dict[str, list[float | None]]:
+    """The mean TTFT errors of ``cases`` under each start, in their order."""
     out: dict[str, list[float | None]] = {}
     for start in ("random", "together", "ramp"):
         errors = []
@@ -113,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("warm")
     args = ap.parse_args(argv)
     if args.what == "groups":
-        case = _case(args.case)
+        chosen = select(load_cases(), [args.case], None)  # an id, or its start
+        case = next((c for c in chosen if c.id == args.case), chosen[0])
         first, sizes = prefill_groups(case)
         print(f"{case.id}: the first steps that prefill (start s, prompt tokens, decode rows)")
         for start, tokens, rows in first:
@@ -126,11 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             if cell is not None:
                 print(f"  {key}: published {cell['published']:.1f}, replay {cell['simulated']:.1f}")
     elif args.what == "starts":
-        found = starts()
-        ids = [c.id for c in load_cases() if c.stack_version == "nim-1.8"
-               and c.workload.get("arrival") == "closed"]
+        cases = nim18_closed_loops()
+        found = starts(cases)
         print(f"{'case':60s} " + " ".join(f"{s:>9s}" for s in found))
-        for i, cid in enumerate(ids):
+        for i, cid in enumerate(c.id for c in cases):
             print(f"{cid:60s} " + " ".join(
                 f"{'-' if v[i] is None else f'{v[i]:+.0%}':>9s}" for v in found.values()))
         print(f"{'within 15%':60s} " + " ".join(f"{_within(v):>9d}" for v in found.values()))

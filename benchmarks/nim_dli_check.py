@@ -140,10 +140,7 @@ def decode_slopes(rows: list[dict[str, str]]) -> list[tuple[tuple[str, ...], flo
         points[setting(row)].append((context, float(row["inter_token_latency-avg"]) / 1e6))
     out = []
     for key, pts in sorted(points.items()):
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        slope = (sum((x - mx) * (y - my) for x, y in pts)
-                 / sum((x - mx) ** 2 for x in xs))  # ms per context token
+        slope = statistics.linear_regression(*zip(*pts, strict=True)).slope  # ms a token
         shortest = min(pts)[1]
         out.append((key, shortest, slope * 1e6 / LAYERS[key[0]]))
     return out
@@ -158,18 +155,15 @@ def ttft_by_output(rows: list[dict[str, str]]
     for row in rows:
         if row["input_config-concurrency"] != "1":
             continue
-        key = (setting(row), int(row["input_config-synthetic_input_tokens_mean"]))
+        where = (setting(row), int(row["input_config-synthetic_input_tokens_mean"]))
         osl = int(row["input_config-output_tokens_mean"])
-        points[key].setdefault(osl, float(row["time_to_first_token-avg"]) / 1e6)
+        points[where].setdefault(osl, float(row["time_to_first_token-avg"]) / 1e6)
     out = []
     for (key, isl), by_osl in sorted(points.items()):
         pts = sorted(by_osl.items())
         if len(pts) < 2:
             continue
-        mx = statistics.fmean(x for x, _ in pts)
-        my = statistics.fmean(y for _, y in pts)
-        slope = (sum((x - mx) * (y - my) for x, y in pts)
-                 / sum((x - mx) ** 2 for x, _ in pts))  # ms per output token
+        slope = statistics.linear_regression(*zip(*pts, strict=True)).slope  # ms a token
         out.append((key, isl, pts, slope * 1e3))
     return out
 
