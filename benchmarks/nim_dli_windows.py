@@ -30,12 +30,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.nim_dli_cases import (  # noqa: E402
+    INTERVAL_S,
+    SPAN_SLACK,
     TABLE,
     least_count,
     scored_windows,
     table_rows,
 )
-from simulator.measured.perf_analyzer import SLEEP_FACTOR, STABILITY_WINDOW  # noqa: E402
+from simulator.measured.perf_analyzer import (  # noqa: E402
+    SLEEP_FACTOR,
+    STABILITY_WINDOW,
+    TimeWindows,
+)
 
 INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate intervals
 
@@ -55,6 +61,15 @@ def fits(rows: list[tuple[float, int]], scored_s: float) -> int:
 def table_windows(table: Path = TABLE) -> list[int | None]:
     """:func:`scored_windows` of every row of ``table``, in its order."""
     return [scored_windows(row) for row in table_rows(table)]
+
+
+def p95_outlasts(row: dict[str, str], windows: int | None) -> bool:
+    """Whether ``row``'s 95th-percentile request latency is longer than the windows its
+    count gives (None: three) can hold: at least one scored request in twenty took that
+    long, and each was sent after the load started and ended by the last window's end.
+    Printed, not applied (docs/gpu-profiles.md, stop 70)."""
+    held = (windows or STABILITY_WINDOW) * TimeWindows(INTERVAL_S).window_s
+    return float(row["request_latency-p95"]) / 1e9 > held * (1 + SPAN_SLACK)
 
 
 def main() -> int:
@@ -77,6 +92,10 @@ def main() -> int:
     every = Counter(clients)
     print("rows that scored more than three windows, by clients: "
           + ", ".join(f"{c}: {more[c]} of {every[c]}" for c in sorted(every)))
+    longer = [c for c, row, w in zip(clients, table, scored, strict=True)
+              if p95_outlasts(row, w)]
+    print(f"rows whose p95 request latency outlasts those windows: {len(longer)} (clients "
+          + ", ".join(f"{c}: {n}" for c, n in sorted(Counter(longer).items())) + ")")
     return 0
 
 

@@ -13,7 +13,10 @@ well (:data:`TAIL_RATIO`): the mean is then set by a few requests (a cold first 
 longest prompts), which a replay of drawn lengths cannot be expected to place. Of the
 TTFT misses scored on a mean, those whose source also published a median are counted, and
 how many of those medians the replay read within 15% (a miss set by a few slow requests
-reads its median right).
+reads its median right). With ``--by-group``, each class's misses are listed by the cases'
+group (stack release and GPU): how many, how many are near (within :data:`NEAR`), and on
+which side the replay reads (below or above the published figure), the first look at where
+one fix could move many.
 
 The classes are kinds of run, not diagnoses; docs/gpu-profiles.md ("Where the TTFT misses
 are", stop 49) says what each one's cases show and what the sources leave unknown.
@@ -37,6 +40,7 @@ from benchmarks.published_cases import Case, load_cases  # noqa: E402
 from simulator.track_record import CONSUMER_GPUS, MANY_CLIENTS  # noqa: E402
 
 TAIL_RATIO = 2.0  # published mean TTFT / median TTFT from which the mean is a tail's
+NEAR = 0.25  # a miss within this |error| is near (--by-group)
 
 
 def _closed(case: Case) -> bool:
@@ -76,6 +80,7 @@ class Scored:
     # TTFT scored on its mean only: whether the replay read the published median within
     # WITHIN too (None: no median published, or another figure)
     median_within: bool | None = None
+    group: str = ""  # the case's group: stack release and GPU
 
     @property
     def within(self) -> bool:
@@ -102,7 +107,7 @@ def scored(rows: Iterable[Mapping[str, Any]], cases: Mapping[str, Case]) -> list
             median_within = None if median is None else (
                 median["error"] is not None and abs(median["error"]) <= WITHIN)
             out.append(Scored(case.id, figure, run_class(case), metrics[key]["error"], tail,
-                              median_within))
+                              median_within, case.group))
     return out
 
 
@@ -145,15 +150,47 @@ def report(items: list[Scored]) -> list[str]:
     return lines
 
 
+def by_group(items: list[Scored]) -> list[str]:
+    """Per figure and class, the misses by case group, most first: misses of cases, the
+    near ones (|error| within NEAR), and how many the replay read below / above the
+    published figure (a miss with no result counts in neither)."""
+    lines = []
+    for figure in HEADLINE_FORMS:
+        mine = [s for s in items if s.figure == figure]
+        if not any(not s.within for s in mine):
+            continue
+        lines.append(f"{figure}: misses by group (near: within {NEAR:.0%}; below / above: "
+                     "the replay against the published figure)")
+        for name, _ in CLASSES:
+            part = [s for s in mine if s.run_class == name]
+            groups = sorted({s.group for s in part if not s.within},
+                            key=lambda g: (-sum(not s.within for s in part if s.group == g), g))
+            if not groups:
+                continue
+            lines.append(f"  {name}")
+            for g in groups:
+                cases = [s for s in part if s.group == g]
+                misses = [s for s in cases if not s.within]
+                errs = [s.error for s in misses if s.error is not None]
+                near = sum(abs(e) <= NEAR for e in errs)
+                below = sum(e < 0 for e in errs)
+                lines.append(f"    {g:28s} {len(misses):4d} of {len(cases):4d}  near {near:4d}"
+                             f"  below {below:4d}  above {len(errs) - below:4d}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a published.py --json file")
     ap.add_argument("--cases-file", action="append", default=None,
                     help="case file(s) the run replayed (default: every published case file)")
+    ap.add_argument("--by-group", action="store_true",
+                    help="then each class's misses by case group (stack release and GPU)")
     args = ap.parse_args(argv)
     rows = json.loads(args.run.read_text())["rows"]
     cases = {c.id: c for c in load_cases(args.cases_file)}
-    print("\n".join(report(scored(rows, cases))))
+    items = scored(rows, cases)
+    print("\n".join(report(items) + (by_group(items) if args.by_group else [])))
     return 0
 
 

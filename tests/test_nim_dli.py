@@ -203,6 +203,13 @@ def test_a_row_whose_count_three_windows_cannot_give_scored_the_fewest_its_count
     cases = {c.id: c for c in load_cases(nim_dli_cases.OUT)}
     case = cases["nim1.0-dli-h100-sxm-llama-3-8b-fp16-tp1-7000-1000-c100"]
     assert case.workload["measured_windows"] == 9
+    # FP16 Llama-3-70B at TP 4, 7000/1000 at 200 clients on the H100: three windows hold its
+    # count (a multiple of 48 at 0.763 a second) and its mean latency (216.7 s against 216 s
+    # and 2% slack), not its p95 request latency, 280.3 s; four windows (288 s) would
+    row = rows[("H100_80GB_HBM3", "4", "fp16", "7000", "200", "meta-llama3-70b-instruct")]
+    assert float(row["request_latency-p95"]) / 1e9 == pytest.approx(280.3, abs=0.1)
+    assert nim_dli_windows.scored_windows(row) is None
+    assert nim_dli_windows.p95_outlasts(row, None) and not nim_dli_windows.p95_outlasts(row, 4)
 
 
 def test_a_course_case_compares_its_p95s_over_the_windows_requests() -> None:

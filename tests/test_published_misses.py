@@ -86,3 +86,19 @@ def test_the_table_says_the_figure_without_each_class() -> None:
         in lines
     assert lines[lines.index("TPOT (median, else mean): 1 cases, 0 misses, 100.0% within 15%")
                  - 1].startswith("  of its misses")  # printed under the TTFT table
+
+
+def test_the_misses_by_group_count_near_and_sides_by_hand() -> None:
+    # two rate cases on the A100 and one on the H100: -20% (near, below), +40% (above, far),
+    # no result (a miss on neither side); the H100's +10% is within, so its group is not
+    # listed
+    cases = {c.id: c for c in (case("a", gpu="a100-80gb"), case("b", gpu="a100-80gb"),
+                               case("c", gpu="a100-80gb"), case("d"))}
+    rows = [{"id": "a", "metrics": ttft(-0.20)}, {"id": "b", "metrics": ttft(0.40)},
+            {"id": "c", "metrics": ttft(None)}, {"id": "d", "metrics": ttft(0.10)}]
+    lines = pm.by_group(pm.scored(rows, cases))
+    assert lines[1] == "  arrivals at a rate"
+    group = cases["a"].group
+    assert group.endswith("/a100-80gb") and cases["d"].group not in "\n".join(lines)
+    assert lines[2].split() == [group, "3", "of", "3", "near", "1", "below", "1", "above", "1"]
+    assert len(lines) == 3
