@@ -17,9 +17,14 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
     seq_s      (>= 0)  blocking: per running decode row in a step
     eager_s    (>= 0)  blocking: per pure-decode step past the preset's CUDA-graph limit
                        (graph_max_rows; a preset without one never pays it)
+    intake_s   (>= 0)  non-blocking, one request at a time: the API server takes each in
+                       before it reaches the engine, and tokens wait behind its queue
+                       (simulator/token_stream.py)
 
-``--flat`` fits the terms in seconds instead (the same for every model: host work per
-request or token that does not grow with the model's depth, as a C++ batch manager's).
+``--fixed TERM=MS`` holds a term at a value while the others are fitted (a term fitted on
+other cases first). ``--flat`` fits the terms in seconds instead (the same for every
+model: host work per request or token that does not grow with the model's depth, as a
+C++ batch manager's).
 ``--throughput`` adds each case's output-throughput error to the residuals: the only
 residual of a throughput-only case (a max-throughput table). ``--fit-prefix`` fits on every
 case whose id starts with it (a minority of a group: one GPU, one length pair). One term
@@ -64,7 +69,7 @@ from benchmarks.published_cases import (  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
 
-TERMS = ("request_s", "step_s", "token_s", "seq_s", "eager_s")
+TERMS = ("request_s", "step_s", "token_s", "seq_s", "eager_s", "intake_s")
 LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
 LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency_ms")
 
@@ -95,10 +100,13 @@ def errors(case: Case, per_layer_s: dict[str, float], *, flat: bool = False
 
 
 def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray, *,
-              flat: bool = False, throughput: bool = False) -> np.ndarray:
+              flat: bool = False, throughput: bool = False,
+              fixed: dict[str, float] | None = None) -> np.ndarray:
     """Latency errors (and output-throughput errors when ``throughput``) of every fitting
-    case at ``theta_ms`` (ms per layer, or ms when ``flat``)."""
-    per_layer = {t: max(0.0, float(v)) * 1e-3 for t, v in zip(terms, theta_ms, strict=True)}
+    case at ``theta_ms`` (ms per layer, or ms when ``flat``), beside the ``fixed`` terms
+    (s per layer, or s)."""
+    per_layer = {**(fixed or {}),
+                 **{t: max(0.0, float(v)) * 1e-3 for t, v in zip(terms, theta_ms, strict=True)}}
     fitted = (*LATENCY, "output_throughput") if throughput else LATENCY
     out = []
     for case in cases:
@@ -125,19 +133,21 @@ def share_within(errors: Iterable[float]) -> float:
 
 
 def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
-        throughput: bool = False, high_ms: float = 1.0) -> dict[str, float]:
+        throughput: bool = False, high_ms: float = 1.0,
+        fixed: dict[str, float] | None = None) -> dict[str, float]:
     """The per-layer (or, ``flat``, per-model) host costs (s) that best match ``cases``'
-    latencies (and throughputs).
+    latencies (and throughputs), the ``fixed`` ones held where they are.
 
     One term: a bounded scalar search (0 to ``high_ms`` ms) of the same soft_l1 loss; least
     squares' finite differences stall on a loss this flat between batch changes."""
     if len(terms) == 1:
         best = bounded_soft_l1(lambda theta_ms: residuals(
-            cases, terms, np.array([theta_ms]), flat=flat, throughput=throughput),
+            cases, terms, np.array([theta_ms]), flat=flat, throughput=throughput,
+            fixed=fixed),
             high=high_ms, tolerance=1e-3)
         return {terms[0]: best * 1e-3}
     res = least_squares(lambda th: residuals(cases, terms, th, flat=flat,
-                                             throughput=throughput),
+                                             throughput=throughput, fixed=fixed),
                         np.full(len(terms), 0.05),
                         bounds=(0.0, np.inf), loss="soft_l1", f_scale=LOSS_SCALE,
                         diff_step=0.05, max_nfev=40)
@@ -178,12 +188,27 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit output throughput too (throughput-only cases need it)")
     ap.add_argument("--high", type=float, default=1.0, metavar="MS",
                     help="one term: search 0 to this many ms (default 1, per layer or flat)")
+    ap.add_argument("--fixed", action="append", default=[], metavar="TERM=MS",
+                    help="a host term held at MS (per layer, or flat) beside the fitted ones "
+                         "(repeatable)")
     args = ap.parse_args(argv)
     terms = tuple(t for t in args.terms.split(",") if t)
     if not set(terms) <= set(TERMS):
         print(f"published_fit: error: --terms {args.terms!r}: choose from {TERMS}",
               file=sys.stderr)
         return 2
+    fixed: dict[str, float] = {}
+    for item in args.fixed:
+        term, _, ms = item.partition("=")
+        try:
+            value = float(ms)
+        except ValueError:
+            value = math.nan
+        if term not in TERMS or term in terms or not value >= 0:
+            print(f"published_fit: error: --fixed {item!r}: TERM=MS with TERM of {TERMS}, "
+                  "not fitted, and MS >= 0", file=sys.stderr)
+            return 2
+        fixed[term] = value * 1e-3
     cases = load_cases()
     fitting = [c for c in cases if c.id in args.case
                or any(c.id.startswith(p) for p in args.fit_prefix)]
@@ -201,10 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"published_fit: error: --high {args.high}: must be > 0 ms", file=sys.stderr)
         return 2
     per_layer = fit(fitting, terms, flat=args.flat, throughput=args.throughput,
-                    high_ms=args.high)
+                    high_ms=args.high, fixed=fixed)
     unit = "" if args.flat else " per layer"
     print(f"fitted host costs{unit}: " + ", ".join(
-        f"{t} = {v * 1e3:.4f} ms" for t, v in per_layer.items()))
+        f"{t} = {v * 1e3:.4f} ms" for t, v in per_layer.items())
+        + "".join(f" (held: {t} = {v * 1e3:.4f} ms)" for t, v in fixed.items()))
+    per_layer = {**fixed, **per_layer}
     print("\n".join(table(f"in sample ({len(fitting)} cases):", fitting, per_layer,
                           flat=args.flat)))
     print("\n".join(table(f"held out ({len(held)} cases):", held, per_layer, flat=args.flat)))

@@ -3,6 +3,7 @@ router, and bookkeeping of who is done (:class:`Driver`, used by simulator/clust
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Generator
@@ -11,6 +12,7 @@ from typing import Any
 import simpy
 
 from simulator.cluster_spec import ClusterSpec, LeaveHook, Progress
+from simulator.costs.host import intake_request_s
 from simulator.fleet.autoscaler import Autoscaler
 from simulator.fleet.disagg import DisaggFleet, ReplicaOptions
 from simulator.fleet.fleet import Fleet
@@ -109,6 +111,15 @@ class Driver:
         self._progress = progress
         self._every = max(1, len(seqs) // 1000)  # progress calls: about a thousand per run
         self.request_s = spec.request_s
+        # the replicas' API servers take each request in, one at a time ([cost] overhead
+        # intake_s; simulator/token_stream.py): a request reaches an engine when taken in
+        intake_s = intake_request_s(spec.cost) if spec.disaggregated is None else 0.0
+        self._intake = intake_s > 0
+        # a request that reaches the router at t reaches an engine no sooner than t +
+        # intake_s: the replicas' runs need stop only there (a token emitted in between is
+        # handed out as emitted, not behind that request's intake: at most intake_s early)
+        self._intake_s = intake_s
+        self._handing: list[float] = []  # heap: when requests taken in reach their engine
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.
         # A capped open loop sends when a request ends: not known ahead, as a closed loop.
@@ -201,12 +212,15 @@ class Driver:
             env.process(self._open_loop(seqs))
 
     def _next_arrival(self) -> float:
-        """When the next request reaches the router (inf: none left)."""
-        return self.next_arrival_s
+        """When the next request reaches the router or, taken in by an API server, an
+        engine (inf: none left)."""
+        arrival = self.next_arrival_s + self._intake_s
+        handing = self._handing
+        return handing[0] if handing and handing[0] < arrival else arrival
 
     def _next_event_s(self) -> float:
         """The next arrival or autoscaler evaluation, whichever is first."""
-        arrival, tick = self.next_arrival_s, self._tick.next_s
+        arrival, tick = self._next_arrival(), self._tick.next_s
         return arrival if arrival < tick else tick
 
     def _send_later(self, seq: Sequence, delay_s: float) -> None:
@@ -236,8 +250,30 @@ class Driver:
                    else self.fleet.route(seq))
         if replica is None:  # refused at the front door (seq.reason says why)
             self._done(seq)
-        else:
-            replica.submit(seq)
+            self._submitted()
+            return
+        if self._intake and isinstance(replica, Replica):
+            now = float(self.env.now)  # (a numpy float where a closed loop's think time is)
+            taken = replica.intake_until(now)
+            if taken > now:  # the replica's API server takes it in first
+                self.num_events += 1
+                heapq.heappush(self._handing, taken)  # replicas' runs stop short of it
+                ArrivalTimeout(self.env, taken - now).callbacks.append(
+                    lambda _ev: self._submit(replica, seq))
+                return
+        replica.submit(seq)
+        self._submitted()
+
+    def _submit(self, replica: Replica, seq: Sequence) -> None:
+        """``seq`` reaches ``replica``'s engine now, its API server done taking it in."""
+        heapq.heappop(self._handing)  # the earliest: this one (timeouts fire in time order)
+        seq.arrival_s = self.env.now
+        replica.submit(seq)
+        self._submitted()
+
+    def _submitted(self) -> None:
+        """One more request reached an engine (or was refused): after the last, none
+        will come."""
         self._unsent -= 1
         if self._unsent == 0:
             for r in self.replicas:

@@ -23,7 +23,7 @@ import simpy
 
 from simulator.accel import compiled_module
 from simulator.costs.base import CostModel, decode_pricer
-from simulator.costs.host import stream_token_s
+from simulator.costs.host import intake_request_s, stream_token_s
 from simulator.fastforward import (
     DecodeRun,
     apply_decode_run,
@@ -134,11 +134,18 @@ class Replica(ChunkRuns):
         self._overlap = bool(getattr(policy, "overlap_schedule", False)) and acceptance is None
         self._held: list[Sequence] = []
         self._due: list[Sequence] = []
-        # The API server in front, streaming every output token ([cost] overhead stream_s;
-        # simulator/token_stream.py): None when it keeps up at any rate
-        token_s = stream_token_s(cost)
-        self.stream = TokenStream(token_s) if token_s > 0 else None
+        # The API server in front, taking each request in and streaming every output token
+        # ([cost] overhead intake_s, stream_s; simulator/token_stream.py): None when it
+        # costs nothing
+        token_s, intake_s = stream_token_s(cost), intake_request_s(cost)
+        self.stream = TokenStream(token_s, intake_s) if token_s > 0 or intake_s > 0 else None
         self.process = env.process(self._loop())
+
+    def intake_until(self, now_s: float) -> float:
+        """A request reaches this replica's API server at ``now_s``: when the server has
+        taken it in and it reaches the engine (``now_s`` without an intake cost)."""
+        stream = self.stream
+        return now_s if stream is None else stream.take(now_s)
 
     def submit(self, seq: Sequence) -> None:
         """A request arrives at this replica."""

@@ -14,7 +14,7 @@ import pandas as pd
 
 from simulator.atomic import atomic_write
 from simulator.cluster import LeaveHook, Progress, SimResult, simulate
-from simulator.costs.host import stream_token_s
+from simulator.costs.host import intake_request_s, stream_token_s
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
 from simulator.fleet.disagg_spec import blocks_by_replica
@@ -80,6 +80,8 @@ def run_point(labels: dict[str, Any], point: dict[str, Any],
     if token_s > 0:  # the API server's token stream's keys, only when it is priced
         summary |= stream_summary(res.requests, token_s, summary.get("duration"),
                                   res.num_replicas)
+    if (intake_s := intake_request_s(dep.cost)) > 0:  # its intake, only when priced
+        summary["intake_s"] = intake_s
     if res.fleet is not None:  # the autoscaler's keys, only when it is on
         price = gpu_price(dep.hardware.name, dep.autoscale.usd_per_gpu_hour)
         summary |= fleet_summary(res.fleet, dep.gpus, price)

@@ -12,6 +12,14 @@ so). So the stream adds nothing while the server keeps up, and caps a replica's 
 ``1 / stream_s`` tokens a second when it does not: the tokens then wait, and with them a
 closed-loop client's next request (the driver sends it when the last token arrives).
 
+The same server takes the requests in (``[cost] overhead`` ``intake_s``): each one, when it
+arrives, joins the queue for ``intake_s`` seconds, and reaches the engine when the server
+has taken it in (:meth:`TokenStream.take`). Tokens queue behind the requests that arrived
+before them, so after a burst of N no token reaches a client before the server has taken
+in the burst, N x ``intake_s`` (asyncio's one event loop in vLLM's and SGLang's API servers
+reads the requests and writes the tokens in turn). With ``stream_s`` 0 the tokens cost
+nothing but still wait their turn.
+
 NIM's concurrency sweeps show that cap: Llama-3.1-8B on one H100 (NIM 1.8.0) delivered
 13,348 tokens a second at 200 clients and 12,965 at 250, and NIM 1.0's Llama-3-8B on two
 H100s levels off the same way while the engine alone would go on; docs/stacks.md ("NIM's
@@ -37,15 +45,29 @@ from simulator.policies.state import Sequence
 
 
 class TokenStream:
-    """One replica's API server streaming its output tokens, ``token_s`` seconds each."""
+    """One replica's API server: it takes each request in, ``intake_s`` seconds, and streams
+    the output tokens, ``token_s`` seconds each, one at a time in arrival order."""
 
-    __slots__ = ("token_s", "busy_s")
+    __slots__ = ("token_s", "intake_s", "busy_s")
 
-    def __init__(self, token_s: float) -> None:
-        if not (token_s > 0.0 and math.isfinite(token_s)):
-            raise ValueError(f"stream_s={token_s!r} must be a finite number > 0")
+    def __init__(self, token_s: float, intake_s: float = 0.0) -> None:
+        for name, value in (("stream_s", token_s), ("intake_s", intake_s)):
+            if not (value >= 0.0 and math.isfinite(value)):
+                raise ValueError(f"{name}={value!r} must be a finite number >= 0")
+        if token_s == 0.0 and intake_s == 0.0:
+            raise ValueError("stream_s and intake_s are both 0: no server to queue at")
         self.token_s = token_s
+        self.intake_s = intake_s
         self.busy_s = 0.0  # when the server has handled every token queued so far
+
+    def take(self, now_s: float) -> float:
+        """A request arrives at ``now_s``: when the server has taken it in (it reaches the
+        engine then; ``now_s`` itself without an intake cost)."""
+        if self.intake_s == 0.0:
+            return now_s
+        busy = self.busy_s
+        self.busy_s = (busy if busy > now_s else now_s) + self.intake_s
+        return self.busy_s
 
     def step(self, end_s: float, decode: Seq[Sequence], tokens: int,
              prefill: Seq[tuple[Sequence, int]], finished: Seq[Sequence]) -> None:
@@ -53,8 +75,10 @@ class TokenStream:
         rows, in order, and a first token for each prompt of ``prefill`` it completed (after
         the rows): their first-token and finish times become the times the server hands
         those tokens out."""
-        firsts = [seq for seq, _ in prefill if seq.first_token_s == end_s]
         t = self.token_s
+        if t == 0.0 and self.busy_s <= end_s:  # tokens cost nothing, none waits: as emitted
+            return
+        firsts = [seq for seq, _ in prefill if seq.first_token_s == end_s]
         start = self.busy_s if self.busy_s > end_s else end_s
         after = start + tokens * t  # the rows' tokens are out
         self.busy_s = after + len(firsts) * t
@@ -72,6 +96,8 @@ class TokenStream:
         """Steps ending at ``ends`` emitting ``tokens`` each (a number, or one a step) for
         the ``decode`` rows they share; ``finished`` ended in them (their ``finish_s``: the
         end of the step that emitted their last token)."""
+        if self.token_s == 0.0 and self.busy_s <= float(ends[0]):  # none waits: as emitted
+            return
         ends = np.asarray(ends, dtype=np.float64)
         service = np.broadcast_to(np.asarray(tokens, dtype=np.float64), ends.shape) * self.token_s
         before = np.concatenate(([0.0], np.cumsum(service)[:-1]))  # S_{j-1}

@@ -66,3 +66,24 @@ def test_an_eager_step_cost_is_recovered_past_the_graph_limit() -> None:
     assert truth < 0.9 * without  # the eager steps cost something visible
     fitted = pf.fit([case(truth)], ("eager_s",), flat=True, throughput=True, high_ms=10.0)
     assert fitted["eager_s"] == pytest.approx(eager_s, abs=1e-6)
+
+
+def test_an_intake_cost_is_recovered_beside_a_held_term() -> None:
+    """A burst of 40 reaches the engine over 40 x intake_s and its first tokens wait for
+    the server: the intake moves the mean TTFT, and is fitted back from it with request_s
+    held where it was set."""
+    def case(published: float) -> object:
+        return pc.Case(id="synthetic-intake", source="test", stack="trtllm",
+                       stack_version="0.10", gpu="h100-sxm", model="tiny",
+                       weight_dtype="bf16", kv_dtype="bf16", tp=1,
+                       workload={"prompt_tokens": 64, "output_tokens": 64, "num_prompts": 40,
+                                 "arrival": "burst"},
+                       metrics={"mean_ttft_ms": published})
+
+    held = {"request_s": 1e-3}
+    probe = case(1.0)
+    truth = pf.errors(probe, {**held, "intake_s": 2e-3}, flat=True)["mean_ttft_ms"] + 1.0
+    without = pf.errors(probe, held, flat=True)["mean_ttft_ms"] + 1.0
+    assert truth > without + 39 * 2e-3 * 1e3 / 2  # at least half the burst's intake, in ms
+    fitted = pf.fit([case(truth)], ("intake_s",), flat=True, high_ms=10.0, fixed=held)
+    assert fitted == {"intake_s": pytest.approx(2e-3, abs=1e-6)}

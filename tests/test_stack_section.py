@@ -107,8 +107,10 @@ def test_trtllm_uses_the_generic_tables_which_are_its_own() -> None:
 
 def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
     # AIConfigurator 0.12.0 prices vLLM's per-request CPU dispatch at 0.8 ms per layer: V0;
-    # V1's was fitted to 0 per layer on a published run's records, and flat to 6.96 ms on
-    # its TTFTs for the 0.8 line (simulator/stack_presets.py VLLM_V1_08_FRONT_END)
+    # V1's was fitted to 0 per layer on a published run's records, and flat to 5.46 ms on
+    # its TTFTs for the 0.8 line beside every V1 release's API-server intake, 1.71 ms a
+    # request fitted on a burst (simulator/stack_presets.py VLLM_V1_08_FRONT_END,
+    # VLLM_V1_INTAKE)
     for model, layers in (("llama-3.1-8b", 32), ("llama-3.1-70b", 80)):
         dep = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
                        "stack": {"name": "vllm-v0"}})
@@ -118,15 +120,18 @@ def test_vllm_adds_its_per_layer_dispatch_before_the_first_token() -> None:
                       "stack": {"name": "vllm-v1"}})
         assert v1.request_s == 0.0
         assert f"step {0.039 * layers:.4g} ms" in v1.cost_source
+        assert "intake 1.715 ms" in v1.cost_source  # flat: the same for both models
         # the 0.8 line's API server before a first token: flat, the same for both models
         for version in ("0.8", "0.8.4", "0.8.5"):
             v08 = resolve({"model": {"name": model}, "hardware": {"gpu": "h200", "tp": 4},
                            "stack": {"name": "vllm-v1", "version": version}})
-            assert v08.request_s == pytest.approx(6.9594e-3)
+            assert v08.request_s == pytest.approx(5.4551e-3)
+            assert "intake 1.715 ms" in v08.cost_source
             assert f"step {0.039 * layers:.4g} ms" in v08.cost_source
     own = resolve({"stack": {"name": "vllm-v0"}, "cost": {"overhead": {"request_s": 0.002}}})
     assert own.request_s == pytest.approx(0.002)  # the scenario's own wins
     assert resolve({"stack": {"name": "trtllm"}}).request_s == 0.0
+    assert "intake" not in resolve({"stack": {"name": "vllm-v0"}}).cost_source
 
 
 def test_sglang_04_and_05_add_their_fitted_host_costs_per_layer() -> None:

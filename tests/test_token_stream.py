@@ -123,8 +123,10 @@ def test_stream_s_is_a_host_term_that_a_scenario_sets_and_no_fit_touches() -> No
     assert "stream_s" not in FIT_TERMS
     raw = apply_overrides({"cost": {}}, ["cost.overhead.stream_s=7.5e-5"])
     assert Overhead.from_mapping(raw["cost"]["overhead"], "cost.overhead").stream_s == 7.5e-5
-    with pytest.raises(ValueError, match="stream_s=0"):
+    with pytest.raises(ValueError, match="stream_s and intake_s are both 0"):
         TokenStream(0.0)
+    with pytest.raises(ValueError, match="stream_s=-0.001"):
+        TokenStream(-0.001)
 
 
 def _published() -> tuple[object, object]:

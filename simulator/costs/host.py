@@ -38,6 +38,14 @@ output at ``1 / stream_s`` tokens a second when it does not. The replica reads i
 cost model (:func:`stream_token_s`); a black-box fit does not (a client's token times
 alone cannot tell the queue from the steps).
 
+*Non-blocking* ``intake_s``: seconds the API server spends taking in each request (reading
+it, templating and tokenising its prompt, handing it to the engine), one at a time, in the
+same first-in, first-out queue as its ``stream_s`` tokens (simulator/token_stream.py). A
+request reaches the engine when the server has taken it in, so a burst of N reaches it over
+N x ``intake_s``; and a token the engine emits while the server is still taking requests in
+waits behind them, so no client of a burst sees a first token before the server has taken
+in the requests sent before it was emitted. One request alone pays ``intake_s`` once.
+
 A scenario adds these with ``[cost] overhead = {step_s = ..., request_s = ...}``; a cost
 profile (contract 3) stores them as its optional ``overhead`` object.
 """
@@ -73,6 +81,7 @@ class Overhead:
     seq_s: float = 0.0  # per decode row in the step
     request_s: float = 0.0  # per request, before it reaches the engine (non-blocking)
     stream_s: float = 0.0  # per output token the API server streams (non-blocking, a FIFO)
+    intake_s: float = 0.0  # per request the API server takes in (non-blocking, the same FIFO)
     eager_s: float = 0.0  # per pure-decode step of more than graph_max_rows rows
     graph_max_rows: float = 0.0  # rows, not s: the largest decode step a graph replays (0: any)
 
@@ -112,10 +121,13 @@ OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
 COUNT_TERMS = ("graph_max_rows",)  # the terms that are counts, not seconds
 # What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
 # profile's times, and every host term but the CUDA-graph pair (a limit is read from the
-# stack, not fitted, and a client's token times cannot place it); the default leaves out
-# finish_s and seq_s, which a client's token times barely separate from step_s and token_s.
+# stack, not fitted, and a client's token times cannot place it) and the API server's queue
+# (stream_s, intake_s: the replica reads them, a black-box candidate does not); the default
+# leaves out finish_s and seq_s, which a client's token times barely separate from step_s
+# and token_s.
 FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS
-                             if k not in ("eager_s", "stream_s", *COUNT_TERMS)))
+                             if k not in ("eager_s", "stream_s", "intake_s",
+                                          *COUNT_TERMS)))
 DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
@@ -193,6 +205,12 @@ def stream_token_s(cost: CostModel) -> float:
     """Seconds the API server spends streaming each output token (``stream_s``; 0 without
     host overhead): simulator/token_stream.py."""
     return cost.overhead.stream_s if isinstance(cost, HostCost) else 0.0
+
+
+def intake_request_s(cost: CostModel) -> float:
+    """Seconds the API server spends taking in each request, one at a time (``intake_s``;
+    0 without host overhead): simulator/token_stream.py."""
+    return cost.overhead.intake_s if isinstance(cost, HostCost) else 0.0
 
 
 def request_delay_s(cost: CostModel) -> float:
