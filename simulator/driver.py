@@ -117,8 +117,10 @@ class Driver:
         self._intake = intake_s > 0
         # a request that reaches the router at t reaches an engine no sooner than t +
         # intake_s: the replicas' runs need stop only there (a token emitted in between is
-        # handed out as emitted, not behind that request's intake: at most intake_s early)
-        self._intake_s = intake_s
+        # handed out as emitted, not behind that request's intake: at most intake_s early),
+        # unless the router reads the replicas' prefix caches at t (exact_reads below)
+        self._intake_s = 0.0 if reads_cache(spec.router) and spec.prefix_caching \
+            else intake_s
         self._handing: list[float] = []  # heap: when requests taken in reach their engine
         # Open loop into one replica: the next arrival is known ahead, so a replica's
         # fast-forward can stop at it rather than be interrupted by it.

@@ -83,3 +83,17 @@ def test_a_closed_loops_next_requests_queue_at_the_server_too(fast_forward: bool
     assert timeline(res.requests) == [(0, 0.25, 1.25, 3.25), (1, 1.25, 2.25, 3.25),
                                       (2, 3.5, 4.5, 6.5), (3, 4.5, 5.5, 6.5)]
     assert res.requests.sort_values("request_id")["arrival_s"].tolist() == [0, 0, 3.25, 3.25]
+
+
+def test_each_replica_has_its_own_server() -> None:
+    # Two replicas, round robin: r0 and r2 to the first, r1 and r3 to the second; each
+    # server takes its two in 0-1 and 1-2, so each engine prefills one 1-2 and the other
+    # 2-3, then decodes both 3-3.5 and 3.5-4 (one server for all four: 1, 2, 3, 4)
+    table = _built({"arrival": "poisson", "rate": math.inf, "num_requests": 4}).table
+    cost = HostCost(COST, Overhead(intake_s=1.0))
+    spec = ClusterSpec(ContinuousPolicy(max_num_batched_tokens=8192), cost, 100, 4,
+                       num_replicas=2)
+    res = simulate(table, spec)
+    assert timeline(res.requests) == [(0, 1.0, 2.0, 4.0), (1, 1.0, 2.0, 4.0),
+                                      (2, 2.0, 3.0, 4.0), (3, 2.0, 3.0, 4.0)]
+    assert res.requests.sort_values("request_id")["replica"].tolist() == [0, 1, 0, 1]
