@@ -424,7 +424,9 @@ VLLM_V1_DISPATCH_SOURCE = (
 # with its tokens: simulator/token_stream.py), fitted on that burst by `python
 # benchmarks/published_fit.py --case vllm0.8.3-llmk8s-a100-40gb-llama-3.3-70b-tp8-
 # sharegpt200-inf-cached --terms intake_s --flat --high 5 --heldout vllm0.8.3`: 1.7147 ms
-# (mean TTFT -46.8% -> +1.5%, median TPOT +3.4% -> +0.2%). A request alone pays it too, so
+# (with request_s below, that run's mean TTFT -46.8% -> +1.1%, median TPOT +3.4% -> +0.2%;
+# docs/stacks.md, "vLLM V1's API server takes requests one at a time"). A request alone
+# pays it too, so
 # request_s is refitted beside it on the 1 req/s run (`... --case ...-qps1 --terms request_s
 # --flat --high 20 --fixed intake_s=1.7147 --heldout vllm0.8`): 6.96 -> 5.4551 ms. Every
 # V1 release has the same front end (one API server process unless
