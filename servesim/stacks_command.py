@@ -126,6 +126,7 @@ def stacks_command(args: argparse.Namespace) -> int:
     print(f"presets for {args.model} ({args.weight_dtype} weights) on {args.tp} x {args.gpu} "
           "(a scenario's own [policy], "
           "[kv] and [cost] overhead values win over these; host costs block the engine's "
-          "step, but request_s, which delays each request before the engine sees it):")
+          "step, but request_s, which delays each request before the engine sees it, and "
+          "the API server's queue, intake_s a request and stream_s a token, one at a time):")
     print(render(views, args.sources))
     return 0
