@@ -10,7 +10,8 @@ over the cases whose simulated value changed; then the held-out cases only the s
 simulated (a model or GPU newly covered), per group (``--by model``: per model, from runs
 that record it; ``--by both``: per model and group): n, share within 15%, median |error|
 and signed median. The before/after figures docs/gpu-profiles.md quotes for a change were
-printed this way.
+printed this way. ``--crossings`` then lists the held-out cases whose error crossed the 15%
+line, in and out, each with its error before and after.
 """
 
 from __future__ import annotations
@@ -91,6 +92,19 @@ def newly_simulated(before: dict[str, Row], after: dict[str, Row], by: str = "gr
     return lines
 
 
+def crossings(before: dict[str, Row], after: dict[str, Row]) -> list[str]:
+    """The cases both runs simulated whose error crossed the 15% line: those that came
+    within it, then those that left it, each by id with its error before -> after."""
+    common = sorted(set(before) & set(after))
+    lines = []
+    for name, came in (("came within 15%", True), ("left it", False)):
+        ids = [i for i in common if (abs(after[i].error) <= WITHIN) == came
+               and (abs(before[i].error) <= WITHIN) != came]
+        lines.append(f"{name}: {len(ids)}")
+        lines += [f"  {i}  {before[i].error:+.1%} -> {after[i].error:+.1%}" for i in ids]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before", type=Path)
@@ -98,9 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--metric", default="output_throughput")
     ap.add_argument("--by", choices=("group", "model", "both"), default="group",
                     help="how the newly simulated cases are grouped")
+    ap.add_argument("--crossings", action="store_true",
+                    help="then the cases whose error crossed the 15%% line, in and out")
     args = ap.parse_args(argv)
     before, after = errors(args.before, args.metric), errors(args.after, args.metric)
-    print("\n".join(compare(before, after) + newly_simulated(before, after, args.by)))
+    print("\n".join(compare(before, after) + newly_simulated(before, after, args.by)
+                    + (crossings(before, after) if args.crossings else [])))
     return 0
 
 

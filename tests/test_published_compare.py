@@ -82,3 +82,18 @@ def test_a_metric_no_case_gives_is_said_not_divided_by_zero(tmp_path: Path) -> N
     run = _run(tmp_path / "r.json", [("a", "g1", 100.0, 0.10, "")])
     lines = cmp.compare(cmp.errors(run, "mean_ttft_ms"), cmp.errors(run, "mean_ttft_ms"))
     assert lines[1:] == ["(no case in both runs gives this metric)"]
+
+
+def test_the_cases_that_crossed_the_line_by_hand(tmp_path: Path) -> None:
+    # b: 40% -> 12% and c: -20% -> -12% came within 15%; e: 5% -> 30% left it; a stays
+    # within, f stays out, d is in sample
+    before = _run(tmp_path / "b.json", [("a", "g1", 1.0, 0.10, ""), ("b", "g1", 1.0, 0.40, ""),
+                                        ("c", "g2", 1.0, -0.20, ""), ("d", "g2", 1.0, 0.0, "x"),
+                                        ("e", "g2", 1.0, 0.05, ""), ("f", "g2", 1.0, 0.50, "")])
+    after = _run(tmp_path / "a.json", [("a", "g1", 1.0, 0.11, ""), ("b", "g1", 2.0, 0.12, ""),
+                                       ("c", "g2", 2.0, -0.12, ""), ("d", "g2", 2.0, 0.5, "x"),
+                                       ("e", "g2", 2.0, 0.30, ""), ("f", "g2", 2.0, 0.60, "")])
+    lines = cmp.crossings(cmp.errors(before, "output_throughput"),
+                          cmp.errors(after, "output_throughput"))
+    assert lines == ["came within 15%: 2", "  b  +40.0% -> +12.0%", "  c  -20.0% -> -12.0%",
+                     "left it: 1", "  e  +5.0% -> +30.0%"]
