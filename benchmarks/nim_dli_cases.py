@@ -279,6 +279,13 @@ def least_count(mean: float, most: int = 10_000) -> int:
     return ratio.denominator
 
 
+def longest_scored_s(windows: int, interval_s: float = INTERVAL_S) -> float:
+    """The longest a request scored in ``windows`` windows can have taken: every one was
+    sent after the load started and ended by the last window's end (SPAN_SLACK over, the
+    1.2 x sleep's wake-up)."""
+    return windows * TimeWindows(interval_s).window_s * (1 + SPAN_SLACK)
+
+
 def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int | None:
     """The windows a table row's count says its run scored, when three cannot give it
     (None: three can, or the mean fixes no count). A count n = k x the least count spans
@@ -300,7 +307,7 @@ def scored_windows(row: dict[str, str], interval_s: float = INTERVAL_S) -> int |
         end = windows * width
         low, high = end - min(latency_s, width) - SPAN_SLACK * end, end * (1 + SPAN_SLACK)
         k = max(1, math.ceil(low / per_request_s))
-        return k * per_request_s <= high and latency_s <= high
+        return k * per_request_s <= high and latency_s <= longest_scored_s(windows, interval_s)
 
     if holds(STABILITY_WINDOW):
         return None

@@ -30,18 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.nim_dli_cases import (  # noqa: E402
-    INTERVAL_S,
-    SPAN_SLACK,
     TABLE,
     least_count,
+    longest_scored_s,
     scored_windows,
     table_rows,
 )
-from simulator.measured.perf_analyzer import (  # noqa: E402
-    SLEEP_FACTOR,
-    STABILITY_WINDOW,
-    TimeWindows,
-)
+from simulator.measured.perf_analyzer import SLEEP_FACTOR, STABILITY_WINDOW  # noqa: E402
 
 INTERVALS_S = (5.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)  # candidate intervals
 
@@ -68,8 +63,8 @@ def p95_outlasts(row: dict[str, str], windows: int | None) -> bool:
     count gives (None: three) can hold: at least one scored request in twenty took that
     long, and each was sent after the load started and ended by the last window's end.
     Printed, not applied (docs/gpu-profiles.md, stop 70)."""
-    held = (windows or STABILITY_WINDOW) * TimeWindows(INTERVAL_S).window_s
-    return float(row["request_latency-p95"]) / 1e9 > held * (1 + SPAN_SLACK)
+    return float(row["request_latency-p95"]) / 1e9 > longest_scored_s(
+        windows or STABILITY_WINDOW)
 
 
 def main() -> int:

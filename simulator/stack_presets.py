@@ -419,7 +419,7 @@ VLLM_V1_DISPATCH_SOURCE = (
 # writes the tokens back in turn): V1's AsyncLLM runs in the API server's process, the
 # engine core in another. A burst shows it. llm-k8s's last run, 200 cached prompts at once,
 # got no first token before 185 ms, then three steps' worth about 100 ms apart, where the
-# engine alone gives all 200 theirs in one step at 182 ms (docs/gpu-profiles.md, "A vLLM
+# replay gave all 200 theirs in one step at 191.8 ms (docs/gpu-profiles.md, "A vLLM
 # run with per-request records"). The server's time a request (``intake_s``, a queue shared
 # with its tokens: simulator/token_stream.py), fitted on that burst by `python
 # benchmarks/published_fit.py --case vllm0.8.3-llmk8s-a100-40gb-llama-3.3-70b-tp8-
