@@ -21,7 +21,11 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
                        before it reaches the engine, and tokens wait behind its queue
                        (simulator/token_stream.py)
 
-``--fixed TERM=MS`` holds a term at a value while the others are fitted (a term fitted on
+``--knob NAME`` fits one of the roofline prior's efficiencies instead (``attention_efficiency``,
+``compute_efficiency``, ...: simulator/costs/roofline.py), for cases a prior prices: each
+candidate replays them with ``[cost] form = "roofline"`` and the knob, by a bounded search
+from ``--low`` to 1 (the stack's host costs as its preset's). ``--fixed TERM=MS`` holds a
+term at a value while the others are fitted (a term fitted on
 other cases first). ``--flat`` fits the terms in seconds instead (the same for every
 model: host work per request or token that does not grow with the model's depth, as a
 C++ batch manager's).
@@ -66,30 +70,43 @@ from benchmarks.published_cases import (  # noqa: E402
     scenario_point,
     stack_accepted,
 )
+from simulator.costs.roofline import EFFICIENCY_KNOBS  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
+from simulator.specs.hardware import get_hardware  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
+from simulator.stacks import StackSection  # noqa: E402
 
 TERMS = ("request_s", "step_s", "token_s", "seq_s", "eager_s", "intake_s")
 LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
 LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency_ms")
 
 
-def case_point(case: Case, per_layer_s: dict[str, float], *, flat: bool = False
-               ) -> dict[str, Any]:
+def case_point(case: Case, per_layer_s: dict[str, float], *, flat: bool = False,
+               knobs: dict[str, float] | None = None) -> dict[str, Any]:
     """The case's scenario point with host costs ``per_layer_s`` x the model's layers (x 1
-    when ``flat``)."""
+    when ``flat``); with ``knobs``, priced by the roofline prior with those knobs."""
     point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
     point, _ = stack_accepted(point, case)
-    layers = 1 if flat else get_model(case.model).num_layers
+    model = get_model(case.model)
+    layers = 1 if flat else model.num_layers
+    cost: dict[str, Any] = {}
+    if knobs:  # an inline form drops the stack's host costs (stacks.apply_stack): keep them
+        preset = StackSection(**point["stack"]).preset()
+        host = {} if preset is None else preset.host_costs(
+            model.num_layers, case.tp, get_hardware(case.gpu))
+        cost = {"form": "roofline", **knobs, **({"overhead": host} if host else {})}
     if per_layer_s:
-        point["cost"] = {"overhead": {k: v * layers for k, v in per_layer_s.items()}}
+        cost["overhead"] = {**cost.get("overhead", {}),
+                            **{k: v * layers for k, v in per_layer_s.items()}}
+    if cost:
+        point["cost"] = cost
     return point
 
 
-def errors(case: Case, per_layer_s: dict[str, float], *, flat: bool = False
-           ) -> dict[str, float]:
+def errors(case: Case, per_layer_s: dict[str, float], *, flat: bool = False,
+           knobs: dict[str, float] | None = None) -> dict[str, float]:
     """Relative error (sim - published) / published of each metric the case gives."""
-    point = case_point(case, per_layer_s, flat=flat)
+    point = case_point(case, per_layer_s, flat=flat, knobs=knobs)
     # a case whose first requests only warm a cache is scored from MEASURE_FROM on
     summary = scored_summary(run_point({}, point), point.get(MEASURE_FROM))
     out = {}
@@ -116,14 +133,34 @@ def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray, *
 
 
 def bounded_soft_l1(residuals_at: Callable[[float], np.ndarray], *, high: float,
-                    tolerance: float) -> float:
-    """The x in [0, ``high``] minimising the soft_l1 loss (knee ``LOSS_SCALE``) of
+                    tolerance: float, low: float = 0.0) -> float:
+    """The x in [``low``, ``high``] minimising the soft_l1 loss (knee ``LOSS_SCALE``) of
     ``residuals_at(x)``: a bounded scalar search, to ``tolerance``."""
     def loss(x: float) -> float:
         z = (residuals_at(x) / LOSS_SCALE) ** 2
         return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
-    return float(minimize_scalar(loss, bounds=(0.0, high), method="bounded",
+    return float(minimize_scalar(loss, bounds=(low, high), method="bounded",
                                  options={"xatol": tolerance}).x)
+
+
+def knob_residuals(cases: list[Case], knob: str, value: float, *,
+                   throughput: bool = False) -> np.ndarray:
+    """Latency errors (and output-throughput errors when ``throughput``) of every fitting
+    case priced by the roofline prior with ``knob`` = ``value``."""
+    fitted = (*LATENCY, "output_throughput") if throughput else LATENCY
+    out = []
+    for case in cases:
+        errs = errors(case, {}, knobs={knob: value})
+        out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in fitted]
+    return np.array(out)
+
+
+def fit_knob(cases: list[Case], knob: str, *, low: float = 0.05,
+             throughput: bool = False) -> float:
+    """The value in [``low``, 1] of the roofline prior's ``knob`` that best matches
+    ``cases``' latencies (and throughputs): the bounded search of :func:`fit`, to 0.001."""
+    return bounded_soft_l1(lambda x: knob_residuals(cases, knob, x, throughput=throughput),
+                           high=1.0, low=low, tolerance=1e-3)
 
 
 def share_within(errors: Iterable[float]) -> float:
@@ -155,13 +192,15 @@ def fit(cases: list[Case], terms: tuple[str, ...], *, flat: bool = False,
 
 
 def table(title: str, cases: list[Case], per_layer_s: dict[str, float], *,
-          flat: bool = False) -> list[str]:
-    """Per case and metric, the error with and without the fitted host costs ("without":
-    the stack preset's own), then per metric the median |error| and share within 15%."""
+          flat: bool = False, knobs: dict[str, float] | None = None) -> list[str]:
+    """Per case and metric, the error with and without the fitted host costs or ``knobs``
+    ("without": the stack preset's own), then per metric the median |error| and share
+    within 15%."""
     lines = [title]
     cells: dict[str, list[tuple[float, float]]] = {}
     for case in cases:
-        before, after = errors(case, {}, flat=flat), errors(case, per_layer_s, flat=flat)
+        before = errors(case, {}, flat=flat)
+        after = errors(case, per_layer_s, flat=flat, knobs=knobs)
         lines.append(f"  {case.id}")
         for key in case.metrics:
             lines.append(f"    {key:<20} without {before[key]:+7.1%}   fitted {after[key]:+7.1%}")
@@ -191,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fixed", action="append", default=[], metavar="TERM=MS",
                     help="a host term held at MS (per layer, or flat) beside the fitted ones "
                          "(repeatable)")
+    ap.add_argument("--knob", choices=EFFICIENCY_KNOBS,
+                    help="fit this roofline efficiency instead of host terms (cases a prior "
+                         "prices)")
+    ap.add_argument("--low", type=float, default=0.05,
+                    help="--knob: search from this value to 1 (default 0.05)")
     args = ap.parse_args(argv)
     terms = tuple(t for t in args.terms.split(",") if t)
     if not set(terms) <= set(TERMS):
@@ -225,6 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.high > 0:
         print(f"published_fit: error: --high {args.high}: must be > 0 ms", file=sys.stderr)
         return 2
+    if args.knob:
+        if not 0 < args.low < 1:
+            print(f"published_fit: error: --low {args.low}: must be in (0, 1)", file=sys.stderr)
+            return 2
+        value = fit_knob(fitting, args.knob, low=args.low, throughput=args.throughput)
+        print(f"fitted roofline knob: {args.knob} = {value:.3f}")
+        knobs = {args.knob: value}
+        print("\n".join(table(f"in sample ({len(fitting)} cases):", fitting, {}, knobs=knobs)))
+        print("\n".join(table(f"held out ({len(held)} cases):", held, {}, knobs=knobs)))
+        return 0
     per_layer = fit(fitting, terms, flat=args.flat, throughput=args.throughput,
                     high_ms=args.high, fixed=fixed)
     unit = "" if args.flat else " per layer"

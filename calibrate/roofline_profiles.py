@@ -39,7 +39,7 @@ from simulator.costs.profile import (
     profile_file_name,
     save_profile,
 )
-from simulator.costs.roofline import KNOBS
+from simulator.costs.roofline import KNOBS, STACK_KNOBS
 from simulator.specs.hardware import HARDWARE, HardwareSpec
 from simulator.specs.models import MODELS, ModelSpec
 
@@ -85,7 +85,9 @@ def prior(hw_name: str, model_name: str, weight_dtype: str, tp: int, date: str) 
     # Building the model validates tp against the heads and the link before shipping it.
     kv_dtype = "fp8" if weight_dtype == "fp8" else "bf16"  # FP8 deployments quantise KV too
     cost = fitted_prior(MODELS[model_name], HARDWARE[hw_name], tp, weight_dtype, kv_dtype)
-    defaults: dict[str, float] = {knob: getattr(cost, knob) for knob in KNOBS}
+    # a stack's knobs (its attention kernel) are the stack preset's, not the file's
+    defaults: dict[str, float] = {knob: getattr(cost, knob) for knob in KNOBS
+                                  if knob not in STACK_KNOBS}
     try:
         software = f"servesim {version('servesim')}"
     except PackageNotFoundError:

@@ -114,6 +114,16 @@ class StackPreset:
     # the GPUs on which the release runs MXFP4 experts on vLLM's Marlin kernel, which pads
     # them in memory (MARLIN_ALIGN; :meth:`weight_bytes`); None: on none
     marlin_mxfp4: Callable[[HardwareSpec], bool] | None = None
+    # The attention kernel's compute efficiency, as a share of the matmuls', that the
+    # release runs for a model on a GPU (the prior's ``attention_efficiency``: vLLM V1's
+    # Triton attention for sink models below SM90); None: 1, the kernel tables' and the
+    # prior's own
+    attention_rule: Callable[[ModelSpec, HardwareSpec], float] | None = None
+
+    def attention_efficiency(self, model: ModelSpec, hardware: HardwareSpec) -> float:
+        """The prior's ``attention_efficiency`` for ``model`` on ``hardware`` under this
+        release (1.0 without a rule)."""
+        return 1.0 if self.attention_rule is None else self.attention_rule(model, hardware)
 
     def allreduce_sync_s(self, hardware: HardwareSpec, tp: int) -> float:
         """Seconds each all-reduce adds on ``tp`` GPUs of ``hardware`` (0 on one GPU, when
@@ -232,13 +242,15 @@ def cost_args(preset: StackPreset | None, model: ModelSpec, hardware: HardwareSp
               kv_dtype: str) -> dict[str, Any]:
     """What a stack gives ``cost_model_from_config`` for a deployment: its kernel tables'
     folder, its decode attention's KV reads and walk time, its all-reduce handshake, its
-    prefill steps' extra weight passes and their scale, and whose MoE kernels its experts
-    read where not its own (none, 1, 0, 0, 0, 1 and none without a stack)."""
+    prefill steps' extra weight passes and their scale, whose MoE kernels its experts
+    read where not its own, and its prior's attention efficiency (none, 1, 0, 0, 0, 1,
+    none and 1 without a stack)."""
     if preset is None:
         return {"stack": None, "stack_kv_reads": 1.0, "stack_walk_s": 0.0,
                 "stack_sync_s": 0.0, "stack_prefill_passes": 0.0, "stack_prefill_scale": 1.0,
-                "stack_moe_kind": None}
+                "stack_moe_kind": None, "stack_attention_efficiency": 1.0}
     return {"stack": preset.profiles, "stack_moe_kind": preset.moe_kind,
+            "stack_attention_efficiency": preset.attention_efficiency(model, hardware),
             "stack_kv_reads": preset.decode_kv_reads(model, tp, kv_dtype),
             "stack_walk_s": preset.decode_walk_s(hardware),
             "stack_sync_s": preset.allreduce_sync_s(hardware, tp),
@@ -863,6 +875,30 @@ VLLM_MXFP4_SOURCE = {
 }
 
 
+# vLLM V1 serves a model with attention sinks (gpt-oss) below SM90 on its Triton attention
+# kernel, not FlashAttention (FA2 has no sinks; FA3, Hopper only, and FlashInfer on
+# Blackwell do): the kernel's compute efficiency as a share of the matmuls', fitted on
+# GPUStack's 32,000-token gpt-oss-20b bursts on one A100 (docs/stacks.md, "vLLM's Triton
+# attention below SM90")
+VLLM_TRITON_SINK_ATTENTION = 0.168
+VLLM_TRITON_SINK_SOURCE = (
+    "vllm v0.10.2/v0.11.0 vllm/platforms/cuda.py get_attn_backend_cls: 'if has_sink and not "
+    "cls.is_device_capability(90): Using Triton backend on V1 engine' (gpt-oss's sinks below "
+    "SM90; Hopper FlashAttention 3, Blackwell FlashInfer): its prefill attention at "
+    f"{VLLM_TRITON_SINK_ATTENTION:g} of the matmuls' compute efficiency in the prior "
+    "(attention_efficiency), fitted: python benchmarks/published_fit.py --knob "
+    "attention_efficiency --case "
+    "vllm0.11.0-gpustack-a100-80gb-gpt-oss-20b-tp1-random32000-100-n100")
+
+
+def _vllm_sink_attention(model: ModelSpec, hw: HardwareSpec) -> float:
+    """vLLM V1's attention efficiency for ``model`` on ``hw``: its Triton kernel's for a
+    model with attention sinks below SM90, else 1 (FlashAttention and FlashInfer)."""
+    if model.attention_sinks and not _sm90_or_newer(hw):
+        return VLLM_TRITON_SINK_ATTENTION
+    return 1.0
+
+
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...], overlap: bool = False,
              host_08: bool = False, triton_kernels: bool = False,
@@ -884,13 +920,15 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
                     **(VLLM_WINDOW_HELD if window_held else VLLM_WINDOW_AS_FULL)},
                    (VLLM_V1_DISPATCH_SOURCE, *extra, VLLM_V1_SCHEDULER, *sources,
                     VLLM_KV_DTYPE_SOURCE, PREFIX_CACHING_SOURCE,
-                    VLLM_MXFP4_SOURCE[triton_kernels], VLLM_WINDOW_SOURCES[window_held]),
+                    VLLM_MXFP4_SOURCE[triton_kernels], VLLM_WINDOW_SOURCES[window_held],
+                    VLLM_TRITON_SINK_SOURCE),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
                    overhead={**VLLM_V1_INTAKE,
                              **(VLLM_V1_08_FRONT_END if host_08 else {})},
                    multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
                    fp8_kv_with=(), moe_kind=None if triton_kernels else MARLIN_KIND,
-                   marlin_mxfp4=_marlin_below_sm90 if triton_kernels else _marlin_but_blackwell)
+                   marlin_mxfp4=_marlin_below_sm90 if triton_kernels else _marlin_but_blackwell,
+                   attention_rule=_vllm_sink_attention)
 
 
 def _vllm_v0_preset(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],

@@ -109,6 +109,7 @@ def cost_model_from_config(
     stack_prefill_passes: float = 0.0,
     stack_prefill_scale: float = 1.0,
     stack_moe_kind: str | None = None,
+    stack_attention_efficiency: float = 1.0,
     attention_dp: int = 1,
     expert_parallel: bool = True,
 ) -> tuple[CostModel, str]:
@@ -127,7 +128,10 @@ def cost_model_from_config(
     weight passes a prefilling step) unless it sets ``prefill_pass_s``, and
     ``stack_prefill_scale`` (the preset's factor on those steps) unless it sets
     ``prefill_scale`` (simulator/costs/prefill_pass.py); ``stack_moe_kind`` (the preset's
-    ``moe_kind``: whose MoE kernels a prior's experts read) unless it sets ``moe_kind``.
+    ``moe_kind``: whose MoE kernels a prior's experts read) unless it sets ``moe_kind``;
+    ``stack_attention_efficiency`` (the preset's attention kernel, as a share of the
+    matmuls' compute efficiency) for the prior an empty section falls back to (a measured
+    table times the stack's own kernels; a section's ``form`` sets its own knobs).
     ``attention_dp`` > 1 (attention data parallelism: roofline.py; ``expert_parallel``: its
     experts split whole over the ranks, else each over all of them) is priced by the
     roofline prior only, the shipped profiles and fitted forms being tensor-parallel steps.
@@ -164,7 +168,8 @@ def cost_model_from_config(
             key = next(iter(coefficients))
             raise ConfigError(f"{where}.{key} needs {where}.form (one of {FORMS})")
         else:
-            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack, moe, dp)
+            cost, used, cv = _default(model, hw, tp, weight_dtype, kv_dtype, stack, moe, dp,
+                                      stack_attention_efficiency)
         cost, host = split_host(cost)  # a calibrated profile's host costs go on last
         if isinstance(cost, ScaledCost):
             used = f"{used}, x fitted time_scale {cost.time_scale:g}"
@@ -395,9 +400,13 @@ def _inline(
 
 def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_dtype: str,
              stack: str | None = None, moe_kind: str | None = None,
-             dp: dict[str, Any] | None = None) -> tuple[CostModel, str, float]:
+             dp: dict[str, Any] | None = None,
+             attention_efficiency: float = 1.0) -> tuple[CostModel, str, float]:
+    attention = {} if attention_efficiency == 1.0 else {
+        "attention_efficiency": attention_efficiency}
     if dp:  # attention data parallel: the prior (the shipped profiles are TP steps)
-        prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind), **dp)
+        prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind), **dp,
+                             **attention)
         return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
     found, measured = _measured(model, hw, tp, weight_dtype, kv_dtype, stack)
     if measured is not None:
@@ -407,7 +416,8 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
         return sibling
     if found is not None:  # the deployment's shipped prior file
         return _profiled(found, model, hw, tp, stack, moe_kind)
-    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind))
+    prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind),
+                         **attention)
     return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 
@@ -523,7 +533,11 @@ def with_prior_notes(used: str, cost: CostModel) -> str:
         return used
     note, moe = kernel.allreduce_source(), kernel.moe_source()
     what = "all-reduce" if kernel.attention_dp == 1 else "collectives"
-    return used + (f"; {what}: {note}" if note else "") + (f"; experts: {moe}" if moe else "")
+    eff_a = kernel.attention_efficiency
+    attention = "" if eff_a == 1.0 else (
+        f"; attention computes at {eff_a:g} of the matmuls' efficiency (eff_a)")
+    return (used + (f"; {what}: {note}" if note else "") + (f"; experts: {moe}" if moe else "")
+            + attention)
 
 
 def _prior_label(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str) -> str:

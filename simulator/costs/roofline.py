@@ -28,7 +28,9 @@ Survey and Roofline Model Insights", arXiv:2402.16363)::
                hyp(2 N_sh T / (peak(w) tp eff_c), b_w N_sh / tp / (bw eff_m))
                + L_moe MoE(T);
                hyp(c, m) = sqrt(c^2 + m^2), a smooth maximum (below)
-      t_attn = max(F_attn / (peak(act) tp eff_c), B_kv / (bw eff_kv)) attention
+      t_attn = max(F_attn / (peak(act) tp eff_c eff_a), B_kv / (bw eff_kv)) attention
+               (eff_a: the attention kernel's compute efficiency as a share of the
+               matmuls', 1 unless a stack runs a slower kernel: stack_presets.py)
       t_ar   = 2 L AR(T H b_act)                    when tp > 1, where AR is
                the all-reduce curve fitted to measured tables for this GPU and tp
                (simulator/costs/collectives.py: NCCL by default; a100-80gb, h100-sxm,
@@ -95,6 +97,8 @@ replaces:
 - eff_m = 0.8: "about 0.8 of peak bandwidth achievable" (design.md); decode GEMV kernels
   in vLLM/TensorRT-LLM reach 70-85% of HBM peak.
 - eff_kv = 0.8, as eff_m until fitted: the KV cache's reads by the attention kernel.
+- eff_a = 1: attention computes at the matmuls' eff_c, as FlashAttention-class kernels
+  do; a stack whose kernel for the model is slower sets its own (stack_presets.py).
 - Per GPU and weight dtype, where measured operator tables exist, eff_c, eff_m, eff_kv
   and t_layer are fitted to them (``python -m calibrate.prior_efficiency``;
   simulator/costs/prior_efficiency.py), and every prior the simulator builds there starts
@@ -134,10 +138,13 @@ from simulator.specs.hardware import HardwareSpec
 from simulator.specs.models import ModelSpec
 
 EFFICIENCY_KNOBS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency",
-                    "link_efficiency")
+                    "link_efficiency", "attention_efficiency")
 DECODE_KV_READS_LOW, DECODE_KV_READS_HIGH = 1.0, 64.0  # the counts decode_kv_reads accepts
 TIME_KNOBS = ("step_overhead_s", "layer_overhead_s", "per_request_s", "allreduce_latency_s")
 KNOBS = EFFICIENCY_KNOBS + TIME_KNOBS  # fields a cost profile or a scenario may override
+# knobs a serving stack sets (its kernels), not a deployment's GPU and model: the shipped
+# prior files leave them out (calibrate/roofline_profiles.py)
+STACK_KNOBS = ("attention_efficiency",)
 
 
 def check_knob(name: str, value: object, where: str = "") -> float:
@@ -197,6 +204,9 @@ class RooflineCost:
     # many short per-sequence pages, not one weight matrix)
     kv_memory_efficiency: float = MEMORY_EFFICIENCY
     link_efficiency: float = 0.8  # eff_l: fraction of per-direction link line rate
+    # eff_a: the attention kernel's compute efficiency as a share of eff_c (1: as the
+    # matmuls'; vLLM's Triton attention for sink models below SM90 is slower: the stack's)
+    attention_efficiency: float = 1.0
     step_overhead_s: float = 300e-6  # t_step: CPU work per step
     # t_layer: fixed time per layer per step (its kernels' launch and latency floors);
     # 0 unless fitted to a GPU's measured tables (prior_efficiency.py)

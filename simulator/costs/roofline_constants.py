@@ -39,7 +39,7 @@ class RooflineConstants(NamedTuple):
     # (2 kv_lora + r) in all; 0.0 for every other model
     decode_attn_extra_flops: float
     inv_peak_mm: float  # 1 / peak(w), s per FLOP
-    inv_peak_attn: float  # 1 / peak(act)
+    inv_peak_attn: float  # 1 / (peak(act) eff_a)
     shared_bytes: float  # b_w N_sh / tp (the lm_head at 2 bytes under quantised weights)
     expert_bytes: float  # b_w N_e / tp
     num_experts: int  # E
@@ -99,7 +99,7 @@ def roofline_constants(cost: RooflineCost) -> RooflineConstants:
         decode_attn_extra_flops=float(m.decode_attention_flops_per_pair
                                       - m.attention_flops_per_pair),
         inv_peak_mm=1.0 / hw.peak_flops(cost.weight_dtype),
-        inv_peak_attn=1.0 / hw.peak_flops(act_dtype),
+        inv_peak_attn=1.0 / (hw.peak_flops(act_dtype) * cost.attention_efficiency),
         shared_bytes=shared_bytes,
         expert_bytes=b_w * m.params_per_expert / tp / dp,
         num_experts=m.num_experts,

@@ -21,7 +21,7 @@ from simulator.specs.dtypes import kv_dtype_bytes, weight_dtype_bytes
 EMBEDDING_BYTES = 2.0
 
 
-_FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised")
+_FLAGS = ("tie_embeddings", "parallel_block", "experts_only_quantised", "attention_sinks")
 # counts that may be 0: the window, then the MoE layer mix and latent attention's widths
 # (checked by _check_layers)
 _COUNTS = ("sliding_layers", "sliding_window", "dense_layers", "dense_intermediate_size",
@@ -56,6 +56,10 @@ class ModelSpec:
     # router, embedding and lm_head stay 16-bit); False: every linear layer but the
     # embedding and lm_head is quantised (ModelOpt FP8, AWQ, GPTQ)
     experts_only_quantised: bool = False
+    # Every attention head adds a learned sink logit to its softmax (gpt-oss): attention
+    # kernels without sink support cannot run it, so a stack may pick a slower one (vLLM
+    # below SM90: its Triton attention; simulator/stack_presets.py)
+    attention_sinks: bool = False
     # A MoE model whose MLP is not the experts' in every layer: ``dense_layers`` of its
     # layers run one dense SwiGLU of ``dense_intermediate_size`` instead (0: the experts'
     # width; Llama 4 Maverick: every other layer, 16,384; DeepSeek-V3: its first 3), and

@@ -88,14 +88,16 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         # experts of 2,880, 4 a token, vocab 201,088, 131,072 positions; layer_types
         # alternate sliding (a 128-token window) and full attention, so half the layers
         # keep a bounded cache. The checkpoints quantise the experts only (MXFP4;
-        # attention, router, embedding and lm_head in bf16). Left out: the attention
-        # and expert biases and the attention sinks (about 0.1% of the weights).
+        # attention, router, embedding and lm_head in bf16). Every head has a learned
+        # attention sink (``attention_sinks``: it decides which attention kernel a stack
+        # runs); the sinks and the attention and expert biases are left out of the weights
+        # (about 0.1% of them).
         "gpt-oss-120b": ModelSpec("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072,
                                   128, 4, sliding_layers=18, sliding_window=128,
-                                  experts_only_quantised=True),
+                                  experts_only_quantised=True, attention_sinks=True),
         "gpt-oss-20b": ModelSpec("gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 131072,
                                  32, 4, sliding_layers=12, sliding_window=128,
-                                 experts_only_quantised=True),
+                                 experts_only_quantised=True, attention_sinks=True),
         # meta-llama/Llama-4-Maverick-17B-128E (its text_config, as TensorRT-LLM's
         # tests/unittest/_torch/modeling/test_modeling_llama4.py copies it): 48 layers,
         # hidden 5,120, 40 query / 8 KV heads of 128, vocab 202,048, 1,048,576 positions;
