@@ -19,6 +19,19 @@ pc = importlib.import_module("benchmarks.published_cases")
 pf = importlib.import_module("benchmarks.published_fit")
 
 TOKEN_S = 40e-6  # the cost hidden in the synthetic case
+EFF_A = 0.3  # the attention efficiency hidden in the knob's synthetic case
+
+
+def burst_case(case_id: str, metric: str, published: float, *, prompt: int, output: int,
+               prompts: int, stack: str = "trtllm", version: str = "0.10",
+               gpu: str = "h100-sxm", model: str = "tiny") -> object:
+    """A synthetic burst of ``prompts`` requests of ``prompt`` + ``output`` tokens on one GPU,
+    publishing ``published`` for ``metric``."""
+    return pc.Case(id=case_id, source="test", stack=stack, stack_version=version, gpu=gpu,
+                   model=model, weight_dtype="bf16", kv_dtype="bf16", tp=1,
+                   workload={"prompt_tokens": prompt, "output_tokens": output,
+                             "num_prompts": prompts, "arrival": "burst"},
+                   metrics={metric: published})
 
 
 def synthetic_case(published: float) -> object:
@@ -73,12 +86,8 @@ def test_an_intake_cost_is_recovered_beside_a_held_term() -> None:
     the server: the intake moves the mean TTFT, and is fitted back from it with request_s
     held where it was set."""
     def case(published: float) -> object:
-        return pc.Case(id="synthetic-intake", source="test", stack="trtllm",
-                       stack_version="0.10", gpu="h100-sxm", model="tiny",
-                       weight_dtype="bf16", kv_dtype="bf16", tp=1,
-                       workload={"prompt_tokens": 64, "output_tokens": 64, "num_prompts": 40,
-                                 "arrival": "burst"},
-                       metrics={"mean_ttft_ms": published})
+        return burst_case("synthetic-intake", "mean_ttft_ms", published, prompt=64,
+                          output=64, prompts=40)
 
     held = {"request_s": 1e-3}
     probe = case(1.0)
@@ -87,3 +96,19 @@ def test_an_intake_cost_is_recovered_beside_a_held_term() -> None:
     assert truth > without + 39 * 2e-3 * 1e3 / 2  # at least half the burst's intake, in ms
     fitted = pf.fit([case(truth)], ("intake_s",), flat=True, high_ms=10.0, fixed=held)
     assert fitted == {"intake_s": pytest.approx(2e-3, abs=1e-6)}
+
+
+def test_a_roofline_knob_is_recovered_from_a_burst() -> None:
+    """--knob: 8 prompts of 16,000 + 16 tokens of Llama-3.1-8B on one A100 under vLLM
+    0.11, priced by the prior; attention is much of their prefill, so a slower attention
+    kernel delays the first tokens, and its efficiency is fitted back from the mean TTFT."""
+    def case(published: float) -> object:
+        return burst_case("synthetic-attention", "mean_ttft_ms", published, prompt=16000,
+                          output=16, prompts=8, stack="vllm-v1", version="0.11",
+                          gpu="a100-80gb", model="llama-3.1-8b")
+
+    probe = case(1.0)
+    truth = pf.errors(probe, {}, knobs={"attention_efficiency": EFF_A})["mean_ttft_ms"] + 1
+    full = pf.errors(probe, {}, knobs={"attention_efficiency": 1.0})["mean_ttft_ms"] + 1
+    assert truth > full  # the slower kernel delays the first tokens
+    assert pf.fit_knob([case(truth)], "attention_efficiency") == pytest.approx(EFF_A, abs=0.01)

@@ -4,14 +4,11 @@
 By hand: a prefill of P tokens with an empty cache reads A = P^2 / 2 query-key pairs in
 every full-attention layer (gpt-oss's window layers at most W a query), so attention's
 compute is F_attn / (peak x tp x eff_c x eff_a); halving eff_a doubles it exactly, and
-the matmuls, KV reads and all-reduces stay as they were.
+the matmuls, KV reads and all-reduces stay as they were. (``published_fit.py --knob``
+recovering an efficiency from a synthetic burst: tests/test_published_fit.py.)
 """
 
 from __future__ import annotations
-
-import importlib
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,11 +20,6 @@ from simulator.specs.hardware import get_hardware
 from simulator.specs.models import get_model
 from simulator.stack_presets import VLLM_TRITON_SINK_ATTENTION
 from simulator.stacks import STACKS
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-pc = importlib.import_module("benchmarks.published_cases")
-pf = importlib.import_module("benchmarks.published_fit")
 
 
 def prefill(p: int) -> StepShape:
@@ -112,27 +104,3 @@ def test_a_form_of_the_scenarios_own_sets_its_knobs_whole() -> None:
                    "hardware": {"gpu": "a100-80gb"}, "stack": {"name": "vllm-v1"},
                    "cost": {"form": "roofline"}})
     assert kernel_eff_a(dep) == 1.0
-
-
-EFF_A = 0.3  # the efficiency hidden in the synthetic case
-
-
-def synthetic_case(published: float) -> object:
-    """A burst of 8 prompts of 16,000 + 16 tokens of Llama-3.1-8B on one A100, vLLM 0.11,
-    publishing ``published`` ms of mean TTFT (long prompts: attention is much of it)."""
-    return pc.Case(id="synthetic-attention", source="test", stack="vllm-v1",
-                   stack_version="0.11", gpu="a100-80gb", model="llama-3.1-8b",
-                   weight_dtype="bf16", kv_dtype="bf16", tp=1,
-                   workload={"prompt_tokens": 16000, "output_tokens": 16, "num_prompts": 8,
-                             "arrival": "burst"},
-                   metrics={"mean_ttft_ms": published})
-
-
-def test_published_fit_recovers_an_attention_efficiency() -> None:
-    probe = synthetic_case(1.0)
-    # errors() is (sim - published) / published, so with published = 1 it is sim - 1
-    truth = pf.errors(probe, {}, knobs={"attention_efficiency": EFF_A})["mean_ttft_ms"] + 1
-    full = pf.errors(probe, {}, knobs={"attention_efficiency": 1.0})["mean_ttft_ms"] + 1
-    assert truth > full  # the slower kernel delays the first tokens
-    fitted = pf.fit_knob([synthetic_case(truth)], "attention_efficiency")
-    assert fitted == pytest.approx(EFF_A, abs=0.01)
