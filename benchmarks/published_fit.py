@@ -23,8 +23,9 @@ carries (simulator/stack_presets.py), per layer of the model as the vLLM preset'
 
 ``--knob NAME`` fits one of the roofline prior's efficiencies instead (``attention_efficiency``,
 ``compute_efficiency``, ...: simulator/costs/roofline.py), for cases a prior prices: each
-candidate replays them with ``[cost] form = "roofline"`` and the knob, by a bounded search
-from ``--low`` to 1 (the stack's host costs as its preset's). ``--fixed TERM=MS`` holds a
+candidate replays them with ``[cost] form = "roofline"`` and the knob (the stack's host
+costs kept, as for the prior an empty section falls back to), by a bounded search from
+``--low`` to 1. ``--fixed TERM=MS`` holds a
 term at a value while the others are fitted (a term fitted on
 other cases first). ``--flat`` fits the terms in seconds instead (the same for every
 model: host work per request or token that does not grow with the model's depth, as a
@@ -72,9 +73,7 @@ from benchmarks.published_cases import (  # noqa: E402
 )
 from simulator.costs.roofline import EFFICIENCY_KNOBS  # noqa: E402
 from simulator.runner import run_point  # noqa: E402
-from simulator.specs.hardware import get_hardware  # noqa: E402
 from simulator.specs.models import get_model  # noqa: E402
-from simulator.stacks import StackSection  # noqa: E402
 
 TERMS = ("request_s", "step_s", "token_s", "seq_s", "eager_s", "intake_s")
 LOSS_SCALE = 0.05  # soft_l1 knee, as calibrate/from_run.py
@@ -87,17 +86,10 @@ def case_point(case: Case, per_layer_s: dict[str, float], *, flat: bool = False,
     when ``flat``); with ``knobs``, priced by the roofline prior with those knobs."""
     point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
     point, _ = stack_accepted(point, case)
-    model = get_model(case.model)
-    layers = 1 if flat else model.num_layers
-    cost: dict[str, Any] = {}
-    if knobs:  # an inline form drops the stack's host costs (stacks.apply_stack): keep them
-        preset = StackSection(**point["stack"]).preset()
-        host = {} if preset is None else preset.host_costs(
-            model.num_layers, case.tp, get_hardware(case.gpu))
-        cost = {"form": "roofline", **knobs, **({"overhead": host} if host else {})}
+    layers = 1 if flat else get_model(case.model).num_layers
+    cost: dict[str, Any] = {"form": "roofline", **knobs} if knobs else {}
     if per_layer_s:
-        cost["overhead"] = {**cost.get("overhead", {}),
-                            **{k: v * layers for k, v in per_layer_s.items()}}
+        cost["overhead"] = {k: v * layers for k, v in per_layer_s.items()}
     if cost:
         point["cost"] = cost
     return point

@@ -137,8 +137,10 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     on is refused.
     ``[cost] overhead``: the preset's host costs (for ``model``'s depth on ``gpus``
     GPUs, the scenario's ``hardware.tp``), term by term under the scenario's, unless the
-    scenario prices steps itself (``form``: inline coefficients; ``profile``: a file, whose
-    host terms are its own).
+    scenario prices steps itself (a fitted ``form``: inline coefficients, host work
+    included; ``profile``: a file, whose host terms are its own). ``form = "roofline"``
+    keeps them: its knobs are the prior's kernels, as when an empty section falls back to
+    the prior, which gets the stack's host costs too.
     """
     out = copy.deepcopy(dict(point))
     if preset is None:
@@ -184,7 +186,8 @@ def apply_stack(point: Mapping[str, Any], preset: StackPreset | None,
     cost = dict(out.get("cost") or {})
     given = cost.get("overhead", {})
     host = preset.host_costs(model.num_layers if model else 0, gpus, hardware)
-    if host and "form" not in cost and "profile" not in cost and isinstance(
+    fitted_form = cost.get("form", "roofline") != "roofline"
+    if host and not fitted_form and "profile" not in cost and isinstance(
             given, Mapping):  # a bad overhead value is left for [cost]'s own check
         cost["overhead"] = {**host, **dict(given)}
         out["cost"] = cost

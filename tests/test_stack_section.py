@@ -74,6 +74,10 @@ def test_host_costs_go_under_the_scenarios_own_but_never_under_a_profile() -> No
     assert merged["cost"]["overhead"] == {"step_s": 0.002, "request_s": 0.001}
     assert "overhead" not in apply_stack({"cost": {"profile": "p.json"}}, fake)["cost"]
     assert "overhead" not in apply_stack({"cost": {"form": "linear"}}, fake)["cost"]
+    # the prior's own knobs price the kernels; the host costs stay the stack's, as when an
+    # empty section falls back to the prior
+    own_knobs = apply_stack({"cost": {"form": "roofline", "compute_efficiency": 0.5}}, fake)
+    assert own_knobs["cost"]["overhead"] == {"step_s": 0.002, "request_s": 0.005}
 
 
 @pytest.mark.parametrize("stack", list(STACKS))
