@@ -83,13 +83,18 @@ LATENCY = tuple(k for k, u in UNITS.items() if u == "ms" and k != "batch_latency
 def case_point(case: Case, per_layer_s: dict[str, float], *, flat: bool = False,
                knobs: dict[str, float] | None = None) -> dict[str, Any]:
     """The case's scenario point with host costs ``per_layer_s`` x the model's layers (x 1
-    when ``flat``); with ``knobs``, priced by the roofline prior with those knobs."""
+    when ``flat``); with ``knobs``, priced by the roofline prior with those knobs. Both go
+    over the case's own ``[cost]`` (its engine settings, a runner's or a front end's host
+    terms), term by term."""
     point, _ = scenario_point(case, max_prompts=1000, use_stack=True, burst_rate=math.inf)
     point, _ = stack_accepted(point, case)
     layers = 1 if flat else get_model(case.model).num_layers
-    cost: dict[str, Any] = {"form": "roofline", **knobs} if knobs else {}
+    cost: dict[str, Any] = dict(point.get("cost") or {})
+    if knobs:
+        cost.update({"form": "roofline", **knobs})
     if per_layer_s:
-        cost["overhead"] = {k: v * layers for k, v in per_layer_s.items()}
+        cost["overhead"] = {**cost.get("overhead", {}),
+                            **{k: v * layers for k, v in per_layer_s.items()}}
     if cost:
         point["cost"] = cost
     return point
