@@ -13,17 +13,18 @@ same server: docs/stacks.md, "NIM's token stream".
 
 NIM 1.8.0's server also takes a request's time before the engine sees it (``request_s``:
 its HTTP handling and tokenising, not blocking the engine), ``NIM_18_REQUEST_S``, fitted on
-the page's eight one-client rows (python benchmarks/published_fit.py --fit-prefix
-nim1.8.0-h100-sxm-llama-3.1-8b-fp8-tp1-200-200-c1 ... --terms request_s --flat --high 20
---heldout nim1.8: docs/stacks.md, "NIM 1.8's request time"). NIM 1.0's course rows at
-one client read slow already on one GPU, so its server gets none.
+the page's eight one-client rows (python benchmarks/published_fit.py --case
+nim1.8.0-h100-sxm-llama-3.1-8b-fp8-tp1-200-200-c1 --case ... (each length pair of both
+models at one client) --terms request_s --flat --high 20 --heldout nim1.8: docs/stacks.md,
+"NIM 1.8's request time"). NIM 1.0's course rows at one client read slow already on one
+GPU, so its server gets none.
 """
 
 from __future__ import annotations
 
 NIM_STREAM_S = 1.0 / 13348.0  # s a token: NIM 1.8.0's highest published output rate
 NIM_VERSIONS = "nim-"  # Case.stack_version of the NIM cases: nim-1.0, nim-1.8
-NIM_18_REQUEST_S = 2.8672e-3  # s a request: NIM 1.8.0's server before the engine sees it
+NIM_18_REQUEST_S = 2.837e-3  # s a request: NIM 1.8.0's server before the engine sees it
 NIM_18 = "nim-1.8"
 
 
