@@ -104,3 +104,21 @@ def test_a_form_of_the_scenarios_own_sets_its_knobs_whole() -> None:
                    "hardware": {"gpu": "a100-80gb"}, "stack": {"name": "vllm-v1"},
                    "cost": {"form": "roofline"}})
     assert kernel_eff_a(dep) == 1.0
+
+
+def test_a_shipped_prior_file_takes_the_stacks_attention_efficiency() -> None:
+    # the prior an empty section falls back to may be a shipped file (form "roofline"),
+    # whose knobs leave eff_a out (STACK_KNOBS): the stack's is laid on it, a file's own wins
+    from dataclasses import replace
+
+    from simulator.costs.from_config import PROFILES_DIR
+    from simulator.costs.profile import load_profile
+    from simulator.costs.roofline import STACK_KNOBS
+
+    profile = load_profile(PROFILES_DIR / "a100-40gb__llama-3.1-8b__bf16__tp1.json")
+    assert profile.form == "roofline" and not set(STACK_KNOBS) & set(profile.coefficients)
+    model, hw = get_model("llama-3.1-8b"), get_hardware("a100-40gb")
+    assert profile.build(model, hw, attention_efficiency=0.5).attention_efficiency == 0.5
+    assert profile.build(model, hw).attention_efficiency == 1.0
+    own = replace(profile, coefficients={**profile.coefficients, "attention_efficiency": 0.7})
+    assert own.build(model, hw, attention_efficiency=0.5).attention_efficiency == 0.7

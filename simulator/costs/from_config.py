@@ -415,7 +415,7 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     if sibling is not None:
         return sibling
     if found is not None:  # the deployment's shipped prior file
-        return _profiled(found, model, hw, tp, stack, moe_kind)
+        return _profiled(found, model, hw, tp, stack, moe_kind, attention_efficiency)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind),
                          **attention)
     return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
@@ -486,12 +486,15 @@ PAIRED = {"moe_kind": ""}
 
 
 def _profiled(found: Found, model: ModelSpec, hw: HardwareSpec, tp: int, stack: str | None,
-              moe_kind: str | None = None) -> tuple[CostModel, str, float]:
+              moe_kind: str | None = None,
+              attention_efficiency: float = 1.0) -> tuple[CostModel, str, float]:
     """The cost a found profile gives ``model``: its own, or a stand-in's with the
-    vocabulary corrected (simulator/costs/shape_equivalent.py)."""
+    vocabulary corrected (simulator/costs/shape_equivalent.py); a prior file takes the
+    stack's ``attention_efficiency``."""
     path, profile, stand_in = found
     used = with_machine_note(describe(profile, path), profile)
-    cost = profile.build(model if stand_in is None else stand_in, hw, moe_kind=moe_kind)
+    cost = profile.build(model if stand_in is None else stand_in, hw, moe_kind=moe_kind,
+                         attention_efficiency=attention_efficiency)
     if stand_in is not None:
         delta = logits_delta_s(model, stand_in, hw, tp)
         cost = _under_host(cost, lambda kernel: LogitsOffsetCost(kernel, delta))

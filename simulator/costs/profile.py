@@ -113,16 +113,19 @@ class CostProfile:
             for k, v in coef.items():
                 check_knob(k, v, where="coefficients.")
 
-    def build(self, model: ModelSpec, hw: HardwareSpec, moe_kind: str | None = None
-              ) -> CostModel:
+    def build(self, model: ModelSpec, hw: HardwareSpec, moe_kind: str | None = None,
+              attention_efficiency: float = 1.0) -> CostModel:
         """The cost model this profile describes, for ``model`` on ``tp`` x ``hw``
         (``moe_kind``: whose measured MoE kernels a roofline prior's experts read,
-        simulator/costs/moe_tables.py; None: the default's)."""
+        simulator/costs/moe_tables.py; None: the default's; ``attention_efficiency``: a
+        stack's attention kernel, for a roofline prior whose file does not set one)."""
         if self.form in FITTED:
             return self.build_fitted()
         knobs: dict[str, Any] = {k: float(v) for k, v in self.coefficients.items()}
         if moe_kind is not None:
             knobs["moe_kind"] = moe_kind
+        if attention_efficiency != 1.0:
+            knobs.setdefault("attention_efficiency", attention_efficiency)
         return self.calibrated(
             RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs))
 
