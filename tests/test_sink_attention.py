@@ -87,6 +87,14 @@ def test_other_deployments_keep_the_matmuls_efficiency(model: str, gpu: str, sta
                                                        version: str) -> None:
     dep = deployment(model, gpu, stack, version)
     assert "attention computes at" not in dep.cost_source
+    preset = dep_preset(stack, version)
+    assert preset.attention_efficiency(get_model(model), get_hardware(gpu)) == 1.0
+
+
+def dep_preset(stack: str, version: str):  # noqa: ANN201
+    """The preset a ``[stack]`` section names."""
+    from simulator.stacks import StackSection
+    return StackSection(name=stack, version=version).preset()
 
 
 def test_every_vllm_v1_preset_carries_the_rule_and_no_other_stack_does() -> None:
