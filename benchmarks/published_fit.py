@@ -121,10 +121,19 @@ def residuals(cases: list[Case], terms: tuple[str, ...], theta_ms: np.ndarray, *
     (s per layer, or s)."""
     per_layer = {**(fixed or {}),
                  **{t: max(0.0, float(v)) * 1e-3 for t, v in zip(terms, theta_ms, strict=True)}}
+    return case_residuals(cases, per_layer, flat=flat, throughput=throughput)
+
+
+def case_residuals(cases: list[Case], per_layer_s: dict[str, float], *, flat: bool = False,
+                   throughput: bool = False, knobs: dict[str, float] | None = None
+                   ) -> np.ndarray:
+    """Latency errors (and output-throughput errors when ``throughput``) of every case
+    with host costs ``per_layer_s`` (and roofline ``knobs``); a metric with no result
+    counts as an error of 10."""
     fitted = (*LATENCY, "output_throughput") if throughput else LATENCY
     out = []
     for case in cases:
-        errs = errors(case, per_layer, flat=flat)
+        errs = errors(case, per_layer_s, flat=flat, knobs=knobs)
         out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in fitted]
     return np.array(out)
 
@@ -140,24 +149,13 @@ def bounded_soft_l1(residuals_at: Callable[[float], np.ndarray], *, high: float,
                                  options={"xatol": tolerance}).x)
 
 
-def knob_residuals(cases: list[Case], knob: str, value: float, *,
-                   throughput: bool = False) -> np.ndarray:
-    """Latency errors (and output-throughput errors when ``throughput``) of every fitting
-    case priced by the roofline prior with ``knob`` = ``value``."""
-    fitted = (*LATENCY, "output_throughput") if throughput else LATENCY
-    out = []
-    for case in cases:
-        errs = errors(case, {}, knobs={knob: value})
-        out += [errs[k] if math.isfinite(errs[k]) else 10.0 for k in errs if k in fitted]
-    return np.array(out)
-
-
 def fit_knob(cases: list[Case], knob: str, *, low: float = 0.05,
              throughput: bool = False) -> float:
     """The value in [``low``, 1] of the roofline prior's ``knob`` that best matches
     ``cases``' latencies (and throughputs): the bounded search of :func:`fit`, to 0.001."""
-    return bounded_soft_l1(lambda x: knob_residuals(cases, knob, x, throughput=throughput),
-                           high=1.0, low=low, tolerance=1e-3)
+    return bounded_soft_l1(
+        lambda x: case_residuals(cases, {}, throughput=throughput, knobs={knob: x}),
+        high=1.0, low=low, tolerance=1e-3)
 
 
 def share_within(errors: Iterable[float]) -> float:

@@ -39,9 +39,10 @@ def front_end_host(stack_version: str) -> dict[str, float]:
 
 def front_end_note(stack_version: str) -> str:
     """What the replay adds for the case's server ("" where nothing)."""
-    if not front_end_host(stack_version):
+    host = front_end_host(stack_version)
+    if not host:
         return ""
-    request = front_end_host(stack_version).get("request_s")
+    request = host.get("request_s")
     takes = (f"; it takes {request * 1e3:.4g} ms a request before the engine sees it "
              "(cost.overhead.request_s, fitted on NIM 1.8.0's one-client rows)"
              if request else "")

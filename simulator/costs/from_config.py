@@ -402,11 +402,9 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
              stack: str | None = None, moe_kind: str | None = None,
              dp: dict[str, Any] | None = None,
              attention_efficiency: float = 1.0) -> tuple[CostModel, str, float]:
-    attention = {} if attention_efficiency == 1.0 else {
-        "attention_efficiency": attention_efficiency}
     if dp:  # attention data parallel: the prior (the shipped profiles are TP steps)
         prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind), **dp,
-                             **attention)
+                             attention_efficiency=attention_efficiency)
         return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
     found, measured = _measured(model, hw, tp, weight_dtype, kv_dtype, stack)
     if measured is not None:
@@ -417,7 +415,7 @@ def _default(model: ModelSpec, hw: HardwareSpec, tp: int, weight_dtype: str, kv_
     if found is not None:  # the deployment's shipped prior file
         return _profiled(found, model, hw, tp, stack, moe_kind, attention_efficiency)
     prior = fitted_prior(model, hw, tp, weight_dtype, kv_dtype, **_moe_arg(moe_kind),
-                         **attention)
+                         attention_efficiency=attention_efficiency)
     return prior, with_prior_notes(_prior_label(model, hw, tp, weight_dtype), prior), 0.0
 
 

@@ -124,8 +124,7 @@ class CostProfile:
         knobs: dict[str, Any] = {k: float(v) for k, v in self.coefficients.items()}
         if moe_kind is not None:
             knobs["moe_kind"] = moe_kind
-        if attention_efficiency != 1.0:
-            knobs.setdefault("attention_efficiency", attention_efficiency)
+        knobs.setdefault("attention_efficiency", attention_efficiency)
         return self.calibrated(
             RooflineCost(model, hw, self.tp, self.weight_dtype, self.kv_dtype, **knobs))
 
