@@ -297,14 +297,17 @@ def report(rows: list[dict[str, Any]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def select(cases: list[Case], ids: list[str], group: str | None) -> list[Case]:
+def select(cases: list[Case], ids: Sequence[str],
+           groups: Sequence[str] | None = None) -> list[Case]:
     """Cases whose id starts with one of ``ids`` (all when none) and whose group starts
-    with ``group`` (``trtllm`` or ``trtllm-1.0/h100-sxm``)."""
+    with one of ``groups`` (``trtllm`` or ``trtllm-1.0/h100-sxm``; all when none)."""
+    groups = groups or ()
     chosen = [c for c in cases if not ids or any(c.id.startswith(i) for i in ids)]
-    chosen = [c for c in chosen if group is None or c.group.startswith(group)]
+    chosen = [c for c in chosen if not groups or any(c.group.startswith(g) for g in groups)]
     if not chosen:
         known = sorted({c.group for c in cases})
-        raise ConfigError(f"no case matches --case {ids} --group {group!r}; groups: {known}")
+        raise ConfigError(f"no case matches --case {list(ids)} --group {list(groups)}; "
+                          f"groups: {known}")
     return chosen
 
 
@@ -325,7 +328,9 @@ def head_commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", action="append", default=[], help="case id or id prefix")
-    ap.add_argument("--group", help="group or its start: trtllm, trtllm-1.0/h100-sxm")
+    ap.add_argument("--group", action="append", default=[],
+                    help="group or its start: trtllm, trtllm-1.0/h100-sxm (repeatable: "
+                         "the cases of any of them)")
     ap.add_argument("--json", help="write the rows and the group table here")
     ap.add_argument("--max-prompts", type=int, default=1000,
                     help="simulate at most this many prompts of a throughput-only case "
@@ -374,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _every_case_as_shipped(args: argparse.Namespace) -> bool:
     """A replay of every case with the default settings (what the track record holds)."""
-    return (not args.case and args.group is None and not args.overrides
+    return (not args.case and not args.group and not args.overrides
             and args.cases_file is None and args.max_prompts == 1000
             and args.trtllm_buffers == "log")
 
