@@ -12,7 +12,7 @@ from typing import Any
 from simulator.cluster import ClusterSpec
 from simulator.costs.base import CostModel
 from simulator.costs.from_config import cost_model_from_config
-from simulator.costs.host import request_delay_s
+from simulator.costs.host import overlapped, request_delay_s
 from simulator.costs.roofline import check_attention_dp
 from simulator.costs.speculative import draft_cost
 from simulator.errors import ConfigError
@@ -116,6 +116,8 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
     policy = rank_limits(policy, dp)
+    if getattr(policy, "overlap_schedule", False) and not spec.on:  # as the replica's
+        cost, cost_source = _overlapped(cost, cost_source)
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
     return Deployment(
         model=model, hardware=hw, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -136,6 +138,17 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
         window_blocks=(sc.kv.without_held_windows() if sc.disaggregated.enabled  # as its
                        else sc.kv).window_blocks(model, kv_dtype),  # pools (disagg_build)
     )
+
+
+def _overlapped(cost: CostModel, source: str) -> tuple[CostModel, str]:
+    """``cost`` and its source under an overlap scheduler, which forms the next step while
+    the GPU runs this one: the per-row host work runs beside the step
+    (simulator/costs/host.py)."""
+    beside = overlapped(cost)
+    if beside is cost:
+        return cost, source
+    return beside, (f"{source}; the overlap scheduler forms each step while the GPU runs "
+                    f"the last, so the per-row host work (seq_s) runs beside the step")
 
 
 # the policy limits an attention data-parallel rank applies to its own requests

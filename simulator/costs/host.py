@@ -20,6 +20,16 @@ it to a kernel-level cost model in two kinds:
   a recompute after preemption is not counted again;
 - ``seq_s``: per running decode row (Python bookkeeping that grows with the batch).
 
+Under an overlap scheduler (``policy.overlap_schedule``: SGLang's from 0.4, vLLM's async
+scheduling) the engine forms step N+1 on the CPU while the GPU runs step N, so the per-row
+bookkeeping runs beside the step instead of after it (:func:`overlapped`)::
+
+    t = max(inner(step) + step_s + admit_s * admitted + finish_s * finished
+            + token_s * (D + admitted),  seq_s * D)
+
+The other terms stay in series: they were fitted as the time a step loses whichever way the
+engine schedules.
+
 And a step above the stack's CUDA-graph limit: a pure-decode step of more than
 ``graph_max_rows`` rows (0: no limit) costs ``eager_s`` more. Stacks capture decode steps as
 CUDA graphs only up to a batch size (SGLang's ``cuda_graph_max_bs``) and launch a larger
@@ -134,9 +144,12 @@ DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 class HostCost:
     """``inner``'s step times plus blocking host work; carries ``request_s`` for the simulator."""
 
-    def __init__(self, inner: CostModel, overhead: Overhead) -> None:
+    def __init__(self, inner: CostModel, overhead: Overhead, overlapped: bool = False) -> None:
         self.inner = inner
         self.overhead = overhead
+        # the per-row bookkeeping (seq_s) runs beside the step (an overlap scheduler), not
+        # after it: the module docstring
+        self.overlapped = overlapped
         # decode rows past which a pure-decode step pays eager_s (inf: never), decided once
         # so a step without the term pays one comparison
         priced = overhead.eager_s > 0 and overhead.graph_max_rows > 0
@@ -147,16 +160,28 @@ class HostCost:
         """Seconds from a request's arrival to the engine seeing it (not a step cost)."""
         return self.overhead.request_s
 
-    def _host(self, d: Num, admitted: Num, finished: Num) -> Num:
-        """The blocking host seconds of a step (numbers) or of many steps (arrays)."""
+    def _serial(self, d: Num, admitted: Num, finished: Num) -> Num:
+        """The host seconds a step always waits for (all but ``seq_s``)."""
         h = self.overhead
         return (h.step_s + h.admit_s * admitted + h.finish_s * finished
-                + h.token_s * (d + admitted) + h.seq_s * d)
+                + h.token_s * (d + admitted))
+
+    def _host(self, d: Num, admitted: Num, finished: Num) -> Num:
+        """The blocking host seconds of a step (numbers) or of many steps (arrays), without
+        an overlap scheduler."""
+        return self._serial(d, admitted, finished) + self.overhead.seq_s * d
+
+    def _with(self, kernel_s: float, d: float, admitted: float, finished: float) -> float:
+        """One step's seconds: the kernels' ``kernel_s`` and the host's."""
+        if self.overlapped:
+            return max(kernel_s + float(self._serial(d, admitted, finished)),
+                       self.overhead.seq_s * d)
+        return kernel_s + float(self._host(d, admitted, finished))
 
     def step_time(self, shape: StepShape) -> float:
         d = float(shape.num_decode_seqs)
-        host = self._host(d, float(shape.num_admitted), float(shape.num_finished))
-        t = self.inner.step_time(shape) + float(host)
+        t = self._with(self.inner.step_time(shape), d, float(shape.num_admitted),
+                       float(shape.num_finished))
         if d > self._eager_past and shape.num_prefill_tokens == 0:
             t += self.overhead.eager_s
         return t
@@ -165,17 +190,19 @@ class HostCost:
         inner = decode_pricer(self.inner)
         if inner is None:
             return None
-        host, past, eager = self._host, self._eager_past, self.overhead.eager_s
+        both, past, eager = self._with, self._eager_past, self.overhead.eager_s
         if past == math.inf:
-            return lambda d, c, f: inner(d, c, f) + float(host(float(d), 0.0, float(f)))
-        return lambda d, c, f: (inner(d, c, f) + float(host(float(d), 0.0, float(f)))
+            return lambda d, c, f: both(inner(d, c, f), float(d), 0.0, float(f))
+        return lambda d, c, f: (both(inner(d, c, f), float(d), 0.0, float(f))
                                 + (eager if d > past else 0.0))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)
         a = shapes.num_admitted.astype(np.float64)
         f = shapes.num_finished.astype(np.float64)
-        out = self.inner.step_times(shapes) + self._host(d, a, f)
+        kernels = self.inner.step_times(shapes)
+        out = (np.maximum(kernels + self._serial(d, a, f), self.overhead.seq_s * d)
+               if self.overlapped else kernels + self._host(d, a, f))
         if self._eager_past < math.inf:
             out = out + self.overhead.eager_s * ((shapes.num_prefill_tokens == 0)
                                                  & (d > self._eager_past))
@@ -185,6 +212,14 @@ class HostCost:
 def with_overhead(cost: CostModel, overhead: Overhead) -> CostModel:
     """``cost`` with ``overhead`` added (``cost`` itself when every term is 0)."""
     return HostCost(cost, overhead) if overhead.to_dict() else cost
+
+
+def overlapped(cost: CostModel) -> CostModel:
+    """``cost`` under an overlap scheduler: its per-row host work (``seq_s``) runs beside
+    each step, not after it (the module docstring); ``cost`` itself when it has none."""
+    if isinstance(cost, HostCost) and cost.overhead.seq_s > 0 and not cost.overlapped:
+        return HostCost(cost.inner, cost.overhead, overlapped=True)
+    return cost
 
 
 def calibrated_cost(cost: CostModel, time_scale: float, overhead: Overhead) -> CostModel:
