@@ -11,7 +11,8 @@ simulated (a model or GPU newly covered), per group (``--by model``: per model, 
 that record it; ``--by both``: per model and group): n, share within 15%, median |error|
 and signed median. The before/after figures docs/gpu-profiles.md quotes for a change were
 printed this way. ``--crossings`` then lists the held-out cases whose error crossed the 15%
-line, in and out, each with its error before and after.
+line, in and out, each with its error before and after. ``--in-sample`` counts the cases a
+preset was fitted on too (a case fitted in either run), for what a fit did to its own.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ class Row(NamedTuple):
     model: str  # "?" where the run did not record it
 
 
-def errors(path: Path, metric: str) -> dict[str, Row]:
-    """Case id -> its :class:`Row` of ``metric``, held out only."""
+def errors(path: Path, metric: str, in_sample: bool = False) -> dict[str, Row]:
+    """Case id -> its :class:`Row` of ``metric``, held out only (``in_sample``: the cases a
+    preset was fitted on too)."""
     out = {}
     for row in json.loads(path.read_text())["rows"]:
         m = (row.get("metrics") or {}).get(metric)
-        if row.get("fitted") or not m or m.get("error") is None:
+        if (row.get("fitted") and not in_sample) or not m or m.get("error") is None:
             continue
         out[row["id"]] = Row(row["group"], m["simulated"], m["error"], row.get("model", "?"))
     return out
@@ -114,8 +116,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="how the newly simulated cases are grouped")
     ap.add_argument("--crossings", action="store_true",
                     help="then the cases whose error crossed the 15%% line, in and out")
+    ap.add_argument("--in-sample", action="store_true",
+                    help="count the cases a preset was fitted on too (what a fit did to "
+                         "its own cases, beside the held-out ones)")
     args = ap.parse_args(argv)
-    before, after = errors(args.before, args.metric), errors(args.after, args.metric)
+    before = errors(args.before, args.metric, args.in_sample)
+    after = errors(args.after, args.metric, args.in_sample)
     print("\n".join(compare(before, after) + newly_simulated(before, after, args.by)
                     + (crossings(before, after) if args.crossings else [])))
     return 0

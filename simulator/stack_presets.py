@@ -480,24 +480,23 @@ VLLM_V1_08_MULTI_GPU_SOURCE = (
 # it, preparing its inputs, reading back and packing its token for the API server. Without
 # async scheduling it runs between two steps; with it (0.14's default, `--async-scheduling`
 # from 0.10.1) beside them (simulator/costs/host.py, "overlapped"). GPUStack's one-GPU
-# bursts of 1,000 ShareGPT prompts show it: their --async-scheduling twins published 3.7-16%
+# bursts of 1,000 ShareGPT prompts show it: their --async-scheduling twins published 4-16%
 # more output tokens a second, where the replay read each pair the same. Its size depends on
-# the host's CPU, so it is fitted over every one-GPU V1 run without async scheduling that
-# has many rows running, five machines: `python benchmarks/published_fit.py --case
-# vllm0.11.0-gpustack-a100-80gb-gpt-oss-20b-tp1-sharegpt1000 --case vllm0.11.0-gpustack-
-# h100-sxm-gpt-oss-20b-tp1-sharegpt1000 --case vllm0.11.0-gpustack-a100-80gb-gpt-oss-120b-
-# tp1-sharegpt1000 --case vllm0.8dev-pr14431-h100-sxm-llama-3.1-8b-tp1-sharegpt1000 --case
-# vllm0.8dev-pr14152-h100-sxm-llama-3.1-8b-tp1-sharegpt1000` plus `--case` for each of IOG's
-# 35 one-GPU runs (vllm0.8.5-iog-h100-pcie-*-tp1-*, vllm0.8.5-iog-rtx4090-*-tp1-*) `--terms
-# seq_s --flat --throughput --high 0.1 --heldout vllm0.10.2-gpustack`: 9.9 us (the three
-# GPUStack runs alone ask 22.8: docs/stacks.md, "vLLM V1's engine core, a cost per running
-# request").
-VLLM_V1_ENGINE_ROWS = {"seq_s": 9.9e-6}
+# the host's CPU; fitted on the one-GPU V1 runs without async scheduling that keep the
+# most requests running, bursts of 1,000 prompts on three machines: `python
+# benchmarks/published_fit.py --case vllm0.11.0-gpustack-a100-80gb-gpt-oss-20b-tp1-
+# sharegpt1000 --case vllm0.11.0-gpustack-h100-sxm-gpt-oss-20b-tp1-sharegpt1000 --case
+# vllm0.11.0-gpustack-a100-80gb-gpt-oss-120b-tp1-sharegpt1000 --case vllm0.8dev-pr14431-
+# h100-sxm-llama-3.1-8b-tp1-sharegpt1000 --case vllm0.8dev-pr14152-h100-sxm-llama-3.1-8b-
+# tp1-sharegpt1000 --terms seq_s --flat --throughput --high 0.1 --heldout vllm0.8.5-iog`:
+# 20.2 us. IOG's one-GPU runs at rates, held out, would take less (docs/stacks.md, "vLLM
+# V1's engine core, a cost per running request").
+VLLM_V1_ENGINE_ROWS = {"seq_s": 20.2e-6}
 VLLM_V1_ENGINE_ROWS_SOURCE = (
-    "host: seq_s 9.9 us per decode row (the V1 engine core's per-request work each step; "
-    "beside the step under async scheduling), fitted on 40 one-GPU vLLM V1 runs without "
-    "async scheduling on five machines (GPUStack's 0.11.0 bursts, vllm-project/vllm#14431 "
-    "and #14152, IOG's 0.8.5 runs: benchmarks/published_cases*.toml)")
+    "host: seq_s 20.2 us per decode row (the V1 engine core's per-request work each step; "
+    "beside the step under async scheduling), fitted on five one-GPU vLLM V1 bursts of "
+    "1,000 prompts without async scheduling (GPUStack's 0.11.0 gpt-oss runs, "
+    "vllm-project/vllm#14431 and #14152: benchmarks/published_cases*.toml)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 # A model's sliding-window layers in vLLM's cache: until V1's hybrid KV-cache manager they
 # cost as full-attention layers (every token of every layer), from it they draw their

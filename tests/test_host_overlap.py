@@ -65,13 +65,13 @@ def test_vllm_014_async_scheduling_hides_the_engine_cores_rows_012_pays_them() -
     sync, beside = resolve(_point("0.12")), resolve(_point("0.14"))
     assert "runs beside the step" in beside.cost_source
     assert "runs beside the step" not in sync.cost_source
-    rows = 256  # a decode step whose kernels outlast 256 x 9.9 us = 2.5 ms of host work
+    rows = 256  # a decode step whose kernels outlast 256 x 20.2 us = 5.2 ms of host work
     step = _decode(rows)
     assert sync.cost.step_time(step) - beside.cost.step_time(step) == pytest.approx(
-        9.9e-6 * rows)
+        20.2e-6 * rows)
 
 
 def test_the_08_lines_multi_gpu_cost_a_row_still_totals_its_fit() -> None:
     preset = next(p for p in STACKS["vllm-v1"] if p.version == "0.8")
-    assert preset.host_costs(32, 1)["seq_s"] == pytest.approx(9.9e-6)  # the engine core
+    assert preset.host_costs(32, 1)["seq_s"] == pytest.approx(20.2e-6)  # the engine core
     assert preset.host_costs(80, 8)["seq_s"] == pytest.approx(52.5e-6)  # + the executor's

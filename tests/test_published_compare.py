@@ -36,6 +36,23 @@ def test_changed_rows_and_shares_by_hand(tmp_path: Path) -> None:
     assert rows["all"].endswith("changed:     2    0.0%  ->   100.0%")
 
 
+def test_in_sample_counts_the_fitted_cases_too(tmp_path: Path) -> None:
+    # d was fitted (in the second run only, as when a change fits on it): left out unless
+    # --in-sample, then its 0.0 -> 0.5 crossing is counted
+    before = _run(tmp_path / "b.json", [("a", "g1", 100.0, 0.10, ""), ("d", "g1", 1.0, 0.0, "")])
+    after = _run(tmp_path / "a.json", [("a", "g1", 100.0, 0.10, ""), ("d", "g1", 2.0, 0.5, "x")])
+    held = cmp.compare(cmp.errors(before, "output_throughput"),
+                       cmp.errors(after, "output_throughput"))
+    assert {line.split()[0]: line for line in held[1:]}["all"].split()[1] == "1"
+    both_b = cmp.errors(before, "output_throughput", in_sample=True)
+    both_a = cmp.errors(after, "output_throughput", in_sample=True)
+    rows = {line.split()[0]: line for line in cmp.compare(both_b, both_a)[1:]}
+    assert rows["all"].split()[1:3] == ["2", "100.0%"]  # a and d within before
+    assert rows["all"].split()[5] == "50.0%"  # d at +50% after: out
+    assert any("d" in line and "+0.0% -> +50.0%" in line
+               for line in cmp.crossings(both_b, both_a))
+
+
 def test_cases_only_the_second_run_simulated(tmp_path: Path) -> None:
     before = _run(tmp_path / "b.json", [("a", "g1", 100.0, 0.10, "")])
     after = _run(tmp_path / "a.json", [("a", "g1", 100.0, 0.10, ""), ("n1", "g2", 5.0, -0.30, ""),

@@ -61,17 +61,17 @@ def _v1_step(version: str, tp: int) -> float:
 
 @pytest.mark.parametrize("version", ["0.8", "0.8.4", "0.8.5"])
 def test_vllm_08_pays_more_a_row_only_with_more_than_one_gpu(version: str) -> None:
-    # every V1 engine core: 9.9 us a decode row; 0.8's executor with more than one GPU
-    # brings it to its fitted 52.5 us, so 100 rows cost 100 x 42.6 us = 4.26 ms more on
+    # every V1 engine core: 20.2 us a decode row; 0.8's executor with more than one GPU
+    # brings it to its fitted 52.5 us, so 100 rows cost 100 x 32.3 us = 3.23 ms more on
     # two GPUs than 0.9's step (the same kernels and per-layer costs); on one GPU the two
     # releases price the step alike
     assert VLLM_V1_08_MULTI_GPU["seq_s"] == pytest.approx(52.5e-6)
-    assert VLLM_V1_ENGINE_ROWS["seq_s"] == pytest.approx(9.9e-6)
+    assert VLLM_V1_ENGINE_ROWS["seq_s"] == pytest.approx(20.2e-6)
     assert _v1_step(version, 2) - _v1_step("0.9", 2) == pytest.approx(
-        100 * (52.5e-6 - 9.9e-6), rel=1e-9)
+        100 * (52.5e-6 - 20.2e-6), rel=1e-9)
     assert _v1_step(version, 1) == _v1_step("0.9", 1)
     preset = next(p for p in STACKS["vllm-v1"] if p.version == version)
-    assert preset.host_costs(80)["seq_s"] == pytest.approx(9.9e-6)
+    assert preset.host_costs(80)["seq_s"] == pytest.approx(20.2e-6)
     assert preset.host_costs(80, 8)["seq_s"] == pytest.approx(52.5e-6)
 
 
