@@ -476,27 +476,6 @@ VLLM_V1_08_MULTI_GPU_SOURCE = (
     "multiprocess executor's per-request SchedulerOutput objects, vllm-project/vllm#20232), "
     "fitted on vLLM 0.8.3 runs of Llama-3.3-70B on eight A100s "
     "(benchmarks/published_cases_vllm_v1.toml vllm0.8.3-llmk8s-*-qps16-cached, -inf-cached)")
-# The V1 engine core's work per running request and step, on any number of GPUs: scheduling
-# it, preparing its inputs, reading back and packing its token for the API server. Without
-# async scheduling it runs between two steps; with it (0.14's default, `--async-scheduling`
-# from 0.10.1) beside them (simulator/costs/host.py, "overlapped"). GPUStack's one-GPU
-# bursts of 1,000 ShareGPT prompts show it: their --async-scheduling twins published 4-16%
-# more output tokens a second, where the replay read each pair the same. Its size depends on
-# the host's CPU; fitted on the one-GPU V1 runs without async scheduling that keep the
-# most requests running, bursts of 1,000 prompts on three machines: `python
-# benchmarks/published_fit.py --case vllm0.11.0-gpustack-a100-80gb-gpt-oss-20b-tp1-
-# sharegpt1000 --case vllm0.11.0-gpustack-h100-sxm-gpt-oss-20b-tp1-sharegpt1000 --case
-# vllm0.11.0-gpustack-a100-80gb-gpt-oss-120b-tp1-sharegpt1000 --case vllm0.8dev-pr14431-
-# h100-sxm-llama-3.1-8b-tp1-sharegpt1000 --case vllm0.8dev-pr14152-h100-sxm-llama-3.1-8b-
-# tp1-sharegpt1000 --terms seq_s --flat --throughput --high 0.1 --heldout vllm0.8.5-iog`:
-# 20.2 us. IOG's one-GPU runs at rates, held out, would take less (docs/stacks.md, "vLLM
-# V1's engine core, a cost per running request").
-VLLM_V1_ENGINE_ROWS = {"seq_s": 20.2e-6}
-VLLM_V1_ENGINE_ROWS_SOURCE = (
-    "host: seq_s 20.2 us per decode row (the V1 engine core's per-request work each step; "
-    "beside the step under async scheduling), fitted on five one-GPU vLLM V1 bursts of "
-    "1,000 prompts without async scheduling (GPUStack's 0.11.0 gpt-oss runs, "
-    "vllm-project/vllm#14431 and #14152: benchmarks/published_cases*.toml)")
 VLLM_KV = {"block_size": 16, "gpu_memory_utilization": 0.9}
 # A model's sliding-window layers in vLLM's cache: until V1's hybrid KV-cache manager they
 # cost as full-attention layers (every token of every layer), from it they draw their
@@ -923,7 +902,7 @@ def _vllm_sink_attention(model: ModelSpec, hw: HardwareSpec) -> float:
 def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, Any]],
              sources: tuple[str, ...], overlap: bool = False,
              host_08: bool = False, triton_kernels: bool = False,
-             window_held: bool = True, engine_rows: bool = True) -> StackPreset:
+             window_held: bool = True) -> StackPreset:
     """A vLLM V1 release: chunked prefill always, vLLM's rules, kernel tables and host
     costs; what changed between releases is the batch defaults (``adapt``), from 0.14
     async scheduling (``overlap``: ``policy.overlap_schedule``), where measured the
@@ -935,12 +914,7 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
     ones)."""
     rules = {"name": "chunked", **VLLM_RULES, **({"overlap_schedule": True} if overlap else {})}
     extra = (VLLM_V1_08_FRONT_END_SOURCE, VLLM_V1_08_MULTI_GPU_SOURCE) if host_08 else ()
-    extra = (VLLM_V1_INTAKE_SOURCE, *extra,
-             *((VLLM_V1_ENGINE_ROWS_SOURCE,) if engine_rows else ()))
-    rows = VLLM_V1_ENGINE_ROWS if engine_rows else {}
-    # 0.8's fitted multi-GPU cost a row holds the engine core's own: the executor's part
-    multi = ({"seq_s": VLLM_V1_08_MULTI_GPU["seq_s"] - rows.get("seq_s", 0.0)}
-             if host_08 else None)
+    extra = (VLLM_V1_INTAKE_SOURCE, *extra)
     return _preset("vllm-v1", version, rules,
                    {**VLLM_KV, "prefix_caching": True,
                     **(VLLM_WINDOW_HELD if window_held else VLLM_WINDOW_AS_FULL)},
@@ -949,9 +923,9 @@ def _vllm_v1(version: str, adapt: Callable[[ModelSpec, HardwareSpec], dict[str, 
                     VLLM_MXFP4_SOURCE[triton_kernels], VLLM_WINDOW_SOURCES[window_held],
                     VLLM_TRITON_SINK_SOURCE),
                    profiles="vllm", per_layer=VLLM_V1_DISPATCH,
-                   overhead={**VLLM_V1_INTAKE, **rows,
+                   overhead={**VLLM_V1_INTAKE,
                              **(VLLM_V1_08_FRONT_END if host_08 else {})},
-                   multi_gpu=multi, adapt=adapt,
+                   multi_gpu=VLLM_V1_08_MULTI_GPU if host_08 else None, adapt=adapt,
                    fp8_kv_with=(), moe_kind=None if triton_kernels else MARLIN_KIND,
                    marlin_mxfp4=_marlin_below_sm90 if triton_kernels else _marlin_but_blackwell,
                    attention_rule=_vllm_sink_attention)

@@ -1,7 +1,7 @@
 """Host work beside the step under an overlap scheduler (simulator/costs/host.py): the
 per-row bookkeeping (``seq_s``) runs while the GPU computes, so a step lasts the longer of
-the two, by hand; and vLLM V1's engine-core cost a row, in series before 0.14's async
-scheduling and beside the step from it (simulator/stack_presets.py)."""
+the two, by hand; and a scenario's cost a row, in series under vLLM 0.12 and beside the
+step under 0.14's async scheduling (simulator/deployment.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from helpers import TokenCost
 from simulator.costs.host import HostCost, Overhead, overlapped
 from simulator.deployment import resolve
 from simulator.shapes import StepShape, StepShapes
-from simulator.stacks import STACKS
 
 # kernels: 10 ms a step + 0.02 ms a decode row; host: 1 ms a step + 0.1 ms a decode row
 KERNELS = TokenCost(step_s=0.010, decode_seq_s=2e-5)
@@ -56,22 +55,26 @@ def test_nothing_to_overlap_leaves_the_cost_as_it_is() -> None:
     assert overlapped(BESIDE) is BESIDE
 
 
-def _point(version: str, tp: int = 1) -> dict:
-    return {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm", "tp": tp},
-            "stack": {"name": "vllm-v1", "version": version}}
+def _point(version: str, seq_s: float) -> dict:
+    return {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "h100-sxm", "tp": 1},
+            "stack": {"name": "vllm-v1", "version": version},
+            "cost": {"overhead": {"seq_s": seq_s}}}
 
 
-def test_vllm_014_async_scheduling_hides_the_engine_cores_rows_012_pays_them() -> None:
-    sync, beside = resolve(_point("0.12")), resolve(_point("0.14"))
+def test_vllm_014_async_scheduling_runs_a_row_cost_beside_the_step_012_in_series() -> None:
+    # the scenario's own 20 us a decode row (no vLLM preset carries one on one GPU)
+    sync, beside = resolve(_point("0.12", 20e-6)), resolve(_point("0.14", 20e-6))
     assert "runs beside the step" in beside.cost_source
     assert "runs beside the step" not in sync.cost_source
-    rows = 256  # a decode step whose kernels outlast 256 x 20.2 us = 5.2 ms of host work
+    rows = 256  # a decode step whose kernels outlast 256 x 20 us = 5.1 ms of host work
     step = _decode(rows)
     assert sync.cost.step_time(step) - beside.cost.step_time(step) == pytest.approx(
-        20.2e-6 * rows)
+        20e-6 * rows)
+    # without a row cost the two releases price the step alike
+    assert resolve(_point("0.12", 0.0)).cost.step_time(step) == beside.cost.step_time(step)
 
 
-def test_the_08_lines_multi_gpu_cost_a_row_still_totals_its_fit() -> None:
-    preset = next(p for p in STACKS["vllm-v1"] if p.version == "0.8")
-    assert preset.host_costs(32, 1)["seq_s"] == pytest.approx(20.2e-6)  # the engine core
-    assert preset.host_costs(80, 8)["seq_s"] == pytest.approx(52.5e-6)  # + the executor's
+def test_speculation_keeps_the_host_work_in_series() -> None:
+    spec = {**_point("0.14", 20e-6), "speculative": {"num_tokens": 3, "acceptance": 0.7,
+                                                "draft_layers": 2}}
+    assert "runs beside the step" not in resolve(spec).cost_source
