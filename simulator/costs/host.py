@@ -142,7 +142,8 @@ DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 
 class HostCost:
-    """``inner``'s step times plus blocking host work; carries ``request_s`` for the simulator."""
+    """``inner``'s step times plus blocking host work (its per-row part beside the step when
+    ``overlapped``: an overlap scheduler); carries ``request_s`` for the simulator."""
 
     def __init__(self, inner: CostModel, overhead: Overhead, overlapped: bool = False) -> None:
         self.inner = inner
