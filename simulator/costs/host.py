@@ -161,28 +161,27 @@ class HostCost:
         """Seconds from a request's arrival to the engine seeing it (not a step cost)."""
         return self.overhead.request_s
 
-    def _serial(self, d: Num, admitted: Num, finished: Num) -> Num:
-        """The host seconds a step always waits for (all but ``seq_s``)."""
+    def _host(self, d: Num, admitted: Num, finished: Num) -> Num:
+        """The blocking host seconds of a step (numbers) or of many steps (arrays), every
+        term in series."""
         h = self.overhead
         return (h.step_s + h.admit_s * admitted + h.finish_s * finished
-                + h.token_s * (d + admitted))
+                + h.token_s * (d + admitted) + h.seq_s * d)
 
-    def _host(self, d: Num, admitted: Num, finished: Num) -> Num:
-        """The blocking host seconds of a step (numbers) or of many steps (arrays), without
-        an overlap scheduler."""
-        return self._serial(d, admitted, finished) + self.overhead.seq_s * d
-
-    def _with(self, kernel_s: float, d: float, admitted: float, finished: float) -> float:
-        """One step's seconds: the kernels' ``kernel_s`` and the host's."""
-        if self.overlapped:
-            return max(kernel_s + float(self._serial(d, admitted, finished)),
-                       self.overhead.seq_s * d)
-        return kernel_s + float(self._host(d, admitted, finished))
+    def _beside(self, kernel_s: Num, host_s: Num, d: Num) -> Num:
+        """A step under an overlap scheduler: its kernels and serial host terms, or its
+        rows' host work (``seq_s`` x ``d``, part of ``host_s``) if that is longer."""
+        rows = self.overhead.seq_s * d
+        serial = kernel_s + host_s - rows
+        if isinstance(serial, float):  # one step: no numpy on the hot path
+            return serial if serial >= rows else rows
+        return np.maximum(serial, rows)
 
     def step_time(self, shape: StepShape) -> float:
         d = float(shape.num_decode_seqs)
-        t = self._with(self.inner.step_time(shape), d, float(shape.num_admitted),
-                       float(shape.num_finished))
+        host = float(self._host(d, float(shape.num_admitted), float(shape.num_finished)))
+        t = self.inner.step_time(shape)
+        t = float(self._beside(t, host, d)) if self.overlapped else t + host
         if d > self._eager_past and shape.num_prefill_tokens == 0:
             t += self.overhead.eager_s
         return t
@@ -191,19 +190,24 @@ class HostCost:
         inner = decode_pricer(self.inner)
         if inner is None:
             return None
-        both, past, eager = self._with, self._eager_past, self.overhead.eager_s
+        host, past, eager = self._host, self._eager_past, self.overhead.eager_s
+        if self.overlapped:
+            beside = self._beside
+            return lambda d, c, f: (float(beside(inner(d, c, f),
+                                                 float(host(float(d), 0.0, float(f))),
+                                                 float(d)))
+                                    + (eager if d > past else 0.0))
         if past == math.inf:
-            return lambda d, c, f: both(inner(d, c, f), float(d), 0.0, float(f))
-        return lambda d, c, f: (both(inner(d, c, f), float(d), 0.0, float(f))
+            return lambda d, c, f: inner(d, c, f) + float(host(float(d), 0.0, float(f)))
+        return lambda d, c, f: (inner(d, c, f) + float(host(float(d), 0.0, float(f)))
                                 + (eager if d > past else 0.0))
 
     def step_times(self, shapes: StepShapes) -> np.ndarray:
         d = shapes.num_decode_seqs.astype(np.float64)
         a = shapes.num_admitted.astype(np.float64)
         f = shapes.num_finished.astype(np.float64)
-        kernels = self.inner.step_times(shapes)
-        out = (np.maximum(kernels + self._serial(d, a, f), self.overhead.seq_s * d)
-               if self.overlapped else kernels + self._host(d, a, f))
+        kernels, host = self.inner.step_times(shapes), self._host(d, a, f)
+        out = np.asarray(self._beside(kernels, host, d)) if self.overlapped else kernels + host
         if self._eager_past < math.inf:
             out = out + self.overhead.eager_s * ((shapes.num_prefill_tokens == 0)
                                                  & (d > self._eager_past))
