@@ -25,7 +25,7 @@ from simulator.fleet.sections import (
     AutoscaleSection,
 )
 from simulator.policies import Policy
-from simulator.policies.continuous import ContinuousPolicy
+from simulator.policies.continuous import ContinuousPolicy, overlaps
 from simulator.scenario_types import Scenario
 from simulator.slo import SLO
 from simulator.specs.hardware import HardwareSpec
@@ -116,7 +116,7 @@ def resolve(point: dict[str, Any] | Scenario, source: str | None = None) -> Depl
     policy = sc.policy.policy
     assert policy is not None  # PolicySection builds it
     policy = rank_limits(policy, dp)
-    if getattr(policy, "overlap_schedule", False) and not spec.on:  # as the replica's
+    if overlaps(policy, spec.on):  # as the replica decides it
         cost, cost_source = _overlapped(cost, cost_source)
     _check_static_fills(policy, sc.workload, sc.cluster.replicas)
     return Deployment(

@@ -36,7 +36,7 @@ from simulator.kvcache import BlockManager
 from simulator.memory_guard import step_log_full
 from simulator.policies import Batch, Policy, Sequence, ServerState, Wait, complete
 from simulator.policies.chunk_runs import chunking_policy, prompt_goes_on
-from simulator.policies.continuous import ContinuousPolicy
+from simulator.policies.continuous import ContinuousPolicy, overlaps
 from simulator.policies.invariants import check_batch, check_state
 from simulator.policies.multistep import chunk_shapes, complete_chunk
 from simulator.policies.step import decode_emitters
@@ -129,9 +129,8 @@ class Replica(ChunkRuns):
         # the previous one's results). It is held out of the policy's sight through one
         # decision: ``_held`` came since the last decision, ``_due`` was held at it and is
         # queued at the next; with nothing else to run both are queued at once, as by an
-        # idle engine. Not while speculating: vLLM 0.14 keeps it off for draft-model
-        # speculation, and servesim's drafts are a draft model's.
-        self._overlap = bool(getattr(policy, "overlap_schedule", False)) and acceptance is None
+        # idle engine. Not while speculating (policies/continuous.py overlaps).
+        self._overlap = overlaps(policy, acceptance is not None)
         self._held: list[Sequence] = []
         self._due: list[Sequence] = []
         # The API server in front, taking each request in and streaming every output token

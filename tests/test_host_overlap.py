@@ -77,4 +77,6 @@ def test_vllm_014_async_scheduling_runs_a_row_cost_beside_the_step_012_in_series
 def test_speculation_keeps_the_host_work_in_series() -> None:
     spec = {**_point("0.14", 20e-6), "speculative": {"num_tokens": 3, "acceptance": 0.7,
                                                 "draft_layers": 2}}
-    assert "runs beside the step" not in resolve(spec).cost_source
+    dep = resolve(spec)
+    assert "runs beside the step" not in dep.cost_source
+    assert isinstance(dep.cost, HostCost) and not dep.cost.overlapped

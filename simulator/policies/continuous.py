@@ -278,3 +278,11 @@ class ContinuousPolicy:
             return k  # the usual case, found without walking the block cycle
         return 1 + decode_steps_fitting(cohort.block_openings, kv.num_free)
 
+
+def overlaps(policy: object, speculating: bool) -> bool:
+    """Whether ``policy`` forms the next step while the GPU runs this one (an overlap
+    scheduler: SGLang's from 0.4, vLLM's async scheduling): the replica's hand-over of a
+    request that arrives mid-step and the host work beside the step (simulator/deployment.py)
+    both follow it. Never while speculating: vLLM 0.14 keeps it off for draft-model
+    speculation, and servesim's drafts are a draft model's."""
+    return bool(getattr(policy, "overlap_schedule", False)) and not speculating
