@@ -10,7 +10,8 @@ predicts both runs with it, and one time scale fitted on the reuse-off run (cali
 --from-run's time_scale) carries over to the held-out reuse-on run.
 
 What is asserted holds on any machine: the hit counts agree exactly, and the engine saves
-at least half the time that this machine's own profile says reuse saves. The held-out error itself
+at least half the time that this machine's own profile says reuse saves (the profile's
+figure, not scaled by the off run's time scale). The held-out error itself
 is printed, not bounded: it is a timed fidelity figure, and on the shared 2-vCPU VM it
 read -15% to -31% across quiet runs of one build (2026-12-02; it had read -16% a day
 earlier). The served hit prefills are small forwards run after a request's wait, and an
@@ -109,7 +110,12 @@ def test_engine_ttft_with_reuse_matches_the_simulator(capsys):
               f"{max(load_before, os.getloadavg()[0]):.1f} on {os.cpu_count()} CPUs)")
     # reuse removes most of the prefill it skips, in the engine as the profile predicts:
     # relative to this machine's own profile, not as a fixed share of TTFT (on a CPU whose
-    # matmuls are 3x faster the fixed per-step costs are a larger share of both runs)
+    # matmuls are 3x faster the fixed per-step costs are a larger share of both runs). The
+    # saving is the skipped tokens' compute, which the back-to-back profile measures itself;
+    # the off run's time scale is not applied to it: that scale also carries the idle-gap
+    # cost of every served step and any busy spell during the off runs, neither of which the
+    # skipped tokens save (a CI run on a loaded VM read scale 1.82 and a saving of 18.7 ms
+    # against the profile's 25.0 ms: 75% of the profile's, 41% of the scaled figure)
     assert predicted[True] < predicted[False] and measured[True] < measured[False]
     saved = measured[False] - measured[True]
-    assert saved > 0.5 * scale * (predicted[False] - predicted[True])
+    assert saved > 0.5 * (predicted[False] - predicted[True])
