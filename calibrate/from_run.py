@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate.replay_jacobian import latency_jacobians
@@ -44,6 +45,7 @@ QUANTILES = np.linspace(0.05, 0.95, 10)  # distribution targets when send times 
 STATS = ("mean", "p50", "p90")
 METRICS = ("ttft", "tpot", "e2e")
 LOSS_SCALE = 0.05  # soft_l1: residuals beyond ~5% relative error count linearly, not squared
+BESIDE_GAIN = 0.05  # the least relative loss a seq_s beside the step must gain to be kept (fit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,9 @@ class Target:
 
     run: MeasuredRun
     spec: ClusterSpec  # policy, KV, replicas, router; ``cost`` is the kernel-level base
+    # the policy forms each step while the GPU runs the last (policies/continuous.py
+    # overlaps), so a candidate's seq_s runs beside the step, as the deployment will run it
+    overlap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +76,10 @@ class Calibration:
         host = replace(self.overhead, **{k: v for k, v in values.items() if k != "time_scale"})
         return Calibration(ts, host)
 
-    def cost(self, base: CostModel) -> CostModel:
-        """The base cost model with this correction and overhead on top."""
-        return calibrated_cost(base, self.time_scale, self.overhead)
+    def cost(self, base: CostModel, overlap: bool = False) -> CostModel:
+        """The base cost model with this correction and overhead on top (``overlap``: its
+        per-row host work beside each step, costs/host.py)."""
+        return calibrated_cost(base, self.time_scale, self.overhead, overlap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,7 @@ class Predicted:
 
 def replay(target: Target, cal: Calibration) -> Predicted:
     """Simulate the run's requests with ``cal`` on the base cost model."""
-    spec = replace(target.spec, cost=cal.cost(target.spec.cost),
+    spec = replace(target.spec, cost=cal.cost(target.spec.cost, target.overlap),
                    request_s=cal.overhead.request_s)
     sim = simulate(target.run.requests, spec, max_concurrency=target.run.max_concurrency)
     ids = target.run.requests["request_id"].to_numpy()
@@ -100,7 +106,8 @@ def replay(target: Target, cal: Calibration) -> Predicted:
     out = rec["output_tokens"].to_numpy(np.float64)
     tpot = np.divide(last - first, out - 1, out=np.full(len(out), np.nan), where=out > 1)
     jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids,
-                               cal.overhead.request_s)
+                               cal.overhead.request_s,
+                               beside=_theta(cal) if target.overlap else None)
     return Predicted(first - arrival, tpot, last - arrival, jt, jp)
 
 
@@ -160,6 +167,8 @@ class FitResult:
     errors: dict[str, dict[str, float]]  # per run name: in-sample relative errors (errors())
     evaluations: int  # replays of all the runs (one per candidate calibration)
     wall_s: float  # seconds the fit took
+    # the runs' scheduler overlaps its steps, so seq_s was priced beside each step
+    beside_step: bool = False
 
 
 def _theta(cal: Calibration) -> np.ndarray:
@@ -168,18 +177,49 @@ def _theta(cal: Calibration) -> np.ndarray:
 
 def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
         start: Calibration | None = None, max_iterations: int = 25) -> FitResult:
-    """Gauss-Newton fit of ``terms`` to every target run (module docstring)."""
+    """Gauss-Newton fit of ``terms`` to every target run (module docstring).
+
+    Under an overlap scheduler ``seq_s`` moves a step only where it outlasts the rest of the
+    step, so from a start where it nowhere does its derivative is 0 and the fit would leave
+    it there. It is then fitted from two starts, the given one and one where the rows' host
+    work just outlasts the median decode step (:func:`_binding_start`). The second answer is
+    kept only where its loss is lower by more than :data:`BESIDE_GAIN`: a ``seq_s`` that
+    nowhere outlasts a step changes no replay, so the runs cannot tell it from the given
+    start's (0 by default), and a larger one would slow the bigger batches of a what-if that
+    the runs never showed."""
     unknown = [t for t in terms if t not in FIT_TERMS]
     if unknown or not terms:
         raise ConfigError(f"--fit: {unknown or 'nothing'}: choose among {', '.join(FIT_TERMS)}")
     if not targets:
         raise ConfigError("nothing to fit: no measured runs")
     t0 = time.perf_counter()
+    cal = start or Calibration()
+    starts = [cal]
+    if "seq_s" in terms and any(t.overlap for t in targets):
+        starts.append(_binding_start(targets, cal))
+    evaluations, best = 0, None
+    for first in starts:
+        got, loss, used = _gauss_newton(targets, tuple(terms), first, max_iterations)
+        evaluations += used
+        if best is None or loss < best[1] * (1.0 - BESIDE_GAIN):
+            best = (got, loss)
+    assert best is not None
+    cal = best[0].with_values({t: 0.0 for t in terms
+                               if t != "time_scale" and best[0].value(t) < 1e-9})
+    if len(starts) > 1 and cal.overhead.seq_s > 0 and not _binds(targets, cal):
+        cal = cal.with_values({"seq_s": 0.0})  # outlasts no step: unseen, so none (above)
+    errs = {t.run.name: errors(t.run, replay(t, cal)) for t in targets}
+    return FitResult(cal, tuple(terms), errs, evaluations, time.perf_counter() - t0,
+                     any(t.overlap for t in targets))
+
+
+def _gauss_newton(targets: Sequence[Target], terms: tuple[str, ...], cal: Calibration,
+                  max_iterations: int) -> tuple[Calibration, float, int]:
+    """(the fitted calibration, its loss, replays used) from ``cal`` (module docstring)."""
     idx = [FIT_TERMS.index(t) for t in terms]
     unit = np.array([1.0 if t == "time_scale" else 1e-3 for t in terms])  # x (ms) -> seconds
     low = np.array([0.05 if t == "time_scale" else 0.0 for t in terms])
     high = np.array([20.0 if t == "time_scale" else np.inf for t in terms])
-    cal = start or Calibration()
     evaluations = 0
 
     def evaluate(c: Calibration) -> tuple[float, np.ndarray, np.ndarray]:
@@ -196,10 +236,17 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
         x = np.clip(theta[idx] / unit, low, high)
         a_x = a[:, idx] * unit
         b_x = b + a @ theta - a_x @ x
-        inside = np.minimum(np.maximum(x, low + 0.01), high)  # trf stalls on a bound
-        step = least_squares(lambda v, a_x=a_x, b_x=b_x: a_x @ v + b_x, inside,
-                             jac=lambda v, a_x=a_x: a_x, bounds=(low, high), loss="soft_l1",
-                             f_scale=LOSS_SCALE).x
+        # a term no residual moves (seq_s beside steps it nowhere outlasts) stays where it
+        # is: the solver would otherwise wander along it, unseen by these runs
+        moves = np.any(a_x != 0.0, axis=0)
+        step = x.copy()
+        if moves.any():
+            a_m, b_m = a_x[:, moves], b_x + a_x[:, ~moves] @ x[~moves]
+            lo_m, hi_m = low[moves], high[moves]
+            inside = np.minimum(np.maximum(x[moves], lo_m + 0.01), hi_m)  # trf stalls on a bound
+            step[moves] = least_squares(lambda v, a_m=a_m, b_m=b_m: a_m @ v + b_m, inside,
+                                        jac=lambda v, a_m=a_m: a_m, bounds=(lo_m, hi_m),
+                                        loss="soft_l1", f_scale=LOSS_SCALE).x
         for alpha in (1.0, 0.5, 0.25, 0.1):
             x_new = x + alpha * (step - x)
             cand = cal.with_values(dict(zip(terms, (x_new * unit).tolist(), strict=True)))
@@ -212,9 +259,44 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
         cal, loss, a, b = cand, new_loss, a_new, b_new
         if moved < 1e-3:
             break
-    cal = cal.with_values({t: 0.0 for t in terms if t != "time_scale" and cal.value(t) < 1e-9})
-    errs = {t.run.name: errors(t.run, replay(t, cal)) for t in targets}
-    return FitResult(cal, tuple(terms), errs, evaluations, time.perf_counter() - t0)
+    return cal, loss, evaluations
+
+
+def _overlap_steps(targets: Sequence[Target], cal: Calibration) -> list[pd.DataFrame]:
+    """The step logs of the overlapping targets replayed with ``cal``."""
+    out = []
+    for t in targets:
+        if t.overlap:
+            spec = replace(t.spec, cost=cal.cost(t.spec.cost, t.overlap),
+                           request_s=cal.overhead.request_s)
+            out.append(simulate(t.run.requests, spec, max_concurrency=t.run.max_concurrency).steps)
+    return out
+
+
+def _binds(targets: Sequence[Target], cal: Calibration) -> bool:
+    """Whether ``cal``'s ``seq_s`` x rows outlasts the rest of any step of the overlapping
+    targets' replays (such a step lasts exactly that)."""
+    for steps in _overlap_steps(targets, cal):
+        rows = steps["num_decode_seqs"].to_numpy(np.float64) * cal.overhead.seq_s
+        took = (steps["end_s"] - steps["start_s"]).to_numpy(np.float64)
+        if np.any((rows > 0) & np.isclose(took, rows, rtol=1e-9, atol=0.0)):
+            return True
+    return False
+
+
+def _binding_start(targets: Sequence[Target], cal: Calibration) -> Calibration:
+    """``cal`` with ``seq_s`` where the rows' host work just outlasts the busiest decode
+    steps (the median step of the most rows, of the overlapping targets replayed with
+    ``cal``): the kink of the largest batches, from which the fit can move either way."""
+    per_row = []
+    for steps in _overlap_steps(targets, cal):
+        rows = steps["num_decode_seqs"].to_numpy(np.float64)
+        took = (steps["end_s"] - steps["start_s"]).to_numpy(np.float64)
+        if rows.max(initial=0.0) > 0:
+            busiest = rows == rows.max()
+            per_row.append(took[busiest] / rows[busiest])
+    every = np.concatenate(per_row) if per_row else np.zeros(0)
+    return cal.with_values({"seq_s": float(np.median(every)) if len(every) else 1e-3})
 
 
 def errors(run: MeasuredRun, pred: Predicted) -> dict[str, float]:

@@ -28,6 +28,7 @@ from simulator.costs.profile import FITTED, CostProfile, load_profile
 from simulator.costs.roofline import KNOBS
 from simulator.deployment import Deployment, resolve
 from simulator.errors import ConfigError
+from simulator.policies.continuous import overlaps
 
 DROPPED = ("time_scale", "overhead", "jitter_cv")  # scenario cost keys the fit replaces
 NOT_DEPLOYMENT = ("workload", "slo", "name", "description", "seed")  # a replay ignores them
@@ -81,7 +82,7 @@ def targets(pairs: list[tuple[MeasuredRun, dict[str, Any]]], base: str | None
             raise ConfigError(f"{run.name}: priced with {dep.cost_source}, but the first run "
                               f"with {first.cost_source}; one fit needs one base profile")
         spec = replace(dep.cluster(), cost=kernel, request_s=0.0)
-        out.append(Target(run, spec))
+        out.append(Target(run, spec, overlaps(dep.policy, dep.speculative is not None)))
     if first is None:
         raise ConfigError("nothing to fit: no measured runs")
     return out, start, first, first_point
@@ -121,6 +122,8 @@ def calibrated_profile(base: CostProfile, result: FitResult,
                   "the simulator's replay of the same requests (calibrate/from_run.py)",
         "runs": runs, "base": base_source,
         "fitted_terms": list(result.terms), "fitted_time_scale": cal.time_scale,
+        "seq_s": ("beside each step: the runs' scheduler overlaps its steps "
+                  "(simulator/costs/host.py)" if result.beside_step else "in series"),
         "insample_error": result.errors,
         "heldout": "leave-one-run-out" if heldout else "not computed (needs two runs)",
         "heldout_error": heldout, "replays": result.evaluations,

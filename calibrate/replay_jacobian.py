@@ -20,6 +20,11 @@ from the answer; with this one it converges (calibrate/from_run.py).
 
 ``admitted_i`` is the number of requests whose ``scheduled_s`` is the step's start and
 ``finished_i`` those whose ``finish_s`` is its end (the step log does not keep them).
+
+Under an overlap scheduler a step is ``max(serial_i, seq_s D_i)`` (costs/host.py: the rows'
+host work beside the kernels and the other host terms), piecewise linear: at the candidate
+``theta`` each step is on one side, and its row of F is that side's (the serial terms with
+no ``seq_s``, or ``D_i`` in the ``seq_s`` column alone).
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ from simulator.records import count_at
 from simulator.shapes import StepShapes
 
 
-def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel) -> np.ndarray:
-    """F (steps x FIT_TERMS): each step's duration is ``F @ theta`` (one replica, time order)."""
+def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel,
+                  beside: np.ndarray | None = None) -> np.ndarray:
+    """F (steps x FIT_TERMS): each step's duration is ``F @ theta`` (one replica, time order);
+    ``beside``: the candidate theta of an overlap scheduler's steps (module docstring)."""
     start = steps["start_s"].to_numpy(np.float64)
     end = steps["end_s"].to_numpy(np.float64)
     admitted = count_at(records["scheduled_s"].to_numpy(np.float64), start)
@@ -43,18 +50,32 @@ def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel) -
     base_s = base.step_times(StepShapes.from_table(
         steps.assign(num_admitted=admitted, num_finished=finished)))
     ones = np.ones(len(d))
-    return np.column_stack([base_s, ones, admitted, finished, d + admitted, d, 0 * ones])
+    feats = np.column_stack([base_s, ones, admitted, finished, d + admitted, d, 0 * ones])
+    return feats if beside is None else _beside(feats, beside)
+
+
+def _beside(feats: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """F of steps whose per-row host work runs beside them: each row the side of
+    ``max(serial, seq_s D)`` that ``theta`` makes the longer (module docstring)."""
+    seq = FIT_TERMS.index("seq_s")
+    rows = feats[:, seq] * theta[seq]
+    cpu_bound = rows > feats @ theta - rows
+    out = np.where(cpu_bound[:, None], 0.0, feats)
+    out[:, seq] = np.where(cpu_bound, feats[:, seq], 0.0)
+    return out
 
 
 def latency_jacobians(records: pd.DataFrame, steps: pd.DataFrame, base: CostModel,
-                      request_ids: np.ndarray, request_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """(d TTFT / d theta, d TPOT / d theta), rows in ``request_ids`` order (module docstring)."""
+                      request_ids: np.ndarray, request_s: float,
+                      beside: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(d TTFT / d theta, d TPOT / d theta), rows in ``request_ids`` order (module docstring;
+    ``beside``: the candidate theta, when the steps' per-row host work runs beside them)."""
     n = len(request_ids)
     ttft, tpot = np.zeros((n, len(FIT_TERMS))), np.zeros((n, len(FIT_TERMS)))
     rec = records.set_index("request_id").reindex(request_ids)
     for replica, own in steps.groupby("replica", sort=False):
         own = own.sort_values("start_s", kind="stable")
-        feats = step_features(own, rec[rec["replica"] == replica], base)
+        feats = step_features(own, rec[rec["replica"] == replica], base, beside)
         cum = np.cumsum(feats, axis=0)
         start, ends = own["start_s"].to_numpy(np.float64), own["end_s"].to_numpy(np.float64)
         mine = (rec["replica"] == replica).to_numpy() & rec["finish_s"].notna().to_numpy()

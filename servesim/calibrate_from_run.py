@@ -119,6 +119,9 @@ def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]]
           f"{result.wall_s:.1f} s")
     for term, value in describe_terms(result.calibration, result.terms):
         print(f"  {term:<11} {value}")
+    if result.beside_step and "seq_s" in result.terms:
+        print("  (seq_s runs beside each step: the deployment's scheduler overlaps its steps, "
+              "so it costs a step only where it outlasts the rest)")
     print("error, simulated / measured - 1 (mean, P50, P90):")
     print(_table("in-sample", result.errors))
     if heldout:

@@ -227,11 +227,15 @@ def overlapped(cost: CostModel) -> CostModel:
     return cost
 
 
-def calibrated_cost(cost: CostModel, time_scale: float, overhead: Overhead) -> CostModel:
+def calibrated_cost(cost: CostModel, time_scale: float, overhead: Overhead,
+                    overlap: bool = False) -> CostModel:
     """``cost`` x ``time_scale`` (a fitted correction), plus ``overhead`` (host work): what a
-    calibrated profile and a black-box candidate both price steps with."""
+    calibrated profile and a black-box candidate both price steps with. ``overlap``: the
+    deployment's scheduler overlaps its steps, so ``seq_s`` runs beside each step
+    (:func:`overlapped`; a profile leaves that to the deployment, which knows its policy)."""
     scaled = cost if time_scale == 1.0 else ScaledCost(cost, time_scale)
-    return with_overhead(scaled, overhead)
+    priced = with_overhead(scaled, overhead)
+    return overlapped(priced) if overlap else priced
 
 
 def split_host(cost: CostModel) -> tuple[CostModel, Overhead]:
