@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from helpers import TokenCost
 
-from calibrate.from_run import Calibration, fit
+from calibrate.from_run import BESIDE_TERMS, CANDIDATE_TERMS, Calibration, fit, select_terms
 from calibrate.from_run_setup import match_points, targets
 from calibrate.replay_jacobian import step_features
 from calibrate.run_records import read_runs
@@ -128,3 +128,15 @@ def test_a_seq_s_no_step_shows_is_not_fitted(tmp_path: Path) -> None:
     prof = _fit_cli(_write(tmp_path / "run", 0.0), tmp_path / "fitted.json")
     assert Overhead(**prof.overhead).seq_s == 0.0
     assert prof.time_scale == pytest.approx(1.1, rel=0.03)
+
+
+def test_auto_terms_find_the_row_cost_of_overlapping_steps(rows_run: Path) -> None:
+    """``--fit auto`` scores the row cost beside the step too where the runs' steps overlap,
+    and on these runs it predicts each from the other best (no other candidate set holds
+    ``seq_s``)."""
+    points = expand_sweep(apply_overrides(load_scenario(SCENARIO), DEPLOYMENT))
+    fitted, start, _, _ = targets(match_points([read_runs(rows_run)], points,
+                                               [str(rows_run)]), None)
+    chosen, scores = select_terms(fitted, start)
+    assert chosen == BESIDE_TERMS and set(scores) == {*CANDIDATE_TERMS, BESIDE_TERMS}
+    assert scores[BESIDE_TERMS] < 0.5 * min(v for k, v in scores.items() if k != BESIDE_TERMS)
