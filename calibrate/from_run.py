@@ -182,11 +182,11 @@ def fit(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
     Under an overlap scheduler ``seq_s`` moves a step only where it outlasts the rest of the
     step, so from a start where it nowhere does its derivative is 0 and the fit would leave
     it there. It is then fitted from two starts, the given one and one where the rows' host
-    work just outlasts the median decode step (:func:`_binding_start`). The second answer is
-    kept only where its loss is lower by more than :data:`BESIDE_GAIN`: a ``seq_s`` that
-    nowhere outlasts a step changes no replay, so the runs cannot tell it from the given
-    start's (0 by default), and a larger one would slow the bigger batches of a what-if that
-    the runs never showed."""
+    work just outlasts the steps of the largest batch (:func:`_binding_start`). The second
+    answer is kept only where its loss is lower by more than :data:`BESIDE_GAIN`, and its
+    ``seq_s`` only where it outlasts some step: one that nowhere does changes no replay, so
+    the runs cannot tell it from the given start's (0 by default), and a larger one would
+    slow the bigger batches of a what-if that the runs never showed."""
     unknown = [t for t in terms if t not in FIT_TERMS]
     if unknown or not terms:
         raise ConfigError(f"--fit: {unknown or 'nothing'}: choose among {', '.join(FIT_TERMS)}")
