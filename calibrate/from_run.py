@@ -37,6 +37,7 @@ from scipy.optimize import least_squares
 from calibrate.replay_jacobian import latency_jacobians
 from calibrate.run_records import MeasuredRun
 from simulator.cluster import ClusterSpec, simulate
+from simulator.cluster_spec import SimResult
 from simulator.costs.base import CostModel
 from simulator.costs.host import DEFAULT_FIT_TERMS, FIT_TERMS, Overhead, calibrated_cost
 from simulator.errors import ConfigError
@@ -46,6 +47,7 @@ STATS = ("mean", "p50", "p90")
 METRICS = ("ttft", "tpot", "e2e")
 LOSS_SCALE = 0.05  # soft_l1: residuals beyond ~5% relative error count linearly, not squared
 BESIDE_GAIN = 0.05  # the least relative loss a seq_s beside the step must gain to be kept (fit)
+INTAKE_STEP, INTAKE_FLOOR_S = 0.1, 1e-4  # intake_s's finite difference: 10%, at least 0.1 ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +96,29 @@ class Predicted:
     tpot_jac: np.ndarray
 
 
-def replay(target: Target, cal: Calibration) -> Predicted:
-    """Simulate the run's requests with ``cal`` on the base cost model."""
+def replay(target: Target, cal: Calibration, terms: Sequence[str] = ()) -> Predicted:
+    """Simulate the run's requests with ``cal`` on the base cost model (``terms``: those
+    being fitted; ``intake_s`` among them costs a second replay, its finite difference)."""
+    sim, latencies = _simulated(target, cal)
+    ids = target.run.requests["request_id"].to_numpy()
+    jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids,
+                               cal.overhead.request_s,
+                               beside=_theta(cal) if target.overlap else None)
+    if "intake_s" in terms:
+        # The API server takes a burst in one request at a time, and tokens wait behind it:
+        # its share of a latency runs through a queue, not a step, so it is differenced
+        h = max(INTAKE_STEP * cal.overhead.intake_s, INTAKE_FLOOR_S)
+        _, moved = _simulated(target, cal.with_values({"intake_s": cal.overhead.intake_s + h}))
+        col = FIT_TERMS.index("intake_s")
+        jt[:, col], jp[:, col] = ((np.nan_to_num(m - b) / h) for m, b in
+                                  zip(moved[:2], latencies[:2], strict=True))
+    return Predicted(*latencies, jt, jp)
+
+
+def _simulated(target: Target, cal: Calibration
+               ) -> tuple[SimResult, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The replay of ``target`` with ``cal``, and its (TTFT, TPOT, E2E) per request, in the
+    run's request order."""
     spec = replace(target.spec, cost=cal.cost(target.spec.cost, target.overlap),
                    request_s=cal.overhead.request_s)
     sim = simulate(target.run.requests, spec, max_concurrency=target.run.max_concurrency)
@@ -105,10 +128,7 @@ def replay(target: Target, cal: Calibration) -> Predicted:
     first, last = rec["first_token_s"].to_numpy(np.float64), rec["finish_s"].to_numpy(np.float64)
     out = rec["output_tokens"].to_numpy(np.float64)
     tpot = np.divide(last - first, out - 1, out=np.full(len(out), np.nan), where=out > 1)
-    jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids,
-                               cal.overhead.request_s,
-                               beside=_theta(cal) if target.overlap else None)
-    return Predicted(first - arrival, tpot, last - arrival, jt, jp)
+    return sim, (first - arrival, tpot, last - arrival)
 
 
 def _summary_weights(values: np.ndarray) -> np.ndarray:
@@ -226,7 +246,7 @@ def _gauss_newton(targets: Sequence[Target], terms: tuple[str, ...], cal: Calibr
         nonlocal evaluations
         evaluations += 1
         theta = _theta(c)
-        parts = [linear_model(t.run, replay(t, c), theta) for t in targets]
+        parts = [linear_model(t.run, replay(t, c, terms), theta) for t in targets]
         a, b = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         return _loss(a @ theta + b), a, b
 
@@ -264,13 +284,7 @@ def _gauss_newton(targets: Sequence[Target], terms: tuple[str, ...], cal: Calibr
 
 def _overlap_steps(targets: Sequence[Target], cal: Calibration) -> list[pd.DataFrame]:
     """The step logs of the overlapping targets replayed with ``cal``."""
-    out = []
-    for t in targets:
-        if t.overlap:
-            spec = replace(t.spec, cost=cal.cost(t.spec.cost, t.overlap),
-                           request_s=cal.overhead.request_s)
-            out.append(simulate(t.run.requests, spec, max_concurrency=t.run.max_concurrency).steps)
-    return out
+    return [_simulated(t, cal)[0].steps for t in targets if t.overlap]
 
 
 def _binds(targets: Sequence[Target], cal: Calibration) -> bool:
@@ -335,6 +349,9 @@ CANDIDATE_TERMS: tuple[tuple[str, ...], ...] = (
 # and where the runs' scheduler overlaps its steps, the row cost beside them (fit), which
 # none of the sets above holds: the time a batch's bookkeeping outlasts its kernels
 BESIDE_TERMS: tuple[str, ...] = ("time_scale", "seq_s", "request_s")
+# and where a run sent many requests at once, the API server's intake, one at a time
+INTAKE_TERMS: tuple[str, ...] = ("time_scale", "token_s", "request_s", "intake_s")
+BURST_REQUESTS = 10  # requests sent at one instant that make a run a burst (select_terms)
 SCORE_STATS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "tpot_p90",
                "e2e_mean", "e2e_p50", "e2e_p90")
 
@@ -349,7 +366,8 @@ def select_terms(targets: Sequence[Target], start: Calibration | None = None,
                  candidates: Sequence[tuple[str, ...]] = CANDIDATE_TERMS,
                  ) -> tuple[tuple[str, ...], dict[tuple[str, ...], float]]:
     """The term set with the least leave-one-run-out error (needs >= 2 runs), and every
-    candidate's score (:data:`BESIDE_TERMS` a candidate too where the runs' steps overlap).
+    candidate's score (:data:`BESIDE_TERMS` a candidate too where the runs' steps overlap,
+    :data:`INTAKE_TERMS` where a run is a burst).
     Within 5% (relative) or 0.2 points of the best, the smaller set wins: a term the runs
     cannot pin down only adds variance to a prediction elsewhere."""
     if len(targets) < 2:
@@ -357,10 +375,18 @@ def select_terms(targets: Sequence[Target], start: Calibration | None = None,
                           "others); give --fit TERMS for one run")
     if any(t.overlap for t in targets) and BESIDE_TERMS not in candidates:
         candidates = (*candidates, BESIDE_TERMS)
+    if any(_burst(t) for t in targets) and INTAKE_TERMS not in candidates:
+        candidates = (*candidates, INTAKE_TERMS)
     scores = {tuple(c): heldout_score(leave_one_out(targets, c, start)) for c in candidates}
     best = min(scores.values())
     chosen = next(c for c in scores if scores[c] <= best * 1.05 + 0.002)
     return chosen, scores
+
+
+def _burst(target: Target) -> bool:
+    """Whether the run sent at least :data:`BURST_REQUESTS` requests at one instant."""
+    _, counts = np.unique(target.run.requests["arrival_s"].to_numpy(), return_counts=True)
+    return bool(counts.max(initial=0) >= BURST_REQUESTS)
 
 
 def describe_terms(cal: Calibration, terms: Sequence[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,105 @@
+"""Black-box calibration of the API server's intake (``intake_s``: it takes requests in one
+at a time, and tokens wait behind it; simulator/token_stream.py), fitted by a replay's
+finite difference beside the linear model of the other terms (calibrate/from_run.py). No
+torch.
+
+The runs are simulated with a known answer: the tiny CPU profile under continuous batching
+of up to 64 rows, request_s 5 ms, token_s 0.4 ms and intake_s 5 ms; a burst of 200 and 200
+Poisson arrivals at 4 req/s. No step jitter, so a right answer reads every request exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import TokenCost, table
+
+from calibrate.from_run import (
+    INTAKE_TERMS,
+    Calibration,
+    Target,
+    errors,
+    fit,
+    replay,
+    select_terms,
+)
+from calibrate.run_records import MeasuredRun
+from simulator.cluster import ClusterSpec, simulate
+from simulator.costs import load_profile
+from simulator.costs.host import FIT_TERMS, HostCost, Overhead
+from simulator.policies import ContinuousPolicy
+
+TRUE = Overhead(token_s=4e-4, request_s=5e-3, intake_s=5e-3)
+BASE = load_profile(Path("simulator/profiles/cpu__tiny__fp32__tp1.json")).build_fitted()
+
+
+def _run(name: str, arrivals: np.ndarray, seed: int) -> Target:
+    """``arrivals`` served with TRUE over BASE, as a per-request measured run to fit."""
+    rng = np.random.default_rng(seed)
+    n = len(arrivals)
+    reqs = table([(float(a), int(p), int(o)) for a, p, o in
+                  zip(arrivals, rng.integers(16, 200, n), rng.integers(4, 30, n), strict=True)])
+    spec = ClusterSpec(ContinuousPolicy(max_num_seqs=64), HostCost(BASE, TRUE), 4000, 16,
+                       request_s=TRUE.request_s)
+    r = simulate(reqs, spec).requests.set_index("request_id").reindex(reqs["request_id"])
+    out = r["output_tokens"].to_numpy()
+    run = MeasuredRun(name, reqs, (r["first_token_s"] - r["arrival_s"]).to_numpy(),
+                      ((r["finish_s"] - r["first_token_s"]) / (out - 1)).to_numpy(),
+                      (r["finish_s"] - r["arrival_s"]).to_numpy(), per_request=True)
+    return Target(run, ClusterSpec(ContinuousPolicy(max_num_seqs=64), BASE, 4000, 16))
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[Target]:
+    paced = np.cumsum(np.random.default_rng(2).exponential(1 / 4.0, 200))
+    return [_run("burst", np.zeros(200), 1), _run("paced", paced, 2)]
+
+
+def test_the_intake_derivative_is_the_burst_it_waits_for() -> None:
+    """Five requests at once, an engine of a microsecond a step: every first token waits
+    until the server has taken the five in, so each TTFT is 5 x intake_s (+ request_s) and
+    moves 5 s a second of intake_s; TPOT not at all."""
+    reqs = table([(0.0, 8, 3)] * 5)
+    run = MeasuredRun("five", reqs, np.full(5, 0.1), np.full(5, 1e-6), np.full(5, 0.1), True)
+    target = Target(run, ClusterSpec(ContinuousPolicy(), TokenCost(step_s=1e-6), 100, 4))
+    cal = Calibration(1.0, Overhead(request_s=0.01, intake_s=0.02))
+    pred = replay(target, cal, ("intake_s",))
+    np.testing.assert_allclose(pred.ttft_s, 0.01 + 5 * 0.02, atol=1e-4)
+    col = FIT_TERMS.index("intake_s")
+    np.testing.assert_allclose(pred.ttft_jac[:, col], 5.0, rtol=1e-3)
+    np.testing.assert_allclose(pred.tpot_jac[:, col], 0.0, atol=1e-3)
+    assert (replay(target, cal).ttft_jac[:, col] == 0).all()  # not fitted: no second replay
+
+
+def test_a_burst_and_a_paced_run_recover_the_intake(runs: list[Target]) -> None:
+    """Fitted: time_scale 1.000, token 0.400, request 5.000, intake 5.000 ms; a burst of 600
+    and 12 req/s, not fitted on, read exactly. Without intake_s the same runs fit request_s
+    9.6 ms and token_s 0.34 ms, and the burst of 600 reads mean TPOT +14%. The burst alone
+    fits time_scale 1.079 and token 0.255 ms, no intake, within 3% in-sample."""
+    got = fit(runs, INTAKE_TERMS).calibration
+    assert got.time_scale == pytest.approx(1.0, abs=0.01)
+    for term in ("token_s", "request_s", "intake_s"):
+        assert got.value(term) == pytest.approx(TRUE.to_dict()[term], rel=0.03), term
+    big = _run("burst600", np.zeros(600), 3)
+    fast = _run("paced12", np.cumsum(np.random.default_rng(4).exponential(1 / 12.0, 300)), 4)
+    for t in (big, fast):
+        errs = errors(t.run, replay(t, got))
+        assert max(abs(errs[k]) for k in ("ttft_mean", "tpot_mean", "e2e_mean")) < 0.02
+    alone = fit(runs[:1], INTAKE_TERMS)  # one load: the queue read as slower steps
+    assert alone.calibration.time_scale > 1.05 and alone.calibration.overhead.intake_s == 0
+    assert max(abs(e) for e in alone.errors["burst"].values()) < 0.03
+    without = fit(runs, [t for t in INTAKE_TERMS if t != "intake_s"]).calibration
+    assert without.overhead.request_s > 1.5 * TRUE.request_s  # the queue read as latency
+    assert errors(big.run, replay(big, without))["tpot_mean"] > 0.08
+
+
+def test_auto_terms_offer_the_intake_where_a_run_is_a_burst(runs: list[Target]) -> None:
+    """A burst puts INTAKE_TERMS among the candidates; two paced runs do not."""
+    _, scores = select_terms(runs)
+    assert INTAKE_TERMS in scores
+    paced = [runs[1], _run("paced2", np.cumsum(np.random.default_rng(5).exponential(0.5, 60)),
+                           5)]
+    _, scores = select_terms(paced)
+    assert INTAKE_TERMS not in scores
