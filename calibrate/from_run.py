@@ -47,7 +47,11 @@ STATS = ("mean", "p50", "p90")
 METRICS = ("ttft", "tpot", "e2e")
 LOSS_SCALE = 0.05  # soft_l1: residuals beyond ~5% relative error count linearly, not squared
 BESIDE_GAIN = 0.05  # the least relative loss a seq_s beside the step must gain to be kept (fit)
-INTAKE_STEP, INTAKE_FLOOR_S = 0.1, 1e-4  # intake_s's finite difference: 10%, at least 0.1 ms
+# The API server's queue (simulator/token_stream.py): its terms move a latency through the
+# queue, not a step, so their derivatives are a replay's finite difference, 10% of the
+# value and at least this floor (intake_s: a request; stream_s: a token)
+QUEUE_FLOORS_S = {"intake_s": 1e-4, "stream_s": 1e-6}
+QUEUE_STEP = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +102,20 @@ class Predicted:
 
 def replay(target: Target, cal: Calibration, terms: Sequence[str] = ()) -> Predicted:
     """Simulate the run's requests with ``cal`` on the base cost model (``terms``: those
-    being fitted; ``intake_s`` among them costs a second replay, its finite difference)."""
+    being fitted; each of the API server's queue among them, :data:`QUEUE_FLOORS_S`, costs
+    one more replay, its finite difference)."""
     sim, latencies = _simulated(target, cal)
     ids = target.run.requests["request_id"].to_numpy()
     jt, jp = latency_jacobians(sim.requests, sim.steps, target.spec.cost, ids,
                                cal.overhead.request_s,
                                beside=_theta(cal) if target.overlap else None)
-    if "intake_s" in terms:
-        # The API server takes a burst in one request at a time, and tokens wait behind it:
-        # its share of a latency runs through a queue, not a step, so it is differenced
-        h = max(INTAKE_STEP * cal.overhead.intake_s, INTAKE_FLOOR_S)
-        _, moved = _simulated(target, cal.with_values({"intake_s": cal.overhead.intake_s + h}))
-        col = FIT_TERMS.index("intake_s")
+    for term in (t for t in QUEUE_FLOORS_S if t in terms):
+        # the server takes requests in and streams tokens one at a time, in one queue: its
+        # share of a latency runs through that queue, not a step, so it is differenced
+        value = cal.value(term)
+        h = max(QUEUE_STEP * value, QUEUE_FLOORS_S[term])
+        _, moved = _simulated(target, cal.with_values({term: value + h}))
+        col = FIT_TERMS.index(term)
         jt[:, col], jp[:, col] = ((np.nan_to_num(m - b) / h) for m, b in
                                   zip(moved[:2], latencies[:2], strict=True))
     return Predicted(*latencies, jt, jp)

@@ -2,10 +2,10 @@
 
 With the schedule held (which requests run in which step), every step's duration is
 linear in the parameters: ``dur_i = F_i . theta`` with ``theta = (time_scale, step_s,
-admit_s, finish_s, token_s, seq_s, request_s, intake_s)`` and ``F_i = (base_i, 1,
-admitted_i, finished_i, D_i + admitted_i, D_i, 0, 0)`` (costs/host.py; the API server's
-intake is no step's cost, and its column of the latencies' derivatives is a replay's finite
-difference: calibrate/from_run.py). A request reaches the engine
+admit_s, finish_s, token_s, seq_s, request_s, stream_s, intake_s)`` and ``F_i = (base_i,
+1, admitted_i, finished_i, D_i + admitted_i, D_i, 0, 0, 0)`` (costs/host.py; the API
+server's queue is no step's cost, and its columns of the latencies' derivatives are a
+replay's finite difference: calibrate/from_run.py). A request reaches the engine
 ``request_s`` after it was sent, during step j (or as the idle engine starts step j), and
 its first token comes at the end of step k:
 
@@ -52,9 +52,10 @@ def step_features(steps: pd.DataFrame, records: pd.DataFrame, base: CostModel,
     base_s = base.step_times(StepShapes.from_table(
         steps.assign(num_admitted=admitted, num_finished=finished)))
     ones = np.ones(len(d))
-    # request_s and intake_s are no step's cost (latency_jacobians, calibrate/from_run.py)
+    # request_s and the API server's queue (stream_s, intake_s) are no step's cost
+    # (latency_jacobians, calibrate/from_run.py)
     feats = np.column_stack([base_s, ones, admitted, finished, d + admitted, d, 0 * ones,
-                             0 * ones])
+                             0 * ones, 0 * ones])
     return feats if beside is None else _beside(feats, beside)
 
 

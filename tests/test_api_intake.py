@@ -71,7 +71,7 @@ def test_the_server_queue_takes_requests_and_tokens_in_turn() -> None:
 def test_intake_s_is_a_host_term_a_scenario_sets_and_a_fit_is_asked_for() -> None:
     assert intake_request_s(HostCost(COST, Overhead(intake_s=2e-3))) == 2e-3
     assert intake_request_s(COST) == 0.0  # type: ignore[arg-type]  # no host overhead
-    # calibrate --from-run fits it when named (tests/test_calibrate_intake.py), never by
+    # calibrate --from-run fits it when named (tests/test_calibrate_server_queue.py), never by
     # default: a run at one load cannot tell it from request_s
     assert "intake_s" in FIT_TERMS and "intake_s" not in DEFAULT_FIT_TERMS
     assert Overhead.from_mapping({"intake_s": 1e-3}, "cost.overhead").intake_s == 1e-3

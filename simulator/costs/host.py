@@ -131,13 +131,12 @@ OVERHEAD_KEYS = tuple(f.name for f in fields(Overhead))
 COUNT_TERMS = ("graph_max_rows",)  # the terms that are counts, not seconds
 # What black-box calibration (calibrate/from_run.py) can fit: a correction on the base
 # profile's times, and every host term but the CUDA-graph pair (a limit is read from the
-# stack, not fitted, and a client's token times cannot place it) and the API server's token
-# stream (stream_s: a client's token times alone cannot tell its queue from slower steps);
-# its intake (intake_s) is fitted by a replay's finite difference, not the linear model. The
-# default leaves out finish_s and seq_s, which a client's token times barely separate from
-# step_s and token_s, and intake_s, which a run at one load cannot tell from request_s.
-FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS
-                             if k not in ("eager_s", "stream_s", *COUNT_TERMS)))
+# stack, not fitted, and a client's token times cannot place it); the API server's queue
+# (intake_s, stream_s) by a replay's finite difference, not the linear model. The default
+# leaves out finish_s and seq_s, which a client's token times barely separate from step_s
+# and token_s, and the queue, which a run at one load cannot tell from request_s and slower
+# steps.
+FIT_TERMS = ("time_scale", *(k for k in OVERHEAD_KEYS if k not in ("eager_s", *COUNT_TERMS)))
 DEFAULT_FIT_TERMS = ("time_scale", "step_s", "admit_s", "token_s", "request_s")
 
 

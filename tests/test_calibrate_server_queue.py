@@ -1,11 +1,13 @@
-"""Black-box calibration of the API server's intake (``intake_s``: it takes requests in one
-at a time, and tokens wait behind it; simulator/token_stream.py), fitted by a replay's
-finite difference beside the linear model of the other terms (calibrate/from_run.py). No
-torch.
+"""Black-box calibration of the API server's queue (simulator/token_stream.py): its intake
+(``intake_s``: it takes requests in one at a time, and tokens wait behind it) and its token
+stream (``stream_s``: it hands tokens out one at a time), each fitted by a replay's finite
+difference beside the linear model of the other terms (calibrate/from_run.py). No torch.
 
 The runs are simulated with a known answer: the tiny CPU profile under continuous batching
-of up to 64 rows, request_s 5 ms, token_s 0.4 ms and intake_s 5 ms; a burst of 200 and 200
-Poisson arrivals at 4 req/s. No step jitter, so a right answer reads every request exactly.
+of up to 64 rows, request_s 5 ms, token_s 0.4 ms, and intake_s 5 ms (a burst of 200 and
+200 Poisson arrivals at 4 req/s) or stream_s 1.2 ms (the server hands out at most 833
+tokens a second; 200 arrivals at 4 and at 40 req/s ask for about 70 and 700). No step
+jitter, so a right answer reads every request exactly.
 """
 
 from __future__ import annotations
@@ -32,17 +34,18 @@ from simulator.costs.host import FIT_TERMS, HostCost, Overhead
 from simulator.policies import ContinuousPolicy
 
 TRUE = Overhead(token_s=4e-4, request_s=5e-3, intake_s=5e-3)
+STREAM = Overhead(token_s=4e-4, request_s=5e-3, stream_s=1.2e-3)
 BASE = load_profile(Path("simulator/profiles/cpu__tiny__fp32__tp1.json")).build_fitted()
 
 
-def _run(name: str, arrivals: np.ndarray, seed: int) -> Target:
-    """``arrivals`` served with TRUE over BASE, as a per-request measured run to fit."""
+def _run(name: str, arrivals: np.ndarray, seed: int, true: Overhead = TRUE) -> Target:
+    """``arrivals`` served with ``true`` over BASE, as a per-request measured run to fit."""
     rng = np.random.default_rng(seed)
     n = len(arrivals)
     reqs = table([(float(a), int(p), int(o)) for a, p, o in
                   zip(arrivals, rng.integers(16, 200, n), rng.integers(4, 30, n), strict=True)])
-    spec = ClusterSpec(ContinuousPolicy(max_num_seqs=64), HostCost(BASE, TRUE), 4000, 16,
-                       request_s=TRUE.request_s)
+    spec = ClusterSpec(ContinuousPolicy(max_num_seqs=64), HostCost(BASE, true), 4000, 16,
+                       request_s=true.request_s)
     r = simulate(reqs, spec).requests.set_index("request_id").reindex(reqs["request_id"])
     out = r["output_tokens"].to_numpy()
     run = MeasuredRun(name, reqs, (r["first_token_s"] - r["arrival_s"]).to_numpy(),
@@ -103,3 +106,26 @@ def test_auto_terms_offer_the_intake_where_a_run_is_a_burst(runs: list[Target]) 
                            5)]
     _, scores = select_terms(paced)
     assert INTAKE_TERMS not in scores
+
+
+def _poisson(rate: float, n: int, seed: int) -> np.ndarray:
+    return np.cumsum(np.random.default_rng(seed).exponential(1 / rate, n))
+
+
+def test_a_light_and_a_busy_run_recover_the_token_stream() -> None:
+    """At 4 req/s the stream keeps up; at 40 its tokens queue. Fitted from the two: time_scale
+    1.000, token 0.400, request 4.997, stream 1.200 ms; a third run at 20 req/s read within
+    0.3%. Without stream_s: token 0.445 and request 6.45 ms, and the busy run's P90 TTFT
+    reads +12%."""
+    light, busy = (_run(f"{r} req/s", _poisson(r, 200, s), s, STREAM)
+                   for r, s in ((4, 6), (40, 7)))
+    terms = ("time_scale", "token_s", "request_s", "stream_s")
+    got = fit([light, busy], terms).calibration
+    assert got.time_scale == pytest.approx(1.0, abs=0.01)
+    for term in terms[1:]:
+        assert got.value(term) == pytest.approx(STREAM.to_dict()[term], rel=0.03), term
+    mid = _run("20 req/s", _poisson(20, 200, 8), 8, STREAM)
+    errs = errors(mid.run, replay(mid, got))
+    assert max(abs(errs[k]) for k in ("ttft_mean", "tpot_mean", "e2e_mean")) < 0.02
+    without = fit([light, busy], terms[:3])
+    assert without.errors["40 req/s"]["ttft_p90"] > 0.08
