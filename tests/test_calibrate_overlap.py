@@ -21,7 +21,14 @@ import pandas as pd
 import pytest
 from helpers import TokenCost
 
-from calibrate.from_run import BESIDE_TERMS, CANDIDATE_TERMS, Calibration, fit, select_terms
+from calibrate.from_run import (
+    BESIDE_TERMS,
+    CANDIDATE_TERMS,
+    Calibration,
+    describe_terms,
+    fit,
+    select_terms,
+)
 from calibrate.from_run_setup import match_points, targets
 from calibrate.replay_jacobian import step_features
 from calibrate.run_records import read_runs
@@ -51,6 +58,13 @@ def _write(folder: Path, seq_s: float) -> Path:
 @pytest.fixture(scope="module")
 def rows_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _write(tmp_path_factory.mktemp("overlap") / "run", 0.003)
+
+
+def _say(label: str, cal: Calibration, **errs: float) -> None:
+    """Print a fit's terms and errors (``pytest -s`` shows what docs/calibration.md quotes)."""
+    terms = [t for t in FIT_TERMS if t == "time_scale" or cal.value(t) > 0]
+    shown = ", ".join(f"{t} {v}" for t, v in describe_terms(cal, terms))
+    print(f"\n{label}: {shown}; " + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items()))
 
 
 def _fit_cli(run: Path, out: Path) -> object:
@@ -102,7 +116,9 @@ def test_fit_recovers_seq_s_beside_the_step(rows_run: Path, tmp_path: Path) -> N
     assert host.request_s == pytest.approx(0.005, rel=0.2)
     record = prof.fit["from_run"]
     assert record["seq_s"].startswith("beside each step")
-    for errs in record["heldout_error"].values():
+    for name, errs in record["heldout_error"].items():
+        _say(f"beside, {name} held out", Calibration(prof.time_scale, host),
+             ttft_mean=errs["ttft_mean"], tpot_mean=errs["tpot_mean"])
         assert abs(errs["ttft_mean"]) < 0.08 and abs(errs["tpot_mean"]) < 0.08
 
 
@@ -116,6 +132,9 @@ def test_a_fit_in_series_misreads_the_same_runs(rows_run: Path) -> None:
     assert all(t.overlap for t in fitted)
     series = fit([replace(t, overlap=False) for t in fitted], TERMS.split(","), start)
     assert series.calibration.overhead.seq_s < 0.5 * 0.003
+    busier = series.errors[fitted[1].run.name]
+    _say("in series, 6 req/s in-sample", series.calibration, ttft_mean=busier["ttft_mean"],
+         ttft_p90=busier["ttft_p90"])
     worst = max(abs(e["ttft_mean"]) for e in series.errors.values())
     assert worst > 0.1
     beside = fit(fitted, TERMS.split(","), start)
@@ -138,5 +157,6 @@ def test_auto_terms_find_the_row_cost_of_overlapping_steps(rows_run: Path) -> No
     fitted, start, _, _ = targets(match_points([read_runs(rows_run)], points,
                                                [str(rows_run)]), None)
     chosen, scores = select_terms(fitted, start)
+    print("\n" + "\n".join(f"{v:.1%} {','.join(k)}" for k, v in scores.items()))
     assert chosen == BESIDE_TERMS and set(scores) == {*CANDIDATE_TERMS, BESIDE_TERMS}
     assert scores[BESIDE_TERMS] < 0.5 * min(v for k, v in scores.items() if k != BESIDE_TERMS)

@@ -22,6 +22,7 @@ from calibrate.from_run import (
     INTAKE_TERMS,
     Calibration,
     Target,
+    describe_terms,
     errors,
     fit,
     replay,
@@ -52,6 +53,13 @@ def _run(name: str, arrivals: np.ndarray, seed: int, true: Overhead = TRUE) -> T
                       ((r["finish_s"] - r["first_token_s"]) / (out - 1)).to_numpy(),
                       (r["finish_s"] - r["arrival_s"]).to_numpy(), per_request=True)
     return Target(run, ClusterSpec(ContinuousPolicy(max_num_seqs=64), BASE, 4000, 16))
+
+
+def _say(label: str, cal: Calibration, **errs: float) -> None:
+    """Print a fit's terms and errors (``pytest -s`` shows what docs/calibration.md quotes)."""
+    terms = [t for t in FIT_TERMS if t == "time_scale" or cal.value(t) > 0]
+    shown = ", ".join(f"{t} {v}" for t, v in describe_terms(cal, terms))
+    print(f"\n{label}: {shown}; " + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items()))
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +97,17 @@ def test_a_burst_and_a_paced_run_recover_the_intake(runs: list[Target]) -> None:
     fast = _run("paced12", np.cumsum(np.random.default_rng(4).exponential(1 / 12.0, 300)), 4)
     for t in (big, fast):
         errs = errors(t.run, replay(t, got))
+        _say(f"intake, {t.run.name} not fitted on", got, ttft_mean=errs["ttft_mean"],
+             tpot_mean=errs["tpot_mean"])
         assert max(abs(errs[k]) for k in ("ttft_mean", "tpot_mean", "e2e_mean")) < 0.02
     alone = fit(runs[:1], INTAKE_TERMS)  # one load: the queue read as slower steps
+    _say("the burst alone", alone.calibration,
+         worst=max(alone.errors["burst"].values(), key=abs))
     assert alone.calibration.time_scale > 1.05 and alone.calibration.overhead.intake_s == 0
     assert max(abs(e) for e in alone.errors["burst"].values()) < 0.03
     without = fit(runs, [t for t in INTAKE_TERMS if t != "intake_s"]).calibration
+    _say("without intake_s, burst600", without,
+         tpot_mean=errors(big.run, replay(big, without))["tpot_mean"])
     assert without.overhead.request_s > 1.5 * TRUE.request_s  # the queue read as latency
     assert errors(big.run, replay(big, without))["tpot_mean"] > 0.08
 
@@ -126,6 +140,10 @@ def test_a_light_and_a_busy_run_recover_the_token_stream() -> None:
         assert got.value(term) == pytest.approx(STREAM.to_dict()[term], rel=0.03), term
     mid = _run("20 req/s", _poisson(20, 200, 8), 8, STREAM)
     errs = errors(mid.run, replay(mid, got))
+    _say("stream, 20 req/s not fitted on", got, ttft_mean=errs["ttft_mean"],
+         tpot_mean=errs["tpot_mean"], e2e_mean=errs["e2e_mean"])
     assert max(abs(errs[k]) for k in ("ttft_mean", "tpot_mean", "e2e_mean")) < 0.02
     without = fit([light, busy], terms[:3])
+    _say("without stream_s, 40 req/s in-sample", without.calibration,
+         ttft_p90=without.errors["40 req/s"]["ttft_p90"])
     assert without.errors["40 req/s"]["ttft_p90"] > 0.08
