@@ -41,6 +41,7 @@ from simulator.cluster_spec import SimResult
 from simulator.costs.base import CostModel
 from simulator.costs.host import DEFAULT_FIT_TERMS, FIT_TERMS, Overhead, calibrated_cost
 from simulator.errors import ConfigError
+from simulator.workload.prefixes import START, STOP, PrefixSegments, from_lists
 
 QUANTILES = np.linspace(0.05, 0.95, 10)  # distribution targets when send times are unknown
 STATS = ("mean", "p50", "p90")
@@ -52,6 +53,7 @@ BESIDE_GAIN = 0.05  # the least relative loss a seq_s beside the step must gain 
 # value and at least this floor (intake_s: a request; stream_s: a token)
 QUEUE_FLOORS_S = {"intake_s": 1e-4, "stream_s": 1e-6}
 QUEUE_STEP = 0.1
+WARM_GAP_S = 600.0  # warming prompts are served this long before the run (with_warm_prompts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,9 @@ class Target:
     # the policy forms each step while the GPU runs the last (policies/continuous.py
     # overlaps), so a candidate's seq_s runs beside the step, as the deployment will run it
     overlap: bool = False
+    # the run's first prompts the server had served (and cached) before it: replayed first,
+    # not scored (:func:`with_warm_prompts`)
+    warm_prompts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +132,9 @@ def _simulated(target: Target, cal: Calibration
     run's request order."""
     spec = replace(target.spec, cost=cal.cost(target.spec.cost, target.overlap),
                    request_s=cal.overhead.request_s)
-    sim = simulate(target.run.requests, spec, max_concurrency=target.run.max_concurrency)
+    table, segments = (with_warm_prompts(target.run.requests, target.warm_prompts)
+                       if target.warm_prompts else (target.run.requests, None))
+    sim = simulate(table, spec, max_concurrency=target.run.max_concurrency, segments=segments)
     ids = target.run.requests["request_id"].to_numpy()
     rec = sim.requests.set_index("request_id").reindex(ids)
     arrival = rec["arrival_s"].to_numpy(np.float64)
@@ -286,6 +293,33 @@ def _gauss_newton(targets: Sequence[Target], terms: tuple[str, ...], cal: Calibr
         if moved < 1e-3:
             break
     return cal, loss, evaluations
+
+
+def with_warm_prompts(requests: pd.DataFrame, warm: int) -> tuple[pd.DataFrame,
+                                                                  PrefixSegments]:
+    """The run's requests after its first ``warm`` prompts were served once (one output
+    token each, all at once, :data:`WARM_GAP_S` before its first send; the run's sends move
+    later by as much as that would put before 0), and the prefix
+    identity of both: prompt ``i`` (the ``i``-th request sent) is one segment, the same in
+    the warming copy and the run, as an earlier run of the same prompts (vLLM's and SGLang's
+    benchmark clients draw the same prompts at the same seed) left them in a server's prefix
+    cache. An open loop only (a closed loop's sends are not times)."""
+    sent = requests["arrival_s"].to_numpy(np.float64)
+    if not 1 <= warm <= len(requests) or np.isnan(sent).any():
+        raise ConfigError(f"warm prompts {warm}: 1 to the run's {len(requests)} requests, "
+                          "of an open loop (send times known)")
+    order = np.argsort(sent, kind="stable")
+    prompts = requests["prompt_tokens"].to_numpy(np.int64)[order]
+    first_id = int(requests["request_id"].max()) + 1
+    shift = max(0.0, WARM_GAP_S - float(sent.min()))  # the replay's clock starts at 0
+    warming = pd.DataFrame({"request_id": np.arange(first_id, first_id + warm),
+                            "arrival_s": np.full(warm, sent.min() + shift - WARM_GAP_S),
+                            "prompt_tokens": prompts[:warm], "output_tokens": 1})
+    run = requests.iloc[order].assign(arrival_s=sent[order] + shift)
+    table = pd.concat([warming, run], ignore_index=True)
+    segments, start, stop = from_lists([[(i, int(p))] for i, p in enumerate(prompts[:warm])]
+                                       + [[(i, int(p))] for i, p in enumerate(prompts)])
+    return table.assign(**{START: start, STOP: stop}), segments
 
 
 def _overlap_steps(targets: Sequence[Target], cal: Calibration) -> list[pd.DataFrame]:

@@ -67,9 +67,12 @@ def match_points(folders: list[list[MeasuredRun]],
     return out
 
 
-def targets(pairs: list[tuple[MeasuredRun, dict[str, Any]]], base: str | None
+def targets(pairs: list[tuple[MeasuredRun, dict[str, Any]]], base: str | None,
+            warm: dict[str, int] | None = None
             ) -> tuple[list[Target], Calibration, Deployment, dict[str, Any]]:
-    """Targets to fit, the start calibration, the first point's deployment and point."""
+    """Targets to fit, the start calibration, the first point's deployment and point
+    (``warm``: input path -> how many of its runs' first prompts the server had cached
+    before them, :func:`calibrate.from_run.with_warm_prompts`)."""
     out: list[Target] = []
     start, first, first_point = Calibration(), None, {}
     for run, point in pairs:
@@ -82,10 +85,39 @@ def targets(pairs: list[tuple[MeasuredRun, dict[str, Any]]], base: str | None
             raise ConfigError(f"{run.name}: priced with {dep.cost_source}, but the first run "
                               f"with {first.cost_source}; one fit needs one base profile")
         spec = replace(dep.cluster(), cost=kernel, request_s=0.0)
-        out.append(Target(run, spec, overlaps(dep.policy, dep.speculative is not None)))
+        cached = warm_prompts(run.name, warm or {})
+        if cached and not spec.prefix_caching:
+            raise ConfigError(f"--warm {run.name}: the scenario's prefix caching is off "
+                              "(kv.prefix_caching), so no prompt stays cached")
+        out.append(Target(run, spec, overlaps(dep.policy, dep.speculative is not None),
+                          cached))
     if first is None:
         raise ConfigError("nothing to fit: no measured runs")
     return out, start, first, first_point
+
+
+def warm_prompts(run_name: str, warm: dict[str, int]) -> int:
+    """The warm prompts given for the input a run came from (its name is the input's path,
+    or the path and `` point K`` for a folder's K-th point); 0 when none."""
+    for path, count in warm.items():
+        if run_name == path or run_name.startswith(f"{path} point "):
+            return count
+    return 0
+
+
+def parse_warm(values: Sequence[str], inputs: Sequence[str]) -> dict[str, int]:
+    """``--warm PATH=N`` (repeatable) as {PATH: N}; PATH must be one of ``inputs``."""
+    out = {}
+    for value in values:
+        path, sep, count = value.rpartition("=")
+        if not sep or not count.isdigit() or int(count) < 1:
+            raise ConfigError(f"--warm {value!r}: give PATH=N, N the prompts cached before "
+                              "that run (e.g. --warm runs/16rps.json=200)")
+        if path not in inputs:
+            raise ConfigError(f"--warm {value!r}: {path!r} is not one of the --from-run or "
+                              f"--holdout inputs ({', '.join(inputs)})")
+        out[path] = int(count)
+    return out
 
 
 def base_profile(point: dict[str, Any], dep: Deployment) -> CostProfile:

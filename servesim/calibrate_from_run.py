@@ -25,7 +25,8 @@ _STAT_COLUMNS = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "
 
 
 def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--from-run``, ``--scenario``, ``--set``, ``--base``, ``--fit``, ``--holdout``."""
+    """``--from-run``, ``--scenario``, ``--set``, ``--base``, ``--fit``, ``--holdout``,
+    ``--bench-seed``, ``--warm``."""
     from simulator.costs.host import DEFAULT_FIT_TERMS, FIT_TERMS
 
     g = parser.add_argument_group("black-box calibration from measured runs")
@@ -53,12 +54,23 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--bench-seed", type=int, default=0, metavar="N",
                    help="the --seed vLLM bench result files were run with (default 0, the "
                         "tool's): their send times are rebuilt from it")
+    g.add_argument("--warm", action="append", default=[], metavar="PATH=N",
+                   help="the server had served (and cached) the first N prompts of this "
+                        "input's runs before them, e.g. an earlier run of the same prompts "
+                        "with prefix caching on: they are replayed first and not scored "
+                        "(repeatable)")
 
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
     from calibrate.from_run import errors, fit, leave_one_out, replay, select_terms
-    from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
+    from calibrate.from_run_setup import (
+        base_profile,
+        calibrated_profile,
+        match_points,
+        parse_warm,
+        targets,
+    )
     from calibrate.run_records import read_runs
     from simulator.costs.host import DEFAULT_FIT_TERMS
     from simulator.costs.profile import save_profile
@@ -72,12 +84,14 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         raw = apply_overrides(load_scenario(args.scenario), list(args.from_run_sets))
         points = expand_sweep(raw)
         folders = [read_runs(d, args.bench_seed) for d in args.from_run]
+        warm = parse_warm(args.warm, [*args.from_run, *args.holdout])
         fitted, start, dep, point = targets(
-            match_points(folders, points, list(args.from_run)), args.base)
+            match_points(folders, points, list(args.from_run)), args.base, warm)
         extra = []
         if args.holdout:
             held = [read_runs(d, args.bench_seed) for d in args.holdout]
-            extra = targets(match_points(held, points, list(args.holdout)), args.base)[0]
+            extra = targets(match_points(held, points, list(args.holdout)), args.base,
+                            warm)[0]
         base = base_profile(point, dep)
         scores: dict[tuple[str, ...], float] = {}
         if terms == ("auto",):
