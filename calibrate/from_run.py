@@ -272,22 +272,39 @@ def _gauss_newton(targets: Sequence[Target], terms: tuple[str, ...], cal: Calibr
         # a term no residual moves (seq_s beside steps it nowhere outlasts) stays where it
         # is: the solver would otherwise wander along it, unseen by these runs
         moves = np.any(a_x != 0.0, axis=0)
-        step = x.copy()
-        if moves.any():
-            a_m, b_m = a_x[:, moves], b_x + a_x[:, ~moves] @ x[~moves]
-            lo_m, hi_m = low[moves], high[moves]
-            inside = np.minimum(np.maximum(x[moves], lo_m + 0.01), hi_m)  # trf stalls on a bound
-            step[moves] = least_squares(lambda v, a_m=a_m, b_m=b_m: a_m @ v + b_m, inside,
-                                        jac=lambda v, a_m=a_m: a_m, bounds=(lo_m, hi_m),
-                                        loss="soft_l1", f_scale=LOSS_SCALE).x
-        for alpha in (1.0, 0.5, 0.25, 0.1):
-            x_new = x + alpha * (step - x)
-            cand = cal.with_values(dict(zip(terms, (x_new * unit).tolist(), strict=True)))
-            new_loss, a_new, b_new = evaluate(cand)
-            if new_loss < loss:
+
+        def propose(free: np.ndarray, x: np.ndarray = x, a_x: np.ndarray = a_x,
+                    b_x: np.ndarray = b_x) -> np.ndarray:
+            """The linear answer for the ``free`` terms, the others held at ``x``."""
+            step = x.copy()
+            if free.any():
+                a_m, b_m = a_x[:, free], b_x + a_x[:, ~free] @ x[~free]
+                lo_m, hi_m = low[free], high[free]
+                inside = np.minimum(np.maximum(x[free], lo_m + 0.01), hi_m)  # trf stalls on
+                step[free] = least_squares(                                  # a bound
+                    lambda v, a_m=a_m, b_m=b_m: a_m @ v + b_m, inside,
+                    jac=lambda v, a_m=a_m: a_m, bounds=(lo_m, hi_m), loss="soft_l1",
+                    f_scale=LOSS_SCALE).x
+            return step
+
+        # every term's answer at once; where no step along it lowers the true loss (a
+        # schedule that shifts with the step), each term's own answer in turn
+        found = None
+        for free in (moves, *(moves & (np.arange(len(terms)) == k)
+                              for k in range(len(terms)) if len(terms) > 1 and moves[k])):
+            step = propose(free)
+            for alpha in (1.0, 0.5, 0.25, 0.1):
+                x_new = x + alpha * (step - x)
+                cand = cal.with_values(dict(zip(terms, (x_new * unit).tolist(), strict=True)))
+                new_loss, a_new, b_new = evaluate(cand)
+                if new_loss < loss:
+                    found = (x_new, cand, new_loss, a_new, b_new)
+                    break
+            if found is not None:
                 break
-        else:
-            break  # no step along the linear answer lowers the true loss
+        if found is None:
+            break  # no step along any linear answer lowers the true loss
+        x_new, cand, new_loss, a_new, b_new = found
         moved = float(np.max(np.abs(x_new - x) / np.maximum(np.abs(x), 1.0)))
         cal, loss, a, b = cand, new_loss, a_new, b_new
         if moved < 1e-3:

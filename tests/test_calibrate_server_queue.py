@@ -129,7 +129,7 @@ def _poisson(rate: float, n: int, seed: int) -> np.ndarray:
 def test_a_light_and_a_busy_run_recover_the_token_stream() -> None:
     """At 4 req/s the stream keeps up; at 40 its tokens queue. Fitted from the two: time_scale
     1.000, token 0.400, request 4.997, stream 1.200 ms; a third run at 20 req/s read within
-    0.3%. Without stream_s: token 0.445 and request 6.45 ms, and the busy run's P90 TTFT
+    0.3%. Without stream_s: token 0.445 and request 6.57 ms, and the busy run's P90 TTFT
     reads +12%."""
     light, busy = (_run(f"{r} req/s", _poisson(r, 200, s), s, STREAM)
                    for r, s in ((4, 6), (40, 7)))

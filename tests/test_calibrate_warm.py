@@ -84,7 +84,7 @@ def _measured(name: str, sends: np.ndarray, seed: int, warm: int) -> MeasuredRun
 
 def test_a_warm_run_is_fitted_only_with_its_cached_prompts() -> None:
     """A cold run at 4 req/s and the same 200 prompts again at 16 req/s, found cached:
-    fitted with the second run's prompts replayed first, token 0.40 ms and request 5.3 ms
+    fitted with the second run's prompts replayed first, token 0.42 ms and request 5.2 ms
     (TRUE: 0.4, 5), both runs' mean TTFT within 1%; replayed cold, the fit reads the warm
     run's slow prefills as a faster engine (time_scale 0.21) and misses the cold run's mean
     TTFT by half."""
