@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 from helpers import TokenCost, table
 
-from calibrate.from_run import WARM_GAP_S, Calibration, Target, fit, with_warm_prompts
+from calibrate.from_run import (
+    WARM_GAP_S,
+    Calibration,
+    Target,
+    describe_terms,
+    fit,
+    with_warm_prompts,
+)
 from calibrate.from_run_setup import parse_warm, warm_prompts
 from calibrate.run_records import MeasuredRun
 from simulator.cluster import ClusterSpec, simulate
@@ -94,10 +101,15 @@ def test_a_warm_run_is_fitted_only_with_its_cached_prompts() -> None:
     spec = ClusterSpec(ContinuousPolicy(max_num_seqs=64), BASE, 4000, 16, prefix_caching=True)
     terms = ("time_scale", "token_s", "request_s")
     right = fit([Target(cold, spec), Target(warm, spec, warm_prompts=200)], terms)
+    blind = fit([Target(cold, spec), Target(warm, spec)], terms, Calibration())
+    for label, got in (("--warm", right), ("cold replay", blind)):  # pytest -s shows them
+        print(f"\n{label}: " + ", ".join(f"{t} {v}" for t, v in
+                                         describe_terms(got.calibration, terms))
+              + "; mean TTFT " + ", ".join(f"{n} {e['ttft_mean']:+.1%}"
+                                           for n, e in got.errors.items()))
     assert right.calibration.time_scale == pytest.approx(1.0, abs=0.02)
     assert right.calibration.overhead.token_s == pytest.approx(4e-4, rel=0.1)
     assert right.calibration.overhead.request_s == pytest.approx(5e-3, rel=0.1)
     assert max(abs(e["ttft_mean"]) for e in right.errors.values()) < 0.02
-    blind = fit([Target(cold, spec), Target(warm, spec)], terms, Calibration())
     assert blind.calibration.time_scale < 0.5
     assert abs(blind.errors["cold"]["ttft_mean"]) > 0.3
