@@ -11,7 +11,8 @@ calibrate with: per-request TTFT and inter-token times. This prints how the ship
 runs: docs/stacks.md, "The 0.8 line's front end"), with and without replaying each run's
 cached prompts first (``--warm``), and then what a per-request fit of ``--fit`` (default
 ``time_scale,request_s,intake_s``, the preset's step and row costs held) finds, held out
-run by run. The replays are simulations: the figures are the same on any machine.
+run by run, and how firmly the runs pin each term (calibrate/fit_spread.py). The replays
+are simulations: the figures are the same on any machine.
 
 The scenario is the published cases' deployment (:data:`SCENARIO`); a user runs the same
 with ``servesim calibrate --from-run A B ... --warm B=200 ... --scenario S --fit TERMS``.
@@ -25,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from calibrate.from_run import describe_terms, errors, fit, leave_one_out, replay  # noqa: E402
+from calibrate.fit_spread import describe_spread, term_spread  # noqa: E402
+from calibrate.from_run import describe_terms, errors, fit, leave_one_out_fits, replay  # noqa: E402
 from calibrate.from_run_setup import match_points, targets  # noqa: E402
 from calibrate.run_records import read_runs  # noqa: E402
 from simulator.scenario import expand_sweep  # noqa: E402
@@ -88,9 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     result = fit(ts, terms, start)
     got = ", ".join(f"{t} {v}" for t, v in describe_terms(result.calibration, terms))
     print(f"fitted per request on all four ({result.evaluations} replays): {got}")
+    loo = leave_one_out_fits(ts, terms, start)
+    print("how firmly the four pin each term (calibrate/fit_spread.py):")
+    for s in term_spread(ts, result.calibration, terms, [c for _, c in loo.values()]):
+        print(f"  {s.term:<11} {describe_spread(s)}")
     print("each run held out (predicted by a fit on the other three):")
     print(header)
-    for (_, errs), name in zip(leave_one_out(ts, terms, start).items(), NAMES, strict=True):
+    for (errs, _), name in zip(loo.values(), NAMES, strict=True):
         print(_row(name, errs))
     return 0
 

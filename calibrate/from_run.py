@@ -385,11 +385,18 @@ def errors(run: MeasuredRun, pred: Predicted) -> dict[str, float]:
 def leave_one_out(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
                   start: Calibration | None = None) -> dict[str, dict[str, float]]:
     """Per run: its errors as predicted by a fit on the other runs (needs >= 2 runs)."""
+    return {name: errs for name, (errs, _) in leave_one_out_fits(targets, terms, start).items()}
+
+
+def leave_one_out_fits(targets: Sequence[Target], terms: Sequence[str] = DEFAULT_FIT_TERMS,
+                       start: Calibration | None = None
+                       ) -> dict[str, tuple[dict[str, float], Calibration]]:
+    """Per run: its errors as predicted by a fit on the other runs, and that fit."""
     out = {}
     for i, held in enumerate(targets):
         others = [t for j, t in enumerate(targets) if j != i]
         cal = fit(others, terms, start).calibration
-        out[held.run.name] = errors(held.run, replay(held, cal))
+        out[held.run.name] = (errors(held.run, replay(held, cal)), cal)
     return out
 
 

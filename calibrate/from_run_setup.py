@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from calibrate.fit_spread import TermSpread
 from calibrate.from_run import Calibration, FitResult, Target
 from calibrate.run_records import MeasuredRun
 from simulator.costs.from_config import profile_path_for
@@ -142,10 +143,11 @@ def base_profile(point: dict[str, Any], dep: Deployment) -> CostProfile:
 
 def calibrated_profile(base: CostProfile, result: FitResult,
                        heldout: dict[str, dict[str, float]], base_source: str,
-                       command: str, fingerprints: Sequence[dict[str, Any] | None] = ()
-                       ) -> CostProfile:
-    """``base`` with the fitted time_scale and overhead, and the fit described; its
-    fingerprint is the runs' machine when they all recorded the same one, else none."""
+                       command: str, fingerprints: Sequence[dict[str, Any] | None] = (),
+                       spread: Sequence[TermSpread] = ()) -> CostProfile:
+    """``base`` with the fitted time_scale and overhead, and the fit described (``spread``:
+    how firmly the runs pinned each term, calibrate/fit_spread.py); its fingerprint is the
+    runs' machine when they all recorded the same one, else none."""
     cal = result.calibration
     runs = list(result.errors)
     record = {
@@ -160,6 +162,7 @@ def calibrated_profile(base: CostProfile, result: FitResult,
         "heldout": "leave-one-run-out" if heldout else "not computed (needs two runs)",
         "heldout_error": heldout, "replays": result.evaluations,
         "fit_wall_s": round(result.wall_s, 2),
+        "term_spread": {s.term: s.to_dict() for s in spread},
     }
     provenance = {**base.provenance, "calibrated_from_run": {
         "runs": runs, "date": dt.date.today().isoformat(), "command": command}}

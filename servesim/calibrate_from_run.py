@@ -63,7 +63,8 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
-    from calibrate.from_run import errors, fit, leave_one_out, replay, select_terms
+    from calibrate.fit_spread import term_spread
+    from calibrate.from_run import errors, fit, leave_one_out_fits, replay, select_terms
     from calibrate.from_run_setup import (
         base_profile,
         calibrated_profile,
@@ -99,12 +100,16 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
             if len(fitted) >= 2:
                 terms, scores = select_terms(fitted, start)
         result = fit(fitted, terms, start)
-        heldout = leave_one_out(fitted, terms, start) if len(fitted) >= 2 else {}
+        loo = leave_one_out_fits(fitted, terms, start) if len(fitted) >= 2 else {}
+        heldout = {name: errs for name, (errs, _) in loo.items()}
+        spread = term_spread(fitted, result.calibration, result.terms,
+                             [cal for _, cal in loo.values()])
         for t in extra:
             heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
         machines = [r.fingerprint for runs in folders for r in runs]
-        profile = calibrated_profile(base, result, heldout, dep.cost_source, command, machines)
+        profile = calibrated_profile(base, result, heldout, dep.cost_source, command, machines,
+                                     spread)
         save_profile(profile, args.out)
     except (ValueError, OSError) as e:
         print(f"servesim: error: {e}", file=sys.stderr)
@@ -115,13 +120,14 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         for cand, score in scores.items():
             mark = "  <- fitted" if cand == result.terms else ""
             print(f"  {score:6.1%}  {','.join(cand)}{mark}")
-    _report(fitted, result, heldout, dep.cost_source)
+    _report(fitted, result, heldout, dep.cost_source, spread)
     print(f"wrote {args.out}")
     return 0
 
 
 def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]],
-            base_source: str) -> None:
+            base_source: str, spread: list[Any]) -> None:
+    from calibrate.fit_spread import SHARED_WARN, describe_spread
     from calibrate.from_run import describe_terms
 
     n_req = sum(len(t.run.requests) for t in fitted)
@@ -131,8 +137,15 @@ def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]]
             print(f"note: {t.run.name}: {note}")
     print(f"fitted on {len(fitted)} run(s), {n_req} requests: {result.evaluations} replays, "
           f"{result.wall_s:.1f} s")
-    for term, value in describe_terms(result.calibration, result.terms):
-        print(f"  {term:<11} {value}")
+    for (term, value), how in zip(describe_terms(result.calibration, result.terms), spread,
+                                  strict=True):
+        print(f"  {term:<11} {value:<12} {describe_spread(how)}")
+    if any(s.loose() for s in spread):
+        print(f"  (loose: {SHARED_WARN:.0%} or more of the term's effect on these runs' "
+              "errors is the other terms' too, or it has none, so the runs pin a combination "
+              "of it and its partner rather than the term: read the two together, and to "
+              "separate them add a run at another load or with other lengths, e.g. a burst "
+              "beside paced runs)")
     if result.beside_step and "seq_s" in result.terms:
         print("  (seq_s runs beside each step: the deployment's scheduler overlaps its steps, "
               "so it costs a step only where it outlasts the rest)")

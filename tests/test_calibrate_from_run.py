@@ -150,12 +150,14 @@ def _synthetic(folder: Path, rates: str = "[3.0, 6.0]") -> None:
     write_run(expand_sweep(raw), folder)
 
 
-def test_fit_recovers_injected_host_costs(tmp_path: Path) -> None:
+def test_fit_recovers_injected_host_costs(tmp_path: Path, capsys) -> None:
     """Two loads (~25% and ~50% of capacity), 150 requests each, 5% step jitter. Spread over
     workload seeds 1, 2, 3, 11: time_scale within 4%, token_s 16%, request_s + admit_s 13%
     (request_s alone 40%: at these loads admit_s and request_s differ only through the
     queue), the decode step's fixed part (time_scale x decode_step_s + step_s) 0.5% (step_s
-    alone 40%: with time_scale it is one intercept); held-out means within 5%."""
+    alone 40%: with time_scale it is one intercept); held-out means within 5%. The fit says
+    which terms these runs cannot tell apart (calibrate/fit_spread.py): step_s is loose
+    beside time_scale, admit_s beside request_s."""
     _synthetic(tmp_path / "run")
     out = tmp_path / "fitted.json"
     args = _args("--from-run", str(tmp_path / "run"), "--scenario", SCENARIO, "--set",
@@ -172,6 +174,13 @@ def test_fit_recovers_injected_host_costs(tmp_path: Path) -> None:
     assert record["heldout"] == "leave-one-run-out" and len(record["heldout_error"]) == 2
     for errs in record["heldout_error"].values():
         assert abs(errs["ttft_mean"]) < 0.05 and abs(errs["tpot_mean"]) < 0.05
+    spread = record["term_spread"]
+    assert spread["step_s"]["partner"] == "time_scale" and spread["step_s"]["shared"] > 0.9
+    assert spread["admit_s"]["partner"] == "request_s" and spread["admit_s"]["shared"] > 0.9
+    low, high = spread["token_s"]["leave_one_out"]
+    assert low <= host.token_s * 1.2 and high >= host.token_s * 0.8 and low <= high
+    printed = capsys.readouterr().out
+    assert "step_s" in printed and "<- loose" in printed and "(loose: " in printed
     [(_, point)] = expand_sweep(apply_overrides(load_scenario(SCENARIO), [
         CONTINUOUS, "workload.rate=3.0", f"cost.profile='{out}'"]))
     dep = resolve(point)
