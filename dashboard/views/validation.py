@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.figures_fit import overlay_cdfs
+from dashboard.logic.fit_run import PAGE_TERMS, RunFit, fit_run
 from dashboard.logic.form_fields import choices, usable_scenarios
 from dashboard.logic.run import latency_samples
 from dashboard.logic.scenario_form import (
@@ -31,6 +32,7 @@ from dashboard.logic.validation import (
 )
 from dashboard.page_form import choice, number, refill
 from dashboard.ui import BAD_INPUT, cached_run, guarded, plot, upload
+from simulator.costs.host import FIT_TERMS
 
 DEMO_SLOWDOWN = 1.3
 
@@ -39,6 +41,12 @@ DEMO_SLOWDOWN = 1.3
 def cached_demo(point: dict, slowdown: float) -> str:
     """The demo measurement's file (cached by the deployment)."""
     return str(demo_records(point, slowdown))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_fit(scenario: dict, path: str, terms: tuple[str, ...]) -> RunFit:
+    """A fit to the measured run (cached by the deployment, the file and the terms)."""
+    return fit_run(scenario, Path(path), terms)
 
 
 st.title("Validation")
@@ -98,3 +106,26 @@ st.dataframe(shown.style.format({"measured": "{:.4g}", "simulated": "{:.4g}",
 plot(overlay_cdfs(measured.samples, simulated), "overlay")
 if "itl" not in measured.samples:
     st.caption(f"{measured.source} carries no per-token times, so ITL is not compared.")
+
+st.subheader("Fit host costs to this run")
+st.caption("`servesim calibrate --from-run` on this file and deployment: a time scale on the "
+           "profile's steps and the stack's host costs, fitted request by request "
+           "(docs/calibration.md), each term with how firmly this one run pins it: at 95% "
+           "shared or more the run cannot tell it from its partner. With two runs or more "
+           "the command also predicts each from the others.")
+terms = st.multiselect("Terms to fit", list(FIT_TERMS), default=list(PAGE_TERMS),
+                       key="val_fit_terms")
+asked = (str(path), tuple(terms), repr(sorted(scenario.items())))
+if st.button("Fit", key="val_fit", disabled=not terms):
+    st.session_state["val_fit_asked"] = asked
+if terms and st.session_state.get("val_fit_asked") == asked:
+    with st.spinner("Fitting (each candidate replays the run)..."):
+        got = guarded("Fit", lambda: cached_fit(scenario, str(path), tuple(terms)))
+    st.caption(f"fitted in {got.replays} replays, {got.wall_s:.1f} s")
+    st.dataframe(got.terms.style.format({"value": "{:.4g}", "shared": "{:.0%}"},
+                                        na_rep="not seen"), hide_index=True)
+    st.dataframe(got.errors.style.format({"before": "{:+.1%}", "after": "{:+.1%}"}),
+                 hide_index=True)
+    st.download_button("Calibrated profile (JSON)", got.profile_json,
+                       file_name=f"{Path(str(path)).stem}-calibrated.json",
+                       mime="application/json", key="val_fit_profile")

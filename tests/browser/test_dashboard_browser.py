@@ -242,6 +242,14 @@ def test_validation(page: Page, base_url: str, tmp_path: Path) -> None:
     _open(page, f"{base_url}/validation")
     assert page.get_by_text("Worst:").count() == 1
     _shot(page, "validation")
+    page.get_by_role("button", name="Fit", exact=True).click()  # the demo: steps 1.3x
+    page.get_by_text("fitted in").wait_for(timeout=90_000)
+    _settle(page)
+    fitted = page.locator('[data-testid="stDataFrame"] table').nth(1)
+    row = fitted.locator("tbody tr", has_text="time_scale").first.locator("td")
+    assert float(row.all_inner_texts()[1]) == pytest.approx(1.3, rel=0.02)
+    assert page.get_by_role("button", name="Calibrated profile (JSON)").count() == 1
+    _shot(page, "validation-fit")
     bad = tmp_path / "broken.csv"
     bad.write_text("request_id,arrival_s,first_token_s,finish_s,prompt_tokens,output_tokens\n"
                    "0,x,1,2,3,4\n")

@@ -1,0 +1,105 @@
+"""Fit host costs to the measured run on the Validation page: ``servesim calibrate
+--from-run`` (calibrate/from_run.py) on one uploaded file, for the deployment the page shows.
+
+The file is read as the command reads it (simulator/measured/, through
+:func:`calibrate.run_records.read_runs`), except request records (CSV/Parquet, contract 4),
+which the command takes only inside a results folder: their TTFT, TPOT and E2E come from
+the records' own times. The answer is what the command prints: each term's value and how
+firmly the run pins it (calibrate/fit_spread.py), the run's errors before and after, and the
+calibrated profile (JSON) it writes. One run: no held-out errors and no leave-one-run-out
+range (the command gives both with two runs or more).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibrate.fit_spread import term_spread
+from calibrate.from_run import CANDIDATE_TERMS, errors, fit, replay
+from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
+from calibrate.run_records import MeasuredRun, read_runs
+from simulator.errors import ConfigError
+from simulator.scenario import expand_sweep
+
+SHOWN = ("ttft_mean", "ttft_p50", "ttft_p90", "tpot_mean", "tpot_p50", "tpot_p90",
+         "e2e_mean")
+RECORDS = (".csv", ".parquet", ".pq")
+# the page's default: a time scale, a cost per output token and a latency per request, the
+# smallest set that reads both TTFT and TPOT (calibrate/from_run.py CANDIDATE_TERMS); one
+# run seldom tells more apart
+PAGE_TERMS = CANDIDATE_TERMS[1]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFit:
+    """What a fit to one measured run found (module docstring)."""
+
+    terms: pd.DataFrame  # term, value, unit, shared, partner, pinned (yes, loose, not seen)
+    errors: pd.DataFrame  # statistic, before, after: simulated / measured - 1
+    profile_json: str  # the calibrated profile, as `servesim calibrate --out` writes it
+    replays: int  # replays the fit took
+    wall_s: float  # seconds it took
+
+
+def records_run(path: Path) -> MeasuredRun:
+    """Request records (contract 4; the page's loader has checked their columns) as a
+    fitting target: each finished request's TTFT, TPOT and E2E from its own times."""
+    df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") \
+        else pd.read_csv(path)
+    done = df[df["status"] == "finished"] if "status" in df else df.dropna(subset=["finish_s"])
+    done = done.sort_values(["arrival_s", "request_id"]).reset_index(drop=True)
+    sent = done["arrival_s"].to_numpy(np.float64)
+    ttft = done["first_token_s"].to_numpy(np.float64) - sent
+    e2e = done["finish_s"].to_numpy(np.float64) - sent
+    out = done["output_tokens"].to_numpy(np.float64)
+    tpot = np.divide(e2e - ttft, out - 1, out=np.full(len(out), np.nan), where=out > 1)
+    table = done[["request_id", "arrival_s", "prompt_tokens", "output_tokens"]].astype(
+        {"request_id": "int64", "prompt_tokens": "int64", "output_tokens": "int64"})
+    return MeasuredRun(path.name, table, ttft, tpot, e2e, per_request=True)
+
+
+def measured_run(path: Path) -> MeasuredRun:
+    """The uploaded file as one fitting target (records, or a client's result file)."""
+    if path.suffix.lower() in RECORDS:
+        return records_run(path)
+    runs = read_runs(path)
+    if len(runs) != 1:
+        raise ConfigError(f"{path.name}: holds {len(runs)} runs; fit a file of one")
+    return runs[0]
+
+
+def fit_run(scenario: dict[str, Any], path: Path, terms: Sequence[str]) -> RunFit:
+    """Fit ``terms`` to the run in ``path`` on ``scenario``'s deployment (its workload is
+    the run's own requests)."""
+    run = measured_run(path)
+    points = expand_sweep(scenario)
+    fitted, start, dep, point = targets(match_points([[run]], points[:1], [path.name]),
+                                        None, {})
+    result = fit(fitted, tuple(terms), start)
+    spread = term_spread(fitted, result.calibration, result.terms)
+    before = errors(run, replay(fitted[0], start))
+    after = result.errors[run.name]
+    rows = []
+    for s in spread:
+        value = result.calibration.value(s.term)
+        ratio = s.term == "time_scale"
+        rows.append({"term": s.term, "value": value if ratio else value * 1e3,
+                     "unit": "x" if ratio else "ms",
+                     "shared": s.shared if s.seen else np.nan,
+                     "partner": s.partner,
+                     "pinned": "not seen" if not s.seen else "loose" if s.loose() else "yes"})
+    profile = calibrated_profile(base_profile(point, dep), result, {}, dep.cost_source,
+                                 f"servesim dashboard: Validation, fit host costs to "
+                                 f"{path.name}", [run.fingerprint], spread)
+    return RunFit(pd.DataFrame(rows),
+                  pd.DataFrame({"statistic": SHOWN, "before": [before[k] for k in SHOWN],
+                                "after": [after[k] for k in SHOWN]}),
+                  json.dumps(profile.to_dict(), indent=2) + "\n", result.evaluations,
+                  result.wall_s)

@@ -1,0 +1,93 @@
+"""The Validation page's fit of host costs to the uploaded run (dashboard/logic/fit_run.py):
+``servesim calibrate --from-run`` on one file, under AppTest. No torch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard.logic.fit_run import PAGE_TERMS, fit_run, measured_run
+from dashboard.logic.run import simulate
+from dashboard.logic.scenario_form import apply_knobs, collapse, knobs_from_point, load_shipped
+from simulator.costs.profile import load_profile
+from simulator.errors import ConfigError
+
+pytest.importorskip("streamlit")
+
+from dashboard_support import page  # noqa: E402
+
+SLOWDOWN = 1.3
+
+
+@pytest.fixture(scope="module")
+def point() -> dict:
+    base = collapse(load_shipped("chat"))
+    return apply_knobs(base, replace(knobs_from_point(base), num_requests=200))
+
+
+def _records(point: dict, slowdown: float, path: Path) -> Path:
+    simulate({**point, "cost": {"time_scale": slowdown}}).requests.to_csv(path, index=False)
+    return path
+
+
+def test_a_slowdown_is_found_and_the_profile_carries_it(point: dict, tmp_path: Path) -> None:
+    """Every step 1.3x slower: before the fit the replay's mean TPOT reads at least
+    1 - 1/1.3 = 23% low (more where the slower steps batch more), after it time_scale is
+    1.3 and the means read within 2%; the profile is the base's with that scale and the
+    fit's record."""
+    path = _records(point, SLOWDOWN, tmp_path / "slow.csv")
+    got = fit_run(point, path, PAGE_TERMS)
+    terms = got.terms.set_index("term")
+    assert list(terms.index) == list(PAGE_TERMS)
+    assert terms.loc["time_scale", "value"] == pytest.approx(SLOWDOWN, rel=0.02)
+    assert terms.loc["time_scale", "unit"] == "x" and terms.loc["request_s", "unit"] == "ms"
+    assert set(terms["pinned"]) <= {"yes", "loose", "not seen"}
+    errs = got.errors.set_index("statistic")
+    assert errs.loc["tpot_mean", "before"] < 1 / SLOWDOWN - 1
+    assert abs(errs.loc["tpot_mean", "after"]) < 0.02
+    assert abs(errs.loc["ttft_mean", "after"]) < 0.02
+    (tmp_path / "fitted.json").write_text(got.profile_json)
+    profile = load_profile(tmp_path / "fitted.json")
+    assert profile.time_scale == pytest.approx(SLOWDOWN, rel=0.02)  # the base's is 1
+    record = profile.fit["from_run"]
+    assert set(record["term_spread"]) == set(PAGE_TERMS)
+    assert record["heldout"].startswith("not computed")
+    assert "servesim dashboard" in profile.provenance["calibrated_from_run"]["command"]
+
+
+def test_records_give_each_requests_own_times(tmp_path: Path) -> None:
+    """TTFT = first token - arrival, TPOT = (finish - first) / (outputs - 1), by hand."""
+    path = tmp_path / "two.csv"
+    pd.DataFrame({"request_id": [0, 1], "arrival_s": [0.0, 0.5],
+                  "first_token_s": [0.1, 0.7], "finish_s": [0.5, 0.7],
+                  "prompt_tokens": [10, 20], "output_tokens": [5, 1]}).to_csv(path, index=False)
+    run = measured_run(path)
+    assert run.per_request and run.ttft_s.tolist() == pytest.approx([0.1, 0.2])
+    assert run.tpot_s[0] == pytest.approx(0.1) and pd.isna(run.tpot_s[1])
+    assert run.e2e_s.tolist() == pytest.approx([0.5, 0.2])
+
+
+def test_an_unreadable_result_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "nothing.json"
+    bad.write_text("[]")
+    with pytest.raises(ConfigError, match="nothing.json"):
+        measured_run(bad)
+
+
+def test_the_page_fits_its_demo_run() -> None:
+    """The demo's steps are 1.3x the deployment's: the Fit button finds time_scale 1.3."""
+    at = page("validation").run()
+    assert not at.exception, at.exception
+    assert len(at.dataframe) == 1  # nothing fitted until asked
+    at.button(key="val_fit").click().run()
+    assert not at.exception and not at.error, (at.exception, at.error)
+    terms = at.dataframe[1].value.set_index("term")
+    assert terms.loc["time_scale", "value"] == pytest.approx(SLOWDOWN, rel=0.02)
+    errs = at.dataframe[2].value.set_index("statistic")
+    assert errs.loc["tpot_mean", "before"] < -0.15 and abs(errs.loc["tpot_mean", "after"]) < 0.02
+    assert any("fitted in" in c.value for c in at.caption)
+    at.multiselect(key="val_fit_terms").set_value(["time_scale"]).run()
+    assert len(at.dataframe) == 1  # other terms: fitted again only when asked
