@@ -72,6 +72,7 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         parse_warm,
         targets,
     )
+    from calibrate.next_run import candidates
     from calibrate.run_records import read_runs
     from simulator.costs.host import DEFAULT_FIT_TERMS
     from simulator.costs.profile import save_profile
@@ -104,6 +105,8 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         heldout = {name: errs for name, (errs, _) in loo.items()}
         spread = term_spread(fitted, result.calibration, result.terms,
                              [cal for _, cal in loo.values()])
+        nexts = (candidates(fitted, result.calibration, result.terms)
+                 if any(s.loose() for s in spread) else [])
         for t in extra:
             heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])
@@ -120,15 +123,16 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         for cand, score in scores.items():
             mark = "  <- fitted" if cand == result.terms else ""
             print(f"  {score:6.1%}  {','.join(cand)}{mark}")
-    _report(fitted, result, heldout, dep.cost_source, spread)
+    _report(fitted, result, heldout, dep.cost_source, spread, nexts)
     print(f"wrote {args.out}")
     return 0
 
 
 def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]],
-            base_source: str, spread: list[Any]) -> None:
+            base_source: str, spread: list[Any], nexts: list[Any]) -> None:
     from calibrate.fit_spread import SHARED_WARN, describe_spread
     from calibrate.from_run import describe_terms
+    from calibrate.next_run import advice
 
     n_req = sum(len(t.run.requests) for t in fitted)
     print(f"base: {base_source}")
@@ -146,6 +150,8 @@ def _report(fitted: list[Any], result: Any, heldout: dict[str, dict[str, float]]
               "of it and its partner rather than the term: read the two together, and to "
               "separate them add a run at another load or with other lengths, e.g. a burst "
               "beside paced runs)")
+    if nexts:
+        print(f"  {advice(nexts)} (calibrate/next_run.py)")
     if result.beside_step and "seq_s" in result.terms:
         print("  (seq_s runs beside each step: the deployment's scheduler overlaps its steps, "
               "so it costs a step only where it outlasts the rest)")

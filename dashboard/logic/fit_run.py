@@ -24,6 +24,7 @@ import pandas as pd
 from calibrate.fit_spread import term_spread
 from calibrate.from_run import CANDIDATE_TERMS, errors, fit, replay
 from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
+from calibrate.next_run import advice, candidates
 from calibrate.run_records import MeasuredRun, read_runs
 from simulator.errors import ConfigError
 from simulator.scenario import expand_sweep
@@ -46,6 +47,7 @@ class RunFit:
     profile_json: str  # the calibrated profile, as `servesim calibrate --out` writes it
     replays: int  # replays the fit took
     wall_s: float  # seconds it took
+    measure_next: str = ""  # where a term is loose: the run that would best separate it
 
 
 def records_run(path: Path) -> MeasuredRun:
@@ -98,8 +100,11 @@ def fit_run(scenario: dict[str, Any], path: Path, terms: Sequence[str]) -> RunFi
     profile = calibrated_profile(base_profile(point, dep), result, {}, dep.cost_source,
                                  f"servesim dashboard: Validation, fit host costs to "
                                  f"{path.name}", [run.fingerprint], spread)
+    nexts = candidates(fitted, result.calibration, result.terms) \
+        if any(s.loose() for s in spread) else []
+    said = advice(nexts)
     return RunFit(pd.DataFrame(rows),
                   pd.DataFrame({"statistic": SHOWN, "before": [before[k] for k in SHOWN],
                                 "after": [after[k] for k in SHOWN]}),
                   json.dumps(profile.to_dict(), indent=2) + "\n", result.evaluations,
-                  result.wall_s)
+                  result.wall_s, said[:1].upper() + said[1:])

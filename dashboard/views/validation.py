@@ -124,6 +124,8 @@ if terms and st.session_state.get("val_fit_asked") == asked:
     st.caption(f"fitted in {got.replays} replays, {got.wall_s:.1f} s")
     st.dataframe(got.terms.style.format({"value": "{:.4g}", "shared": "{:.0%}"},
                                         na_rep="not seen"), hide_index=True)
+    if got.measure_next:
+        st.caption(got.measure_next)
     st.dataframe(got.errors.style.format({"before": "{:+.1%}", "after": "{:+.1%}"}),
                  hide_index=True)
     st.download_button("Calibrated profile (JSON)", got.profile_json,
