@@ -63,7 +63,6 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
-    from calibrate.fit_spread import term_spread
     from calibrate.from_run import errors, fit, leave_one_out_fits, replay, select_terms
     from calibrate.from_run_setup import (
         base_profile,
@@ -72,7 +71,7 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         parse_warm,
         targets,
     )
-    from calibrate.next_run import candidates
+    from calibrate.next_run import assess
     from calibrate.run_records import read_runs
     from simulator.costs.host import DEFAULT_FIT_TERMS
     from simulator.costs.profile import save_profile
@@ -103,10 +102,7 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         result = fit(fitted, terms, start)
         loo = leave_one_out_fits(fitted, terms, start) if len(fitted) >= 2 else {}
         heldout = {name: errs for name, (errs, _) in loo.items()}
-        spread = term_spread(fitted, result.calibration, result.terms,
-                             [cal for _, cal in loo.values()])
-        nexts = (candidates(fitted, result.calibration, result.terms)
-                 if any(s.loose() for s in spread) else [])
+        spread, nexts = assess(fitted, result, [cal for _, cal in loo.values()])
         for t in extra:
             heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])

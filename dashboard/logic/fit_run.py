@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.fit_spread import term_spread
 from calibrate.from_run import CANDIDATE_TERMS, errors, fit, replay
 from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
-from calibrate.next_run import advice, candidates
+from calibrate.next_run import advice, assess
 from calibrate.run_records import MeasuredRun, read_runs
 from simulator.errors import ConfigError
 from simulator.scenario import expand_sweep
@@ -85,7 +84,7 @@ def fit_run(scenario: dict[str, Any], path: Path, terms: Sequence[str]) -> RunFi
     fitted, start, dep, point = targets(match_points([[run]], points[:1], [path.name]),
                                         None, {})
     result = fit(fitted, tuple(terms), start)
-    spread = term_spread(fitted, result.calibration, result.terms)
+    spread, nexts = assess(fitted, result)
     before = errors(run, replay(fitted[0], start))
     after = result.errors[run.name]
     rows = []
@@ -100,8 +99,6 @@ def fit_run(scenario: dict[str, Any], path: Path, terms: Sequence[str]) -> RunFi
     profile = calibrated_profile(base_profile(point, dep), result, {}, dep.cost_source,
                                  f"servesim dashboard: Validation, fit host costs to "
                                  f"{path.name}", [run.fingerprint], spread)
-    nexts = candidates(fitted, result.calibration, result.terms) \
-        if any(s.loose() for s in spread) else []
     said = advice(nexts)
     return RunFit(pd.DataFrame(rows),
                   pd.DataFrame({"statistic": SHOWN, "before": [before[k] for k in SHOWN],
