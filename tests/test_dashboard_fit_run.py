@@ -91,3 +91,24 @@ def test_the_page_fits_its_demo_run() -> None:
     assert any("fitted in" in c.value for c in at.caption)
     at.multiselect(key="val_fit_terms").set_value(["time_scale"]).run()
     assert len(at.dataframe) == 1  # other terms: fitted again only when asked
+
+
+AIPERF = Path(__file__).resolve().parents[2] / "shared" / "clients" / "aiperf-profile_export.jsonl"
+TINY_CPU = {"name": "tiny-cpu", "model": {"name": "tiny", "weight_dtype": "fp32"},
+            "hardware": {"gpu": "cpu"}, "policy": {"name": "continuous"},
+            "workload": {"arrival": "poisson", "rate": 1.0, "num_requests": 1}}
+
+
+@pytest.mark.skipif(not AIPERF.exists(), reason="../shared/clients is not beside the repo")
+def test_a_real_aiperf_file_is_fitted_request_by_request() -> None:
+    """AIPerf 0.13's records of 30 requests at 1 req/s against servesim serve (SmolLM2-135M
+    on a 2-vCPU machine; ../shared/clients/README.md), on the tiny model's CPU profile:
+    another model on another machine, which time_scale and request_s take up. The fit
+    lowers its own loss, so the mean TTFT and TPOT errors end no larger than they began."""
+    run = measured_run(AIPERF)
+    assert run.per_request and len(run.requests) == 30
+    got = fit_run(TINY_CPU, AIPERF, ("time_scale", "request_s"))
+    errs = got.errors.set_index("statistic")
+    for stat in ("ttft_mean", "tpot_mean"):
+        assert abs(errs.loc[stat, "after"]) <= abs(errs.loc[stat, "before"]) + 1e-9, stat
+    assert abs(errs.loc["tpot_mean", "after"]) < 0.15
