@@ -48,6 +48,20 @@ def guarded(what: str, fn: Callable[[], T]) -> T:
         raise  # st.stop raises; this keeps type checkers content
 
 
+def upload_many(label: str, types: Sequence[str], key: str, help: str | None = None
+                ) -> list[Path]:
+    """A file uploader of several files, each saved under its own name; a refused one is
+    named in an error and left out."""
+    out = []
+    for f in st.file_uploader(label, type=list(types), key=key, help=help,
+                              accept_multiple_files=True) or []:
+        try:
+            out.append(save_upload(f.name, f.getvalue()))
+        except UploadError as e:
+            st.error(str(e))
+    return out
+
+
 def upload(label: str, types: Sequence[str], key: str, help: str | None = None,
            where: Any = st) -> Path | None:
     """A file uploader (in ``where``: ``st`` or ``st.sidebar``) whose file is saved under its

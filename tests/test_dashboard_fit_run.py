@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def test_a_slowdown_is_found_and_the_profile_carries_it(point: dict, tmp_path: P
     1.3 and the means read within 2%; the profile is the base's with that scale and the
     fit's record."""
     path = _records(point, SLOWDOWN, tmp_path / "slow.csv")
-    got = fit_run(point, path, PAGE_TERMS)
+    got = fit_run(point, [path], PAGE_TERMS)
     terms = got.terms.set_index("term")
     assert list(terms.index) == list(PAGE_TERMS)
     assert terms.loc["time_scale", "value"] == pytest.approx(SLOWDOWN, rel=0.02)
@@ -56,6 +57,31 @@ def test_a_slowdown_is_found_and_the_profile_carries_it(point: dict, tmp_path: P
     assert set(record["term_spread"]) == set(PAGE_TERMS)
     assert record["heldout"].startswith("not computed")
     assert "servesim dashboard" in profile.provenance["calibrated_from_run"]["command"]
+
+
+def test_two_runs_choose_their_terms_and_predict_each_other(point: dict,
+                                                             tmp_path: Path) -> None:
+    """The slowed deployment at the scenario's rate and at a third of it: terms chosen by
+    leave-one-run-out error, each run predicted by a fit on the other within 3% on the
+    means, time_scale 1.3 with its range over those fits around it."""
+    slow = _records(point, SLOWDOWN, tmp_path / "busy.csv")
+    light = {**point, "workload": {**point["workload"], "rate": point["workload"]["rate"] / 3}}
+    quiet = _records(light, SLOWDOWN, tmp_path / "quiet.csv")
+    got = fit_run(point, [slow, quiet], None)
+    terms = got.terms.set_index("term")
+    assert "time_scale" in terms.index
+    assert terms.loc["time_scale", "value"] == pytest.approx(SLOWDOWN, rel=0.02)
+    low, high = terms.loc["time_scale", ["leave-one-run-out low", "leave-one-run-out high"]]
+    assert low <= high and low == pytest.approx(SLOWDOWN, rel=0.05)
+    assert high == pytest.approx(SLOWDOWN, rel=0.05)
+    errs = got.errors.set_index(["run", "statistic"])
+    for run in ("busy.csv", "quiet.csv"):
+        for stat in ("ttft_mean", "tpot_mean", "e2e_mean"):
+            assert abs(errs.loc[(run, stat), "held out"]) < 0.03, (run, stat)
+    record = json.loads(got.profile_json)["fit"]["from_run"]
+    assert record["heldout"] == "leave-one-run-out" and len(record["heldout_error"]) == 2
+    with pytest.raises(ConfigError, match="the same file twice"):
+        fit_run(point, [slow, slow], None)
 
 
 def test_records_give_each_requests_own_times(tmp_path: Path) -> None:
@@ -88,9 +114,25 @@ def test_the_page_fits_its_demo_run() -> None:
     assert terms.loc["time_scale", "value"] == pytest.approx(SLOWDOWN, rel=0.02)
     errs = at.dataframe[2].value.set_index("statistic")
     assert errs.loc["tpot_mean", "before"] < -0.15 and abs(errs.loc["tpot_mean", "after"]) < 0.02
-    assert any("fitted in" in c.value for c in at.caption)
+    assert any("on 1 run(s): " in c.value for c in at.caption)
     at.multiselect(key="val_fit_terms").set_value(["time_scale"]).run()
     assert len(at.dataframe) == 1  # other terms: fitted again only when asked
+
+
+def test_the_page_fits_two_runs_with_terms_chosen(point: dict, tmp_path: Path) -> None:
+    """A second run beside the demo: the terms chosen by leave-one-run-out error, a held-out
+    error for each run."""
+    at = page("validation").run()
+    demo = _records(point, SLOWDOWN, tmp_path / "other.csv")
+    at.file_uploader(key="val_fit_more").set_value(
+        [("other.csv", demo.read_bytes(), "text/csv")]).run()
+    at.checkbox(key="val_fit_auto").check().run()
+    at.button(key="val_fit").click().run()
+    assert not at.exception and not at.error, (at.exception, at.error)
+    errs = at.dataframe[2].value
+    assert set(errs["run"]) == {"other.csv", next(r for r in errs["run"] if r != "other.csv")}
+    assert errs["held out"].notna().all()
+    assert any("on 2 run(s): " in c.value for c in at.caption)
 
 
 AIPERF = Path(__file__).resolve().parents[2] / "shared" / "clients" / "aiperf-profile_export.jsonl"
@@ -107,7 +149,7 @@ def test_a_real_aiperf_file_is_fitted_request_by_request() -> None:
     lowers its own loss, so the mean TTFT and TPOT errors end no larger than they began."""
     run = measured_run(AIPERF)
     assert run.per_request and len(run.requests) == 30
-    got = fit_run(TINY_CPU, AIPERF, ("time_scale", "request_s"))
+    got = fit_run(TINY_CPU, [AIPERF], ("time_scale", "request_s"))
     errs = got.errors.set_index("statistic")
     for stat in ("ttft_mean", "tpot_mean"):
         assert abs(errs.loc[stat, "after"]) <= abs(errs.loc[stat, "before"]) + 1e-9, stat

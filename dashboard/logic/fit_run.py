@@ -1,13 +1,16 @@
-"""Fit host costs to the measured run on the Validation page: ``servesim calibrate
---from-run`` (calibrate/from_run.py) on one uploaded file, for the deployment the page shows.
+"""Fit host costs to the measured runs on the Validation page: ``servesim calibrate
+--from-run`` (calibrate/from_run.py) on the uploaded file and any more runs of the same
+deployment, for the deployment the page shows.
 
-The file is read as the command reads it (simulator/measured/, through
+The files are read as the command reads them (simulator/measured/, through
 :func:`calibrate.run_records.read_runs`), except request records (CSV/Parquet, contract 4),
 which the command takes only inside a results folder: their TTFT, TPOT and E2E come from
-the records' own times. The answer is what the command prints: each term's value and how
-firmly the run pins it (calibrate/fit_spread.py), the run's errors before and after, and the
-calibrated profile (JSON) it writes. One run: no held-out errors and no leave-one-run-out
-range (the command gives both with two runs or more).
+the records' own times. The answer is what the command prints: the terms (chosen by
+leave-one-run-out error where asked, with two runs or more), each term's value and how
+firmly the runs pin it (calibrate/fit_spread.py) with its range over the leave-one-run-out
+fits, the run to measure next where a term is loose (calibrate/next_run.py), each run's
+errors before, after and held out (predicted by a fit on the others), and the calibrated
+profile (JSON) it writes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.from_run import CANDIDATE_TERMS, errors, fit, replay
+from calibrate.from_run import (
+    CANDIDATE_TERMS,
+    errors,
+    fit,
+    leave_one_out_fits,
+    replay,
+    select_terms,
+)
 from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
 from calibrate.next_run import advice, assess
 from calibrate.run_records import MeasuredRun, read_runs
@@ -41,8 +51,9 @@ PAGE_TERMS = CANDIDATE_TERMS[1]
 class RunFit:
     """What a fit to one measured run found (module docstring)."""
 
-    terms: pd.DataFrame  # term, value, unit, shared, partner, pinned (yes, loose, not seen)
-    errors: pd.DataFrame  # statistic, before, after: simulated / measured - 1
+    terms: pd.DataFrame  # term, value, unit, shared, partner, pinned (yes, loose, not
+    # seen), its least and largest value over the leave-one-run-out fits (NaN: one run)
+    errors: pd.DataFrame  # run, statistic, before, after, held out: simulated / measured - 1
     profile_json: str  # the calibrated profile, as `servesim calibrate --out` writes it
     replays: int  # replays the fit took
     wall_s: float  # seconds it took
@@ -76,32 +87,46 @@ def measured_run(path: Path) -> MeasuredRun:
     return runs[0]
 
 
-def fit_run(scenario: dict[str, Any], path: Path, terms: Sequence[str]) -> RunFit:
-    """Fit ``terms`` to the run in ``path`` on ``scenario``'s deployment (its workload is
-    the run's own requests)."""
-    run = measured_run(path)
+def fit_run(scenario: dict[str, Any], paths: Sequence[Path],
+            terms: Sequence[str] | None) -> RunFit:
+    """Fit ``terms`` (None: chosen by leave-one-run-out error, which needs two runs; one
+    run takes :data:`PAGE_TERMS`) to the runs in ``paths`` on ``scenario``'s deployment
+    (its workload is the runs' own requests). With two runs or more each is also predicted
+    by a fit on the others, and each term's range over those fits is reported."""
+    runs = [measured_run(p) for p in paths]
+    names = [r.name for r in runs]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"the same file twice among {', '.join(names)}")
     points = expand_sweep(scenario)
-    fitted, start, dep, point = targets(match_points([[run]], points[:1], [path.name]),
+    fitted, start, dep, point = targets(match_points([[r] for r in runs], points[:1], names),
                                         None, {})
-    result = fit(fitted, tuple(terms), start)
-    spread, nexts = assess(fitted, result)
-    before = errors(run, replay(fitted[0], start))
-    after = result.errors[run.name]
+    chosen = tuple(terms) if terms else PAGE_TERMS
+    if not terms and len(fitted) >= 2:
+        chosen = select_terms(fitted, start)[0]
+    result = fit(fitted, chosen, start)
+    loo = leave_one_out_fits(fitted, chosen, start) if len(fitted) >= 2 else {}
+    spread, nexts = assess(fitted, result, [cal for _, cal in loo.values()])
     rows = []
     for s in spread:
         value = result.calibration.value(s.term)
-        ratio = s.term == "time_scale"
-        rows.append({"term": s.term, "value": value if ratio else value * 1e3,
-                     "unit": "x" if ratio else "ms",
-                     "shared": s.shared if s.seen else np.nan,
-                     "partner": s.partner,
-                     "pinned": "not seen" if not s.seen else "loose" if s.loose() else "yes"})
-    profile = calibrated_profile(base_profile(point, dep), result, {}, dep.cost_source,
+        scale = 1.0 if s.term == "time_scale" else 1e3
+        rows.append({"term": s.term, "value": value * scale,
+                     "unit": "x" if scale == 1.0 else "ms",
+                     "shared": s.shared if s.seen else np.nan, "partner": s.partner,
+                     "pinned": "not seen" if not s.seen else "loose" if s.loose() else "yes",
+                     "leave-one-run-out low": s.low * scale,
+                     "leave-one-run-out high": s.high * scale})
+    errs = []
+    for t in fitted:
+        before = errors(t.run, replay(t, start))
+        held = loo.get(t.run.name, ({k: np.nan for k in SHOWN}, None))[0]
+        errs += [{"run": t.run.name, "statistic": k, "before": before[k],
+                  "after": result.errors[t.run.name][k], "held out": held[k]} for k in SHOWN]
+    heldout = {name: e for name, (e, _) in loo.items()}
+    profile = calibrated_profile(base_profile(point, dep), result, heldout, dep.cost_source,
                                  f"servesim dashboard: Validation, fit host costs to "
-                                 f"{path.name}", [run.fingerprint], spread)
+                                 f"{', '.join(names)}", [r.fingerprint for r in runs], spread)
     said = advice(nexts)
-    return RunFit(pd.DataFrame(rows),
-                  pd.DataFrame({"statistic": SHOWN, "before": [before[k] for k in SHOWN],
-                                "after": [after[k] for k in SHOWN]}),
+    return RunFit(pd.DataFrame(rows), pd.DataFrame(errs),
                   json.dumps(profile.to_dict(), indent=2) + "\n", result.evaluations,
                   result.wall_s, said[:1].upper() + said[1:])

@@ -31,7 +31,7 @@ from dashboard.logic.validation import (
     verdict,
 )
 from dashboard.page_form import choice, number, refill
-from dashboard.ui import BAD_INPUT, cached_run, guarded, plot, upload
+from dashboard.ui import BAD_INPUT, cached_run, guarded, plot, upload, upload_many
 from simulator.costs.host import FIT_TERMS
 
 DEMO_SLOWDOWN = 1.3
@@ -44,9 +44,10 @@ def cached_demo(point: dict, slowdown: float) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_fit(scenario: dict, path: str, terms: tuple[str, ...]) -> RunFit:
-    """A fit to the measured run (cached by the deployment, the file and the terms)."""
-    return fit_run(scenario, Path(path), terms)
+def cached_fit(scenario: dict, paths: tuple[str, ...], terms: tuple[str, ...] | None
+               ) -> RunFit:
+    """A fit to the measured runs (cached by the deployment, the files and the terms)."""
+    return fit_run(scenario, [Path(p) for p in paths], terms)
 
 
 st.title("Validation")
@@ -108,26 +109,35 @@ if "itl" not in measured.samples:
     st.caption(f"{measured.source} carries no per-token times, so ITL is not compared.")
 
 st.subheader("Fit host costs to this run")
-st.caption("`servesim calibrate --from-run` on this file and deployment: a time scale on the "
-           "profile's steps and the stack's host costs, fitted request by request "
-           "(docs/calibration.md), each term with how firmly this one run pins it: at 95% "
-           "shared or more the run cannot tell it from its partner. With two runs or more "
-           "the command also predicts each from the others.")
+st.caption("`servesim calibrate --from-run` on this file (and any more runs of this "
+           "deployment): a time scale on the profile's steps and the stack's host costs, "
+           "fitted request by request (docs/calibration.md), each term with how firmly the "
+           "runs pin it: at 95% shared or more they cannot tell it from its partner. With "
+           "two runs or more each is also predicted by a fit on the others (held out).")
+more = upload_many("More runs of this deployment (optional; e.g. a burst beside a paced run)",
+                   ("csv", "parquet", "pq", "json", "jsonl"), "val_fit_more")
+runs = (str(path), *(str(p) for p in more))
+auto = st.checkbox("Choose the terms by leave-one-run-out error (two runs or more)",
+                   value=False, key="val_fit_auto", disabled=len(runs) < 2)
 terms = st.multiselect("Terms to fit", list(FIT_TERMS), default=list(PAGE_TERMS),
-                       key="val_fit_terms")
-asked = (str(path), tuple(terms), repr(sorted(scenario.items())))
-if st.button("Fit", key="val_fit", disabled=not terms):
+                       key="val_fit_terms", disabled=auto and len(runs) >= 2)
+chosen = None if auto and len(runs) >= 2 else tuple(terms)
+asked = (runs, chosen, repr(sorted(scenario.items())))
+if st.button("Fit", key="val_fit", disabled=chosen == ()):
     st.session_state["val_fit_asked"] = asked
-if terms and st.session_state.get("val_fit_asked") == asked:
-    with st.spinner("Fitting (each candidate replays the run)..."):
-        got = guarded("Fit", lambda: cached_fit(scenario, str(path), tuple(terms)))
-    st.caption(f"fitted in {got.replays} replays, {got.wall_s:.1f} s")
-    st.dataframe(got.terms.style.format({"value": "{:.4g}", "shared": "{:.0%}"},
-                                        na_rep="not seen"), hide_index=True)
+if chosen != () and st.session_state.get("val_fit_asked") == asked:
+    with st.spinner("Fitting (each candidate replays the runs)..."):
+        got = guarded("Fit", lambda: cached_fit(scenario, runs, chosen))
+    st.caption(f"fitted {', '.join(got.terms['term'])} on {len(runs)} run(s): "
+               f"{got.replays} replays, {got.wall_s:.1f} s")
+    st.dataframe(got.terms.style.format(
+        {"value": "{:.4g}", "shared": "{:.0%}", "leave-one-run-out low": "{:.4g}",
+         "leave-one-run-out high": "{:.4g}"}, na_rep="-"), hide_index=True)
     if got.measure_next:
         st.caption(got.measure_next)
-    st.dataframe(got.errors.style.format({"before": "{:+.1%}", "after": "{:+.1%}"}),
-                 hide_index=True)
+    st.dataframe(got.errors.style.format(
+        {"before": "{:+.1%}", "after": "{:+.1%}", "held out": "{:+.1%}"}, na_rep="-"),
+        hide_index=True)
     st.download_button("Calibrated profile (JSON)", got.profile_json,
                        file_name=f"{Path(str(path)).stem}-calibrated.json",
                        mime="application/json", key="val_fit_profile")

@@ -243,7 +243,7 @@ def test_validation(page: Page, base_url: str, tmp_path: Path) -> None:
     assert page.get_by_text("Worst:").count() == 1
     _shot(page, "validation")
     page.get_by_role("button", name="Fit", exact=True).click()  # the demo: steps 1.3x
-    page.get_by_text("fitted in").wait_for(timeout=90_000)
+    page.get_by_text("on 1 run(s): ").wait_for(timeout=90_000)
     _settle(page)
     fitted = page.locator('[data-testid="stDataFrame"] table').nth(1)
     row = fitted.locator("tbody tr", has_text="time_scale").first.locator("td")
