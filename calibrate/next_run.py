@@ -29,16 +29,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from calibrate.fit_spread import SHARED_WARN, TermSpread, spread_of, term_spread
-from calibrate.from_run import (
-    Calibration,
-    FitResult,
-    Target,
-    _simulated,
-    _theta,
-    linear_model,
-    replay,
-)
+from calibrate.fit_spread import SHARED_WARN, TermSpread, spread_of
+from calibrate.from_run import Calibration, Target, _simulated, _theta, linear_model, replay
 from calibrate.run_records import MeasuredRun
 from simulator.costs.host import FIT_TERMS
 
@@ -148,12 +140,3 @@ def advice(found: Sequence[Candidate]) -> str:
     return (f"measure next: {best.label}, which would leave no term above "
             f"{best.worst:.0%} shared (candidates, replayed with this fit: {listed})")
 
-
-def assess(targets: Sequence[Target], result: FitResult, loo: Sequence[Calibration] = ()
-           ) -> tuple[list[TermSpread], list[Candidate]]:
-    """How firmly ``targets`` pin each term of ``result`` (``loo``: the leave-one-run-out
-    fits, for the ranges) and, where one is loose, the candidate runs to measure next."""
-    spread = term_spread(targets, result.calibration, result.terms, loo)
-    if not any(s.loose() for s in spread):
-        return spread, []
-    return spread, candidates(targets, result.calibration, result.terms)

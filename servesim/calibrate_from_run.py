@@ -63,7 +63,8 @@ def add_from_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Fit, print the terms and errors, write ``args.out``; 2 on bad input."""
-    from calibrate.from_run import errors, fit, leave_one_out_fits, replay, select_terms
+    from calibrate.fit_check import fit_checked
+    from calibrate.from_run import errors, replay
     from calibrate.from_run_setup import (
         base_profile,
         calibrated_profile,
@@ -71,7 +72,6 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
         parse_warm,
         targets,
     )
-    from calibrate.next_run import assess
     from calibrate.run_records import read_runs
     from simulator.costs.host import DEFAULT_FIT_TERMS
     from simulator.costs.profile import save_profile
@@ -94,15 +94,11 @@ def from_run_command(args: argparse.Namespace, argv: list[str] | None = None) ->
             extra = targets(match_points(held, points, list(args.holdout)), args.base,
                             warm)[0]
         base = base_profile(point, dep)
-        scores: dict[tuple[str, ...], float] = {}
-        if terms == ("auto",):
-            terms = DEFAULT_FIT_TERMS
-            if len(fitted) >= 2:
-                terms, scores = select_terms(fitted, start)
-        result = fit(fitted, terms, start)
-        loo = leave_one_out_fits(fitted, terms, start) if len(fitted) >= 2 else {}
-        heldout = {name: errs for name, (errs, _) in loo.items()}
-        spread, nexts = assess(fitted, result, [cal for _, cal in loo.values()])
+        checked = fit_checked(fitted, start, None if terms == ("auto",) else terms,
+                              DEFAULT_FIT_TERMS)
+        result, scores, spread, nexts = (checked.result, checked.scores, checked.spread,
+                                         checked.nexts)
+        heldout = checked.heldout
         for t in extra:
             heldout[t.run.name] = errors(t.run, replay(t, result.calibration))
         command = "servesim " + shlex.join(argv if argv is not None else sys.argv[1:])

@@ -24,16 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.from_run import (
-    CANDIDATE_TERMS,
-    errors,
-    fit,
-    leave_one_out_fits,
-    replay,
-    select_terms,
-)
+from calibrate.fit_check import fit_checked
+from calibrate.from_run import CANDIDATE_TERMS, errors, replay
 from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
-from calibrate.next_run import advice, assess
+from calibrate.next_run import advice
 from calibrate.run_records import MeasuredRun, read_runs
 from simulator.errors import ConfigError
 from simulator.scenario import expand_sweep
@@ -100,12 +94,8 @@ def fit_run(scenario: dict[str, Any], paths: Sequence[Path],
     points = expand_sweep(scenario)
     fitted, start, dep, point = targets(match_points([[r] for r in runs], points[:1], names),
                                         None, {})
-    chosen = tuple(terms) if terms else PAGE_TERMS
-    if not terms and len(fitted) >= 2:
-        chosen = select_terms(fitted, start)[0]
-    result = fit(fitted, chosen, start)
-    loo = leave_one_out_fits(fitted, chosen, start) if len(fitted) >= 2 else {}
-    spread, nexts = assess(fitted, result, [cal for _, cal in loo.values()])
+    checked = fit_checked(fitted, start, terms, PAGE_TERMS)
+    result, loo, spread = checked.result, checked.loo, checked.spread
     rows = []
     for s in spread:
         value = result.calibration.value(s.term)
@@ -122,11 +112,11 @@ def fit_run(scenario: dict[str, Any], paths: Sequence[Path],
         held = loo.get(t.run.name, ({k: np.nan for k in SHOWN}, None))[0]
         errs += [{"run": t.run.name, "statistic": k, "before": before[k],
                   "after": result.errors[t.run.name][k], "held out": held[k]} for k in SHOWN]
-    heldout = {name: e for name, (e, _) in loo.items()}
-    profile = calibrated_profile(base_profile(point, dep), result, heldout, dep.cost_source,
+    profile = calibrated_profile(base_profile(point, dep), result, checked.heldout,
+                                 dep.cost_source,
                                  f"servesim dashboard: Validation, fit host costs to "
                                  f"{', '.join(names)}", [r.fingerprint for r in runs], spread)
-    said = advice(nexts)
+    said = advice(checked.nexts)
     return RunFit(pd.DataFrame(rows), pd.DataFrame(errs),
                   json.dumps(profile.to_dict(), indent=2) + "\n", result.evaluations,
                   result.wall_s, said[:1].upper() + said[1:])
