@@ -26,9 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from calibrate.fit_spread import describe_spread, term_spread  # noqa: E402
+from calibrate.fit_check import assess  # noqa: E402
+from calibrate.fit_spread import describe_spread  # noqa: E402
 from calibrate.from_run import describe_terms, errors, fit, leave_one_out_fits, replay  # noqa: E402
 from calibrate.from_run_setup import match_points, targets  # noqa: E402
+from calibrate.next_run import advice  # noqa: E402
 from calibrate.run_records import read_runs  # noqa: E402
 from simulator.scenario import expand_sweep  # noqa: E402
 
@@ -91,9 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     got = ", ".join(f"{t} {v}" for t, v in describe_terms(result.calibration, terms))
     print(f"fitted per request on all four ({result.evaluations} replays): {got}")
     loo = leave_one_out_fits(ts, terms, start)
+    spread, nexts = assess(ts, result, [c for _, c in loo.values()])
     print("how firmly the four pin each term (calibrate/fit_spread.py):")
-    for s in term_spread(ts, result.calibration, terms, [c for _, c in loo.values()]):
+    for s in spread:
         print(f"  {s.term:<11} {describe_spread(s)}")
+    if nexts:
+        print(f"  {advice(nexts)}")
     print("each run held out (predicted by a fit on the other three):")
     print(header)
     for (errs, _), name in zip(loo.values(), NAMES, strict=True):
