@@ -82,6 +82,10 @@ def test_two_runs_choose_their_terms_and_predict_each_other(point: dict,
     assert record["heldout"] == "leave-one-run-out" and len(record["heldout_error"]) == 2
     with pytest.raises(ConfigError, match="the same file twice"):
         fit_run(point, [slow, slow], None)
+    (tmp_path / "again").mkdir()
+    other = _records(light, SLOWDOWN, tmp_path / "again" / "busy.csv")  # another busy.csv
+    names = set(fit_run(point, [slow, other], PAGE_TERMS).errors["run"])
+    assert names == {"busy.csv", "busy.csv (2)"}
 
 
 def test_records_give_each_requests_own_times(tmp_path: Path) -> None:
@@ -148,7 +152,7 @@ def test_a_real_aiperf_file_is_fitted_request_by_request() -> None:
     another model on another machine, which time_scale and request_s take up. The fit
     lowers its own loss, so the mean TTFT and TPOT errors end no larger than they began."""
     run = measured_run(AIPERF)
-    assert run.per_request and len(run.requests) == 30
+    assert run.per_request and len(run.requests) == 30 and run.name == AIPERF.name
     got = fit_run(TINY_CPU, [AIPERF], ("time_scale", "request_s"))
     errs = got.errors.set_index("statistic")
     for stat in ("ttft_mean", "tpot_mean"):

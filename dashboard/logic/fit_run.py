@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ def measured_run(path: Path) -> MeasuredRun:
     runs = read_runs(path)
     if len(runs) != 1:
         raise ConfigError(f"{path.name}: holds {len(runs)} runs; fit a file of one")
-    return runs[0]
+    return replace(runs[0], name=path.name)  # named as uploaded, not by where it was saved
 
 
 def fit_run(scenario: dict[str, Any], paths: Sequence[Path],
@@ -87,10 +87,14 @@ def fit_run(scenario: dict[str, Any], paths: Sequence[Path],
     run takes :data:`PAGE_TERMS`) to the runs in ``paths`` on ``scenario``'s deployment
     (its workload is the runs' own requests). With two runs or more each is also predicted
     by a fit on the others, and each term's range over those fits is reported."""
-    runs = [measured_run(p) for p in paths]
+    if len({str(p) for p in paths}) < len(paths):  # an upload is saved by its content
+        raise ConfigError(f"the same file twice among {', '.join(p.name for p in paths)}")
+    runs: list[MeasuredRun] = []
+    for p in paths:  # two files of one name (two runs' bench.json) are told apart
+        run = measured_run(p)
+        taken = len([r for r in runs if r.name.split(" (")[0] == run.name])
+        runs.append(replace(run, name=f"{run.name} ({taken + 1})") if taken else run)
     names = [r.name for r in runs]
-    if len(set(names)) < len(names):
-        raise ConfigError(f"the same file twice among {', '.join(names)}")
     points = expand_sweep(scenario)
     fitted, start, dep, point = targets(match_points([[r] for r in runs], points[:1], names),
                                         None, {})
