@@ -45,7 +45,7 @@ class Candidate:
 
     label: str  # "a burst of 300" or "4.2 req/s (50% of 8.4)"
     rate: float  # req/s; inf for a burst
-    requests: int
+    requests: pd.DataFrame  # the run to send: request_id, arrival_s, prompt/output tokens
     spread: list[TermSpread]  # the terms with this run beside the measured ones
 
     @property
@@ -118,7 +118,7 @@ def candidates(targets: Sequence[Target], cal: Calibration, terms: Sequence[str]
         a_new, b_new = linear_model(extra.run, replay(extra, cal, terms), theta)
         spread = spread_of(np.vstack([a, a_new])[:, idx],
                            np.concatenate([r, a_new @ theta + b_new]), terms)
-        out.append(Candidate(label, load, n, spread))
+        out.append(Candidate(label, load, extra.run.requests, spread))
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import TokenCost, table
 
@@ -46,6 +47,11 @@ def _run(name: str, arrivals: np.ndarray, seed: int, true: Overhead = TRUE) -> T
     n = len(arrivals)
     reqs = table([(float(a), int(p), int(o)) for a, p, o in
                   zip(arrivals, rng.integers(16, 200, n), rng.integers(4, 30, n), strict=True)])
+    return measured(name, reqs, true)
+
+
+def measured(name: str, reqs: pd.DataFrame, true: Overhead = TRUE) -> Target:
+    """The requests ``reqs`` served with ``true`` over BASE, as a measured run to fit."""
     spec = ClusterSpec(ContinuousPolicy(max_num_seqs=64), HostCost(BASE, true), 4000, 16,
                        request_s=true.request_s)
     r = simulate(reqs, spec).requests.set_index("request_id").reindex(reqs["request_id"])
@@ -89,9 +95,11 @@ def test_a_burst_and_a_paced_run_recover_the_intake(runs: list[Target]) -> None:
     """Fitted: time_scale 1.000, token 0.400, request 5.000, intake 5.000 ms; a burst of 600
     and 12 req/s, not fitted on, read exactly. Without intake_s the same runs fit request_s
     9.6 ms and token_s 0.34 ms, and the burst of 600 reads mean TPOT +14%. The burst alone
-    fits time_scale 1.079 and token 0.255 ms, no intake, within 3% in-sample, and says so
-    (calibrate/fit_spread.py): 98-99% of time_scale's, token_s's and request_s's effects on
-    its errors are the others' (with the paced run: 11-72%)."""
+    finds the intake too (4.998 ms; time_scale 1.000, token 0.400, request 5.47 ms) since
+    the fit also starts from the queue term and another sharing their time (stop 74; from
+    its one start it stopped at time_scale 1.079 and no intake, within 3% in-sample), and
+    its spread (calibrate/fit_spread.py) marks time_scale and token_s loose (98-99% of each
+    one's effect on the errors is the other's; with the paced run: 67-72%)."""
     got = fit(runs, INTAKE_TERMS).calibration
     both = term_spread(runs, got, INTAKE_TERMS)
     print("\nspread, both runs: " + "; ".join(f"{s.term} {describe_spread(s)}" for s in both))
@@ -106,14 +114,15 @@ def test_a_burst_and_a_paced_run_recover_the_intake(runs: list[Target]) -> None:
         _say(f"intake, {t.run.name} not fitted on", got, ttft_mean=errs["ttft_mean"],
              tpot_mean=errs["tpot_mean"])
         assert max(abs(errs[k]) for k in ("ttft_mean", "tpot_mean", "e2e_mean")) < 0.02
-    alone = fit(runs[:1], INTAKE_TERMS)  # one load: the queue read as slower steps
+    alone = fit(runs[:1], INTAKE_TERMS)
     _say("the burst alone", alone.calibration,
          worst=max(alone.errors["burst"].values(), key=abs))
-    assert alone.calibration.time_scale > 1.05 and alone.calibration.overhead.intake_s == 0
-    assert max(abs(e) for e in alone.errors["burst"].values()) < 0.03
+    assert alone.calibration.time_scale == pytest.approx(1.0, abs=0.01)
+    assert alone.calibration.overhead.intake_s == pytest.approx(TRUE.intake_s, rel=0.02)
+    assert max(abs(e) for e in alone.errors["burst"].values()) < 0.01
     one = term_spread(runs[:1], alone.calibration, INTAKE_TERMS)
     print("spread, the burst alone: " + "; ".join(f"{s.term} {describe_spread(s)}" for s in one))
-    assert {s.term for s in one if s.loose()} == {"time_scale", "token_s", "request_s"}
+    assert {s.term for s in one if s.loose()} == {"time_scale", "token_s"}
     without = fit(runs, [t for t in INTAKE_TERMS if t != "intake_s"]).calibration
     _say("without intake_s, burst600", without,
          tpot_mean=errors(big.run, replay(big, without))["tpot_mean"])
@@ -124,22 +133,22 @@ def test_a_burst_and_a_paced_run_recover_the_intake(runs: list[Target]) -> None:
 def test_a_paced_run_alone_pins_the_intake_and_request_s_together(runs: list[Target]) -> None:
     """At 4 req/s and 5 ms an intake, requests seldom queue at the server: intake 2.5 ms and
     request 7.5 ms read every request exactly, as the truth (5, 5) does; the loss is flat
-    along their sum. The fit lands near the sum (intake 7.4, request 2.4 ms), and its spread
-    names each the other's partner; the share there (73-81%) is below the mark, as the
-    intake's finite difference sees a few requests queue: a share is local (docs/
-    calibration.md, "How firmly the runs pin each term")."""
+    along their sum. The fit lands on that sum (intake 5.4, request 4.6 ms), the split
+    arbitrary; the spread names request_s as the intake's partner but shares only 31-66%
+    there, as the intake's finite difference sees a few requests queue: a share is local
+    (docs/calibration.md, "How firmly the runs pin each term")."""
     paced = runs[1]
     other = Calibration(1.0, Overhead(token_s=4e-4, request_s=7.5e-3, intake_s=2.5e-3))
     assert max(abs(e) for e in errors(paced.run, replay(paced, other)).values()) < 1e-9
     got = fit([paced], INTAKE_TERMS).calibration
     total = got.overhead.request_s + got.overhead.intake_s
-    assert total == pytest.approx(TRUE.request_s + TRUE.intake_s, rel=0.05)
+    assert total == pytest.approx(TRUE.request_s + TRUE.intake_s, rel=0.01)
     spread = {s.term: s for s in term_spread([paced], got, INTAKE_TERMS)}
     _say("the paced run alone", got)
     print("spread, the paced run alone: " + "; ".join(
         f"{s.term} {describe_spread(s)}" for s in spread.values()))
-    assert spread["request_s"].partner == "intake_s" and spread["intake_s"].partner == "request_s"
-    assert spread["request_s"].shared > 0.5
+    assert spread["intake_s"].partner == "request_s"
+    assert not spread["intake_s"].loose() and not spread["request_s"].loose()  # local
 
 
 def test_auto_terms_offer_the_intake_where_a_run_is_a_burst(runs: list[Target]) -> None:
