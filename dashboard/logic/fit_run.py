@@ -29,6 +29,7 @@ from calibrate.from_run import CANDIDATE_TERMS, errors, replay
 from calibrate.from_run_setup import base_profile, calibrated_profile, match_points, targets
 from calibrate.next_run import advice
 from calibrate.run_records import MeasuredRun, read_runs
+from dashboard.logic.validation import _read_table
 from simulator.errors import ConfigError
 from simulator.scenario import expand_sweep
 
@@ -57,8 +58,7 @@ class RunFit:
 def records_run(path: Path) -> MeasuredRun:
     """Request records (contract 4; the page's loader has checked their columns) as a
     fitting target: each finished request's TTFT, TPOT and E2E from its own times."""
-    df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") \
-        else pd.read_csv(path)
+    df = _read_table(path)  # the page's reader of records (its errors name the file)
     done = df[df["status"] == "finished"] if "status" in df else df.dropna(subset=["finish_s"])
     done = done.sort_values(["arrival_s", "request_id"]).reset_index(drop=True)
     sent = done["arrival_s"].to_numpy(np.float64)
